@@ -1,0 +1,1 @@
+//! GPU kernel harness (filled by the kernel-harness work).

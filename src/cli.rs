@@ -1,0 +1,27 @@
+//! Command-line definition and dispatch.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::cmd;
+
+/// How fast an LLM service really feels: user-perceived latency and the GPU's bandwidth floor.
+#[derive(Debug, Parser)]
+#[command(name = "tokenscope", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the GPU kernel harness: memory bandwidth, decode kernels and the TPOT floor.
+    Kernels(cmd::kernels::KernelsArgs),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Kernels(args) => cmd::kernels::run(args),
+    }
+}

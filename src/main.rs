@@ -1,0 +1,20 @@
+//! `tokenscope`: how fast an LLM service really feels.
+//!
+//! Thin entry point: parse the command line, hand the validated options to the
+//! subcommand's runner, print `{:#}` of any error and exit non-zero.
+
+mod cli;
+mod cmd;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = <cli::Cli as clap::Parser>::parse();
+    match cli::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! The browser client (filled by the browser-client work).
