@@ -1,1 +1,511 @@
-//! The `tokenscope.kernels/1` report model (filled by the kernel-harness work).
+//! The `tokenscope.kernels/1` report: what `tokenscope kernels` writes with `--out`
+//! and what `tokenscope report` and the web page read.
+//!
+//! The contract (docs: `../shared/spec/contracts.md` section 3) fixes the field names
+//! shown there; this model adds fields but never renames one. Units are in the names
+//! (`_us`, `_gbps`, `_bytes`). [`KernelReport::from_json`] refuses a document whose major
+//! schema version it does not know.
+
+use serde::{Deserialize, Serialize};
+
+use crate::floor::{FloorEstimate, Quant};
+
+/// The schema id this build writes.
+pub const SCHEMA: &str = "tokenscope.kernels/1";
+/// The schema family prefix (before the version).
+pub const SCHEMA_PREFIX: &str = "tokenscope.kernels/";
+/// The major version this build reads and writes.
+pub const SCHEMA_MAJOR: u32 = 1;
+
+/// Errors reading a kernels report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Not JSON, or JSON that does not match the model.
+    #[error("kernels report is not valid: {0}")]
+    Json(String),
+    /// No `schema` string.
+    #[error("kernels report has no `schema` field (expected \"{SCHEMA}\")")]
+    MissingSchema,
+    /// A `schema` of another document type.
+    #[error("`schema` is \"{0}\", not a tokenscope kernels report (expected \"{SCHEMA}\")")]
+    WrongSchema(String),
+    /// A major version this build does not know.
+    #[error(
+        "kernels report has schema \"{found}\" (major version {major}); this build of tokenscope reads major version {SCHEMA_MAJOR} only: upgrade tokenscope to read it"
+    )]
+    UnsupportedVersion {
+        /// The schema string found.
+        found: String,
+        /// Its major version.
+        major: u32,
+    },
+}
+
+/// How kernel times were taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingMethod {
+    /// GPU timestamps written at the beginning and end of each compute pass.
+    TimestampQuery,
+    /// Host clock around submit-and-wait of a batch of iterations (includes submit overhead).
+    WallClock,
+}
+
+/// The adapter the harness ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdapterReport {
+    /// Adapter name (e.g. "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)").
+    pub name: String,
+    /// Graphics backend: `vulkan`, `metal`, `dx12`, `gl`, `webgpu`.
+    pub backend: String,
+    /// `DiscreteGpu`, `IntegratedGpu`, `VirtualGpu`, `Cpu` or `Other`.
+    pub device_type: String,
+    /// Driver name.
+    pub driver: String,
+    /// Driver version / info.
+    #[serde(default)]
+    pub driver_info: String,
+    /// PCI vendor id (backend-specific).
+    #[serde(default)]
+    pub vendor_id: u32,
+    /// PCI device id (backend-specific).
+    #[serde(default)]
+    pub device_id: u32,
+    /// Smallest subgroup size the adapter reports (0 if unknown).
+    #[serde(default)]
+    pub subgroup_min_size: u32,
+    /// Largest subgroup size the adapter reports (0 if unknown).
+    #[serde(default)]
+    pub subgroup_max_size: u32,
+}
+
+/// Optional features: what the adapter has and what the harness used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureReport {
+    /// Timestamp queries used for timing.
+    pub timestamp_query: bool,
+    /// `shader-f16` used (f16 loads in the f16 kernels).
+    pub shader_f16: bool,
+    /// Subgroup operations used for reductions.
+    pub subgroups: bool,
+    /// What the adapter offers, before any `--no-*` option turned a feature off.
+    #[serde(default)]
+    pub available: Option<AvailableFeatures>,
+}
+
+/// Features the adapter offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AvailableFeatures {
+    /// `TIMESTAMP_QUERY`.
+    pub timestamp_query: bool,
+    /// `SHADER_F16`.
+    pub shader_f16: bool,
+    /// `SUBGROUP`.
+    pub subgroups: bool,
+}
+
+/// The device limits the harness requested (the adapter's own, not wgpu's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitsReport {
+    /// Largest storage-buffer binding, bytes.
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer, bytes.
+    pub max_buffer_size: u64,
+    /// Storage buffers per shader stage.
+    pub max_storage_buffers_per_shader_stage: u32,
+    /// Invocations per workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Workgroup size in x.
+    pub max_compute_workgroup_size_x: u32,
+    /// Workgroup shared memory, bytes.
+    pub max_compute_workgroup_storage_size: u32,
+    /// Workgroups per dispatch dimension.
+    pub max_compute_workgroups_per_dimension: u32,
+}
+
+/// The run's settings, enough to rerun it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Small shapes (CI).
+    pub quick: bool,
+    /// Timed samples per kernel.
+    pub samples: u32,
+    /// Untimed warm-up iterations per kernel.
+    pub warmup: u32,
+    /// Seed of the generated inputs.
+    pub seed: u64,
+    /// Subgroup reductions turned off by option.
+    #[serde(default)]
+    pub force_shared_reduction: bool,
+    /// Models whose floor was computed.
+    pub models: Vec<String>,
+    /// Weight formats of the floor.
+    pub quants: Vec<Quant>,
+    /// Context lengths of the floor and the attention kernels.
+    pub contexts: Vec<u64>,
+    /// The bytes the harness assumed for the last-level cache.
+    pub cache_bytes: u64,
+    /// Where `cache_bytes` came from (`sysfs:...` or `assumed`).
+    pub cache_source: String,
+}
+
+/// Median and spread of a kernel's repeated timings, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimingSummary {
+    /// Number of timed samples.
+    pub samples: u32,
+    /// Median.
+    pub median_us: f64,
+    /// Fastest sample.
+    pub min_us: f64,
+    /// Slowest sample.
+    pub max_us: f64,
+    /// 25th percentile.
+    pub p25_us: f64,
+    /// 75th percentile.
+    pub p75_us: f64,
+    /// Mean.
+    pub mean_us: f64,
+}
+
+impl TimingSummary {
+    /// Summarises samples (microseconds). Percentiles interpolate linearly between
+    /// closest ranks (numpy's default). `None` when there is no finite sample.
+    pub fn from_samples(samples: &[f64]) -> Option<TimingSummary> {
+        let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let pct = |p: f64| {
+            let rank = p * (v.len() - 1) as f64;
+            let lo = rank.floor() as usize;
+            let hi = rank.ceil() as usize;
+            v[lo] + (v[hi] - v[lo]) * (rank - lo as f64)
+        };
+        Some(TimingSummary {
+            samples: v.len() as u32,
+            median_us: pct(0.5),
+            min_us: v[0],
+            max_us: v[v.len() - 1],
+            p25_us: pct(0.25),
+            p75_us: pct(0.75),
+            mean_us: v.iter().sum::<f64>() / v.len() as f64,
+        })
+    }
+
+    /// Interquartile range relative to the median (a unitless spread).
+    pub fn relative_iqr(&self) -> f64 {
+        if self.median_us > 0.0 {
+            (self.p75_us - self.p25_us) / self.median_us
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The measured memory-bandwidth ceiling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthReport {
+    /// Read-only streaming kernel, GB/s (10^9 bytes/s). Every `fraction_of_read` divides by it.
+    pub read_gbps: f64,
+    /// Copy kernel, GB/s counting bytes read plus bytes written.
+    pub copy_gbps: f64,
+    /// Bytes touched across the rotating buffers.
+    pub working_set_bytes: u64,
+    /// Size of each buffer.
+    pub buffer_bytes: u64,
+    /// Buffers rotated through.
+    pub buffers: u32,
+    /// Read kernel timing.
+    pub read: TimingSummary,
+    /// Copy kernel timing.
+    pub copy: TimingSummary,
+    /// Read kernel checksum matched the CPU.
+    pub read_verified: bool,
+    /// Copy destination matched the source.
+    pub copy_verified: bool,
+}
+
+/// How a kernel's output was checked against its CPU reference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerificationReport {
+    /// Outputs compared.
+    pub checked: u64,
+    /// Outputs the kernel produced.
+    pub outputs: u64,
+    /// Largest |gpu - cpu|.
+    pub max_abs_err: f64,
+    /// Largest |gpu - cpu| / tolerance (<= 1 passes).
+    pub max_err_over_tol: f64,
+    /// The first failure (kernel, shape, index, values), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// One kernel's result. GEMV and skinny matmul fill `shape` and `batch`; attention
+/// fills `context`, `heads`, `kv_heads`, `head_dim` and `splits`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelResult {
+    /// `gemv`, `matmul_skinny`, `attention_decode` or `attention_decode_split`.
+    pub name: String,
+    /// Weight or KV format: `f32`, `f16`, `q8_0`, `q4_0`.
+    pub dtype: String,
+    /// `[rows, cols]` of the weight matrix (outputs x inputs); for attention
+    /// `[heads, context, head_dim]`.
+    pub shape: Vec<u64>,
+    /// Activation columns (decode batch); 1 for GEMV and attention.
+    pub batch: u32,
+    /// KV-cache length (attention only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<u64>,
+    /// Query heads (attention only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<u32>,
+    /// Key/value heads (attention only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u32>,
+    /// Head dimension (attention only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u32>,
+    /// KV splits of the flash-decoding variant (attention only; 1 = single pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub splits: Option<u32>,
+    /// Output matched the CPU reference.
+    pub verified: bool,
+    /// Verification details.
+    pub verification: VerificationReport,
+    /// Median time per call, microseconds.
+    pub median_us: f64,
+    /// Timing spread.
+    pub timing: TimingSummary,
+    /// Bytes one call must move (weights with scales, activations in and out).
+    pub bytes_moved: u64,
+    /// Floating-point operations of one call (a multiply-add counts 2).
+    pub flops: u64,
+    /// Bytes moved / median time, GB/s; `null` when the data sat in cache
+    /// (`cache_resident`), since that is not memory bandwidth.
+    pub gbps: Option<f64>,
+    /// Bytes moved / median time, GB/s, whether cache-resident or not.
+    pub effective_gbps: f64,
+    /// FLOPs / median time, GFLOP/s.
+    pub gflops: f64,
+    /// `effective_gbps / bandwidth.read_gbps`.
+    pub fraction_of_read: f64,
+    /// `fraction_of_read > 1`: the working set was served from cache.
+    pub cache_resident: bool,
+    /// Reduction path: `subgroup` or `shared`.
+    pub reduction: String,
+    /// Bindings the weights (or KV cache) were split across to fit the binding limit.
+    pub bindings: u32,
+    /// Copies rotated through so consecutive calls do not hit cache.
+    pub rotation: u32,
+    /// Anything worth knowing (e.g. the f16 load path).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A kernel the harness did not run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkippedKernel {
+    /// Kernel name.
+    pub name: String,
+    /// Format.
+    pub dtype: String,
+    /// Shape as for [`KernelResult::shape`].
+    pub shape: Vec<u64>,
+    /// Why (missing feature, out of memory, ...).
+    pub reason: String,
+}
+
+/// A decode-floor row: [`FloorEstimate`] plus where its bandwidths came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloorRow {
+    /// The floor.
+    #[serde(flatten)]
+    pub estimate: FloorEstimate,
+    /// Which measurement gave `gemv_gbps` (e.g. `gemv q4_0`, or `read` as a fallback).
+    pub gemv_source: String,
+    /// Which measurement gave `attention_gbps`.
+    pub attention_source: String,
+    /// Median of the synthetic decode step at this model/quant/context, if one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_step_ms: Option<f64>,
+    /// `tpot_floor_ms / decode_step_ms`: how close the sum of the kernels comes to the floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_efficiency: Option<f64>,
+}
+
+/// A synthetic decode step: every layer's kernels in sequence at the model's shapes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecodeStepResult {
+    /// Model name.
+    pub model: String,
+    /// Weight format.
+    pub quant: Quant,
+    /// KV-cache format.
+    pub kv_dtype: Quant,
+    /// KV-cache length.
+    pub context: u64,
+    /// Layers run (the model's layer count).
+    pub layers: u32,
+    /// Distinct layer weight sets rotated through (so layers do not hit cache).
+    pub distinct_layers: u32,
+    /// Dispatches per token.
+    pub dispatches: u32,
+    /// All layers, median, milliseconds.
+    pub layers_ms: f64,
+    /// Final norm + LM head, median, milliseconds.
+    pub lm_head_ms: f64,
+    /// `layers_ms + lm_head_ms`.
+    pub step_ms: f64,
+    /// `layers_ms / layers`, microseconds.
+    pub per_layer_us: f64,
+    /// Bytes the step reads (weights as stored + KV cache).
+    pub bytes_per_token: u64,
+    /// `bytes_per_token / step_ms`, GB/s.
+    pub effective_gbps: f64,
+    /// The floor at the same model/quant/context, milliseconds.
+    pub tpot_floor_ms: f64,
+    /// `step_ms / tpot_floor_ms` (>= 1; the gap between the kernels and the floor).
+    pub gap: f64,
+    /// Layer timing spread.
+    pub layers_timing: TimingSummary,
+    /// LM-head timing spread.
+    pub lm_head_timing: TimingSummary,
+}
+
+/// Where a measurement stands against a goal of the harness.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalResult {
+    /// What the goal is about (e.g. `gemv f16`, `attention 8k`).
+    pub goal: String,
+    /// Target fraction of read bandwidth.
+    pub target_fraction: f64,
+    /// Measured fraction, if measured.
+    pub measured_fraction: Option<f64>,
+    /// `measured >= target`; `null` when not measured.
+    pub met: Option<bool>,
+    /// Which kernels the figure comes from.
+    pub source: String,
+}
+
+/// The whole `tokenscope.kernels/1` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelReport {
+    /// Always [`SCHEMA`] when written by this build.
+    pub schema: String,
+    /// Version of the tool that wrote it.
+    pub tool_version: String,
+    /// The adapter.
+    pub adapter: AdapterReport,
+    /// Features used.
+    pub features: FeatureReport,
+    /// Limits requested.
+    pub limits: LimitsReport,
+    /// How times were taken.
+    pub timing: TimingMethod,
+    /// Settings of the run.
+    pub config: RunConfig,
+    /// Memory-bandwidth ceiling; `null` until measured.
+    pub bandwidth: Option<BandwidthReport>,
+    /// Kernel results.
+    pub kernels: Vec<KernelResult>,
+    /// Kernels not run, with reasons.
+    #[serde(default)]
+    pub skipped: Vec<SkippedKernel>,
+    /// Decode floor per model, quant and context.
+    pub decode_floor: Vec<FloorRow>,
+    /// Synthetic decode steps.
+    #[serde(default)]
+    pub decode_steps: Vec<DecodeStepResult>,
+    /// Standing against the goals.
+    #[serde(default)]
+    pub goals: Vec<GoalResult>,
+    /// Every kernel (and the bandwidth kernels) matched its CPU reference.
+    pub verified: bool,
+}
+
+impl KernelReport {
+    /// Reads a report, refusing unknown major schema versions with a clear error.
+    /// Minor additions (unknown fields) are ignored.
+    pub fn from_json(text: &str) -> Result<KernelReport, ReportError> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ReportError::Json(e.to_string()))?;
+        let schema = value
+            .get("schema")
+            .and_then(serde_json::Value::as_str)
+            .ok_or(ReportError::MissingSchema)?;
+        check_schema(schema)?;
+        serde_json::from_value(value).map_err(|e| ReportError::Json(e.to_string()))
+    }
+
+    /// Serializes as pretty JSON.
+    pub fn to_json_pretty(&self) -> String {
+        // A struct of plain data always serializes.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Recomputes `verified` from the parts.
+    pub fn all_verified(&self) -> bool {
+        let bw = self.bandwidth.as_ref().is_none_or(|b| b.read_verified && b.copy_verified);
+        bw && self.kernels.iter().all(|k| k.verified)
+    }
+}
+
+/// Checks a `schema` string: `tokenscope.kernels/<major>[.<minor>]` with a known major.
+pub fn check_schema(schema: &str) -> Result<(), ReportError> {
+    let version = schema
+        .strip_prefix(SCHEMA_PREFIX)
+        .ok_or_else(|| ReportError::WrongSchema(schema.to_string()))?;
+    let major_text = version.split('.').next().unwrap_or("");
+    let major: u32 = major_text
+        .parse()
+        .map_err(|_| ReportError::WrongSchema(schema.to_string()))?;
+    if major != SCHEMA_MAJOR {
+        return Err(ReportError::UnsupportedVersion {
+            found: schema.to_string(),
+            major,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate() {
+        let s = TimingSummary::from_samples(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!(s.samples, 4);
+        assert_eq!(s.min_us, 1.0);
+        assert_eq!(s.max_us, 4.0);
+        assert!((s.median_us - 2.5).abs() < 1e-12);
+        assert!((s.p25_us - 1.75).abs() < 1e-12);
+        assert!((s.p75_us - 3.25).abs() < 1e-12);
+        assert!((s.mean_us - 2.5).abs() < 1e-12);
+        let one = TimingSummary::from_samples(&[7.0, f64::NAN]).unwrap();
+        assert_eq!((one.samples, one.median_us, one.p25_us), (1, 7.0, 7.0));
+        assert!(TimingSummary::from_samples(&[]).is_none());
+        assert!((s.relative_iqr() - 0.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn schema_versions() {
+        assert!(check_schema("tokenscope.kernels/1").is_ok());
+        assert!(check_schema("tokenscope.kernels/1.3").is_ok());
+        let e = check_schema("tokenscope.kernels/2").unwrap_err();
+        assert!(matches!(e, ReportError::UnsupportedVersion { major: 2, .. }));
+        assert!(e.to_string().contains("major version 1"), "{e}");
+        assert!(matches!(
+            check_schema("tokenscope.client/1"),
+            Err(ReportError::WrongSchema(_))
+        ));
+        assert!(matches!(
+            KernelReport::from_json(r#"{"kernels": []}"#),
+            Err(ReportError::MissingSchema)
+        ));
+        let e = KernelReport::from_json(r#"{"schema": "tokenscope.kernels/7", "kernels": []}"#).unwrap_err();
+        assert!(e.to_string().contains("tokenscope.kernels/7"), "{e}");
+    }
+}

@@ -10,5 +10,20 @@
 //! The simulator's model ([`sim`]) and the GPU decode-floor arithmetic ([`floor`]) live here
 //! too, so the native CLI, the page and the report share one implementation.
 
+pub mod analysis;
+pub mod export;
 pub mod floor;
 pub mod kernels;
+pub mod metrics;
+pub mod openai;
+pub mod prompts;
+pub mod report;
+pub mod rng;
+pub mod sim;
+pub mod slo;
+pub mod sse;
+pub mod stats;
+pub mod timeline;
+
+/// This crate's version (also tokenscope's).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

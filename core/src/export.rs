@@ -1,0 +1,370 @@
+//! Exporters of the client report: JSON (see [`ClientReport::to_json`]), CSV, Markdown,
+//! and the aligned text table the CLI prints. All read the one model.
+
+use std::fmt::Write as _;
+
+use crate::report::{ClientReport, LevelReport};
+use crate::stats::Summary;
+
+/// Format milliseconds for people: `0.42`, `12.3`, `420`, `1 234`.
+pub fn fmt_ms(v: Option<f64>) -> String {
+    match v {
+        None => "-".to_owned(),
+        Some(v) if v.abs() < 10.0 => format!("{v:.2}"),
+        Some(v) if v.abs() < 100.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.0}"),
+    }
+}
+
+/// Format a rate (tokens/s, req/s).
+pub fn fmt_rate(v: f64) -> String {
+    if v.abs() < 10.0 {
+        format!("{v:.2}")
+    } else if v.abs() < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// The summary table: headers and one row per level.
+pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let browser = report
+        .levels
+        .iter()
+        .any(|l| l.metrics.rendered_ttft_ms.is_some());
+    let has_goodput = report.levels.iter().any(|l| l.goodput_per_s.is_some());
+    let mut headers: Vec<String> = [
+        "load", "sent", "ok", "err", "t/o", "TTFT p50", "TTFT p95", "TTFT p99",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    if browser {
+        headers.push("painted p50".into());
+        headers.push("painted p95".into());
+    }
+    headers.extend(
+        [
+            "TPOT p50", "TPOT p95", "ITL p50", "ITL p99", "E2E p50", "E2E p95", "out tok/s", "req/s",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned()),
+    );
+    if has_goodput {
+        headers.push("goodput/s".into());
+    }
+    let rows = report
+        .levels
+        .iter()
+        .map(|l| {
+            let m = &l.metrics;
+            let mut row = vec![
+                l.load().label(),
+                l.sent.to_string(),
+                l.ok.to_string(),
+                l.errors.to_string(),
+                l.timeouts.to_string(),
+                fmt_ms(m.ttft_ms.p50),
+                fmt_ms(m.ttft_ms.p95),
+                fmt_ms(m.ttft_ms.p99),
+            ];
+            if browser {
+                let r = m.rendered_ttft_ms.unwrap_or_default();
+                row.push(fmt_ms(r.p50));
+                row.push(fmt_ms(r.p95));
+            }
+            row.extend([
+                fmt_ms(m.tpot_ms.p50),
+                fmt_ms(m.tpot_ms.p95),
+                fmt_ms(m.itl_ms.p50),
+                fmt_ms(m.itl_ms.p99),
+                fmt_ms(m.e2e_ms.p50),
+                fmt_ms(m.e2e_ms.p95),
+                fmt_rate(l.output_tokens_per_s),
+                fmt_rate(l.requests_per_s),
+            ]);
+            if has_goodput {
+                row.push(l.goodput_per_s.map(fmt_rate).unwrap_or_else(|| "-".into()));
+            }
+            row
+        })
+        .collect();
+    (headers, rows)
+}
+
+/// Render rows as a Markdown table.
+pub fn markdown_table(headers: &[String], rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", headers.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}|",
+        headers.iter().map(|_| "---:").collect::<Vec<_>>().join("|")
+    );
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out
+}
+
+/// Render rows as an aligned text table (first column left-aligned, others right).
+pub fn text_table(headers: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i == 0 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", line(headers));
+    let _ = writeln!(
+        out,
+        "{}",
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join("  ")
+    );
+    for row in rows {
+        let _ = writeln!(out, "{}", line(row));
+    }
+    out
+}
+
+/// Lines under the table: errors by kind, knee, SLO capacity, warnings.
+pub fn notes(report: &ClientReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    for l in &report.levels {
+        if !l.error_kinds.is_empty() || !l.timeout_phases.is_empty() {
+            let kinds: Vec<String> = l
+                .error_kinds
+                .iter()
+                .map(|(k, n)| format!("{k}: {n}"))
+                .chain(l.timeout_phases.iter().map(|(k, n)| format!("timeout ({k}): {n}")))
+                .collect();
+            notes.push(format!("{}: {}", l.load().label(), kinds.join(", ")));
+        }
+        if l.round_spread.rounds_disagree {
+            notes.push(format!(
+                "{}: rounds disagree by more than 2x ({}); check warm-up and the environment",
+                l.load().label(),
+                l.rounds
+                    .iter()
+                    .filter(|r| !r.outlier_metrics.is_empty())
+                    .map(|r| format!("round {} off on {}", r.round, r.outlier_metrics.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        for d in l.drift.iter().filter(|d| d.flagged) {
+            notes.push(format!(
+                "{}: {} drifts {:+.2} ms/min (95% CI +/- {:.2}), {:+.0}% over the run",
+                l.load().label(),
+                d.metric,
+                d.slope_ms_per_min,
+                d.slope_ci95_ms_per_min,
+                d.change_over_run * 100.0
+            ));
+        }
+    }
+    match &report.sweep.knee {
+        Some(k) => notes.push(format!(
+            "knee: {} (after it, p95 E2E grows {:.1}x faster than throughput)",
+            report.levels[k.level_index].load().label(),
+            k.elasticity_after
+        )),
+        None if report.levels.len() > 1 => {
+            notes.push("knee: not reached (latency never grew faster than throughput)".into())
+        }
+        None => {}
+    }
+    if let Some(c) = &report.sweep.slo_capacity {
+        notes.push(format!(
+            "SLO capacity ({}): {} at {} tok/s, {} req/s",
+            c.slos.join(", "),
+            report.levels[c.level_index].load().label(),
+            fmt_rate(c.output_tokens_per_s),
+            fmt_rate(c.requests_per_s)
+        ));
+    } else if !report.config.slos.is_empty() {
+        notes.push("SLO capacity: no level met every SLO".into());
+    }
+    if report.levels.iter().any(|l| l.output_tokens_estimated) {
+        notes.push(
+            "output tokens were counted from stream events (the server sent no usage): estimated"
+                .into(),
+        );
+    }
+    for w in &report.warnings {
+        notes.push(format!("warning: {}", w.message));
+    }
+    if report.interrupted {
+        notes.push("the run was interrupted: these are the levels that ran".into());
+    }
+    notes
+}
+
+/// The text summary the CLI prints.
+pub fn text_summary(report: &ClientReport) -> String {
+    let (h, rows) = summary_rows(report);
+    let mut out = text_table(&h, &rows);
+    out.push_str("(times in ms)\n");
+    for n in notes(report) {
+        out.push_str(&n);
+        out.push('\n');
+    }
+    out
+}
+
+/// A Markdown summary: title, configuration, table, notes.
+pub fn markdown(report: &ClientReport) -> String {
+    let mut out = String::new();
+    let c = &report.config;
+    let _ = writeln!(out, "# tokenscope: {} ({})\n", c.model, c.url);
+    let _ = writeln!(
+        out,
+        "Source: {:?}; API: {}; {} mode, levels {:?}; {} rounds; max_tokens {}; input {}.\n",
+        report.source,
+        c.api.as_str(),
+        c.mode,
+        c.levels,
+        c.rounds,
+        c.max_tokens,
+        c.input_tokens
+            .map(|t| format!("~{t} tokens"))
+            .or_else(|| c.prompts_file.clone())
+            .unwrap_or_else(|| "-".into())
+    );
+    let (h, rows) = summary_rows(report);
+    out.push_str(&markdown_table(&h, &rows));
+    out.push_str("\nTimes in ms.\n");
+    let notes = notes(report);
+    if !notes.is_empty() {
+        out.push('\n');
+        for n in notes {
+            let _ = writeln!(out, "- {n}");
+        }
+    }
+    out
+}
+
+const CSV_METRICS: [&str; 9] = [
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+    "itl_per_token_ms",
+    "e2e_ms",
+    "time_to_headers_ms",
+    "time_to_first_byte_ms",
+    "rendered_ttft_ms",
+    "render_delay_ms",
+];
+
+fn level_metric<'a>(l: &'a LevelReport, name: &str) -> Option<&'a Summary> {
+    let m = &l.metrics;
+    match name {
+        "ttft_ms" => Some(&m.ttft_ms),
+        "tpot_ms" => Some(&m.tpot_ms),
+        "itl_ms" => Some(&m.itl_ms),
+        "itl_per_token_ms" => Some(&m.itl_per_token_ms),
+        "e2e_ms" => Some(&m.e2e_ms),
+        "time_to_headers_ms" => Some(&m.time_to_headers_ms),
+        "time_to_first_byte_ms" => Some(&m.time_to_first_byte_ms),
+        "rendered_ttft_ms" => m.rendered_ttft_ms.as_ref(),
+        "render_delay_ms" => m.render_delay_ms.as_ref(),
+        _ => None,
+    }
+}
+
+/// One CSV row per level: load, counts, rates, and mean/p50/p90/p95/p99 of each metric.
+pub fn csv(report: &ClientReport) -> String {
+    let mut header = vec![
+        "concurrency",
+        "rate_per_s",
+        "sent",
+        "ok",
+        "errors",
+        "timeouts",
+        "window_s",
+        "output_tokens_per_s",
+        "requests_per_s",
+        "goodput_per_s",
+        "error_rate",
+        "timeout_rate",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect::<Vec<_>>();
+    for m in CSV_METRICS {
+        for s in ["mean", "p50", "p90", "p95", "p99"] {
+            header.push(format!("{m}_{s}"));
+        }
+    }
+    let mut out = header.join(",");
+    out.push('\n');
+    let num = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
+    for l in &report.levels {
+        let mut row = vec![
+            l.concurrency.map(|c| c.to_string()).unwrap_or_default(),
+            num(l.rate_per_s),
+            l.sent.to_string(),
+            l.ok.to_string(),
+            l.errors.to_string(),
+            l.timeouts.to_string(),
+            num(Some(l.window_s)),
+            num(Some(l.output_tokens_per_s)),
+            num(Some(l.requests_per_s)),
+            num(l.goodput_per_s),
+            num(Some(l.error_rate)),
+            num(Some(l.timeout_rate)),
+        ];
+        for m in CSV_METRICS {
+            let s = level_metric(l, m);
+            for stat in ["mean", "p50", "p90", "p95", "p99"] {
+                row.push(num(s.and_then(|s| s.get(stat))));
+            }
+        }
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_ms(Some(0.4234)), "0.42");
+        assert_eq!(fmt_ms(Some(12.34)), "12.3");
+        assert_eq!(fmt_ms(Some(420.4)), "420");
+        assert_eq!(fmt_ms(None), "-");
+        assert_eq!(fmt_rate(812.5), "812");
+    }
+
+    #[test]
+    fn text_table_aligns() {
+        let h = vec!["load".to_owned(), "x".to_owned()];
+        let rows = vec![vec!["c=1".to_owned(), "1234".to_owned()]];
+        let t = text_table(&h, &rows);
+        assert_eq!(t, "load     x\n----  ----\nc=1   1234\n");
+    }
+}

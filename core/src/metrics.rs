@@ -1,0 +1,256 @@
+//! Per-request metrics, exactly as `docs/metrics.md` defines them, derived from a
+//! [`RequestRecord`] alone.
+//!
+//! | metric | formula |
+//! |---|---|
+//! | TTFT | `t_first_token - t_send` |
+//! | time to headers | `t_headers - t_send` |
+//! | time to first byte | `t_first_byte - t_send` |
+//! | TPOT | `(t_last_token - t_first_token) / (output_tokens - 1)`, undefined below 2 tokens |
+//! | ITL (per chunk) | each gap `t_event[i+1] - t_event[i]` between content events |
+//! | ITL (per token) | a gap divided by the tokens in the later event |
+//! | E2E | `t_done - t_send` |
+//! | decode rate | `(output_tokens - 1) / (t_last_token - t_first_token)`, tokens/s |
+//! | rendered TTFT | `t_first_paint - t_send` (browser) |
+//! | render delay | `t_first_paint - t_first_token` (browser) |
+//! | stall | an ITL gap longer than the stall threshold |
+//!
+//! `t_send` is the scheduled send time in open-loop rate mode (so a late send is
+//! charged to the request), otherwise the actual send time.
+
+use serde::{Deserialize, Serialize};
+
+use crate::timeline::RequestRecord;
+
+/// Default stall threshold, ms.
+pub const DEFAULT_STALL_THRESHOLD_MS: f64 = 250.0;
+
+/// Options for deriving metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MetricOptions {
+    /// An ITL gap longer than this is a stall, ms.
+    pub stall_threshold_ms: f64,
+}
+
+impl Default for MetricOptions {
+    fn default() -> Self {
+        Self {
+            stall_threshold_ms: DEFAULT_STALL_THRESHOLD_MS,
+        }
+    }
+}
+
+/// One inter-token gap.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gap {
+    /// The gap between two content events, ms.
+    pub ms: f64,
+    /// The gap divided by the (estimated) tokens in the later event, ms.
+    pub per_token_ms: f64,
+    /// 1-based position in the output of the first token of the later event.
+    pub position: u64,
+}
+
+/// Metrics of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestMetrics {
+    /// Time to first token, ms.
+    pub ttft_ms: Option<f64>,
+    /// Time to response headers, ms.
+    pub time_to_headers_ms: Option<f64>,
+    /// Time to first body byte, ms.
+    pub time_to_first_byte_ms: Option<f64>,
+    /// Time per output token after the first, ms.
+    pub tpot_ms: Option<f64>,
+    /// End-to-end latency, ms.
+    pub e2e_ms: Option<f64>,
+    /// Inter-token gaps between content events.
+    pub gaps: Vec<Gap>,
+    /// Output tokens (usage, else counted content events).
+    pub output_tokens: u64,
+    /// `output_tokens` was counted from events because the server sent no usage.
+    pub tokens_estimated: bool,
+    /// Tokens per second after the first token.
+    pub decode_rate_tok_per_s: Option<f64>,
+    /// Gaps longer than the stall threshold.
+    pub stalls: u32,
+    /// The longest gap, ms.
+    pub longest_gap_ms: Option<f64>,
+    /// Rendered (user-perceived) TTFT, ms (browser).
+    pub rendered_ttft_ms: Option<f64>,
+    /// Render delay, ms (browser).
+    pub render_delay_ms: Option<f64>,
+    /// Client lag (rate mode): actual minus scheduled send, ms.
+    pub client_lag_ms: Option<f64>,
+}
+
+impl RequestMetrics {
+    /// Derive every metric from a record.
+    pub fn from_record(r: &RequestRecord, opts: &MetricOptions) -> Self {
+        let t0 = r.t_reference_ms();
+        let first = r.t_first_token_ms();
+        let last = r.t_last_token_ms();
+        let events = r.token_events_ms.len() as u64;
+        let (output_tokens, tokens_estimated) =
+            match r.usage.and_then(|u| u.completion_tokens) {
+                Some(n) => (n, false),
+                None => (events, true),
+            };
+        let tpot_ms = match (first, last) {
+            (Some(f), Some(l)) if output_tokens >= 2 => Some((l - f) / (output_tokens - 1) as f64),
+            _ => None,
+        };
+        let decode_rate_tok_per_s = match (first, last) {
+            (Some(f), Some(l)) if output_tokens >= 2 && l > f => {
+                Some((output_tokens - 1) as f64 / ((l - f) / 1000.0))
+            }
+            _ => None,
+        };
+        // Tokens per event: when the server reports more tokens than events, events
+        // carry several tokens; spread them evenly (the best estimate without a tokenizer).
+        let tokens_per_event = if events > 0 && output_tokens > events {
+            output_tokens as f64 / events as f64
+        } else {
+            1.0
+        };
+        let mut gaps = Vec::with_capacity(r.token_events_ms.len().saturating_sub(1));
+        let mut stalls = 0;
+        let mut longest: Option<f64> = None;
+        for (i, w) in r.token_events_ms.windows(2).enumerate() {
+            let ms = w[1] - w[0];
+            if ms > opts.stall_threshold_ms {
+                stalls += 1;
+            }
+            longest = Some(longest.map_or(ms, |l: f64| l.max(ms)));
+            gaps.push(Gap {
+                ms,
+                per_token_ms: ms / tokens_per_event,
+                position: ((i + 1) as f64 * tokens_per_event).floor() as u64 + 1,
+            });
+        }
+        Self {
+            ttft_ms: first.map(|f| f - t0),
+            time_to_headers_ms: r.t_headers_ms.map(|t| t - t0),
+            time_to_first_byte_ms: r.t_first_byte_ms.map(|t| t - t0),
+            tpot_ms,
+            e2e_ms: r.t_done_ms.map(|t| t - t0),
+            gaps,
+            output_tokens,
+            tokens_estimated,
+            decode_rate_tok_per_s,
+            stalls,
+            longest_gap_ms: longest,
+            rendered_ttft_ms: r.t_first_paint_ms.map(|p| p - t0),
+            render_delay_ms: match (r.t_first_paint_ms, first) {
+                (Some(p), Some(f)) => Some(p - f),
+                _ => None,
+            },
+            client_lag_ms: r.client_lag_ms(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openai::Usage;
+    use crate::timeline::{Outcome, PaintMethod};
+
+    fn record(events: &[f64], usage: Option<u64>) -> RequestRecord {
+        RequestRecord {
+            t_scheduled_ms: None,
+            t_send_ms: 1000.0,
+            t_headers_ms: Some(1010.0),
+            status: Some(200),
+            t_first_byte_ms: Some(1012.0),
+            token_events_ms: events.to_vec(),
+            t_done_ms: Some(1500.0),
+            t_first_paint_ms: None,
+            paint_method: None,
+            shared_read_events: 0,
+            usage: usage.map(|n| Usage {
+                prompt_tokens: Some(5),
+                completion_tokens: Some(n),
+            }),
+            server_timings: None,
+            output_chars: 0,
+            body_bytes: 0,
+            done_received: true,
+            finish_reason: None,
+            outcome: Outcome::Ok,
+        }
+    }
+
+    #[test]
+    fn exact_values() {
+        let r = record(&[1100.0, 1120.0, 1150.0, 1400.0], Some(4));
+        let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(m.ttft_ms, Some(100.0));
+        assert_eq!(m.time_to_headers_ms, Some(10.0));
+        assert_eq!(m.time_to_first_byte_ms, Some(12.0));
+        assert_eq!(m.tpot_ms, Some(100.0)); // (1400-1100)/3
+        assert_eq!(m.e2e_ms, Some(500.0));
+        assert_eq!(
+            m.gaps.iter().map(|g| g.ms).collect::<Vec<_>>(),
+            [20.0, 30.0, 250.0]
+        );
+        assert_eq!(m.stalls, 0, "a gap equal to the threshold is not a stall");
+        assert_eq!(m.longest_gap_ms, Some(250.0));
+        assert_eq!(m.decode_rate_tok_per_s, Some(10.0));
+        assert!(!m.tokens_estimated);
+        assert_eq!(m.gaps.iter().map(|g| g.position).collect::<Vec<_>>(), [2, 3, 4]);
+    }
+
+    #[test]
+    fn counted_tokens_are_flagged_estimated() {
+        let r = record(&[1100.0, 1120.0], None);
+        let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(m.output_tokens, 2);
+        assert!(m.tokens_estimated);
+        assert_eq!(m.tpot_ms, Some(20.0));
+    }
+
+    #[test]
+    fn multi_token_events_spread_the_gap() {
+        // 3 events carrying 6 tokens (2 each).
+        let r = record(&[1100.0, 1140.0, 1180.0], Some(6));
+        let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(m.gaps[0].ms, 40.0);
+        assert_eq!(m.gaps[0].per_token_ms, 20.0);
+        assert_eq!(m.tpot_ms, Some(80.0 / 5.0));
+        assert_eq!(m.gaps.iter().map(|g| g.position).collect::<Vec<_>>(), [3, 5]);
+    }
+
+    #[test]
+    fn undefined_below_two_tokens() {
+        let r = record(&[1100.0], Some(1));
+        let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(m.tpot_ms, None);
+        assert_eq!(m.decode_rate_tok_per_s, None);
+        assert!(m.gaps.is_empty());
+        let r = record(&[], Some(0));
+        let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(m.ttft_ms, None);
+    }
+
+    #[test]
+    fn stalls_and_paint() {
+        let mut r = record(&[1100.0, 1400.0, 1410.0, 1700.0], Some(4));
+        r.t_first_paint_ms = Some(1116.0);
+        r.paint_method = Some(PaintMethod::ElementTiming);
+        let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(m.stalls, 2);
+        assert_eq!(m.longest_gap_ms, Some(300.0));
+        assert_eq!(m.rendered_ttft_ms, Some(116.0));
+        assert_eq!(m.render_delay_ms, Some(16.0));
+    }
+
+    #[test]
+    fn rate_mode_measures_from_the_schedule() {
+        let mut r = record(&[1100.0], Some(1));
+        r.t_scheduled_ms = Some(990.0);
+        let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(m.ttft_ms, Some(110.0));
+        assert_eq!(m.client_lag_ms, Some(10.0));
+    }
+}

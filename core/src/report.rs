@@ -1,0 +1,525 @@
+//! The client report (`tokenscope.client/1`): one serde model that every exporter
+//! (JSON, CSV, Markdown, the terminal table, the HTML report, the page) reads.
+//!
+//! The committed JSON Schema is `schemas/client.schema.json`; a test checks that
+//! what we write validates against it. Readers refuse a document whose major
+//! schema version they do not know ([`ClientReport::from_json`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::openai::Api;
+use crate::slo::Slo;
+use crate::stats::{LinearFit, Summary};
+
+/// The schema name and version this crate writes.
+pub const CLIENT_SCHEMA: &str = "tokenscope.client/1";
+
+/// Who measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The native CLI (`tokenscope bench`).
+    Native,
+    /// The web page.
+    Browser,
+}
+
+/// How load was applied at one level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Load {
+    /// Closed loop: this many requests in flight at all times.
+    Concurrency(u32),
+    /// Open loop: requests sent on a schedule at this mean rate (req/s).
+    Rate(f64),
+}
+
+impl Load {
+    /// A short label: `c=8` or `5 req/s`.
+    pub fn label(&self) -> String {
+        match self {
+            Load::Concurrency(c) => format!("c={c}"),
+            Load::Rate(r) => format!("{r} req/s"),
+        }
+    }
+
+    /// The load as a number (concurrency or rate), for charts.
+    pub fn value(&self) -> f64 {
+        match self {
+            Load::Concurrency(c) => f64::from(*c),
+            Load::Rate(r) => *r,
+        }
+    }
+}
+
+/// Inter-arrival distribution in rate mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Exponential gaps (a Poisson process).
+    #[default]
+    Poisson,
+    /// Equal gaps.
+    Constant,
+}
+
+/// Everything needed to rerun the benchmark (never the API key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Base URL (`.../v1`), without credentials or query string.
+    pub url: String,
+    /// Endpoint kind.
+    pub api: Api,
+    /// Model name.
+    pub model: String,
+    /// `concurrency` or `rate`.
+    pub mode: String,
+    /// The levels swept (concurrencies or req/s).
+    pub levels: Vec<f64>,
+    /// Rate mode's arrival process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<Arrival>,
+    /// Measured requests per level (split over the rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_level: Option<u64>,
+    /// Measured duration per level, seconds (split over the rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_per_level_s: Option<f64>,
+    /// Rounds per level.
+    pub rounds: u32,
+    /// Warm-up requests before each level (not measured).
+    pub warmup_requests: u32,
+    /// Approximate prompt length, tokens (synthetic prompts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u32>,
+    /// Prompts file, when one was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_file: Option<String>,
+    /// `max_tokens` sent.
+    pub max_tokens: u32,
+    /// `ignore_eos` sent.
+    pub ignore_eos: bool,
+    /// `min_tokens` sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_tokens: Option<u32>,
+    /// Per-request timeout, seconds.
+    pub timeout_s: f64,
+    /// SLOs given.
+    #[serde(default)]
+    pub slos: Vec<Slo>,
+    /// Stall threshold, ms.
+    pub stall_threshold_ms: f64,
+    /// Seed of prompt generation and arrivals.
+    pub seed: u64,
+}
+
+/// Where and with what the run was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Environment {
+    /// tokenscope's version.
+    pub tool_version: String,
+    /// The browser's user agent (browser runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+    /// HTTP protocol seen (`http/1.1`, `h2`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// Operating system and architecture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// Logical CPUs of the client machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// Wall-clock start of the run (RFC 3339), for comparing runs later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// CPU time the client process used, seconds (user + system).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_s: Option<f64>,
+    /// Whether the endpoint is the built-in simulator.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub simulated: bool,
+}
+
+/// Summaries of every per-request metric at one level (successful requests only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LevelMetrics {
+    /// Time to first token.
+    pub ttft_ms: Summary,
+    /// Time per output token.
+    pub tpot_ms: Summary,
+    /// Inter-token latency per chunk (all gaps of all requests).
+    pub itl_ms: Summary,
+    /// Inter-token latency per token.
+    pub itl_per_token_ms: Summary,
+    /// End-to-end latency.
+    pub e2e_ms: Summary,
+    /// Time to response headers.
+    pub time_to_headers_ms: Summary,
+    /// Time to first body byte.
+    pub time_to_first_byte_ms: Summary,
+    /// Per-request decode rate, tokens/s.
+    pub decode_rate_tok_per_s: Summary,
+    /// Output tokens per request.
+    pub output_tokens: Summary,
+    /// User-perceived TTFT (browser).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendered_ttft_ms: Option<Summary>,
+    /// Render delay (browser).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render_delay_ms: Option<Summary>,
+    /// Actual minus scheduled send (rate mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_lag_ms: Option<Summary>,
+    /// llama.cpp's own generation time per token, when the server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tpot_ms: Option<Summary>,
+    /// llama.cpp's own prompt evaluation time, when the server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prompt_ms: Option<Summary>,
+}
+
+/// ITL of the gaps whose later event starts at output positions `from..=to`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionBucket {
+    /// First output position (1-based).
+    pub from: u64,
+    /// Last output position, `None` for open-ended.
+    pub to: Option<u64>,
+    /// ITL of the gaps in this range.
+    pub itl_ms: Summary,
+}
+
+/// Stalls (ITL gaps above the threshold).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StallReport {
+    /// The threshold, ms.
+    pub threshold_ms: f64,
+    /// Gaps above it.
+    pub count: u64,
+    /// Requests with at least one.
+    pub requests: u64,
+    /// The longest gap of all, ms.
+    pub longest_ms: Option<f64>,
+}
+
+/// One round of a level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundReport {
+    /// 1-based round number.
+    pub round: u32,
+    /// Requests sent in the round.
+    pub sent: u64,
+    /// Successful ones.
+    pub ok: u64,
+    /// Median TTFT.
+    pub ttft_ms_p50: Option<f64>,
+    /// Median TPOT.
+    pub tpot_ms_p50: Option<f64>,
+    /// Median E2E.
+    pub e2e_ms_p50: Option<f64>,
+    /// Output throughput of the round.
+    pub output_tokens_per_s: Option<f64>,
+    /// Metrics on which this round is more than 2x off the median of the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outlier_metrics: Vec<String>,
+}
+
+/// Round-to-round spread of one figure: `(max - min) / median`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Smallest round value.
+    pub min: f64,
+    /// Largest round value.
+    pub max: f64,
+    /// `(max - min) / median` of the round values.
+    pub relative: f64,
+}
+
+/// Spread between rounds of the key figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RoundSpread {
+    /// Of the rounds' TTFT medians.
+    pub ttft_ms_p50: Option<Spread>,
+    /// Of the rounds' TPOT medians.
+    pub tpot_ms_p50: Option<Spread>,
+    /// Of the rounds' E2E medians.
+    pub e2e_ms_p50: Option<Spread>,
+    /// Of the rounds' throughputs.
+    pub output_tokens_per_s: Option<Spread>,
+    /// Some round is more than 2x off the others.
+    pub rounds_disagree: bool,
+}
+
+/// Whether a level met one SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloCheck {
+    /// The SLO (`ttft_ms:p95<=500`).
+    pub slo: String,
+    /// The level's value of that percentile.
+    pub value_ms: Option<f64>,
+    /// Whether it is within the bound.
+    pub met: bool,
+}
+
+/// A per-minute (or per-interval) snapshot of a long run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Interval start, seconds since the level began.
+    pub t_s: f64,
+    /// Requests finished in the interval.
+    pub finished: u64,
+    /// Successful ones.
+    pub ok: u64,
+    /// Median TTFT.
+    pub ttft_ms_p50: Option<f64>,
+    /// Median TPOT.
+    pub tpot_ms_p50: Option<f64>,
+    /// 95th percentile TPOT.
+    pub tpot_ms_p95: Option<f64>,
+    /// Output tokens/s in the interval.
+    pub output_tokens_per_s: f64,
+}
+
+/// The trend of one metric across a long run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// Metric (`tpot_ms`, `ttft_ms`).
+    pub metric: String,
+    /// Fit of per-request values against their finish time (minutes).
+    pub fit: LinearFit,
+    /// Slope, ms per minute.
+    pub slope_ms_per_min: f64,
+    /// Half-width of the slope's 95% confidence interval, ms per minute.
+    pub slope_ci95_ms_per_min: f64,
+    /// Relative change over the run: `slope * duration / level at start`.
+    pub change_over_run: f64,
+    /// The slope differs from 0 at 95% and the change over the run is at least 10%.
+    pub flagged: bool,
+}
+
+/// Results of one load level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelReport {
+    /// Closed-loop concurrency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Open-loop rate, req/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Requests sent in the measured window (warm-up excluded).
+    pub sent: u64,
+    /// Successful requests.
+    pub ok: u64,
+    /// Failed requests (every kind, see `error_kinds`).
+    pub errors: u64,
+    /// Requests that hit the client timeout.
+    pub timeouts: u64,
+    /// Failures by kind (`http_503`, `reset`, ...).
+    pub error_kinds: BTreeMap<String, u64>,
+    /// Timeouts by phase (`headers`, `first_token`, `stream`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub timeout_phases: BTreeMap<String, u64>,
+    /// Measured window: the sum over rounds of (last `t_done` - first `t_send`), seconds.
+    pub window_s: f64,
+    /// Output tokens of successful requests per second of window.
+    pub output_tokens_per_s: f64,
+    /// Successful requests per second of window.
+    pub requests_per_s: f64,
+    /// `errors / sent`.
+    pub error_rate: f64,
+    /// `timeouts / sent`.
+    pub timeout_rate: f64,
+    /// Requests/s that met every SLO (when SLOs were given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_per_s: Option<f64>,
+    /// Fraction of sent requests that met every SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_fraction: Option<f64>,
+    /// Per-SLO verdicts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo_checks: Vec<SloCheck>,
+    /// Output tokens of successful requests.
+    pub output_tokens_total: u64,
+    /// Some successful request had no `usage`: its tokens were counted from events.
+    pub output_tokens_estimated: bool,
+    /// Fraction of content events that shared their read with another.
+    pub shared_read_fraction: f64,
+    /// Metric summaries.
+    pub metrics: LevelMetrics,
+    /// ITL by output position (does decode slow down on long outputs?).
+    pub itl_by_position: Vec<PositionBucket>,
+    /// Stalls.
+    pub stalls: StallReport,
+    /// Rounds.
+    pub rounds: Vec<RoundReport>,
+    /// Spread between rounds.
+    pub round_spread: RoundSpread,
+    /// How first paints were measured (browser): method -> requests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub paint_methods: BTreeMap<String, u64>,
+    /// Per-minute snapshots (long runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<Snapshot>,
+    /// Trends across the run (long runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<Drift>,
+}
+
+impl LevelReport {
+    /// The level's load.
+    pub fn load(&self) -> Load {
+        match (self.concurrency, self.rate_per_s) {
+            (Some(c), _) => Load::Concurrency(c),
+            (None, Some(r)) => Load::Rate(r),
+            (None, None) => Load::Concurrency(0),
+        }
+    }
+}
+
+/// The knee of the throughput-latency curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Knee {
+    /// Concurrency of the knee level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Rate of the knee level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Index into `levels`.
+    pub level_index: usize,
+    /// Latency metric used (`e2e_ms.p95`).
+    pub metric: String,
+    /// `ln(latency ratio) / ln(throughput ratio)` on the segment after the knee.
+    pub elasticity_after: f64,
+    /// How it was found.
+    pub method: String,
+}
+
+/// The most load that still meets every SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloCapacity {
+    /// Concurrency of the highest-throughput level meeting every SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Rate of that level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Index into `levels`.
+    pub level_index: usize,
+    /// Output throughput there.
+    pub output_tokens_per_s: f64,
+    /// Request throughput there.
+    pub requests_per_s: f64,
+    /// The SLOs checked.
+    pub slos: Vec<String>,
+}
+
+/// Results across the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SweepReport {
+    /// The knee, or null when latency never grew faster than throughput.
+    pub knee: Option<Knee>,
+    /// SLO capacity, or null (no SLOs, or no level met them).
+    pub slo_capacity: Option<SloCapacity>,
+}
+
+/// A typed warning with a hint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportWarning {
+    /// A stable key (`client_bound`, `http1_connection_limit`, ...).
+    pub kind: String,
+    /// What was seen, with numbers.
+    pub message: String,
+}
+
+/// The whole client report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientReport {
+    /// `tokenscope.client/1`.
+    pub schema: String,
+    /// Who measured.
+    pub source: Source,
+    /// Everything needed to rerun.
+    pub config: RunConfig,
+    /// Where it ran.
+    pub environment: Environment,
+    /// One entry per load level, in the order run.
+    pub levels: Vec<LevelReport>,
+    /// Knee and SLO capacity.
+    pub sweep: SweepReport,
+    /// Warnings (client-bound, connection limits, ...).
+    #[serde(default)]
+    pub warnings: Vec<ReportWarning>,
+    /// The run was stopped early (Ctrl-C); the levels hold what ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+/// A report that could not be read.
+#[derive(Debug, Error)]
+pub enum ReportError {
+    /// Not JSON, or not the shape of a report.
+    #[error("not a tokenscope report: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A different document, or a major version this build does not know.
+    #[error("unsupported schema {found:?}: this tokenscope reads {expected:?} (major version 1)")]
+    Schema {
+        /// The schema field found.
+        found: String,
+        /// What is supported.
+        expected: &'static str,
+    },
+}
+
+/// Check a document's `schema` field: same name, a major version we know.
+pub fn check_schema(found: &str, expected: &'static str) -> Result<(), ReportError> {
+    let (name, version) = expected.split_once('/').expect("schema has a version");
+    let ok = found
+        .split_once('/')
+        .is_some_and(|(n, v)| n == name && v.split('.').next() == version.split('.').next());
+    if ok {
+        Ok(())
+    } else {
+        Err(ReportError::Schema {
+            found: found.to_owned(),
+            expected,
+        })
+    }
+}
+
+impl ClientReport {
+    /// Read a report, refusing unknown schemas or major versions.
+    pub fn from_json(text: &str) -> Result<Self, ReportError> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        let schema = value
+            .get("schema")
+            .and_then(|s| s.as_str())
+            .unwrap_or("(none)");
+        check_schema(schema, CLIENT_SCHEMA)?;
+        Ok(serde_json::from_value(value)?)
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_check() {
+        assert!(check_schema("tokenscope.client/1", CLIENT_SCHEMA).is_ok());
+        assert!(check_schema("tokenscope.client/1.2", CLIENT_SCHEMA).is_ok());
+        let e = check_schema("tokenscope.client/2", CLIENT_SCHEMA).unwrap_err();
+        assert!(e.to_string().contains("tokenscope.client/2"));
+        assert!(check_schema("tokenscope.kernels/1", CLIENT_SCHEMA).is_err());
+        assert!(ClientReport::from_json("{\"schema\": \"x/1\"}").is_err());
+    }
+}

@@ -1,0 +1,108 @@
+//! A small seeded random number generator (xoshiro256++ seeded by SplitMix64), so
+//! the simulator, the synthetic prompts and the arrival schedules are reproducible
+//! on every platform, wasm included, without an OS entropy source.
+
+/// xoshiro256++.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+fn splitmix64(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        let mut x = seed;
+        Self {
+            s: [
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+            ],
+        }
+    }
+
+    /// A generator for sub-stream `stream` of `seed` (independent sequences per request).
+    pub fn for_stream(seed: u64, stream: u64) -> Self {
+        let mut x = seed ^ stream.wrapping_mul(0xD134_2543_DE82_EF95);
+        Self::new(splitmix64(&mut x))
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let result = self.s[0]
+            .wrapping_add(self.s[3])
+            .rotate_left(23)
+            .wrapping_add(self.s[0]);
+        let t = self.s[1] << 17;
+        self.s[2] ^= self.s[0];
+        self.s[3] ^= self.s[1];
+        self.s[1] ^= self.s[2];
+        self.s[0] ^= self.s[3];
+        self.s[2] ^= t;
+        self.s[3] = self.s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform integer in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        // Lemire's multiply-shift; the tiny bias is irrelevant here.
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// Exponentially distributed with the given mean.
+    pub fn exponential(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.next_f64()).ln()
+    }
+
+    /// Standard normal (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.next_f64();
+        let u2 = self.next_f64();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_and_in_range() {
+        let mut a = Rng::new(7);
+        let mut b = Rng::new(7);
+        for _ in 0..1000 {
+            let x = a.next_f64();
+            assert_eq!(x, b.next_f64());
+            assert!((0.0..1.0).contains(&x));
+            assert!(a.below(10) < 10);
+            b.below(10);
+        }
+        assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
+        assert_ne!(
+            Rng::for_stream(1, 0).next_u64(),
+            Rng::for_stream(1, 1).next_u64()
+        );
+    }
+
+    #[test]
+    fn exponential_mean() {
+        let mut r = Rng::new(3);
+        let n = 20_000;
+        let mean = (0..n).map(|_| r.exponential(5.0)).sum::<f64>() / f64::from(n);
+        assert!((mean - 5.0).abs() < 0.2, "{mean}");
+    }
+}

@@ -1,0 +1,524 @@
+//! Summary statistics: one [`Summary`] type for every metric, from exact samples or,
+//! on long runs, from a mergeable HdrHistogram.
+//!
+//! ## Percentile method
+//!
+//! Percentiles of exact samples use **linear interpolation between closest ranks**
+//! (numpy's default `linear` method, also criterion's): sort the `n` samples
+//! `x[0] <= ... <= x[n-1]`; for a quantile `q` in `[0, 1]` let `h = (n - 1) * q`;
+//! the percentile is `x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)])`.
+//! So p50 of `[1, 2, 3, 4]` is 2.5 and p90 of `1..=10` is 9.1.
+//!
+//! `std` is the sample standard deviation (divisor `n - 1`); with one sample it is 0.
+//! With no samples every statistic is `None` (`null` in JSON), never 0.
+//!
+//! ## Histograms
+//!
+//! [`Samples`] keeps exact values up to a cap (default [`DEFAULT_SAMPLE_CAP`]); past it,
+//! it moves them into an HdrHistogram of microseconds with 3 significant digits
+//! (relative error <= 0.1%) and keeps counting there, so a soak's memory stays flat.
+//! Mean, std, min and max stay exact (running sums); percentiles then come from the
+//! histogram (the value at or below which the quantile of samples fall, within the
+//! stated precision). Such a summary says so ([`Summary::histogram`]).
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// How many exact samples a [`Samples`] keeps before switching to a histogram.
+pub const DEFAULT_SAMPLE_CAP: usize = 1_000_000;
+
+/// Significant digits of the histogram (0.1% relative precision).
+pub const HISTOGRAM_SIGFIG: u8 = 3;
+
+/// The quantiles every summary reports.
+pub const QUANTILES: [(&str, f64); 5] = [
+    ("p50", 0.50),
+    ("p90", 0.90),
+    ("p95", 0.95),
+    ("p99", 0.99),
+    ("p999", 0.999),
+];
+
+/// count, mean, std, min, max and the percentiles p50..p99.9 of one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Summary {
+    /// Number of samples.
+    pub count: u64,
+    /// Arithmetic mean.
+    pub mean: Option<f64>,
+    /// Sample standard deviation (n - 1); 0 for one sample.
+    pub std: Option<f64>,
+    /// Smallest sample.
+    pub min: Option<f64>,
+    /// Largest sample.
+    pub max: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 90th percentile.
+    pub p90: Option<f64>,
+    /// 95th percentile.
+    pub p95: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+    /// 99.9th percentile.
+    pub p999: Option<f64>,
+    /// True when the percentiles came from a histogram (precision: 3 significant digits).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub histogram: bool,
+}
+
+impl Summary {
+    /// Summarize exact samples (NaN values are ignored).
+    pub fn from_samples(samples: &[f64]) -> Self {
+        let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| !v.is_nan()).collect();
+        sorted.sort_by(f64::total_cmp);
+        Self::from_sorted(&sorted)
+    }
+
+    /// Summarize samples already sorted ascending (no NaN).
+    pub fn from_sorted(sorted: &[f64]) -> Self {
+        let n = sorted.len();
+        if n == 0 {
+            return Self::default();
+        }
+        let mean = sorted.iter().sum::<f64>() / n as f64;
+        let std = if n > 1 {
+            (sorted.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let q = |p| Some(percentile_sorted(sorted, p));
+        Self {
+            count: n as u64,
+            mean: Some(mean),
+            std: Some(std),
+            min: Some(sorted[0]),
+            max: Some(sorted[n - 1]),
+            p50: q(0.50),
+            p90: q(0.90),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+            histogram: false,
+        }
+    }
+
+    /// A percentile by name (`p50`, `p90`, `p95`, `p99`, `p999`), or `mean`/`max`/`min`.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        match name {
+            "p50" | "median" => self.p50,
+            "p90" => self.p90,
+            "p95" => self.p95,
+            "p99" => self.p99,
+            "p999" | "p99.9" => self.p999,
+            "mean" | "avg" => self.mean,
+            "max" => self.max,
+            "min" => self.min,
+            _ => None,
+        }
+    }
+}
+
+/// The `q` quantile (0..=1) of sorted samples, by linear interpolation between
+/// closest ranks. Panics on an empty slice.
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+    assert!(!sorted.is_empty(), "percentile of no samples");
+    let q = q.clamp(0.0, 1.0);
+    let h = (sorted.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// The `q` quantile of unsorted samples (sorts a copy); `None` when empty.
+pub fn percentile(samples: &[f64], q: f64) -> Option<f64> {
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| !v.is_nan()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    Some(percentile_sorted(&sorted, q))
+}
+
+/// Median of samples; `None` when empty.
+pub fn median(samples: &[f64]) -> Option<f64> {
+    percentile(samples, 0.5)
+}
+
+/// A collection of samples of one metric: exact up to a cap, then a histogram.
+/// Mergeable, so per-round or per-minute collections can be combined.
+#[derive(Debug, Clone)]
+pub struct Samples {
+    values: Vec<f64>,
+    hist: Option<Histogram<u64>>,
+    cap: usize,
+    count: u64,
+    mean: f64,
+    m2: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Default for Samples {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Samples {
+    /// Empty, with the default cap.
+    pub fn new() -> Self {
+        Self::with_cap(DEFAULT_SAMPLE_CAP)
+    }
+
+    /// Empty, switching to a histogram past `cap` exact samples.
+    pub fn with_cap(cap: usize) -> Self {
+        Self {
+            values: Vec::new(),
+            hist: None,
+            cap,
+            count: 0,
+            mean: 0.0,
+            m2: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+
+    /// Number of samples recorded.
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Whether the samples moved into a histogram.
+    pub fn is_histogram(&self) -> bool {
+        self.hist.is_some()
+    }
+
+    /// Exact values (empty once the samples moved into a histogram).
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Record one value (NaN is ignored; negative values are kept exactly but
+    /// clamped to 0 in the histogram).
+    pub fn push(&mut self, v: f64) {
+        if v.is_nan() {
+            return;
+        }
+        // Welford's running mean and variance: exact whatever the storage.
+        self.count += 1;
+        let delta = v - self.mean;
+        self.mean += delta / self.count as f64;
+        self.m2 += delta * (v - self.mean);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        match &mut self.hist {
+            Some(h) => record_hist(h, v),
+            None => {
+                self.values.push(v);
+                if self.values.len() > self.cap {
+                    self.spill();
+                }
+            }
+        }
+    }
+
+    fn spill(&mut self) {
+        let mut h = new_histogram();
+        for v in self.values.drain(..) {
+            record_hist(&mut h, v);
+        }
+        self.values = Vec::new();
+        self.hist = Some(h);
+    }
+
+    /// Add all of `other`'s samples.
+    pub fn merge(&mut self, other: &Samples) {
+        if other.count == 0 {
+            return;
+        }
+        // Chan et al.'s parallel combination of running moments.
+        let n_a = self.count as f64;
+        let n_b = other.count as f64;
+        let n = n_a + n_b;
+        let delta = other.mean - self.mean;
+        let mean = self.mean + delta * n_b / n;
+        let m2 = self.m2 + other.m2 + delta * delta * n_a * n_b / n;
+        let (min, max) = (self.min.min(other.min), self.max.max(other.max));
+        match (&mut self.hist, &other.hist) {
+            (None, None) => {
+                self.values.extend_from_slice(&other.values);
+                if self.values.len() > self.cap {
+                    self.spill();
+                }
+            }
+            (Some(h), None) => {
+                for &v in &other.values {
+                    record_hist(h, v);
+                }
+            }
+            (None, Some(oh)) => {
+                self.spill();
+                if let Some(h) = &mut self.hist {
+                    h.add(oh).ok();
+                }
+            }
+            (Some(h), Some(oh)) => {
+                h.add(oh).ok();
+            }
+        }
+        self.count += other.count;
+        self.mean = mean;
+        self.m2 = m2;
+        self.min = min;
+        self.max = max;
+    }
+
+    /// The summary of everything recorded.
+    pub fn summary(&self) -> Summary {
+        match &self.hist {
+            None => Summary::from_samples(&self.values),
+            Some(h) => {
+                if self.count == 0 {
+                    return Summary::default();
+                }
+                let q = |p: f64| Some(h.value_at_quantile(p) as f64 / 1000.0);
+                Summary {
+                    count: self.count,
+                    mean: Some(self.mean),
+                    std: Some(if self.count > 1 {
+                        (self.m2 / (self.count - 1) as f64).sqrt()
+                    } else {
+                        0.0
+                    }),
+                    min: Some(self.min),
+                    max: Some(self.max),
+                    p50: q(0.50),
+                    p90: q(0.90),
+                    p95: q(0.95),
+                    p99: q(0.99),
+                    p999: q(0.999),
+                    histogram: true,
+                }
+            }
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new(HISTOGRAM_SIGFIG).expect("3 significant digits is valid");
+    h.auto(true);
+    h
+}
+
+fn record_hist(h: &mut Histogram<u64>, v_ms: f64) {
+    // Microseconds, so a 1 ms value keeps 3 significant digits.
+    let us = (v_ms.max(0.0) * 1000.0).round() as u64;
+    h.record(us).ok();
+}
+
+/// Ordinary least squares fit `y = a + b x`, with the slope's standard error and
+/// a two-sided significance test: used by the soak drift check.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LinearFit {
+    /// Points fitted.
+    pub n: u64,
+    /// Intercept.
+    pub intercept: f64,
+    /// Slope.
+    pub slope: f64,
+    /// Standard error of the slope.
+    pub slope_stderr: f64,
+    /// `slope / slope_stderr`.
+    pub t_stat: f64,
+}
+
+impl LinearFit {
+    /// Fit points; `None` with fewer than 3 points or no spread in x.
+    pub fn fit(points: &[(f64, f64)]) -> Option<Self> {
+        let n = points.len();
+        if n < 3 {
+            return None;
+        }
+        let nf = n as f64;
+        let mx = points.iter().map(|p| p.0).sum::<f64>() / nf;
+        let my = points.iter().map(|p| p.1).sum::<f64>() / nf;
+        let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        if sxx <= 0.0 {
+            return None;
+        }
+        let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let slope = sxy / sxx;
+        let intercept = my - slope * mx;
+        let sse: f64 = points
+            .iter()
+            .map(|p| (p.1 - intercept - slope * p.0).powi(2))
+            .sum();
+        let slope_stderr = (sse / (nf - 2.0) / sxx).sqrt();
+        let t_stat = if slope_stderr > 0.0 {
+            slope / slope_stderr
+        } else if slope == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY.copysign(slope)
+        };
+        Some(Self {
+            n: n as u64,
+            intercept,
+            slope,
+            slope_stderr,
+            t_stat,
+        })
+    }
+
+    /// Half-width of the 95% confidence interval of the slope (Student's t, n - 2
+    /// degrees of freedom).
+    pub fn slope_ci95(&self) -> f64 {
+        t_critical_95(self.n.saturating_sub(2)) * self.slope_stderr
+    }
+
+    /// Whether the slope differs from 0 at the 95% level.
+    pub fn significant(&self) -> bool {
+        self.t_stat.abs() > t_critical_95(self.n.saturating_sub(2))
+    }
+}
+
+/// Two-sided 95% critical value of Student's t with `df` degrees of freedom.
+pub fn t_critical_95(df: u64) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => TABLE[(df - 1) as usize],
+        31..=60 => 2.000,
+        61..=120 => 1.980,
+        _ => 1.960,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn known_percentiles() {
+        let s = Summary::from_samples(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(s.p50, Some(2.5));
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        let s = Summary::from_samples(&v);
+        assert!(close(s.p90.unwrap(), 9.1));
+        assert!(close(s.p95.unwrap(), 9.55));
+        assert!(close(s.p99.unwrap(), 9.91));
+        assert!(close(s.p999.unwrap(), 9.991));
+        assert_eq!(s.mean, Some(5.5));
+        assert!(close(s.std.unwrap(), 3.0276503540974917)); // numpy std(ddof=1)
+        assert_eq!((s.min, s.max), (Some(1.0), Some(10.0)));
+        // numpy.percentile([15, 20, 35, 40, 50], [40, 95]) == [29.0, 48.0]
+        let v = [35.0, 15.0, 50.0, 20.0, 40.0];
+        assert!(close(percentile(&v, 0.40).unwrap(), 29.0));
+        assert!(close(percentile(&v, 0.95).unwrap(), 48.0));
+    }
+
+    #[test]
+    fn edge_cases() {
+        let s = Summary::from_samples(&[]);
+        assert_eq!(s.count, 0);
+        assert_eq!(s.p50, None);
+        assert_eq!(s.mean, None);
+        let s = Summary::from_samples(&[7.0]);
+        assert_eq!(
+            (s.p50, s.p999, s.std, s.min, s.max),
+            (Some(7.0), Some(7.0), Some(0.0), Some(7.0), Some(7.0))
+        );
+        let s = Summary::from_samples(&[1.0, 3.0]);
+        assert_eq!(s.p50, Some(2.0));
+        assert!(close(s.p90.unwrap(), 2.8));
+        assert!(close(s.std.unwrap(), 2f64.sqrt()));
+        let s = Summary::from_samples(&[f64::NAN, 1.0]);
+        assert_eq!(s.count, 1);
+    }
+
+    #[test]
+    fn null_in_json_when_empty() {
+        let j = serde_json::to_value(Summary::from_samples(&[])).unwrap();
+        assert!(j["p50"].is_null());
+        assert_eq!(j["count"], 0);
+        assert!(j.get("histogram").is_none());
+    }
+
+    #[test]
+    fn samples_switch_to_histogram_past_the_cap() {
+        let mut s = Samples::with_cap(100);
+        for i in 0..1000 {
+            s.push(f64::from(i) / 10.0); // 0.0 .. 99.9 ms
+        }
+        assert!(s.is_histogram());
+        assert!(s.values().is_empty());
+        let sum = s.summary();
+        assert!(sum.histogram);
+        assert_eq!(sum.count, 1000);
+        assert!(close(sum.mean.unwrap(), 49.95));
+        assert_eq!(sum.min, Some(0.0));
+        assert_eq!(sum.max, Some(99.9));
+        let exact = Summary::from_samples(&(0..1000).map(|i| f64::from(i) / 10.0).collect::<Vec<_>>());
+        for (name, _) in QUANTILES {
+            let (h, e) = (sum.get(name).unwrap(), exact.get(name).unwrap());
+            // Histogram quantiles are "value at or below"; within 0.1% + one sample step.
+            assert!((h - e).abs() <= e * 0.002 + 0.1, "{name}: {h} vs {e}");
+        }
+    }
+
+    #[test]
+    fn merge_equals_pushing_everything() {
+        let a: Vec<f64> = (0..50).map(|i| f64::from(i) * 1.5).collect();
+        let b: Vec<f64> = (0..70).map(|i| 100.0 - f64::from(i)).collect();
+        let mut sa = Samples::new();
+        a.iter().for_each(|&v| sa.push(v));
+        let mut sb = Samples::new();
+        b.iter().for_each(|&v| sb.push(v));
+        sa.merge(&sb);
+        let all: Vec<f64> = a.iter().chain(&b).copied().collect();
+        let want = Summary::from_samples(&all);
+        let got = sa.summary();
+        assert_eq!(got.count, want.count);
+        assert_eq!(got.p50, want.p50);
+        assert!(close(got.mean.unwrap(), want.mean.unwrap()));
+        // Merging histograms too.
+        let mut ha = Samples::with_cap(10);
+        a.iter().for_each(|&v| ha.push(v));
+        let mut hb = Samples::with_cap(10);
+        b.iter().for_each(|&v| hb.push(v));
+        ha.merge(&hb);
+        let got = ha.summary();
+        assert_eq!(got.count, 120);
+        assert!(close(got.mean.unwrap(), want.mean.unwrap()));
+        assert!(close(got.std.unwrap(), want.std.unwrap()));
+    }
+
+    #[test]
+    fn linear_fit() {
+        let pts: Vec<(f64, f64)> = (0..10).map(|i| (f64::from(i), 2.0 + 0.5 * f64::from(i))).collect();
+        let f = LinearFit::fit(&pts).unwrap();
+        assert!(close(f.slope, 0.5));
+        assert!(close(f.intercept, 2.0));
+        assert!(f.significant());
+        let flat: Vec<(f64, f64)> = (0..10)
+            .map(|i| (f64::from(i), if i % 2 == 0 { 1.0 } else { -1.0 }))
+            .collect();
+        assert!(!LinearFit::fit(&flat).unwrap().significant());
+        assert!(LinearFit::fit(&pts[..2]).is_none());
+    }
+}
