@@ -16,12 +16,18 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Benchmark an OpenAI-compatible streaming endpoint (TTFT, TPOT, ITL, goodput, knee).
+    Bench(Box<cmd::bench::BenchArgs>),
+    /// Run a simulated OpenAI-compatible inference server (demos and tests).
+    Mock(cmd::mock::MockArgs),
     /// Run the GPU kernel harness: memory bandwidth, decode kernels and the TPOT floor.
     Kernels(cmd::kernels::KernelsArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Bench(args) => cmd::bench::run(*args),
+        Command::Mock(args) => cmd::mock::run(args),
         Command::Kernels(args) => cmd::kernels::run(args),
     }
 }

@@ -5,11 +5,16 @@
 
 mod cli;
 mod cmd;
+mod engine;
+mod mock;
+mod util;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = <cli::Cli as clap::Parser>::parse();
+    // TLS for https endpoints (ring: no C toolchain beyond cc needed).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match cli::run(cli) {
         Ok(code) => code,
         Err(err) => {

@@ -1,3 +1,5 @@
 //! One module per subcommand: options (clap) -> validated config -> runner -> exporters.
 
+pub mod bench;
 pub mod kernels;
+pub mod mock;

@@ -1,0 +1,423 @@
+//! `tokenscope bench`: benchmark an OpenAI-compatible streaming endpoint.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use tokenscope_core::export;
+use tokenscope_core::openai::Api;
+use tokenscope_core::report::{Arrival, ClientReport};
+use tokenscope_core::slo::Slo;
+
+use crate::engine::{self, BenchConfig, FilePrompt, LoadPlan, PerLevel, Prompts};
+use crate::util::{Secret, parse_base_url, parse_duration, parse_f64_list, parse_u32_list};
+
+/// Endpoint kind on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ApiArg {
+    /// POST /chat/completions
+    Chat,
+    /// POST /completions
+    Completions,
+}
+
+/// Arrival process on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ArrivalArg {
+    /// Exponential gaps (Poisson process)
+    Poisson,
+    /// Equal gaps
+    Constant,
+}
+
+/// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL, E2E,
+/// throughput, errors and goodput across load levels.
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  tokenscope bench --url http://127.0.0.1:8000/v1
+  tokenscope bench --url http://127.0.0.1:8080/v1 --api completions --concurrency 1,4 \\
+      --input-tokens 512 --max-tokens 128 --ignore-eos --slo ttft_ms:p95<=500,tpot_ms:p95<=50 \\
+      --out report.json --raw requests.jsonl
+  tokenscope bench --url https://api.example.com/v1 --model m --rate 1,2,4 --duration 60s
+
+The API key comes from --api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY, and is never printed.")]
+pub struct BenchArgs {
+    /// Base URL of the API, e.g. http://127.0.0.1:8000/v1 (a URL without a path gets /v1).
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+
+    /// Which endpoint to call.
+    #[arg(long, value_enum, default_value = "chat")]
+    pub api: ApiArg,
+
+    /// Model name (default: the first model listed by GET /models).
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// API key (prefer the environment variables: a flag shows in `ps`).
+    #[arg(long, env = "TOKENSCOPE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Closed-loop concurrency levels: requests kept in flight.
+    #[arg(long, value_name = "N,N,..", conflicts_with = "rate")]
+    pub concurrency: Option<String>,
+
+    /// Open-loop request rates (req/s): sends on schedule whatever the responses.
+    #[arg(long, value_name = "R,R,..")]
+    pub rate: Option<String>,
+
+    /// Inter-arrival distribution in rate mode.
+    #[arg(long, value_enum, default_value = "poisson", requires = "rate")]
+    pub arrival: ArrivalArg,
+
+    /// Measured requests per level, split over the rounds
+    /// (default: per round max(10, 2 x concurrency); rate: 10 s worth).
+    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+
+    /// Measured time per level, split over the rounds (e.g. 60s, 30m): soak mode.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Rounds per level (their spread is reported; a round 2x off is flagged).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+
+    /// Warm-up requests before each level, not measured (default: one per
+    /// concurrency slot; rate mode: about one second's worth).
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+
+    /// Length of the synthetic prompts, approximate tokens (one per word and
+    /// punctuation mark; the server's usage gives the exact count).
+    #[arg(long, default_value_t = 256, conflicts_with = "prompts")]
+    pub input_tokens: u32,
+
+    /// JSONL file of prompts, one object per line: {"prompt": "...", "max_tokens": 64?}.
+    #[arg(long, value_name = "FILE")]
+    pub prompts: Option<PathBuf>,
+
+    /// max_tokens of each request.
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: u32,
+
+    /// Send ignore_eos: true (llama.cpp, vLLM) so every answer is max_tokens long.
+    #[arg(long)]
+    pub ignore_eos: bool,
+
+    /// Send min_tokens (vLLM).
+    #[arg(long, value_name = "N")]
+    pub min_tokens: Option<u32>,
+
+    /// Sampling temperature to send.
+    #[arg(long)]
+    pub temperature: Option<f64>,
+
+    /// Per-request timeout (e.g. 60s, 500ms).
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub timeout: String,
+
+    /// SLOs for goodput and capacity, e.g. ttft_ms:p95<=500,tpot_ms:p95<=50.
+    #[arg(long, value_name = "SLOS")]
+    pub slo: Option<String>,
+
+    /// An ITL gap longer than this counts as a stall.
+    #[arg(long, default_value = "250ms", value_name = "DURATION")]
+    pub stall_threshold: String,
+
+    /// Seed of the synthetic prompts and the arrival schedule.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Snapshot interval for long runs (per-interval figures and a drift check).
+    #[arg(long, value_name = "DURATION")]
+    pub snapshot_interval: Option<String>,
+
+    /// Skip the pre-flight request (e.g. against a server injecting faults).
+    #[arg(long)]
+    pub no_preflight: bool,
+
+    /// After Ctrl-C, how long to wait for requests in flight.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub grace: String,
+
+    /// Write the report JSON (tokenscope.client/1) here.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Append one JSON line per finished request here, as each finishes.
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
+
+    /// Write a CSV summary (one row per level) here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Write a Markdown summary here.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn flag<T>(name: &str, r: Result<T, String>) -> anyhow::Result<T> {
+    r.map_err(|e| anyhow::anyhow!("--{name}: {e}"))
+}
+
+/// Read a prompts file; a broken line is an error naming the file and line.
+pub fn read_prompts(path: &Path) -> anyhow::Result<Vec<FilePrompt>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--prompts {}: cannot read the file", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+            anyhow::anyhow!("--prompts {}:{}: not JSON ({e})", path.display(), i + 1)
+        })?;
+        let prompt = v
+            .get("prompt")
+            .or_else(|| v.get("text"))
+            .and_then(|p| p.as_str())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--prompts {}:{}: expected an object with a \"prompt\" string",
+                    path.display(),
+                    i + 1
+                )
+            })?;
+        let max_tokens = match v.get("max_tokens") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(m) => Some(
+                m.as_u64()
+                    .and_then(|m| u32::try_from(m).ok())
+                    .filter(|&m| m > 0)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "--prompts {}:{}: max_tokens must be a positive whole number, got {m}",
+                            path.display(),
+                            i + 1
+                        )
+                    })?,
+            ),
+        };
+        out.push(FilePrompt {
+            prompt: prompt.to_owned(),
+            max_tokens,
+        });
+    }
+    if out.is_empty() {
+        anyhow::bail!("--prompts {}: the file holds no prompts", path.display());
+    }
+    Ok(out)
+}
+
+impl BenchArgs {
+    /// Validate everything before anything is sent.
+    pub fn into_config(self) -> anyhow::Result<(BenchConfig, Outputs)> {
+        let base_url = flag("url", parse_base_url(&self.url))?;
+        let api_key = self
+            .api_key
+            .filter(|k| !k.is_empty())
+            .or_else(|| std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty()))
+            .map(Secret::new);
+        let load = match (&self.concurrency, &self.rate) {
+            (_, Some(r)) => LoadPlan::Rate {
+                rates: flag("rate", parse_f64_list(r))?,
+                arrival: match self.arrival {
+                    ArrivalArg::Poisson => Arrival::Poisson,
+                    ArrivalArg::Constant => Arrival::Constant,
+                },
+            },
+            (Some(c), None) => LoadPlan::Concurrency(flag("concurrency", parse_u32_list(c))?),
+            (None, None) => LoadPlan::Concurrency(vec![1, 4, 8, 16, 32]),
+        };
+        if self.rounds == 0 {
+            anyhow::bail!("--rounds: 0 must be at least 1");
+        }
+        let per_level = match (self.requests, &self.duration) {
+            (Some(0), _) => anyhow::bail!("--requests: 0 must be at least 1"),
+            (Some(n), _) => {
+                if n < u64::from(self.rounds) {
+                    anyhow::bail!(
+                        "--requests: {n} is fewer than --rounds {}: each round needs at least one request",
+                        self.rounds
+                    );
+                }
+                PerLevel::Requests(n)
+            }
+            (None, Some(d)) => PerLevel::Duration(flag("duration", parse_duration(d))?),
+            (None, None) => PerLevel::Auto,
+        };
+        if self.max_tokens == 0 {
+            anyhow::bail!("--max-tokens: 0 must be at least 1");
+        }
+        if self.input_tokens == 0 {
+            anyhow::bail!("--input-tokens: 0 must be at least 1");
+        }
+        if let Some(t) = self.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            anyhow::bail!("--temperature: {t} must be between 0 and 2");
+        }
+        let prompts = match &self.prompts {
+            Some(path) => Prompts::File {
+                path: path.clone(),
+                prompts: read_prompts(path)?,
+            },
+            None => Prompts::Synthetic {
+                tokens: self.input_tokens,
+            },
+        };
+        if let (PerLevel::Requests(n), LoadPlan::Concurrency(cs)) = (&per_level, &load) {
+            let per_round = n / u64::from(self.rounds);
+            if let Some(c) = cs.iter().find(|&&c| u64::from(c) > per_round) {
+                eprintln!(
+                    "warning: --requests {n} over {} rounds sends {per_round} per round, fewer than concurrency {c}: that level never has {c} requests in flight (use --requests {} or more)",
+                    self.rounds,
+                    u64::from(*c) * u64::from(self.rounds)
+                );
+            }
+        }
+        let slos = match &self.slo {
+            Some(s) => Slo::parse_list(s).map_err(|e| anyhow::anyhow!("--slo: {e}"))?,
+            None => Vec::new(),
+        };
+        let timeout = flag("timeout", parse_duration(&self.timeout))?;
+        let stall = flag("stall-threshold", parse_duration(&self.stall_threshold))?;
+        let snapshot_interval = match (&self.snapshot_interval, &per_level) {
+            (Some(s), _) => Some(flag("snapshot-interval", parse_duration(s))?),
+            (None, PerLevel::Duration(d)) if *d >= Duration::from_secs(180) => {
+                Some(Duration::from_secs(60))
+            }
+            (None, _) => None,
+        };
+        let grace = flag("grace", parse_duration(&self.grace))?;
+        for (name, path) in [
+            ("out", &self.out),
+            ("csv", &self.csv),
+            ("markdown", &self.markdown),
+            ("raw", &self.raw),
+        ] {
+            if let Some(p) = path {
+                check_writable(name, p)?;
+            }
+        }
+        let cfg = BenchConfig {
+            base_url,
+            api: match self.api {
+                ApiArg::Chat => Api::Chat,
+                ApiArg::Completions => Api::Completions,
+            },
+            model: self.model,
+            api_key,
+            load,
+            per_level,
+            rounds: self.rounds,
+            warmup: self.warmup,
+            prompts,
+            max_tokens: self.max_tokens,
+            ignore_eos: self.ignore_eos,
+            min_tokens: self.min_tokens,
+            temperature: self.temperature,
+            timeout,
+            slos,
+            stall_threshold_ms: stall.as_secs_f64() * 1000.0,
+            seed: self.seed,
+            snapshot_interval,
+            preflight: !self.no_preflight,
+            grace,
+            raw: self.raw,
+            progress: !self.quiet,
+        };
+        Ok((
+            cfg,
+            Outputs {
+                out: self.out,
+                csv: self.csv,
+                markdown: self.markdown,
+            },
+        ))
+    }
+}
+
+/// Refuse an output path whose folder does not exist, before the run.
+fn check_writable(name: &str, path: &Path) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "--{name} {}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Where the report goes.
+#[derive(Debug, Default)]
+pub struct Outputs {
+    /// JSON.
+    pub out: Option<PathBuf>,
+    /// CSV.
+    pub csv: Option<PathBuf>,
+    /// Markdown.
+    pub markdown: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Write every requested export.
+    pub fn write(&self, report: &ClientReport) -> anyhow::Result<()> {
+        if let Some(p) = &self.out {
+            std::fs::write(p, report.to_json() + "\n")
+                .with_context(|| format!("--out {}: cannot write", p.display()))?;
+        }
+        if let Some(p) = &self.csv {
+            std::fs::write(p, export::csv(report))
+                .with_context(|| format!("--csv {}: cannot write", p.display()))?;
+        }
+        if let Some(p) = &self.markdown {
+            std::fs::write(p, export::markdown(report))
+                .with_context(|| format!("--markdown {}: cannot write", p.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Run the subcommand.
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let (cfg, outputs) = args.into_config()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let report = rt.block_on(async {
+        let pre = engine::preflight::check(&cfg).await?;
+        if cfg.progress {
+            eprintln!(
+                "benchmarking {} ({}) at {}",
+                pre.model,
+                cfg.api.as_str(),
+                crate::util::redact_url(&cfg.base_url)
+            );
+        }
+        anyhow::Ok(engine::run(cfg, pre).await?.report)
+    })?;
+    // Exports first (a failing terminal must not lose the files), then the table.
+    outputs.write(&report)?;
+    print!("{}", export::text_summary(&report));
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,171 @@
+//! `tokenscope mock`: the simulated inference server.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use tokenscope_core::sim::{FaultKind, SimConfig};
+
+use crate::mock::{MockState, router, serve};
+use crate::util::parse_duration;
+
+/// Run a simulated OpenAI-compatible inference server: continuous batching, a queue,
+/// prefill that grows with the prompt, jitter and injected faults, all seeded.
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  tokenscope mock --port 8000
+  tokenscope mock --port 0 --max-batch 8 --itl-ms 20 --log server.jsonl
+  tokenscope mock --error-rate 0.1 --faults http_503,reset,error_event
+
+Faults: http_429, http_503, error_event, reset, malformed, stall, html, no_done, no_headers.")]
+pub struct MockArgs {
+    /// Address to bind. Anything but loopback exposes the server to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+
+    /// Port (0 picks a free one; the URL is printed on the first line).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+
+    #[command(flatten)]
+    pub sim: SimArgs,
+
+    /// Log, per request, when each chunk was handed to HTTP (JSONL, server truth).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+}
+
+/// The simulator's model parameters (shared by `mock`, `serve --mock` and `demo`).
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Model name served.
+    #[arg(long, default_value = "tokenscope-sim")]
+    pub model_name: String,
+
+    /// Fixed prefill overhead of a step that admits requests (TTFT at concurrency 1
+    /// for an empty prompt), ms.
+    #[arg(long, default_value_t = 40.0)]
+    pub ttft_ms: f64,
+
+    /// Decode step time at batch 1 (ITL at concurrency 1), ms.
+    #[arg(long, default_value_t = 15.0)]
+    pub itl_ms: f64,
+
+    /// Prefill speed, prompt tokens per second.
+    #[arg(long, default_value_t = 8000.0)]
+    pub prefill_tok_per_s: f64,
+
+    /// Most requests decoding at once (continuous batching); more wait in a queue.
+    #[arg(long, default_value_t = 16)]
+    pub max_batch: u32,
+
+    /// Decode step time growth per extra sequence in the batch (0.03 = +3% each).
+    #[arg(long, default_value_t = 0.03)]
+    pub step_growth: f64,
+
+    /// Uniform step-time jitter, +/- ms.
+    #[arg(long, default_value_t = 1.0)]
+    pub jitter_ms: f64,
+
+    /// Tokens per streamed chunk.
+    #[arg(long, default_value_t = 1)]
+    pub tokens_per_chunk: u32,
+
+    /// Probability that a request gets a fault.
+    #[arg(long, default_value_t = 0.0)]
+    pub error_rate: f64,
+
+    /// Faults drawn from (uniformly) for the requests that get one.
+    #[arg(long, default_value = "http_503", value_name = "KIND,..")]
+    pub faults: String,
+
+    /// How long a `stall` fault holds the stream.
+    #[arg(long, default_value = "120s", value_name = "DURATION")]
+    pub stall: String,
+
+    /// Step-time drift, ms per minute of uptime (to test soak drift checks).
+    #[arg(long, default_value_t = 0.0)]
+    pub itl_growth_ms_per_min: f64,
+
+    /// Longest prompt + max_tokens accepted (HTTP 400 beyond).
+    #[arg(long, default_value_t = 32_768)]
+    pub max_context: u64,
+
+    /// Seed of everything random.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl SimArgs {
+    /// Validate into the model's configuration.
+    pub fn into_config(self) -> anyhow::Result<SimConfig> {
+        let faults = self
+            .faults
+            .split(',')
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(|f| {
+                FaultKind::parse(f).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--faults: unknown fault {f:?} (known: {})",
+                        FaultKind::ALL.map(FaultKind::as_str).join(", ")
+                    )
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let stall = parse_duration(&self.stall).map_err(|e| anyhow::anyhow!("--stall: {e}"))?;
+        let cfg = SimConfig {
+            model: self.model_name,
+            ttft_ms: self.ttft_ms,
+            itl_ms: self.itl_ms,
+            prefill_tok_per_s: self.prefill_tok_per_s,
+            max_batch: self.max_batch,
+            step_growth: self.step_growth,
+            jitter_ms: self.jitter_ms,
+            tokens_per_chunk: self.tokens_per_chunk,
+            error_rate: self.error_rate,
+            faults,
+            stall_ms: stall.as_secs_f64() * 1000.0,
+            retry_after_s: 1,
+            itl_growth_ms_per_min: self.itl_growth_ms_per_min,
+            max_context_tokens: self.max_context,
+            default_max_tokens: 128,
+            seed: self.seed,
+        };
+        cfg.validate().map_err(|e| anyhow::anyhow!("--{e}"))?;
+        Ok(cfg)
+    }
+}
+
+/// Run the subcommand (until Ctrl-C).
+pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
+    let cfg = args.sim.into_config()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((args.host, args.port))
+            .await
+            .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+        let addr = listener.local_addr()?;
+        let state = MockState::start(cfg, args.log.as_deref())?;
+        let host = if addr.is_ipv6() {
+            format!("[{}]", addr.ip())
+        } else {
+            addr.ip().to_string()
+        };
+        println!("tokenscope mock listening on http://{host}:{}/v1", addr.port());
+        if !args.host.is_loopback() {
+            eprintln!("warning: bound to {}: reachable from the network", args.host);
+        }
+        tokio::select! {
+            r = serve(listener, router(state)) => r.context("the server failed")?,
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,145 @@
+//! Before a run: is the endpoint there, which model does it serve, and does it
+//! answer a tiny streaming request with an event stream? A failure here is one
+//! clear line and a non-zero exit, before anything is measured.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokenscope_core::openai::{RequestSpec, first_model_id, request_body};
+use tokenscope_core::report::ReportWarning;
+use tokenscope_core::timeline::{ErrorKind, Outcome};
+use tokio_util::sync::CancellationToken;
+
+use super::clock::Clock;
+use super::transport::{self, Target};
+use super::{BenchConfig, Preflight};
+use crate::util::{join_url, redact_url};
+
+/// How many tiny requests the pre-flight tries before giving up on a transient failure.
+const ATTEMPTS: u32 = 3;
+
+/// Check the endpoint. Errors are one line naming what was wrong.
+pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
+    let client = transport::client()?;
+    let base = redact_url(&cfg.base_url);
+    let models_url = join_url(&cfg.base_url, "models");
+    let mut req = client
+        .get(models_url.clone())
+        .timeout(cfg.timeout.min(Duration::from_secs(15)));
+    if let Some(key) = &cfg.api_key {
+        req = req.bearer_auth(key.expose());
+    }
+    let mut warnings = Vec::new();
+    let protocol;
+    let mut listed_model = None;
+    let models_status;
+    match req.send().await {
+        Err(e) => {
+            let (kind, msg) = transport::classify(&e, true);
+            if kind == ErrorKind::Connect || e.is_timeout() {
+                anyhow::bail!("cannot reach {base}: {msg}");
+            }
+            anyhow::bail!("GET {base}/models failed: {msg}");
+        }
+        Ok(resp) => {
+            protocol = Some(protocol_name(resp.version()));
+            let status = resp.status();
+            models_status = Some(status.as_u16());
+            if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+                anyhow::bail!(
+                    "{base} refused the request (GET /models answered HTTP {}): check the API key (--api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY)",
+                    status.as_u16()
+                );
+            }
+            if status.is_success() {
+                let text = resp.text().await.unwrap_or_default();
+                listed_model = first_model_id(&text);
+            }
+        }
+    }
+    let model = match (&cfg.model, listed_model) {
+        (Some(m), _) => m.clone(),
+        (None, Some(m)) => m,
+        (None, None) => anyhow::bail!(
+            "no --model given and GET {base}/models listed none (HTTP {}): pass --model NAME",
+            models_status.unwrap_or(0)
+        ),
+    };
+    if cfg.preflight {
+        let target = Target {
+            url: join_url(&cfg.base_url, cfg.api.path()),
+            api_key: cfg.api_key.clone(),
+            timeout: cfg.timeout.min(Duration::from_secs(30)),
+        };
+        let spec = RequestSpec {
+            api: cfg.api,
+            model: model.clone(),
+            prompt: "Say hello.".into(),
+            max_tokens: 4,
+            ignore_eos: cfg.ignore_eos,
+            min_tokens: None,
+            temperature: cfg.temperature,
+        };
+        let body = Bytes::from(serde_json::to_vec(&request_body(&spec))?);
+        let clock = Clock::start();
+        let never = CancellationToken::new();
+        let endpoint = format!("POST {base}/{}", cfg.api.path());
+        let mut last = String::new();
+        let mut ok = false;
+        for attempt in 0..ATTEMPTS {
+            let rec = transport::run_request(
+                &client,
+                &target,
+                body.clone(),
+                &format!("preflight-{attempt}"),
+                &clock,
+                None,
+                &never,
+            )
+            .await;
+            match &rec.outcome {
+                Outcome::Ok => {
+                    ok = true;
+                    break;
+                }
+                Outcome::Error { kind, message } => match kind {
+                    ErrorKind::Connect => anyhow::bail!("cannot reach {endpoint}: {message}"),
+                    ErrorKind::NonSse => anyhow::bail!("{endpoint} did not answer with an event stream: {message}"),
+                    ErrorKind::Http(s) if *s != 429 && *s != 503 && *s != 502 && *s != 504 => {
+                        anyhow::bail!("{endpoint} failed: {message}")
+                    }
+                    _ => last = format!("{kind}: {message}"),
+                },
+                Outcome::Timeout { phase } => {
+                    last = format!("timed out ({phase:?}) after {:.0} s", target.timeout.as_secs_f64());
+                }
+            }
+        }
+        if !ok {
+            warnings.push(ReportWarning {
+                kind: "preflight_failed".into(),
+                message: format!(
+                    "the pre-flight request failed {ATTEMPTS} times (last: {last}); the run went ahead and counts such failures as data"
+                ),
+            });
+            eprintln!("warning: pre-flight request failed {ATTEMPTS} times (last: {last}); running anyway");
+        }
+    }
+    Ok(Preflight {
+        model,
+        protocol,
+        warnings,
+    })
+}
+
+fn protocol_name(v: reqwest::Version) -> String {
+    match v {
+        reqwest::Version::HTTP_09 => "http/0.9",
+        reqwest::Version::HTTP_10 => "http/1.0",
+        reqwest::Version::HTTP_11 => "http/1.1",
+        reqwest::Version::HTTP_2 => "h2",
+        reqwest::Version::HTTP_3 => "h3",
+        _ => "unknown",
+    }
+    .to_owned()
+}

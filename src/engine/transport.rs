@@ -1,0 +1,224 @@
+//! One streaming request over real HTTP (reqwest), stamped read by read.
+//!
+//! The clock is read the moment each read completes, before anything else; the
+//! bytes then go to core's timeline (SSE decoding, JSON parsing). Nothing slow sits
+//! between the read and the stamp.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use tokenscope_core::timeline::{
+    ErrorKind, HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestRecord, RequestTimeline,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::clock::Clock;
+use crate::util::Secret;
+
+/// Where requests go and how.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The full endpoint URL (`.../v1/chat/completions`).
+    pub url: reqwest::Url,
+    /// Bearer token, if any.
+    pub api_key: Option<Secret>,
+    /// Per-request timeout (from the send).
+    pub timeout: Duration,
+}
+
+/// How long to keep reading after `[DONE]` so the connection can be reused.
+const DRAIN_AFTER_DONE: Duration = Duration::from_millis(500);
+
+/// Build the HTTP client: one pool, no request timeout of its own (ours is per request),
+/// Nagle off, as many idle connections per host as the load needs.
+pub fn client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(usize::MAX)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// A request's headers: JSON body, the key (if any), and an id the server can log.
+pub fn headers(target: &Target, request_id: &str) -> reqwest::header::HeaderMap {
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(key) = &target.api_key
+        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+    {
+        v.set_sensitive(true);
+        h.insert(AUTHORIZATION, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        h.insert("x-request-id", v);
+    }
+    h
+}
+
+/// Classify a reqwest error without its URL (which may carry a query-string key).
+pub fn classify(err: &reqwest::Error, before_headers: bool) -> (ErrorKind, String) {
+    // A connection that could not be made is `connect`; one that broke before or
+    // while the answer streamed is `reset`.
+    let kind = if err.is_connect() {
+        ErrorKind::Connect
+    } else if before_headers && err.is_builder() {
+        ErrorKind::Other
+    } else {
+        ErrorKind::Reset
+    };
+    let mut msg = strip_url(err);
+    if msg.is_empty() {
+        msg = "transport error".into();
+    }
+    (kind, msg)
+}
+
+fn strip_url(err: &reqwest::Error) -> String {
+    use std::error::Error as _;
+    // reqwest's Display is terse ("error sending request"); add the root cause.
+    let mut parts = vec![err.to_string()];
+    let mut src = err.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        src = s.source();
+    }
+    let text = parts.join(": ");
+    // Never let a URL (and its query) through: drop anything after " for url (".
+    match text.find(" for url (") {
+        Some(i) => {
+            let end = text[i..].find(')').map_or(text.len(), |j| i + j + 1);
+            format!("{}{}", &text[..i], &text[end..])
+        }
+        None => text,
+    }
+}
+
+/// Send one request and follow it to its end. Always returns a record: every
+/// outcome (success, each failure kind, timeout, cancellation) is data.
+pub async fn run_request(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+    request_id: &str,
+    clock: &Clock,
+    t_scheduled_ms: Option<f64>,
+    cancel: &CancellationToken,
+) -> RequestRecord {
+    let headers = headers(target, request_id);
+    let deadline = tokio::time::Instant::now() + target.timeout;
+    let t_send = clock.now_ms();
+    let mut tl = RequestTimeline::new(t_send, t_scheduled_ms);
+    enum End {
+        Finished,
+        Timeout,
+        Cancelled,
+    }
+    let end = {
+        let fut = drive(client, target, headers, body, clock, &mut tl);
+        tokio::pin!(fut);
+        tokio::select! {
+            biased;
+            () = &mut fut => End::Finished,
+            () = tokio::time::sleep_until(deadline) => End::Timeout,
+            () = cancel.cancelled() => End::Cancelled,
+        }
+    };
+    match end {
+        End::Finished => {}
+        End::Timeout => tl.on_timeout(clock.now_ms()),
+        End::Cancelled => tl.on_cancel(clock.now_ms()),
+    }
+    tl.finish()
+}
+
+async fn drive(
+    client: &reqwest::Client,
+    target: &Target,
+    headers: reqwest::header::HeaderMap,
+    body: Bytes,
+    clock: &Clock,
+    tl: &mut RequestTimeline,
+) {
+    let sent = client
+        .post(target.url.clone())
+        .headers(headers)
+        .body(body)
+        .send()
+        .await;
+    let t = clock.now_ms();
+    let mut resp = match sent {
+        Ok(r) => r,
+        Err(e) => {
+            let (kind, msg) = classify(&e, true);
+            tl.on_transport_error(t, kind, msg);
+            return;
+        }
+    };
+    let status = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match tl.on_headers(t, status, ct.as_deref()) {
+        HeaderVerdict::Stream => loop {
+            let read = resp.chunk().await;
+            // The stamp comes first: before decoding, before anything else.
+            let t = clock.now_ms();
+            match read {
+                Ok(Some(bytes)) => {
+                    if tl.on_read(t, &bytes).finished {
+                        drain(&mut resp).await;
+                        tl.on_end(clock.now_ms());
+                        return;
+                    }
+                }
+                Ok(None) => {
+                    tl.on_end(t);
+                    return;
+                }
+                Err(e) => {
+                    let (kind, msg) = classify(&e, false);
+                    tl.on_transport_error(t, kind, format!("while streaming: {msg}"));
+                    return;
+                }
+            }
+        },
+        HeaderVerdict::ErrorBody => {
+            let mut read = 0usize;
+            loop {
+                let chunk = resp.chunk().await;
+                let t = clock.now_ms();
+                match chunk {
+                    Ok(Some(bytes)) => {
+                        tl.on_error_body(t, &bytes);
+                        read += bytes.len();
+                        if read >= MAX_ERROR_BODY_BYTES {
+                            tl.on_end(t);
+                            return;
+                        }
+                    }
+                    Ok(None) | Err(_) => {
+                        tl.on_end(t);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Read what is left after `[DONE]` (normally just the end of the chunked body),
+/// briefly, so the connection goes back to the pool.
+async fn drain(resp: &mut reqwest::Response) {
+    let _ = tokio::time::timeout(DRAIN_AFTER_DONE, async {
+        while let Ok(Some(_)) = resp.chunk().await {}
+    })
+    .await;
+}

@@ -1,0 +1,615 @@
+//! `tokenscope mock`: an OpenAI-compatible streaming server driven by core's
+//! simulator model ([`tokenscope_core::sim`]), for demos and tests.
+//!
+//! One engine task runs the model's steps on tokio timers; each request's body is a
+//! stream fed by the engine. The server logs, per request, the time it handed each
+//! chunk to the HTTP layer (`--log`): the ground truth the fidelity tests compare
+//! the client against.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::stream::{self, Stream};
+use serde::Serialize;
+use tokenscope_core::openai::{Api, encode};
+use tokenscope_core::prompts::approx_tokens;
+use tokenscope_core::sim::{
+    Admission, Emission, Engine, FaultAction, FaultKind, SimConfig, SimRequest, StreamWriter,
+    context_exceeded_body, immediate_response,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::engine::clock::Clock;
+
+/// Messages to the engine task.
+enum EngineMsg {
+    Submit {
+        req: SimRequest,
+        reply: oneshot::Sender<Admission>,
+        tokens: mpsc::UnboundedSender<Emission>,
+    },
+    Cancel(u64),
+}
+
+/// Shared server state.
+#[derive(Clone)]
+pub struct MockState {
+    cfg: Arc<SimConfig>,
+    engine: mpsc::UnboundedSender<EngineMsg>,
+    clock: Clock,
+    log: Option<mpsc::UnboundedSender<LogRecord>>,
+    served: Arc<AtomicU64>,
+}
+
+/// One request as the server saw it (a line of `--log`).
+#[derive(Debug, Serialize)]
+pub struct LogRecord {
+    /// Engine id.
+    pub id: u64,
+    /// The client's `x-request-id`, if it sent one.
+    pub request_id: Option<String>,
+    /// `chat` or `completions`.
+    pub api: &'static str,
+    /// Prompt tokens (estimated like the client's synthetic prompts).
+    pub prompt_tokens: u64,
+    /// `max_tokens` asked.
+    pub max_tokens: u32,
+    /// Request received (ms since the server started).
+    pub t_received_ms: f64,
+    /// Response headers handed to HTTP.
+    pub t_headers_ms: Option<f64>,
+    /// When each content chunk was handed to HTTP.
+    pub chunk_times_ms: Vec<f64>,
+    /// Tokens in each of those chunks.
+    pub chunk_tokens: Vec<u32>,
+    /// Tokens sent.
+    pub completion_tokens: u64,
+    /// The fault injected, if any.
+    pub fault: Option<FaultKind>,
+    /// `completed`, `fault`, `disconnected`, `context_exceeded`.
+    pub outcome: &'static str,
+    /// When the last byte was handed to HTTP (or the client left).
+    pub t_end_ms: f64,
+}
+
+impl MockState {
+    /// Start the engine (and the log writer) on the current tokio runtime.
+    pub fn start(cfg: SimConfig, log_path: Option<&Path>) -> anyhow::Result<Self> {
+        cfg.validate().map_err(|e| anyhow::anyhow!("--{e}"))?;
+        let clock = Clock::start();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(engine_task(Engine::new(cfg.clone()), rx, clock));
+        let log = match log_path {
+            Some(path) => {
+                let file = std::fs::File::create(path).map_err(|e| {
+                    anyhow::anyhow!("--log {}: cannot create the file ({e})", path.display())
+                })?;
+                let (ltx, mut lrx) = mpsc::unbounded_channel::<LogRecord>();
+                tokio::spawn(async move {
+                    let mut out = std::io::BufWriter::new(file);
+                    while let Some(rec) = lrx.recv().await {
+                        if serde_json::to_writer(&mut out, &rec).is_ok() {
+                            let _ = out.write_all(b"\n");
+                            let _ = out.flush();
+                        }
+                    }
+                });
+                Some(ltx)
+            }
+            None => None,
+        };
+        Ok(Self {
+            cfg: Arc::new(cfg),
+            engine: tx,
+            clock,
+            log,
+            served: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Requests received so far.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// The simulator's configuration.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+}
+
+/// The API routes (`/v1/...`), with permissive CORS so a page on another origin can
+/// call them.
+pub fn router(state: MockState) -> Router {
+    Router::new()
+        .route("/v1/models", get(models).options(preflight))
+        .route("/v1/chat/completions", post(chat).options(preflight))
+        .route("/v1/completions", post(completions).options(preflight))
+        .route("/health", get(|| async { "ok" }))
+        .layer(axum::middleware::map_response(cors))
+        .with_state(state)
+}
+
+async fn cors(mut resp: Response) -> Response {
+    let h = resp.headers_mut();
+    h.insert("access-control-allow-origin", HeaderValue::from_static("*"));
+    h.insert(
+        "access-control-allow-headers",
+        HeaderValue::from_static("authorization, content-type, x-request-id"),
+    );
+    h.insert(
+        "access-control-allow-methods",
+        HeaderValue::from_static("GET, POST, OPTIONS"),
+    );
+    h.insert("access-control-max-age", HeaderValue::from_static("600"));
+    // Lets a page on another origin read Resource Timing details (protocol, phases).
+    h.insert("timing-allow-origin", HeaderValue::from_static("*"));
+    resp
+}
+
+async fn preflight() -> StatusCode {
+    StatusCode::NO_CONTENT
+}
+
+async fn models(State(s): State<MockState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        encode::models_body(&s.cfg.model),
+    )
+        .into_response()
+}
+
+async fn chat(State(s): State<MockState>, headers: HeaderMap, body: Bytes) -> Response {
+    handle(s, Api::Chat, headers, body).await
+}
+
+async fn completions(State(s): State<MockState>, headers: HeaderMap, body: Bytes) -> Response {
+    handle(s, Api::Completions, headers, body).await
+}
+
+fn json_error(status: StatusCode, message: &str, kind: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        encode::error_body(message, kind, status.as_u16()),
+    )
+        .into_response()
+}
+
+/// Text of the prompt: chat messages' contents joined, or the completions prompt.
+fn prompt_text(api: Api, v: &serde_json::Value) -> Option<String> {
+    match api {
+        Api::Chat => {
+            let msgs = v.get("messages")?.as_array()?;
+            let mut text = String::new();
+            for m in msgs {
+                match m.get("content") {
+                    Some(serde_json::Value::String(s)) => text.push_str(s),
+                    Some(serde_json::Value::Array(parts)) => {
+                        for p in parts {
+                            if let Some(t) = p.get("text").and_then(|t| t.as_str()) {
+                                text.push_str(t);
+                                text.push(' ');
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                text.push(' ');
+            }
+            Some(text)
+        }
+        Api::Completions => match v.get("prompt")? {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Array(a) => Some(
+                a.iter()
+                    .filter_map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            _ => None,
+        },
+    }
+}
+
+async fn handle(s: MockState, api: Api, headers: HeaderMap, body: Bytes) -> Response {
+    let t_received = s.clock.now_ms();
+    s.served.fetch_add(1, Ordering::Relaxed);
+    let v: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                &format!("the body is not JSON: {e}"),
+                "invalid_request_error",
+            );
+        }
+    };
+    let Some(prompt) = prompt_text(api, &v) else {
+        let field = match api {
+            Api::Chat => "messages",
+            Api::Completions => "prompt",
+        };
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            &format!("missing or invalid \"{field}\""),
+            "invalid_request_error",
+        );
+    };
+    let max_tokens = v
+        .get("max_tokens")
+        .or_else(|| v.get("max_completion_tokens"))
+        .and_then(|m| m.as_u64())
+        .map_or(s.cfg.default_max_tokens, |m| m.clamp(1, 1 << 20) as u32);
+    let streaming = v.get("stream").and_then(|b| b.as_bool()).unwrap_or(false);
+    let include_usage = v
+        .get("stream_options")
+        .and_then(|o| o.get("include_usage"))
+        .and_then(|b| b.as_bool())
+        .unwrap_or(false);
+    let request_id = headers
+        .get("x-request-id")
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned);
+    let prompt_tokens = approx_tokens(&prompt).max(1);
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let (tok_tx, tok_rx) = mpsc::unbounded_channel();
+    let req = SimRequest {
+        prompt_tokens,
+        max_tokens,
+    };
+    if s
+        .engine
+        .send(EngineMsg::Submit {
+            req,
+            reply: reply_tx,
+            tokens: tok_tx,
+        })
+        .is_err()
+    {
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the engine stopped",
+            "server_error",
+        );
+    }
+    let Ok(admission) = reply_rx.await else {
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the engine stopped",
+            "server_error",
+        );
+    };
+    let mut log = LogRecord {
+        id: 0,
+        request_id,
+        api: api.as_str(),
+        prompt_tokens,
+        max_tokens,
+        t_received_ms: t_received,
+        t_headers_ms: None,
+        chunk_times_ms: Vec::new(),
+        chunk_tokens: Vec::new(),
+        completion_tokens: 0,
+        fault: None,
+        outcome: "completed",
+        t_end_ms: t_received,
+    };
+    let id = match admission {
+        Admission::Accepted { id } => id,
+        Admission::ContextExceeded {
+            id,
+            requested,
+            limit,
+        } => {
+            log.id = id;
+            log.outcome = "context_exceeded";
+            log.t_end_ms = s.clock.now_ms();
+            s.write_log(log);
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                context_exceeded_body(requested, limit),
+            )
+                .into_response();
+        }
+        Admission::Fault { id, fault } => {
+            log.id = id;
+            log.fault = Some(fault);
+            log.outcome = "fault";
+            return match immediate_response(fault, s.cfg.retry_after_s) {
+                Some(r) => {
+                    log.t_headers_ms = Some(s.clock.now_ms());
+                    log.t_end_ms = s.clock.now_ms();
+                    s.write_log(log);
+                    let mut resp = (
+                        StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                        [(header::CONTENT_TYPE, r.content_type)],
+                        r.body,
+                    )
+                        .into_response();
+                    if let Some(secs) = r.retry_after_s {
+                        resp.headers_mut()
+                            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+                    }
+                    resp
+                }
+                None => {
+                    // Headers never come: hold the request until the client gives up.
+                    let _guard = LogOnDrop {
+                        state: s.clone(),
+                        log: Some(log),
+                    };
+                    std::future::pending::<()>().await;
+                    unreachable!("pending never resolves")
+                }
+            };
+        }
+    };
+    log.id = id;
+    let writer = StreamWriter::new(
+        api,
+        id,
+        &s.cfg.model,
+        include_usage,
+        prompt_tokens,
+        s.cfg.seed,
+    );
+    if !streaming {
+        return non_streaming(s, api, id, tok_rx, log, prompt_tokens).await;
+    }
+    log.t_headers_ms = Some(s.clock.now_ms());
+    let body = Body::from_stream(sse_stream(s.clone(), tok_rx, writer, log));
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header("x-accel-buffering", "no")
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+impl MockState {
+    fn write_log(&self, rec: LogRecord) {
+        if let Some(tx) = &self.log {
+            let _ = tx.send(rec);
+        }
+    }
+}
+
+/// Logs a request whose client went away (and frees its engine slot).
+struct LogOnDrop {
+    state: MockState,
+    log: Option<LogRecord>,
+}
+
+impl Drop for LogOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut log) = self.log.take() {
+            if log.outcome == "completed" {
+                log.outcome = "disconnected";
+            }
+            log.t_end_ms = self.state.clock.now_ms();
+            let _ = self.state.engine.send(EngineMsg::Cancel(log.id));
+            self.state.write_log(log);
+        }
+    }
+}
+
+struct StreamState {
+    rx: mpsc::UnboundedReceiver<Emission>,
+    writer: StreamWriter,
+    guard: LogOnDrop,
+    started: bool,
+    done: bool,
+    reset_next: bool,
+    stall_ms: f64,
+}
+
+fn sse_stream(
+    s: MockState,
+    rx: mpsc::UnboundedReceiver<Emission>,
+    writer: StreamWriter,
+    log: LogRecord,
+) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
+    let stall_ms = s.cfg.stall_ms;
+    let st = StreamState {
+        rx,
+        writer,
+        guard: LogOnDrop {
+            state: s,
+            log: Some(log),
+        },
+        started: false,
+        done: false,
+        reset_next: false,
+        stall_ms,
+    };
+    stream::unfold(st, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        if st.reset_next {
+            st.done = true;
+            return Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "simulated reset",
+                )),
+                st,
+            ));
+        }
+        // None: the engine dropped us; the body ends without [DONE].
+        let em = st.rx.recv().await?;
+        let mut out = String::new();
+        if !st.started {
+            out.push_str(&st.writer.start());
+            st.started = true;
+        }
+        out.push_str(&st.writer.tokens(em.tokens));
+        let mut stall = None;
+        if let Some(fault) = em.fault {
+            if let Some(log) = st.guard.log.as_mut() {
+                log.fault = Some(fault);
+                log.outcome = "fault";
+            }
+            match st.writer.fault(fault, st.stall_ms) {
+                FaultAction::SendThenEnd(bytes) => {
+                    out.push_str(&bytes);
+                    st.done = true;
+                }
+                FaultAction::Reset => st.reset_next = true,
+                FaultAction::Stall { ms } => stall = Some(ms),
+            }
+        } else if em.finished {
+            out.push_str(&st.writer.finish());
+            st.done = true;
+        }
+        // Server truth: the moment the chunk is handed to the HTTP layer.
+        let t = st.guard.state.clock.now_ms();
+        if let Some(log) = st.guard.log.as_mut() {
+            if em.tokens > 0 {
+                log.chunk_times_ms.push(t);
+                log.chunk_tokens.push(em.tokens);
+            }
+            log.completion_tokens = st.writer.sent_tokens();
+        }
+        if st.done
+            && let Some(mut log) = st.guard.log.take()
+        {
+            log.t_end_ms = t;
+            st.guard.state.write_log(log);
+        }
+        if let Some(ms) = stall {
+            // Hand over what we have, then hold the stream.
+            let bytes = Bytes::from(out);
+            tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
+            return Some((Ok(bytes), st));
+        }
+        Some((Ok(Bytes::from(out)), st))
+    })
+}
+
+async fn non_streaming(
+    s: MockState,
+    api: Api,
+    id: u64,
+    mut rx: mpsc::UnboundedReceiver<Emission>,
+    mut log: LogRecord,
+    prompt_tokens: u64,
+) -> Response {
+    let mut writer = StreamWriter::new(api, id, &s.cfg.model, false, prompt_tokens, s.cfg.seed);
+    let mut tokens = 0u64;
+    let mut text_events = String::new();
+    while let Some(em) = rx.recv().await {
+        text_events.push_str(&writer.tokens(em.tokens));
+        tokens += u64::from(em.tokens);
+        if em.finished || em.fault.is_some() {
+            break;
+        }
+    }
+    // Rebuild the text from the chunks the writer made (same words as streaming).
+    let text: String = tokenscope_core::sse::decode_all(text_events.as_bytes())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| match tokenscope_core::openai::parse_event(&e.event, &e.data) {
+            Ok(tokenscope_core::openai::StreamItem::Chunk(c)) => Some(c.content),
+            _ => None,
+        })
+        .collect();
+    log.completion_tokens = tokens;
+    log.t_end_ms = s.clock.now_ms();
+    log.t_headers_ms = Some(log.t_end_ms);
+    s.write_log(log);
+    let usage = serde_json::json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens});
+    let body = match api {
+        Api::Chat => serde_json::json!({
+            "id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": 0, "model": s.cfg.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+            "usage": usage,
+        }),
+        Api::Completions => serde_json::json!({
+            "id": format!("cmpl-{id}"), "object": "text_completion", "created": 0, "model": s.cfg.model,
+            "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+            "usage": usage,
+        }),
+    };
+    axum::Json(body).into_response()
+}
+
+/// The engine loop: admit, step, sleep, emit.
+async fn engine_task(mut engine: Engine, mut rx: mpsc::UnboundedReceiver<EngineMsg>, clock: Clock) {
+    let mut senders: HashMap<u64, mpsc::UnboundedSender<Emission>> = HashMap::new();
+    // Steps are scheduled back to back from the previous step's end, so timer
+    // lateness does not accumulate; after idling, the next step starts now.
+    let mut next_start: Option<f64> = None;
+    loop {
+        if !engine.has_work() {
+            next_start = None;
+            match rx.recv().await {
+                Some(msg) => apply(&mut engine, &mut senders, msg),
+                None => return,
+            }
+        }
+        while let Ok(msg) = rx.try_recv() {
+            apply(&mut engine, &mut senders, msg);
+        }
+        let now = clock.now_ms();
+        let start = next_start.map_or(now, |s: f64| s.max(now - 1.0));
+        let Some(ms) = engine.start_step(start) else {
+            continue;
+        };
+        let end = start + ms;
+        tokio::time::sleep_until(clock.instant_at(end)).await;
+        next_start = Some(end);
+        for em in engine.finish_step() {
+            let last = em.finished || em.fault.is_some_and(|f| f != FaultKind::Stall);
+            if let Some(tx) = senders.get(&em.id)
+                && tx.send(em.clone()).is_err()
+            {
+                // The client left: free the slot.
+                engine.cancel(em.id);
+                senders.remove(&em.id);
+                continue;
+            }
+            if last {
+                senders.remove(&em.id);
+            }
+        }
+    }
+}
+
+fn apply(
+    engine: &mut Engine,
+    senders: &mut HashMap<u64, mpsc::UnboundedSender<Emission>>,
+    msg: EngineMsg,
+) {
+    match msg {
+        EngineMsg::Submit { req, reply, tokens } => {
+            let adm = engine.submit(req);
+            if let Admission::Accepted { id } = adm {
+                senders.insert(id, tokens);
+            }
+            let _ = reply.send(adm);
+        }
+        EngineMsg::Cancel(id) => {
+            engine.cancel(id);
+            senders.remove(&id);
+        }
+    }
+}
+
+/// Serve until the future is dropped or the listener fails.
+pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    axum::serve(listener, app).await
+}

@@ -1,0 +1,209 @@
+//! Small parsers shared by the subcommands: durations, lists, URLs, secrets.
+
+use std::time::Duration;
+
+/// Parse a duration: `250ms`, `60s`, `30m`, `1h`, or a plain number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, unit_ms) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1000.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60_000.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3_600_000.0)
+    } else {
+        (t, 1000.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 500ms, 60s, 30m, 1h)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("{s:?} must be a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(v * unit_ms / 1000.0))
+}
+
+/// Parse a comma-separated list of positive integers (`1,4,8`).
+pub fn parse_u32_list(s: &str) -> Result<Vec<u32>, String> {
+    let items: Result<Vec<u32>, String> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| match x.parse::<u32>() {
+            Ok(0) => Err(format!("{x:?} must be at least 1")),
+            Ok(v) => Ok(v),
+            Err(_) => Err(format!("{x:?} is not a whole number")),
+        })
+        .collect();
+    let items = items?;
+    if items.is_empty() {
+        return Err("the list is empty".into());
+    }
+    Ok(items)
+}
+
+/// Parse a comma-separated list of positive numbers (`2.5,5`).
+pub fn parse_f64_list(s: &str) -> Result<Vec<f64>, String> {
+    let items: Result<Vec<f64>, String> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| match x.parse::<f64>() {
+            Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+            Ok(_) => Err(format!("{x:?} must be a positive number")),
+            Err(_) => Err(format!("{x:?} is not a number")),
+        })
+        .collect();
+    let items = items?;
+    if items.is_empty() {
+        return Err("the list is empty".into());
+    }
+    Ok(items)
+}
+
+/// A secret (API key): never printed, logged or serialized.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a secret.
+    pub fn new(s: String) -> Self {
+        Self(s)
+    }
+
+    /// The secret itself, for the one place that sends it (the Authorization header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// A URL for reports and messages: no credentials, no query, no fragment.
+pub fn redact_url(url: &reqwest::Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string().trim_end_matches('/').to_owned()
+}
+
+/// Parse and normalize an OpenAI-compatible base URL: http(s) only; a URL without a
+/// path gets `/v1`; no trailing slash.
+pub fn parse_base_url(s: &str) -> Result<reqwest::Url, String> {
+    let mut url = reqwest::Url::parse(s.trim()).map_err(|e| format!("{s:?} is not a URL ({e})"))?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(format!(
+            "{:?}: the scheme must be http or https",
+            redact_url(&url)
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{s:?} has no host"));
+    }
+    if url.path() == "/" || url.path().is_empty() {
+        url.set_path("/v1");
+    }
+    let path = url.path().trim_end_matches('/').to_owned();
+    url.set_path(&path);
+    Ok(url)
+}
+
+/// `base` + `/` + `path`, keeping the base's query (some gateways put the API
+/// version there).
+pub fn join_url(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut u = base.clone();
+    let p = format!("{}/{}", base.path().trim_end_matches('/'), path);
+    u.set_path(&p);
+    u
+}
+
+/// CPU time used by this process so far (user + system), seconds. Linux only.
+pub fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 here.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // USER_HZ is 100 on every Linux configuration in practice.
+    Some((utime + stime) / 100.0)
+}
+
+/// RFC 3339 UTC time of now (for "started_at" in reports).
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = secs / 86_400;
+    let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if mo <= 2 { y + 1 } else { y };
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("60s").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn lists() {
+        assert_eq!(parse_u32_list("1, 4,8").unwrap(), vec![1, 4, 8]);
+        assert!(parse_u32_list("1,0").unwrap_err().contains("\"0\""));
+        assert!(parse_f64_list("2.5,-5").unwrap_err().contains("\"-5\""));
+        assert!(parse_u32_list("").is_err());
+    }
+
+    #[test]
+    fn urls() {
+        let u = parse_base_url("http://127.0.0.1:8000").unwrap();
+        assert_eq!(u.as_str(), "http://127.0.0.1:8000/v1");
+        let u = parse_base_url("https://user:pw@api.example.com/v1/?key=sk-123").unwrap();
+        assert_eq!(redact_url(&u), "https://api.example.com/v1");
+        assert_eq!(
+            join_url(&u, "chat/completions").path(),
+            "/v1/chat/completions"
+        );
+        assert!(parse_base_url("ftp://x").is_err());
+        assert!(parse_base_url("not a url").is_err());
+        let s = Secret::new("sk-secret".into());
+        assert_eq!(format!("{s:?}"), "Secret(***)");
+    }
+
+    #[test]
+    fn rfc3339_shape() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 20);
+        assert!(t.ends_with('Z'));
+        assert!(t.starts_with("20"));
+    }
+}
