@@ -55,7 +55,9 @@ pub enum FloorError {
     #[error("unknown weight format `{0}`; expected one of f32, f16, q8_0, q4_0")]
     UnknownQuant(String),
     /// A block-quantized tensor whose rows are not a whole number of blocks.
-    #[error("tensor `{tensor}` has rows of {cols} elements, not a multiple of the {quant} block size {block}")]
+    #[error(
+        "tensor `{tensor}` has rows of {cols} elements, not a multiple of the {quant} block size {block}"
+    )]
     NotBlockAligned {
         /// Tensor name.
         tensor: String,
@@ -386,7 +388,12 @@ impl ModelShape {
 
     /// The bytes one decode step reads at `context` with weights in `quant` and the KV
     /// cache in `kv`.
-    pub fn step_bytes(&self, quant: Quant, context: u64, kv: Quant) -> Result<StepBytes, FloorError> {
+    pub fn step_bytes(
+        &self,
+        quant: Quant,
+        context: u64,
+        kv: Quant,
+    ) -> Result<StepBytes, FloorError> {
         let d = u64::from(self.hidden);
         let v = u64::from(self.vocab);
         let mut layer = 0u64;
@@ -417,7 +424,10 @@ impl ModelShape {
         kv: Quant,
         bw: FloorBandwidth,
     ) -> Result<FloorEstimate, FloorError> {
-        for (name, value) in [("gemv_gbps", bw.gemv_gbps), ("attention_gbps", bw.attention_gbps)] {
+        for (name, value) in [
+            ("gemv_gbps", bw.gemv_gbps),
+            ("attention_gbps", bw.attention_gbps),
+        ] {
             if !(value.is_finite() && value > 0.0) {
                 return Err(FloorError::InvalidBandwidth { name, value });
             }
@@ -498,7 +508,8 @@ impl ModelShape {
     /// from `layer_types`, else `sliding_window_pattern`, else all layers when
     /// `sliding_window` is set (and `use_sliding_window` is not false).
     pub fn from_hf_config(name: &str, json: &str) -> Result<ModelShape, FloorError> {
-        let root: Value = serde_json::from_str(json).map_err(|e| FloorError::Json(e.to_string()))?;
+        let root: Value =
+            serde_json::from_str(json).map_err(|e| FloorError::Json(e.to_string()))?;
         let cfg = match root.get("text_config") {
             Some(text) if text.is_object() && root.get("hidden_size").is_none() => text,
             _ => &root,
@@ -555,7 +566,10 @@ impl ModelShape {
             _ => (req_u32(cfg, "intermediate_size")?, None),
         };
 
-        let tied_embeddings = match cfg.get("tie_word_embeddings").or_else(|| root.get("tie_word_embeddings")) {
+        let tied_embeddings = match cfg
+            .get("tie_word_embeddings")
+            .or_else(|| root.get("tie_word_embeddings"))
+        {
             Some(Value::Bool(b)) => *b,
             Some(other) => {
                 return Err(FloorError::InvalidField {
@@ -571,19 +585,27 @@ impl ModelShape {
             _ => model_type == "qwen2" || model_type == "qwen2_moe",
         };
         let qk_norm = model_type.starts_with("gemma3") || model_type.starts_with("qwen3");
-        let norms_per_layer = if model_type.starts_with("gemma2") || model_type.starts_with("gemma3") {
-            4
-        } else {
-            2
-        };
+        let norms_per_layer =
+            if model_type.starts_with("gemma2") || model_type.starts_with("gemma3") {
+                4
+            } else {
+                2
+            };
 
         let use_sliding = !matches!(cfg.get("use_sliding_window"), Some(Value::Bool(false)));
-        let window = if use_sliding { opt_u32(cfg, "sliding_window")? } else { None };
+        let window = if use_sliding {
+            opt_u32(cfg, "sliding_window")?
+        } else {
+            None
+        };
         let (sliding_window, full_attention_layers) = match window {
             None => (None, layers),
             Some(w) => {
                 let full = if let Some(types) = cfg.get("layer_types").and_then(Value::as_array) {
-                    types.iter().filter(|t| t.as_str() == Some("full_attention")).count() as u32
+                    types
+                        .iter()
+                        .filter(|t| t.as_str() == Some("full_attention"))
+                        .count() as u32
                 } else if let Some(p) = match opt_u32(cfg, "sliding_window_pattern")? {
                     Some(p) => Some(p),
                     None => opt_u32(cfg, "_sliding_window_pattern")?,
@@ -624,10 +646,13 @@ impl ModelShape {
     /// The preset with this id (case-insensitive; `llama-3.1-8b`, `Llama-3.1-8B`, ...).
     pub fn preset(name: &str) -> Result<ModelShape, FloorError> {
         let wanted = name.trim().to_ascii_lowercase();
-        presets().into_iter().find(|p| p.name == wanted).ok_or_else(|| FloorError::UnknownModel {
-            name: name.to_string(),
-            known: preset_names().join(", "),
-        })
+        presets()
+            .into_iter()
+            .find(|p| p.name == wanted)
+            .ok_or_else(|| FloorError::UnknownModel {
+                name: name.to_string(),
+                known: preset_names().join(", "),
+            })
     }
 }
 
@@ -767,19 +792,34 @@ mod tests {
     fn quant_bytes_include_scales() {
         assert_eq!(Quant::Q8_0.matrix_bytes("w", 1, 32).unwrap(), 34);
         assert_eq!(Quant::Q4_0.matrix_bytes("w", 1, 32).unwrap(), 18);
-        assert_eq!(Quant::F16.matrix_bytes("w", 4096, 4096).unwrap(), 4096 * 4096 * 2);
-        assert_eq!(Quant::Q4_0.matrix_bytes("w", 4096, 4096).unwrap(), 4096 * 128 * 18);
+        assert_eq!(
+            Quant::F16.matrix_bytes("w", 4096, 4096).unwrap(),
+            4096 * 4096 * 2
+        );
+        assert_eq!(
+            Quant::Q4_0.matrix_bytes("w", 4096, 4096).unwrap(),
+            4096 * 128 * 18
+        );
         assert!((Quant::Q8_0.bytes_per_elem() - 1.0625).abs() < 1e-12);
         assert!((Quant::Q4_0.bytes_per_elem() - 0.5625).abs() < 1e-12);
         let err = Quant::Q4_0.matrix_bytes("odd", 2, 33).unwrap_err();
-        assert!(err.to_string().contains("odd") && err.to_string().contains("33"), "{err}");
+        assert!(
+            err.to_string().contains("odd") && err.to_string().contains("33"),
+            "{err}"
+        );
     }
 
     #[test]
     fn quant_parses_names() {
         assert_eq!("Q4_0".parse::<Quant>().unwrap(), Quant::Q4_0);
         assert_eq!("fp16".parse::<Quant>().unwrap(), Quant::F16);
-        assert!("q5_k".parse::<Quant>().unwrap_err().to_string().contains("q5_k"));
+        assert!(
+            "q5_k"
+                .parse::<Quant>()
+                .unwrap_err()
+                .to_string()
+                .contains("q5_k")
+        );
         assert_eq!(serde_json::to_string(&Quant::Q8_0).unwrap(), "\"q8_0\"");
     }
 
@@ -804,14 +844,19 @@ mod tests {
     #[test]
     fn floor_formula() {
         let m = ModelShape::preset("llama-3.1-8b").unwrap();
-        let f = m.floor(Quant::Q4_0, 4096, Quant::F16, bw(1000.0, 500.0)).unwrap();
+        let f = m
+            .floor(Quant::Q4_0, 4096, Quant::F16, bw(1000.0, 500.0))
+            .unwrap();
         let b = m.step_bytes(Quant::Q4_0, 4096, Quant::F16).unwrap();
         let expect = b.weight_bytes() as f64 / 1e12 * 1e3 + b.kv_bytes as f64 / 5e11 * 1e3;
         assert!((f.tpot_floor_ms - expect).abs() < 1e-12);
         assert!((f.tokens_per_s_ceiling * f.tpot_floor_ms - 1e3).abs() < 1e-9);
         assert_eq!(f.bytes_per_token, b.total());
         assert!(m.floor(Quant::Q4_0, 1, Quant::F16, bw(0.0, 1.0)).is_err());
-        assert!(m.floor(Quant::Q4_0, 1, Quant::F16, bw(1.0, f64::NAN)).is_err());
+        assert!(
+            m.floor(Quant::Q4_0, 1, Quant::F16, bw(1.0, f64::NAN))
+                .is_err()
+        );
         assert_eq!(efficiency(10.0, 20.0), Some(0.5));
         assert_eq!(efficiency(10.0, 0.0), None);
     }
@@ -842,7 +887,10 @@ mod tests {
             }
         }
         let err = ModelShape::preset("gpt-5").unwrap_err().to_string();
-        assert!(err.contains("gpt-5") && err.contains("llama-3.1-8b"), "{err}");
+        assert!(
+            err.contains("gpt-5") && err.contains("llama-3.1-8b"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -861,7 +909,11 @@ mod tests {
     fn hf_config_gemma3_text_config_and_layer_types() {
         let mut types = Vec::new();
         for i in 0..18 {
-            types.push(if i % 6 == 5 { "\"full_attention\"" } else { "\"sliding_attention\"" });
+            types.push(if i % 6 == 5 {
+                "\"full_attention\""
+            } else {
+                "\"sliding_attention\""
+            });
         }
         let json = format!(
             r#"{{"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
@@ -916,11 +968,15 @@ mod tests {
         assert_eq!(e, FloorError::MissingField("num_hidden_layers"));
         let bad = r#"{"hidden_size": -1, "intermediate_size": 128, "num_attention_heads": 4,
             "num_hidden_layers": 2, "vocab_size": 100}"#;
-        let e = ModelShape::from_hf_config("x", bad).unwrap_err().to_string();
+        let e = ModelShape::from_hf_config("x", bad)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("hidden_size") && e.contains("-1"), "{e}");
         let gqa = r#"{"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
             "num_key_value_heads": 3, "num_hidden_layers": 2, "vocab_size": 100}"#;
-        let e = ModelShape::from_hf_config("x", gqa).unwrap_err().to_string();
+        let e = ModelShape::from_hf_config("x", gqa)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("num_key_value_heads"), "{e}");
     }
 }

@@ -422,6 +422,10 @@ pub struct KernelReport {
     /// Standing against the goals.
     #[serde(default)]
     pub goals: Vec<GoalResult>,
+    /// Errors that stopped a kernel (wgpu errors, failed readbacks); any makes
+    /// `verified` false.
+    #[serde(default)]
+    pub errors: Vec<String>,
     /// Every kernel (and the bandwidth kernels) matched its CPU reference.
     pub verified: bool,
 }
@@ -430,7 +434,8 @@ impl KernelReport {
     /// Reads a report, refusing unknown major schema versions with a clear error.
     /// Minor additions (unknown fields) are ignored.
     pub fn from_json(text: &str) -> Result<KernelReport, ReportError> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ReportError::Json(e.to_string()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ReportError::Json(e.to_string()))?;
         let schema = value
             .get("schema")
             .and_then(serde_json::Value::as_str)
@@ -445,10 +450,14 @@ impl KernelReport {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Recomputes `verified` from the parts.
+    /// Recomputes `verified` from the parts: the bandwidth kernels and every kernel
+    /// matched their CPU references and no kernel stopped with an error.
     pub fn all_verified(&self) -> bool {
-        let bw = self.bandwidth.as_ref().is_none_or(|b| b.read_verified && b.copy_verified);
-        bw && self.kernels.iter().all(|k| k.verified)
+        let bw = self
+            .bandwidth
+            .as_ref()
+            .is_none_or(|b| b.read_verified && b.copy_verified);
+        bw && self.kernels.iter().all(|k| k.verified) && self.errors.is_empty()
     }
 }
 
@@ -495,7 +504,10 @@ mod tests {
         assert!(check_schema("tokenscope.kernels/1").is_ok());
         assert!(check_schema("tokenscope.kernels/1.3").is_ok());
         let e = check_schema("tokenscope.kernels/2").unwrap_err();
-        assert!(matches!(e, ReportError::UnsupportedVersion { major: 2, .. }));
+        assert!(matches!(
+            e,
+            ReportError::UnsupportedVersion { major: 2, .. }
+        ));
         assert!(e.to_string().contains("major version 1"), "{e}");
         assert!(matches!(
             check_schema("tokenscope.client/1"),
@@ -505,7 +517,8 @@ mod tests {
             KernelReport::from_json(r#"{"kernels": []}"#),
             Err(ReportError::MissingSchema)
         ));
-        let e = KernelReport::from_json(r#"{"schema": "tokenscope.kernels/7", "kernels": []}"#).unwrap_err();
+        let e = KernelReport::from_json(r#"{"schema": "tokenscope.kernels/7", "kernels": []}"#)
+            .unwrap_err();
         assert!(e.to_string().contains("tokenscope.kernels/7"), "{e}");
     }
 }

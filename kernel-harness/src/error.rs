@@ -1,0 +1,140 @@
+//! Typed errors of the harness. Messages name the kernel, its shape and, for a
+//! verification failure, the failing index with both values.
+
+use std::fmt;
+
+/// Where in the harness an error happened: kernel name, format and shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelId {
+    /// Kernel name (`gemv`, `attention_decode`, ...).
+    pub name: String,
+    /// Format (`f16`, `q4_0`, ...).
+    pub dtype: String,
+    /// Shape, human readable (`[4096, 14336] batch 1`).
+    pub shape: String,
+}
+
+impl fmt::Display for KernelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.name, self.dtype, self.shape)
+    }
+}
+
+/// Everything that can go wrong in the harness.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// No adapter matched (or none exists at all).
+    #[error(
+        "no GPU adapter found{wanted}; to run on the CPU install Mesa lavapipe (`apt install mesa-vulkan-drivers`), or pick one with --adapter/--backend (see --list-adapters)"
+    )]
+    NoAdapter {
+        /// What was asked for (empty, or ` matching "..."`).
+        wanted: String,
+    },
+    /// The adapter refused to create a device.
+    #[error("adapter `{adapter}` refused to create a device: {message}")]
+    RequestDevice {
+        /// Adapter name.
+        adapter: String,
+        /// wgpu's message.
+        message: String,
+    },
+    /// A shape the kernel cannot run (checked before any GPU work).
+    #[error("{kernel}: invalid shape: {reason}")]
+    InvalidShape {
+        /// The kernel.
+        kernel: KernelId,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The kernel needs a feature the device lacks.
+    #[error("{kernel}: needs the `{feature}` feature, which this adapter lacks")]
+    MissingFeature {
+        /// The kernel.
+        kernel: KernelId,
+        /// The feature.
+        feature: &'static str,
+    },
+    /// A buffer is larger than the device allows even after splitting.
+    #[error(
+        "{kernel}: needs a {bytes}-byte binding but the device allows {limit} bytes per binding"
+    )]
+    BindingTooLarge {
+        /// The kernel.
+        kernel: KernelId,
+        /// Bytes needed for one indivisible unit (a row, a head).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Allocation failed.
+    #[error("{kernel}: out of GPU memory allocating {bytes} bytes: {message}")]
+    OutOfMemory {
+        /// The kernel.
+        kernel: KernelId,
+        /// Bytes being allocated.
+        bytes: u64,
+        /// wgpu's message.
+        message: String,
+    },
+    /// wgpu reported a validation or internal error.
+    #[error("{kernel}: wgpu error: {message}")]
+    Wgpu {
+        /// The kernel.
+        kernel: KernelId,
+        /// wgpu's message.
+        message: String,
+    },
+    /// Mapping a buffer for readback failed.
+    #[error("reading back `{label}` failed: {message}")]
+    Readback {
+        /// Buffer label.
+        label: String,
+        /// wgpu's message.
+        message: String,
+    },
+    /// A shader failed to preprocess (a harness bug).
+    #[error("shader `{shader}`: {message}")]
+    Shader {
+        /// Shader file.
+        shader: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The GPU result differs from the CPU reference.
+    #[error(
+        "{kernel}: output {index} is {gpu} on the GPU but {cpu} on the CPU (|diff| {diff:.3e} > tolerance {tol:.3e}); {failures} of {checked} checked outputs fail"
+    )]
+    Mismatch {
+        /// The kernel.
+        kernel: KernelId,
+        /// Flat index of the first failing output (and its coordinates).
+        index: String,
+        /// GPU value.
+        gpu: f64,
+        /// CPU value.
+        cpu: f64,
+        /// Absolute difference.
+        diff: f64,
+        /// Tolerance at that index.
+        tol: f64,
+        /// Failing outputs.
+        failures: u64,
+        /// Outputs checked.
+        checked: u64,
+    },
+    /// A timing readback gave no usable sample.
+    #[error("{kernel}: no usable timing sample ({reason})")]
+    Timing {
+        /// The kernel.
+        kernel: KernelId,
+        /// Why.
+        reason: String,
+    },
+    /// The floor arithmetic rejected its input.
+    #[error(transparent)]
+    Floor(#[from] tokenscope_core::floor::FloorError),
+}
+
+/// The harness's result type.
+pub type Result<T, E = HarnessError> = std::result::Result<T, E>;

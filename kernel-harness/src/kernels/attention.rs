@@ -1,0 +1,622 @@
+//! Decode attention: `shaders/attention_decode.wgsl` (+ `attention_combine.wgsl` for
+//! split-KV). One new query per head over a KV cache of `context` tokens, grouped-query
+//! heads, f16 or f32 cache.
+//!
+//! Cache layout: K and V are `[kv_heads, capacity, head_dim]`; when a cache is larger
+//! than one binding, whole KV heads are split across bindings (one dispatch each).
+
+use std::sync::Arc;
+
+use tokenscope_core::floor::Quant;
+use tokenscope_core::kernels::VerificationReport;
+
+use crate::context::GpuContext;
+use crate::data::{self, FillMode};
+use crate::error::{HarnessError, KernelId, Result};
+use crate::kernels::Check;
+use crate::kernels::fill::{FillJob, Filler};
+use crate::shader::{self, Binding, Defines, Kernel};
+use crate::timing::Workload;
+
+/// Threads per workgroup of attention_decode.wgsl.
+const WG_SIZE: u32 = 128;
+/// Workgroups the split-KV variant aims for (enough to fill a large GPU).
+const TARGET_WORKGROUPS: u32 = 1024;
+/// Fewest positions per split.
+const MIN_CHUNK: u32 = 256;
+
+/// A decode-attention problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionSpec {
+    /// KV-cache format (f16 or f32).
+    pub kv_dtype: Quant,
+    /// Query heads.
+    pub heads: u32,
+    /// KV heads.
+    pub kv_heads: u32,
+    /// Head dimension.
+    pub head_dim: u32,
+    /// Tokens in the cache.
+    pub context: u32,
+    /// Split-KV (flash-decoding) when true; one pass per KV head when false.
+    pub split: bool,
+}
+
+impl AttentionSpec {
+    /// `attention_decode` or `attention_decode_split`.
+    pub fn name(&self) -> &'static str {
+        if self.split {
+            "attention_decode_split"
+        } else {
+            "attention_decode"
+        }
+    }
+
+    /// Identity for errors.
+    pub fn id(&self) -> KernelId {
+        KernelId {
+            name: self.name().into(),
+            dtype: self.kv_dtype.as_str().into(),
+            shape: format!(
+                "heads {}/{} dim {} context {}",
+                self.heads, self.kv_heads, self.head_dim, self.context
+            ),
+        }
+    }
+
+    /// Query heads per KV head.
+    pub fn group(&self) -> u32 {
+        self.heads / self.kv_heads.max(1)
+    }
+
+    fn elem_bytes(&self) -> u64 {
+        if self.kv_dtype == Quant::F16 { 2 } else { 4 }
+    }
+
+    /// Threads per position in the score phase.
+    pub fn lanes(&self) -> u32 {
+        let hq = self.head_dim / 4;
+        [4, 2, 1].into_iter().find(|l| hq % l == 0).unwrap_or(1)
+    }
+
+    /// Positions per tile.
+    pub fn tile(&self) -> u32 {
+        WG_SIZE / self.lanes()
+    }
+
+    /// Splits per KV head and positions per split.
+    pub fn splits(&self) -> (u32, u32) {
+        if !self.split {
+            return (1, self.context.next_multiple_of(self.tile()));
+        }
+        let by_gpu = TARGET_WORKGROUPS.div_ceil(self.kv_heads.max(1));
+        let by_len = self.context.div_ceil(MIN_CHUNK);
+        let want = by_gpu.min(by_len).max(1);
+        let chunk = self.context.div_ceil(want).next_multiple_of(self.tile());
+        (self.context.div_ceil(chunk), chunk)
+    }
+
+    /// Bytes of K plus V.
+    pub fn kv_bytes(&self) -> u64 {
+        2 * u64::from(self.kv_heads)
+            * u64::from(self.context)
+            * u64::from(self.head_dim)
+            * self.elem_bytes()
+    }
+
+    /// Bytes one call moves: K and V once, q in, the output out (split-KV partials,
+    /// which stay in cache, are not counted).
+    pub fn bytes_moved(&self) -> u64 {
+        self.kv_bytes() + 2 * 4 * u64::from(self.heads) * u64::from(self.head_dim)
+    }
+
+    /// FLOPs: q.k and p.v, 2 each per head, position and dim.
+    pub fn flops(&self) -> u64 {
+        4 * u64::from(self.heads) * u64::from(self.context) * u64::from(self.head_dim)
+    }
+
+    fn workgroup_bytes(&self) -> u64 {
+        let g = u64::from(self.group());
+        let hq = u64::from(self.head_dim / 4);
+        let wg = u64::from(WG_SIZE);
+        let tile = u64::from(self.tile());
+        let pg = wg / hq;
+        g * hq * 16 + wg * g * 4 + g * tile * 4 + pg * hq * 16 + 3 * g * 4
+    }
+
+    /// Checks the shape before any GPU work.
+    pub fn validate(&self, ctx: &GpuContext) -> Result<()> {
+        let bad = |reason: String| {
+            Err(HarnessError::InvalidShape {
+                kernel: self.id(),
+                reason,
+            })
+        };
+        if !matches!(self.kv_dtype, Quant::F16 | Quant::F32) {
+            return bad(format!(
+                "KV cache format {} is not supported (f16 or f32)",
+                self.kv_dtype
+            ));
+        }
+        if self.heads == 0 || self.kv_heads == 0 || self.heads % self.kv_heads != 0 {
+            return bad(format!(
+                "{} query heads do not group over {} KV heads",
+                self.heads, self.kv_heads
+            ));
+        }
+        if self.head_dim == 0 || self.head_dim % 4 != 0 || self.head_dim > 4 * WG_SIZE {
+            return bad(format!(
+                "head_dim = {} must be a multiple of 4 up to {}",
+                self.head_dim,
+                4 * WG_SIZE
+            ));
+        }
+        if self.context == 0 {
+            return bad("context must be positive".into());
+        }
+        if self.group() > 16 {
+            return bad(format!(
+                "{} query heads per KV head (at most 16)",
+                self.group()
+            ));
+        }
+        let need = self.workgroup_bytes();
+        let have = u64::from(ctx.limits.max_compute_workgroup_storage_size);
+        if need > have {
+            return bad(format!(
+                "needs {need} bytes of workgroup memory, the device has {have}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// KV heads per binding.
+    pub fn heads_per_binding(&self, max_binding: u64) -> Result<u32> {
+        let per_head = u64::from(self.context) * u64::from(self.head_dim) * self.elem_bytes();
+        if per_head > max_binding {
+            return Err(HarnessError::BindingTooLarge {
+                kernel: self.id(),
+                bytes: per_head,
+                limit: max_binding,
+            });
+        }
+        Ok((max_binding / per_head).min(u64::from(self.kv_heads)) as u32)
+    }
+}
+
+/// Compiled attention kernels (decode + combine).
+#[derive(Debug, Clone)]
+pub struct AttentionKernels {
+    /// attention_decode.wgsl.
+    pub decode: Arc<Kernel>,
+    /// attention_combine.wgsl.
+    pub combine: Arc<Kernel>,
+}
+
+impl AttentionKernels {
+    /// Compiles both for `spec`.
+    pub async fn new(ctx: &GpuContext, spec: &AttentionSpec) -> Result<Self> {
+        spec.validate(ctx)?;
+        let id = spec.id();
+        let defines = Defines::new()
+            .flag("KV_F16", spec.kv_dtype == Quant::F16)
+            .flag(
+                "SHADER_F16",
+                spec.kv_dtype == Quant::F16 && ctx.caps.shader_f16,
+            )
+            .value("HEAD_DIM", spec.head_dim)
+            .value("GROUP", spec.group())
+            .value("LANES", spec.lanes());
+        let decode = ctx
+            .kernel(
+                &id,
+                shader::ATTENTION_DECODE,
+                &defines,
+                &[
+                    Binding::Uniform,
+                    Binding::Read,
+                    Binding::Read,
+                    Binding::Read,
+                    Binding::ReadWrite,
+                    Binding::ReadWrite,
+                    Binding::ReadWrite,
+                ],
+            )
+            .await?;
+        let combine = ctx
+            .kernel(
+                &id,
+                shader::ATTENTION_COMBINE,
+                &Defines::new(),
+                &[
+                    Binding::Uniform,
+                    Binding::Read,
+                    Binding::Read,
+                    Binding::ReadWrite,
+                ],
+            )
+            .await?;
+        Ok(Self { decode, combine })
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct DecodeParams {
+    context: u32,
+    capacity: u32,
+    chunk: u32,
+    splits: u32,
+    kv_head_offset: u32,
+    heads: u32,
+    scale: f32,
+    _pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct CombineParams {
+    heads: u32,
+    splits: u32,
+    hq: u32,
+    _pad: u32,
+}
+
+/// A KV cache on the GPU: K and V per binding of whole KV heads.
+#[derive(Debug)]
+pub struct KvCache {
+    /// Format.
+    pub dtype: Quant,
+    /// KV heads.
+    pub kv_heads: u32,
+    /// Positions allocated per head.
+    pub capacity: u32,
+    /// Head dimension.
+    pub head_dim: u32,
+    /// (first KV head, heads, K buffer, V buffer) per binding.
+    pub parts: Vec<(u32, u32, wgpu::Buffer, wgpu::Buffer)>,
+    /// Stream keys of K and V.
+    pub keys: (u32, u32),
+}
+
+impl KvCache {
+    /// Allocates a cache and fills it with seeded values.
+    pub async fn new(
+        ctx: &GpuContext,
+        spec: &AttentionSpec,
+        capacity: u32,
+        keys: (u32, u32),
+        filler: &Filler,
+    ) -> Result<Self> {
+        let id = spec.id();
+        let sized = AttentionSpec {
+            context: capacity,
+            ..*spec
+        };
+        let per = sized.heads_per_binding(ctx.max_binding())?;
+        let elem = sized.elem_bytes();
+        let head_bytes = u64::from(capacity) * u64::from(spec.head_dim) * elem;
+        let parts = ctx
+            .scoped(&id, 2 * head_bytes * u64::from(spec.kv_heads), || {
+                let mut parts = Vec::new();
+                let mut h0 = 0;
+                while h0 < spec.kv_heads {
+                    let n = per.min(spec.kv_heads - h0);
+                    let bytes = head_bytes * u64::from(n);
+                    let k = ctx.storage(&format!("{id} K heads {h0}.."), bytes);
+                    let v = ctx.storage(&format!("{id} V heads {h0}.."), bytes);
+                    parts.push((h0, n, k, v));
+                    h0 += n;
+                }
+                parts
+            })
+            .await?;
+        let mode = if spec.kv_dtype == Quant::F16 {
+            FillMode::F16Pair
+        } else {
+            FillMode::F32
+        };
+        let words_per_head = head_bytes / 4;
+        let mut jobs = Vec::new();
+        for (h0, n, k, v) in &parts {
+            for (buf, key) in [(k, keys.0), (v, keys.1)] {
+                jobs.push(FillJob {
+                    buffer: buf,
+                    words: words_per_head * u64::from(*n),
+                    key,
+                    mode,
+                    offset: words_per_head * u64::from(*h0),
+                });
+            }
+        }
+        filler.run(ctx, &id, &jobs).await?;
+        Ok(Self {
+            dtype: spec.kv_dtype,
+            kv_heads: spec.kv_heads,
+            capacity,
+            head_dim: spec.head_dim,
+            parts,
+            keys,
+        })
+    }
+
+    /// Element `(kv_head, pos, dim)` of K (`v = false`) or V, as the CPU sees it.
+    pub fn value(&self, v: bool, kvh: u32, pos: u32, d: u32) -> f32 {
+        let key = if v { self.keys.1 } else { self.keys.0 };
+        let i = (u64::from(kvh) * u64::from(self.capacity) + u64::from(pos))
+            * u64::from(self.head_dim)
+            + u64::from(d);
+        if self.dtype == Quant::F16 {
+            data::f16_at(key, i).to_f32()
+        } else {
+            data::f32_at(key, i)
+        }
+    }
+}
+
+/// Attention dispatches for one cache, one query buffer and one output buffer.
+#[derive(Debug)]
+pub struct AttentionOp {
+    /// The problem.
+    pub spec: AttentionSpec,
+    kernels: AttentionKernels,
+    decode_groups: Vec<(wgpu::BindGroup, (u32, u32))>,
+    combine_group: Option<(wgpu::BindGroup, u32)>,
+    /// Splits per KV head.
+    pub splits: u32,
+    _keep: Vec<wgpu::Buffer>,
+}
+
+impl AttentionOp {
+    /// Binds `cache` (its first `spec.context` positions), `q` (`[heads, head_dim]`) and
+    /// `out` (`[heads, head_dim]`).
+    pub fn new(
+        ctx: &GpuContext,
+        spec: AttentionSpec,
+        kernels: &AttentionKernels,
+        cache: &KvCache,
+        q: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+    ) -> Self {
+        let (splits, chunk) = spec.splits();
+        let hq = spec.head_dim / 4;
+        let label = format!("{} bind", spec.id());
+        let part_o = ctx.storage(
+            &format!("{} partial o", spec.id()),
+            if splits > 1 {
+                16 * u64::from(spec.heads * splits * hq)
+            } else {
+                16
+            },
+        );
+        let part_ml = ctx.storage(
+            &format!("{} partial m, l", spec.id()),
+            if splits > 1 {
+                8 * u64::from(spec.heads * splits)
+            } else {
+                8
+            },
+        );
+        let mut keep = Vec::new();
+        let decode_groups = cache
+            .parts
+            .iter()
+            .map(|(h0, n, k, v)| {
+                let params = ctx.uniform(
+                    &label,
+                    &DecodeParams {
+                        context: spec.context,
+                        capacity: cache.capacity,
+                        chunk,
+                        splits,
+                        kv_head_offset: *h0,
+                        heads: spec.heads,
+                        scale: 1.0 / (spec.head_dim as f32).sqrt(),
+                        _pad: 0,
+                    },
+                );
+                let bg = ctx.bind(
+                    &kernels.decode,
+                    &label,
+                    &[&params, q, k, v, out, &part_o, &part_ml],
+                );
+                keep.push(params);
+                (bg, (splits, *n))
+            })
+            .collect();
+        let combine_group = (splits > 1).then(|| {
+            let params = ctx.uniform(
+                &label,
+                &CombineParams {
+                    heads: spec.heads,
+                    splits,
+                    hq,
+                    _pad: 0,
+                },
+            );
+            let bg = ctx.bind(&kernels.combine, &label, &[&params, &part_o, &part_ml, out]);
+            keep.push(params);
+            (bg, spec.heads)
+        });
+        keep.push(part_o);
+        keep.push(part_ml);
+        Self {
+            spec,
+            kernels: kernels.clone(),
+            decode_groups,
+            combine_group,
+            splits,
+            _keep: keep,
+        }
+    }
+
+    /// Records the decode dispatch(es) and, for split-KV, the combine.
+    pub fn encode(&self, pass: &mut wgpu::ComputePass<'_>) {
+        pass.set_pipeline(&self.kernels.decode.pipeline);
+        for (bg, (x, y)) in &self.decode_groups {
+            pass.set_bind_group(0, bg, &[]);
+            pass.dispatch_workgroups(*x, *y, 1);
+        }
+        if let Some((bg, heads)) = &self.combine_group {
+            pass.set_pipeline(&self.kernels.combine.pipeline);
+            pass.set_bind_group(0, bg, &[]);
+            pass.dispatch_workgroups(*heads, 1, 1);
+        }
+    }
+
+    /// Dispatches per call.
+    pub fn dispatches(&self) -> u32 {
+        self.decode_groups.len() as u32 + u32::from(self.combine_group.is_some())
+    }
+}
+
+/// An attention benchmark: `rotation` caches, one q, one output.
+#[derive(Debug)]
+pub struct AttentionBench {
+    /// The problem.
+    pub spec: AttentionSpec,
+    /// Caches rotated through.
+    pub caches: Vec<KvCache>,
+    ops: Vec<AttentionOp>,
+    q_key: u32,
+    /// Output `[heads, head_dim]`.
+    pub out: wgpu::Buffer,
+    _q: wgpu::Buffer,
+}
+
+impl Workload for AttentionBench {
+    fn rotation(&self) -> usize {
+        self.ops.len()
+    }
+    fn encode(&self, pass: &mut wgpu::ComputePass<'_>, iter: usize) {
+        self.ops[iter % self.ops.len()].encode(pass);
+    }
+}
+
+impl AttentionBench {
+    /// Allocates `rotation` caches and the vectors.
+    pub async fn new(
+        ctx: &GpuContext,
+        spec: AttentionSpec,
+        seed: u64,
+        rotation: u32,
+    ) -> Result<Self> {
+        let id = spec.id();
+        let kernels = AttentionKernels::new(ctx, &spec).await?;
+        let filler = Filler::new(ctx, &id).await?;
+        let q_key = data::key(seed, 2000);
+        let qlen = (spec.heads * spec.head_dim) as usize;
+        let q = ctx.storage_init(
+            &format!("{id} q"),
+            bytemuck::cast_slice(&data::f32_vec(q_key, qlen)),
+        );
+        let out = ctx.storage(&format!("{id} out"), 4 * qlen as u64);
+        let mut caches = Vec::new();
+        let mut ops = Vec::new();
+        for slot in 0..rotation.max(1) {
+            let keys = (
+                data::key(seed, 2001 + 2 * slot),
+                data::key(seed, 2002 + 2 * slot),
+            );
+            let cache = KvCache::new(ctx, &spec, spec.context, keys, &filler).await?;
+            ops.push(AttentionOp::new(ctx, spec, &kernels, &cache, &q, &out));
+            caches.push(cache);
+        }
+        ctx.check_errors(&id)?;
+        Ok(Self {
+            spec,
+            caches,
+            ops,
+            q_key,
+            out,
+            _q: q,
+        })
+    }
+
+    /// Splits per KV head.
+    pub fn splits(&self) -> u32 {
+        self.ops.first().map_or(1, |o| o.splits)
+    }
+
+    /// Runs slot `slot` once and compares the output with an f64 CPU reference for
+    /// every query head and dim. Tolerance: `(1e-5 + 2 n 2^-24) * sum_p p_p |v_p|`,
+    /// n the longest f32 summation chain of the kernel.
+    pub async fn verify(
+        &self,
+        ctx: &GpuContext,
+        slot: usize,
+    ) -> Result<(VerificationReport, Option<HarnessError>)> {
+        let s = self.spec;
+        let id = s.id();
+        crate::timing::run_calls(ctx, &id, self, slot, 1).await?;
+        let d = s.head_dim as usize;
+        let gpu = ctx
+            .read_f32(&self.out, 0, u64::from(s.heads) * d as u64)
+            .await?;
+        let q = data::f32_vec(self.q_key, s.heads as usize * d);
+        let cache = &self.caches[slot % self.caches.len()];
+        let (splits, chunk) = s.splits();
+        let pg = (WG_SIZE / (s.head_dim / 4)).max(1);
+        let chain = chunk.div_ceil(pg) + s.tile() + splits;
+        let rel = 1e-5 + 2.0 * f64::from(chain) * f64::from(f32::EPSILON) / 2.0;
+        let scale = 1.0 / f64::from(s.head_dim).sqrt();
+        let mut check = Check::new(&id, u64::from(s.heads) * d as u64);
+        let g = s.group();
+        let ctxlen = s.context as usize;
+        let mut scores = vec![0f64; g as usize * ctxlen];
+        let mut krow = vec![0f64; d];
+        for kvh in 0..s.kv_heads {
+            for p in 0..s.context {
+                for (dd, kv) in krow.iter_mut().enumerate() {
+                    *kv = f64::from(cache.value(false, kvh, p, dd as u32));
+                }
+                for gi in 0..g {
+                    let h = (kvh * g + gi) as usize;
+                    let dot: f64 = krow
+                        .iter()
+                        .zip(&q[h * d..(h + 1) * d])
+                        .map(|(k, q)| k * f64::from(*q))
+                        .sum();
+                    scores[gi as usize * ctxlen + p as usize] = dot * scale;
+                }
+            }
+            for gi in 0..g {
+                let sc = &mut scores[gi as usize * ctxlen..(gi as usize + 1) * ctxlen];
+                let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let mut l = 0.0;
+                for x in sc.iter_mut() {
+                    *x = (*x - m).exp();
+                    l += *x;
+                }
+                for x in sc.iter_mut() {
+                    *x /= l;
+                }
+            }
+            let mut o = vec![0f64; g as usize * d];
+            let mut oabs = vec![0f64; g as usize * d];
+            for p in 0..s.context {
+                for dd in 0..d {
+                    let v = f64::from(cache.value(true, kvh, p, dd as u32));
+                    for gi in 0..g as usize {
+                        let pv = scores[gi * ctxlen + p as usize] * v;
+                        o[gi * d + dd] += pv;
+                        oabs[gi * d + dd] += pv.abs();
+                    }
+                }
+            }
+            for gi in 0..g as usize {
+                let h = kvh as usize * g as usize + gi;
+                for dd in 0..d {
+                    let i = h * d + dd;
+                    check.compare(
+                        || format!("out[head {h}, dim {dd}]"),
+                        f64::from(gpu[i]),
+                        o[gi * d + dd],
+                        rel * oabs[gi * d + dd] + 1e-7,
+                    );
+                }
+            }
+        }
+        Ok(check.finish())
+    }
+}

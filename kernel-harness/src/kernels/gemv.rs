@@ -1,0 +1,672 @@
+//! GEMV (`y = W x`, decode) and skinny matmul (`Y = W X` for a batch of 2..64 columns):
+//! `shaders/gemv_{f32,f16,q8_0,q4_0}.wgsl`.
+//!
+//! `W` is `[rows, cols]` row-major (outputs x inputs), `x` is `[batch, cols]` f32, `y`
+//! is `[batch, rows]` f32. Matrices larger than one storage binding are split into
+//! chunks of whole rows, one binding and one dispatch each.
+
+use std::sync::Arc;
+
+use half::f16;
+use tokenscope_core::floor::Quant;
+
+use crate::context::GpuContext;
+use crate::data::{self, FillMode};
+use crate::error::{HarnessError, KernelId, Result};
+use crate::kernels::fill::{FillJob, Filler};
+use crate::kernels::{Check, sample_indices};
+use crate::quant::{BlockQ4_0, BlockQ8_0, QK, Repacked};
+use crate::shader::{self, Binding, Defines, Kernel, ShaderFile};
+use crate::timing::Workload;
+
+/// Largest batch the skinny-matmul kernels take.
+pub const MAX_BATCH: u32 = 64;
+
+/// A GEMV or skinny-matmul problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemvSpec {
+    /// Weight format.
+    pub dtype: Quant,
+    /// Output features (rows of W).
+    pub rows: u32,
+    /// Input features (cols of W, the reduction length).
+    pub cols: u32,
+    /// Columns of x (1 = GEMV).
+    pub batch: u32,
+}
+
+impl GemvSpec {
+    /// `gemv` for batch 1, `matmul_skinny` otherwise.
+    pub fn name(&self) -> &'static str {
+        if self.batch == 1 {
+            "gemv"
+        } else {
+            "matmul_skinny"
+        }
+    }
+
+    /// Identity for errors.
+    pub fn id(&self) -> KernelId {
+        KernelId {
+            name: self.name().into(),
+            dtype: self.dtype.as_str().into(),
+            shape: format!("[{}, {}] batch {}", self.rows, self.cols, self.batch),
+        }
+    }
+
+    /// Weights per 16-byte step of one thread (the required divisor of `cols`).
+    pub fn vec(&self) -> u32 {
+        match self.dtype {
+            Quant::F32 => 4,
+            Quant::F16 => 8,
+            Quant::Q8_0 => 16,
+            Quant::Q4_0 => 32,
+        }
+    }
+
+    fn col_multiple(&self) -> u32 {
+        match self.dtype {
+            Quant::F32 => 4,
+            Quant::F16 => 8,
+            Quant::Q8_0 | Quant::Q4_0 => QK as u32,
+        }
+    }
+
+    /// Threads per workgroup of the kernel (`WG_SIZE` in its WGSL).
+    pub fn wg_size(&self) -> u32 {
+        if self.dtype == Quant::Q4_0 { 128 } else { 256 }
+    }
+
+    /// Rows per workgroup: 4 for GEMV, fewer as the batch grows so that
+    /// `rows x batch` accumulators stay at most 16 per thread (64 at batch 64).
+    pub fn rows_per_wg(&self) -> u32 {
+        (16 / self.batch).clamp(1, 4)
+    }
+
+    /// Checks the shape before any GPU work.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| {
+            Err(HarnessError::InvalidShape {
+                kernel: self.id(),
+                reason,
+            })
+        };
+        if self.rows == 0 || self.cols == 0 {
+            return bad("rows and cols must be positive".into());
+        }
+        if self.cols % self.col_multiple() != 0 {
+            return bad(format!(
+                "cols = {} is not a multiple of {} ({} rows are read in 16-byte steps{})",
+                self.cols,
+                self.col_multiple(),
+                self.dtype,
+                if self.col_multiple() == 32 {
+                    " of whole 32-weight blocks"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if self.batch == 0 || self.batch > MAX_BATCH {
+            return bad(format!(
+                "batch = {} must be between 1 and {MAX_BATCH}",
+                self.batch
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes of W as stored (GGUF block scales included).
+    pub fn weight_bytes(&self) -> u64 {
+        let n = u64::from(self.rows) * u64::from(self.cols);
+        (n as f64 * self.dtype.bytes_per_elem()) as u64
+    }
+
+    /// Bytes one call moves: W once, x in, y out.
+    pub fn bytes_moved(&self) -> u64 {
+        let b = u64::from(self.batch);
+        self.weight_bytes() + 4 * b * (u64::from(self.cols) + u64::from(self.rows))
+    }
+
+    /// FLOPs of one call (a multiply-add counts 2).
+    pub fn flops(&self) -> u64 {
+        2 * u64::from(self.rows) * u64::from(self.cols) * u64::from(self.batch)
+    }
+
+    fn main_row_bytes(&self) -> u64 {
+        let c = u64::from(self.cols);
+        match self.dtype {
+            Quant::F32 => 4 * c,
+            Quant::F16 => 2 * c,
+            Quant::Q8_0 => c,
+            Quant::Q4_0 => c / 2,
+        }
+    }
+
+    fn blocks_per_row(&self) -> u64 {
+        u64::from(self.cols) / QK as u64
+    }
+
+    fn shader(&self) -> ShaderFile {
+        match self.dtype {
+            Quant::F32 => shader::GEMV_F32,
+            Quant::F16 => shader::GEMV_F16,
+            Quant::Q8_0 => shader::GEMV_Q8_0,
+            Quant::Q4_0 => shader::GEMV_Q4_0,
+        }
+    }
+
+    fn bindings(&self) -> Vec<Binding> {
+        match self.dtype {
+            Quant::F32 | Quant::F16 => vec![
+                Binding::Uniform,
+                Binding::Read,
+                Binding::Read,
+                Binding::ReadWrite,
+            ],
+            Quant::Q8_0 | Quant::Q4_0 => vec![
+                Binding::Uniform,
+                Binding::Read,
+                Binding::Read,
+                Binding::Read,
+                Binding::ReadWrite,
+            ],
+        }
+    }
+
+    /// Rows per binding: as many whole rows as one binding holds (an even number, so
+    /// the f16 scales of a chunk start on a 32-bit word).
+    pub fn rows_per_binding(&self, max_binding: u64) -> Result<u32> {
+        let row = self.main_row_bytes();
+        if row > max_binding {
+            return Err(HarnessError::BindingTooLarge {
+                kernel: self.id(),
+                bytes: row,
+                limit: max_binding,
+            });
+        }
+        let mut n = (max_binding / row).min(u64::from(self.rows)) as u32;
+        if n < self.rows && n > 1 {
+            n -= n % 2;
+        }
+        Ok(n.max(1))
+    }
+}
+
+/// The compiled GEMV kernel for a spec and the device's features.
+#[derive(Debug, Clone)]
+pub struct GemvKernel {
+    /// The pipeline.
+    pub kernel: Arc<Kernel>,
+    /// `subgroup` or `shared`.
+    pub reduction: &'static str,
+    /// Rows per workgroup.
+    pub rows_per_wg: u32,
+}
+
+impl GemvKernel {
+    /// Compiles the variant for `spec` (subgroups and shader-f16 when the device has them).
+    pub async fn new(ctx: &GpuContext, spec: &GemvSpec) -> Result<Self> {
+        spec.validate()?;
+        let rows = spec.rows_per_wg();
+        let acc = rows * spec.batch;
+        let pass = acc.min(if ctx.caps.subgroups { 16 } else { 8 });
+        let defines = Defines::new()
+            .flag("SUBGROUPS", ctx.caps.subgroups)
+            .flag(
+                "SHADER_F16",
+                ctx.caps.shader_f16 && spec.dtype == Quant::F16,
+            )
+            .value("ROWS", rows)
+            .value("BATCH", spec.batch)
+            .value("ACC", acc)
+            .value("PASS", pass);
+        let kernel = ctx
+            .kernel(&spec.id(), spec.shader(), &defines, &spec.bindings())
+            .await?;
+        Ok(Self {
+            kernel,
+            reduction: if ctx.caps.subgroups {
+                "subgroup"
+            } else {
+                "shared"
+            },
+            rows_per_wg: rows,
+        })
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    row_offset: u32,
+    y_stride: u32,
+}
+
+/// One binding-sized piece of a matrix: rows `[row0, row0 + rows)`.
+#[derive(Debug)]
+pub struct Chunk {
+    /// First row.
+    pub row0: u32,
+    /// Rows.
+    pub rows: u32,
+    /// Weights (f32/f16) or quant bytes.
+    pub main: wgpu::Buffer,
+    /// Block scales (q8_0/q4_0).
+    pub scales: Option<wgpu::Buffer>,
+    params: wgpu::Buffer,
+}
+
+/// Where a matrix's values come from.
+#[derive(Debug, Clone)]
+pub enum WeightSource {
+    /// Seeded words generated on the GPU (`data`): weights key, scales key.
+    Generated {
+        /// Key of the weights / quant bytes stream.
+        weights: u32,
+        /// Key of the scales stream.
+        scales: u32,
+    },
+    /// Host data (f32 or f16 values, or repacked GGUF blocks).
+    Host(Arc<HostMatrix>),
+}
+
+/// Weights supplied by the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostMatrix {
+    /// Row-major f32.
+    F32(Vec<f32>),
+    /// Row-major f16.
+    F16(Vec<f16>),
+    /// q8_0 blocks, repacked.
+    Q8_0(Repacked),
+    /// q4_0 blocks, repacked.
+    Q4_0(Repacked),
+}
+
+/// A weight matrix on the GPU, split into chunks of rows.
+#[derive(Debug)]
+pub struct GpuMatrix {
+    /// The problem (batch ignored).
+    pub spec: GemvSpec,
+    /// Chunks, in row order.
+    pub chunks: Vec<Chunk>,
+    /// Where the values came from.
+    pub source: WeightSource,
+}
+
+impl GpuMatrix {
+    /// Allocates and fills a matrix.
+    pub async fn new(
+        ctx: &GpuContext,
+        spec: GemvSpec,
+        source: WeightSource,
+        filler: &Filler,
+    ) -> Result<GpuMatrix> {
+        spec.validate()?;
+        let id = spec.id();
+        let per = spec.rows_per_binding(ctx.max_binding())?;
+        let nb = spec.blocks_per_row();
+        let quantized = matches!(spec.dtype, Quant::Q8_0 | Quant::Q4_0);
+        let chunks = ctx
+            .scoped(&id, spec.weight_bytes(), || {
+                let mut chunks = Vec::new();
+                let mut row0 = 0u32;
+                while row0 < spec.rows {
+                    let rows = per.min(spec.rows - row0);
+                    let main = ctx.storage(
+                        &format!("{id} weights rows {row0}..{}", row0 + rows),
+                        u64::from(rows) * spec.main_row_bytes(),
+                    );
+                    let scales = quantized.then(|| {
+                        ctx.storage(
+                            &format!("{id} scales rows {row0}..{}", row0 + rows),
+                            (u64::from(rows) * nb).div_ceil(2) * 4,
+                        )
+                    });
+                    let params = ctx.uniform(
+                        &format!("{id} params rows {row0}.."),
+                        &Params {
+                            rows,
+                            cols: spec.cols,
+                            row_offset: row0,
+                            y_stride: spec.rows,
+                        },
+                    );
+                    chunks.push(Chunk {
+                        row0,
+                        rows,
+                        main,
+                        scales,
+                        params,
+                    });
+                    row0 += rows;
+                }
+                chunks
+            })
+            .await?;
+        match &source {
+            WeightSource::Generated { weights, scales } => {
+                let row_words = spec.main_row_bytes() / 4;
+                let mut jobs = Vec::new();
+                for c in &chunks {
+                    let mode = match spec.dtype {
+                        Quant::F32 => FillMode::F32,
+                        Quant::F16 => FillMode::F16Pair,
+                        _ => FillMode::Bits,
+                    };
+                    jobs.push(FillJob {
+                        buffer: &c.main,
+                        words: u64::from(c.rows) * row_words,
+                        key: *weights,
+                        mode,
+                        offset: u64::from(c.row0) * row_words,
+                    });
+                    if let Some(s) = &c.scales {
+                        jobs.push(FillJob {
+                            buffer: s,
+                            words: (u64::from(c.rows) * nb).div_ceil(2),
+                            key: *scales,
+                            mode: FillMode::ScalePair,
+                            offset: u64::from(c.row0) * nb / 2,
+                        });
+                    }
+                }
+                filler.run(ctx, &id, &jobs).await?;
+            }
+            WeightSource::Host(host) => {
+                for c in &chunks {
+                    let (r0, r1) = (u64::from(c.row0), u64::from(c.row0 + c.rows));
+                    let cols = u64::from(spec.cols);
+                    let main: Vec<u8> = match host.as_ref() {
+                        HostMatrix::F32(v) => {
+                            bytemuck::cast_slice(&v[(r0 * cols) as usize..(r1 * cols) as usize])
+                                .to_vec()
+                        }
+                        HostMatrix::F16(v) => {
+                            bytemuck::cast_slice(&v[(r0 * cols) as usize..(r1 * cols) as usize])
+                                .to_vec()
+                        }
+                        HostMatrix::Q8_0(r) | HostMatrix::Q4_0(r) => {
+                            let rb = spec.main_row_bytes();
+                            r.qs[(r0 * rb) as usize..(r1 * rb) as usize].to_vec()
+                        }
+                    };
+                    ctx.queue.write_buffer(&c.main, 0, &main);
+                    if let (Some(s), HostMatrix::Q8_0(r) | HostMatrix::Q4_0(r)) =
+                        (&c.scales, host.as_ref())
+                    {
+                        let part = Repacked {
+                            qs: Vec::new(),
+                            d: r.d[(r0 * nb) as usize..(r1 * nb) as usize].to_vec(),
+                        };
+                        ctx.queue
+                            .write_buffer(s, 0, bytemuck::cast_slice(&part.d_words()));
+                    }
+                }
+                ctx.wait_idle().await;
+            }
+        }
+        Ok(GpuMatrix {
+            spec,
+            chunks,
+            source,
+        })
+    }
+
+    /// Row `r` of the matrix, dequantized (the CPU reference's view of the data).
+    pub fn row(&self, r: u64, out: &mut [f32]) {
+        let cols = u64::from(self.spec.cols);
+        let nb = self.spec.blocks_per_row();
+        match (&self.source, self.spec.dtype) {
+            (WeightSource::Generated { weights, .. }, Quant::F32) => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = data::f32_at(*weights, r * cols + k as u64);
+                }
+            }
+            (WeightSource::Generated { weights, .. }, Quant::F16) => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = data::f16_at(*weights, r * cols + k as u64).to_f32();
+                }
+            }
+            (WeightSource::Generated { weights, scales }, Quant::Q8_0) => {
+                for b in 0..nb {
+                    let blk = r * nb + b;
+                    let block = BlockQ8_0 {
+                        d: data::scale_at(*scales, blk),
+                        qs: std::array::from_fn(|j| {
+                            data::byte_at(*weights, blk * 32 + j as u64) as i8
+                        }),
+                    };
+                    out[(b * 32) as usize..(b * 32 + 32) as usize]
+                        .copy_from_slice(&block.dequantize());
+                }
+            }
+            (WeightSource::Generated { weights, scales }, Quant::Q4_0) => {
+                for b in 0..nb {
+                    let blk = r * nb + b;
+                    let block = BlockQ4_0 {
+                        d: data::scale_at(*scales, blk),
+                        qs: std::array::from_fn(|j| data::byte_at(*weights, blk * 16 + j as u64)),
+                    };
+                    out[(b * 32) as usize..(b * 32 + 32) as usize]
+                        .copy_from_slice(&block.dequantize());
+                }
+            }
+            (WeightSource::Host(host), _) => match host.as_ref() {
+                HostMatrix::F32(v) => {
+                    out.copy_from_slice(&v[(r * cols) as usize..((r + 1) * cols) as usize])
+                }
+                HostMatrix::F16(v) => {
+                    for (o, h) in out
+                        .iter_mut()
+                        .zip(&v[(r * cols) as usize..((r + 1) * cols) as usize])
+                    {
+                        *o = h.to_f32();
+                    }
+                }
+                HostMatrix::Q8_0(rp) => {
+                    for b in 0..nb {
+                        let blk = (r * nb + b) as usize;
+                        let block = BlockQ8_0 {
+                            d: rp.d[blk],
+                            qs: std::array::from_fn(|j| rp.qs[blk * 32 + j] as i8),
+                        };
+                        out[(b * 32) as usize..(b * 32 + 32) as usize]
+                            .copy_from_slice(&block.dequantize());
+                    }
+                }
+                HostMatrix::Q4_0(rp) => {
+                    for b in 0..nb {
+                        let blk = (r * nb + b) as usize;
+                        let block = BlockQ4_0 {
+                            d: rp.d[blk],
+                            qs: std::array::from_fn(|j| rp.qs[blk * 16 + j]),
+                        };
+                        out[(b * 32) as usize..(b * 32 + 32) as usize]
+                            .copy_from_slice(&block.dequantize());
+                    }
+                }
+            },
+        }
+    }
+
+    /// Bind groups of every chunk for input `x` and output `y`.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        k: &GemvKernel,
+        x: &wgpu::Buffer,
+        y: &wgpu::Buffer,
+    ) -> Vec<(wgpu::BindGroup, (u32, u32))> {
+        let label = format!("{} bind", self.spec.id());
+        self.chunks
+            .iter()
+            .map(|c| {
+                let bg = match &c.scales {
+                    None => ctx.bind(&k.kernel, &label, &[&c.params, &c.main, x, y]),
+                    Some(s) => ctx.bind(&k.kernel, &label, &[&c.params, &c.main, s, x, y]),
+                };
+                (bg, ctx.grid(c.rows.div_ceil(k.rows_per_wg)))
+            })
+            .collect()
+    }
+
+    /// Row indices where chunks begin (for verification sampling).
+    pub fn boundaries(&self) -> Vec<u64> {
+        self.chunks.iter().map(|c| u64::from(c.row0)).collect()
+    }
+}
+
+/// Records the dispatches of one GEMV (all chunks) into a pass.
+pub fn encode_gemv(
+    pass: &mut wgpu::ComputePass<'_>,
+    k: &GemvKernel,
+    groups: &[(wgpu::BindGroup, (u32, u32))],
+) {
+    pass.set_pipeline(&k.kernel.pipeline);
+    for (bg, (x, y)) in groups {
+        pass.set_bind_group(0, bg, &[]);
+        pass.dispatch_workgroups(*x, *y, 1);
+    }
+}
+
+/// A GEMV benchmark: `rotation` matrices with the same shape and different data,
+/// one shared x and y.
+#[derive(Debug)]
+pub struct GemvBench {
+    /// The problem.
+    pub spec: GemvSpec,
+    /// The kernel.
+    pub kernel: GemvKernel,
+    /// Matrices rotated through.
+    pub matrices: Vec<GpuMatrix>,
+    /// Input, `[batch, cols]`.
+    pub x: wgpu::Buffer,
+    /// Output, `[batch, rows]`.
+    pub y: wgpu::Buffer,
+    x_key: u32,
+    groups: Vec<Vec<(wgpu::BindGroup, (u32, u32))>>,
+}
+
+impl Workload for GemvBench {
+    fn rotation(&self) -> usize {
+        self.matrices.len()
+    }
+    fn encode(&self, pass: &mut wgpu::ComputePass<'_>, iter: usize) {
+        encode_gemv(pass, &self.kernel, &self.groups[iter % self.groups.len()]);
+    }
+}
+
+/// Stream keys of the generated data of rotation slot `slot`.
+pub fn weight_source(seed: u64, slot: u32) -> WeightSource {
+    WeightSource::Generated {
+        weights: data::key(seed, 1000 + 2 * slot),
+        scales: data::key(seed, 1001 + 2 * slot),
+    }
+}
+
+impl GemvBench {
+    /// Allocates `rotation` generated matrices (or one host matrix) and the vectors.
+    pub async fn new(
+        ctx: &GpuContext,
+        spec: GemvSpec,
+        seed: u64,
+        rotation: u32,
+        host: Option<Arc<HostMatrix>>,
+    ) -> Result<Self> {
+        spec.validate()?;
+        let id = spec.id();
+        let kernel = GemvKernel::new(ctx, &spec).await?;
+        let filler = Filler::new(ctx, &id).await?;
+        let mut matrices = Vec::new();
+        match host {
+            Some(h) => {
+                matrices.push(GpuMatrix::new(ctx, spec, WeightSource::Host(h), &filler).await?)
+            }
+            None => {
+                for slot in 0..rotation.max(1) {
+                    matrices
+                        .push(GpuMatrix::new(ctx, spec, weight_source(seed, slot), &filler).await?);
+                }
+            }
+        }
+        let x_key = data::key(seed, 999);
+        let x_len = u64::from(spec.batch) * u64::from(spec.cols);
+        let x = ctx.storage_init(
+            &format!("{id} x"),
+            bytemuck::cast_slice(&data::f32_vec(x_key, x_len as usize)),
+        );
+        let y = ctx.storage(
+            &format!("{id} y"),
+            4 * u64::from(spec.batch) * u64::from(spec.rows),
+        );
+        let groups = matrices
+            .iter()
+            .map(|m| m.bind(ctx, &kernel, &x, &y))
+            .collect();
+        ctx.check_errors(&id)?;
+        Ok(Self {
+            spec,
+            kernel,
+            matrices,
+            x,
+            y,
+            x_key,
+            groups,
+        })
+    }
+
+    /// Runs rotation slot `slot` once and compares `y` with the CPU reference (f64 dot
+    /// products of the dequantized rows). All rows when `rows * cols * batch` is at most
+    /// `full_macs`, else a sample including every chunk boundary.
+    ///
+    /// Tolerance per output: `(v + n + 64) * 2^-23 * sum_k |w_k x_k|`, where v is the
+    /// weights per thread step and n the steps per thread: the f32 rounding bound of
+    /// the kernel's summation order, with headroom for any subgroup reduction order.
+    pub async fn verify(
+        &self,
+        ctx: &GpuContext,
+        slot: usize,
+        full_macs: u64,
+    ) -> Result<(
+        tokenscope_core::kernels::VerificationReport,
+        Option<HarnessError>,
+    )> {
+        let id = self.spec.id();
+        crate::timing::run_calls(ctx, &id, self, slot, 1).await?;
+        let b = u64::from(self.spec.batch);
+        let n = u64::from(self.spec.rows);
+        let cols = self.spec.cols as usize;
+        let y = ctx.read_f32(&self.y, 0, b * n).await?;
+        let x = data::f32_vec(self.x_key, (b * cols as u64) as usize);
+        let m = &self.matrices[slot % self.matrices.len()];
+        let per_row = u64::from(self.spec.cols) * b;
+        let rows = sample_indices(n, (full_macs / per_row.max(1)).max(1), &m.boundaries());
+        let steps =
+            u64::from(self.spec.cols / self.spec.vec()).div_ceil(u64::from(self.spec.wg_size()));
+        let rel = (u64::from(self.spec.vec()) + steps + 64) as f64 * f64::from(f32::EPSILON);
+        let mut check = Check::new(&id, b * n);
+        let mut w = vec![0f32; cols];
+        for &r in &rows {
+            m.row(r, &mut w);
+            for bi in 0..b as usize {
+                let xs = &x[bi * cols..(bi + 1) * cols];
+                let (dot, abs) = w.iter().zip(xs).fold((0f64, 0f64), |(d, a), (&wk, &xk)| {
+                    let t = f64::from(wk) * f64::from(xk);
+                    (d + t, a + t.abs())
+                });
+                let gpu = f64::from(y[bi * n as usize + r as usize]);
+                check.compare(
+                    || format!("y[batch {bi}, row {r}]"),
+                    gpu,
+                    dot,
+                    rel * abs + 1e-30,
+                );
+            }
+        }
+        Ok(check.finish())
+    }
+}

@@ -1,0 +1,209 @@
+//! The kernels. Each is one WGSL file plus one Rust type that knows its bytes moved,
+//! its FLOPs, how to encode it and its CPU reference.
+
+pub mod attention;
+pub mod bandwidth;
+pub mod fill;
+pub mod gemv;
+pub mod glue;
+
+use tokenscope_core::kernels::{KernelResult, TimingSummary, VerificationReport};
+
+use crate::error::{HarnessError, KernelId};
+
+/// Compares GPU outputs with CPU references and keeps the first failure.
+#[derive(Debug)]
+pub struct Check {
+    kernel: KernelId,
+    outputs: u64,
+    checked: u64,
+    failures: u64,
+    max_abs: f64,
+    max_ratio: f64,
+    first: Option<(String, f64, f64, f64, f64)>,
+}
+
+impl Check {
+    /// A check of `outputs` outputs of `kernel`.
+    pub fn new(kernel: &KernelId, outputs: u64) -> Self {
+        Self {
+            kernel: kernel.clone(),
+            outputs,
+            checked: 0,
+            failures: 0,
+            max_abs: 0.0,
+            max_ratio: 0.0,
+            first: None,
+        }
+    }
+
+    /// Compares one output; `index` describes it (e.g. `y[3, 17]`).
+    pub fn compare(&mut self, index: impl FnOnce() -> String, gpu: f64, cpu: f64, tol: f64) {
+        self.checked += 1;
+        let diff = (gpu - cpu).abs();
+        let ok = gpu.is_finite() && diff <= tol;
+        if diff.is_finite() {
+            self.max_abs = self.max_abs.max(diff);
+            self.max_ratio = self.max_ratio.max(diff / tol.max(f64::MIN_POSITIVE));
+        }
+        if !ok {
+            self.failures += 1;
+            if self.first.is_none() {
+                self.first = Some((index(), gpu, cpu, diff, tol));
+            }
+        }
+    }
+
+    /// Compares two integers exactly.
+    pub fn compare_exact(&mut self, index: impl FnOnce() -> String, gpu: u64, cpu: u64) {
+        self.compare(
+            index,
+            gpu as f64,
+            cpu as f64,
+            if gpu == cpu { 0.0 } else { -1.0 },
+        );
+    }
+
+    /// The report and, on failure, the typed error naming the first failing index.
+    pub fn finish(self) -> (VerificationReport, Option<HarnessError>) {
+        let error =
+            self.first
+                .as_ref()
+                .map(|(index, gpu, cpu, diff, tol)| HarnessError::Mismatch {
+                    kernel: self.kernel.clone(),
+                    index: index.clone(),
+                    gpu: *gpu,
+                    cpu: *cpu,
+                    diff: *diff,
+                    tol: *tol,
+                    failures: self.failures,
+                    checked: self.checked,
+                });
+        let report = VerificationReport {
+            checked: self.checked,
+            outputs: self.outputs,
+            max_abs_err: self.max_abs,
+            max_err_over_tol: self.max_ratio,
+            failure: error.as_ref().map(ToString::to_string),
+        };
+        (report, error)
+    }
+}
+
+/// Rows (or other indices) to verify out of `n`: all when `n <= full`, else the first
+/// and last 32, the neighbours of every chunk boundary and an even spread.
+pub fn sample_indices(n: u64, full: u64, boundaries: &[u64]) -> Vec<u64> {
+    if n <= full {
+        return (0..n).collect();
+    }
+    let mut v: Vec<u64> = (0..32.min(n)).chain(n.saturating_sub(32)..n).collect();
+    for &b in boundaries {
+        v.extend(b.saturating_sub(2)..(b + 2).min(n));
+    }
+    let spread = full.max(64);
+    v.extend((0..spread).map(|i| i * n / spread));
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// What every kernel result needs besides its identity.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Timing.
+    pub timing: TimingSummary,
+    /// Verification.
+    pub verification: VerificationReport,
+    /// Bytes moved per call.
+    pub bytes_moved: u64,
+    /// FLOPs per call.
+    pub flops: u64,
+    /// Reduction path.
+    pub reduction: &'static str,
+    /// Bindings the big operand was split across.
+    pub bindings: u32,
+    /// Buffer sets rotated through.
+    pub rotation: u32,
+    /// Notes.
+    pub notes: Vec<String>,
+}
+
+/// Identity of a kernel result.
+#[derive(Debug, Clone, Default)]
+pub struct ResultId {
+    /// Name.
+    pub name: String,
+    /// Format.
+    pub dtype: String,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Batch.
+    pub batch: u32,
+    /// Attention: context.
+    pub context: Option<u64>,
+    /// Attention: query heads.
+    pub heads: Option<u32>,
+    /// Attention: KV heads.
+    pub kv_heads: Option<u32>,
+    /// Attention: head dim.
+    pub head_dim: Option<u32>,
+    /// Attention: splits.
+    pub splits: Option<u32>,
+}
+
+/// Builds a [`KernelResult`]: GB/s, GFLOP/s and the fraction of the read bandwidth,
+/// flagged as cache-resident (and not reported as bandwidth) above 1.
+pub fn kernel_result(id: ResultId, o: Outcome, read_gbps: f64) -> KernelResult {
+    let secs = o.timing.median_us * 1e-6;
+    let effective_gbps = if secs > 0.0 {
+        o.bytes_moved as f64 / secs / 1e9
+    } else {
+        0.0
+    };
+    let gflops = if secs > 0.0 {
+        o.flops as f64 / secs / 1e9
+    } else {
+        0.0
+    };
+    let fraction_of_read = if read_gbps > 0.0 {
+        effective_gbps / read_gbps
+    } else {
+        0.0
+    };
+    let cache_resident = fraction_of_read > 1.0;
+    KernelResult {
+        name: id.name,
+        dtype: id.dtype,
+        shape: id.shape,
+        batch: id.batch,
+        context: id.context,
+        heads: id.heads,
+        kv_heads: id.kv_heads,
+        head_dim: id.head_dim,
+        splits: id.splits,
+        verified: o.verification.failure.is_none(),
+        verification: o.verification,
+        median_us: o.timing.median_us,
+        timing: o.timing,
+        bytes_moved: o.bytes_moved,
+        flops: o.flops,
+        gbps: (!cache_resident).then_some(effective_gbps),
+        effective_gbps,
+        gflops,
+        fraction_of_read,
+        cache_resident,
+        reduction: o.reduction.to_string(),
+        bindings: o.bindings,
+        rotation: o.rotation,
+        notes: o.notes,
+    }
+}
+
+/// How many copies of a `bytes`-sized operand to rotate through so that consecutive
+/// calls do not find it in a `cache_bytes` cache: enough for twice the cache, at most
+/// `max_copies` and at most `budget` bytes in all (at least one copy).
+pub fn rotation_for(bytes: u64, cache_bytes: u64, max_copies: u64, budget: u64) -> u32 {
+    let want = (2 * cache_bytes).div_ceil(bytes.max(1));
+    let fit = (budget / bytes.max(1)).max(1);
+    want.clamp(1, max_copies).min(fit) as u32
+}

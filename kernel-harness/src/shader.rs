@@ -1,0 +1,442 @@
+//! The WGSL sources (`shaders/*.wgsl`, compiled in with `include_str!`), a small
+//! preprocessor for their variants, and cached compute pipelines with explicit bind
+//! group layouts.
+//!
+//! Preprocessor, line based (like llama.cpp's and web-rwkv's shader templates):
+//!
+//! - `#ifdef NAME` / `#ifndef NAME` / `#else` / `#endif` keep or drop lines by flag
+//!   (`SUBGROUPS`, `SHADER_F16`, `KV_F16`, `GELU`);
+//! - `#include file.wgsl` inlines another file of the registry;
+//! - `{{NAME}}` is replaced by a host value (`ROWS`, `BATCH`, `HEAD_DIM`, ...);
+//!   an unknown name, a stray directive or an unbalanced `#ifdef` is an error;
+//! - `enable f16;` is prepended with `SHADER_F16`, and `enable subgroups;` with
+//!   `SUBGROUPS` on the browser's WebGPU (native wgpu enables them by device feature).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use crate::context::GpuContext;
+use crate::error::{HarnessError, KernelId, Result};
+
+/// One WGSL file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShaderFile {
+    /// File name under `shaders/`.
+    pub name: &'static str,
+    /// Its text.
+    pub source: &'static str,
+}
+
+macro_rules! shader {
+    ($ident:ident, $file:literal) => {
+        #[doc = concat!("`shaders/", $file, "`.")]
+        pub const $ident: ShaderFile = ShaderFile {
+            name: $file,
+            source: include_str!(concat!("../../shaders/", $file)),
+        };
+    };
+}
+
+shader!(FILL, "fill.wgsl");
+shader!(BANDWIDTH_READ, "bandwidth_read.wgsl");
+shader!(BANDWIDTH_COPY, "bandwidth_copy.wgsl");
+shader!(GEMV_REDUCE, "gemv_reduce.wgsl");
+shader!(GEMV_F32, "gemv_f32.wgsl");
+shader!(GEMV_F16, "gemv_f16.wgsl");
+shader!(GEMV_Q8_0, "gemv_q8_0.wgsl");
+shader!(GEMV_Q4_0, "gemv_q4_0.wgsl");
+shader!(ATTENTION_DECODE, "attention_decode.wgsl");
+shader!(ATTENTION_COMBINE, "attention_combine.wgsl");
+shader!(RMSNORM, "rmsnorm.wgsl");
+shader!(SILU_MUL, "silu_mul.wgsl");
+shader!(ADD, "add.wgsl");
+shader!(ROPE_KV, "rope_kv.wgsl");
+
+/// Every file, for lookups by `#include` and for tests.
+pub const ALL: &[ShaderFile] = &[
+    FILL,
+    BANDWIDTH_READ,
+    BANDWIDTH_COPY,
+    GEMV_REDUCE,
+    GEMV_F32,
+    GEMV_F16,
+    GEMV_Q8_0,
+    GEMV_Q4_0,
+    ATTENTION_DECODE,
+    ATTENTION_COMBINE,
+    RMSNORM,
+    SILU_MUL,
+    ADD,
+    ROPE_KV,
+];
+
+/// Flags and values selecting a shader variant.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Defines {
+    flags: BTreeSet<&'static str>,
+    values: BTreeMap<&'static str, String>,
+}
+
+impl Defines {
+    /// No flags, no values.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `name` when `on`.
+    pub fn flag(mut self, name: &'static str, on: bool) -> Self {
+        if on {
+            self.flags.insert(name);
+        }
+        self
+    }
+
+    /// Sets the value substituted for `{{name}}`.
+    pub fn value(mut self, name: &'static str, value: impl ToString) -> Self {
+        self.values.insert(name, value.to_string());
+        self
+    }
+
+    /// Whether `name` is set.
+    pub fn has(&self, name: &str) -> bool {
+        self.flags.contains(name)
+    }
+
+    fn key(&self) -> String {
+        let flags: Vec<&str> = self.flags.iter().copied().collect();
+        let values: Vec<String> = self
+            .values
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{}|{}", flags.join(","), values.join(","))
+    }
+}
+
+fn find(name: &str) -> Option<ShaderFile> {
+    ALL.iter().copied().find(|f| f.name == name)
+}
+
+fn substitute(file: &'static str, line: &str, defines: &Defines, lineno: usize) -> Result<String> {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find("}}").ok_or_else(|| HarnessError::Shader {
+            shader: file,
+            message: format!("line {lineno}: unclosed `{{{{`"),
+        })?;
+        let name = after[..end].trim();
+        let value = defines
+            .values
+            .get(name)
+            .ok_or_else(|| HarnessError::Shader {
+                shader: file,
+                message: format!("line {lineno}: no value for `{{{{{name}}}}}`"),
+            })?;
+        out.push_str(value);
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn expand(file: ShaderFile, defines: &Defines, depth: usize, out: &mut String) -> Result<()> {
+    if depth > 4 {
+        return Err(HarnessError::Shader {
+            shader: file.name,
+            message: "#include nested too deeply".into(),
+        });
+    }
+    // Stack of (this branch active, any enclosing branch inactive, seen #else).
+    let mut stack: Vec<(bool, bool, bool)> = Vec::new();
+    let active = |stack: &Vec<(bool, bool, bool)>| stack.iter().all(|(on, _, _)| *on);
+    for (i, line) in file.source.lines().enumerate() {
+        let lineno = i + 1;
+        let trimmed = line.trim_start();
+        if let Some(directive) = trimmed.strip_prefix('#') {
+            let mut parts = directive.split_whitespace();
+            let word = parts.next().unwrap_or("");
+            let arg = parts.next();
+            let err = |message: String| HarnessError::Shader {
+                shader: file.name,
+                message: format!("line {lineno}: {message}"),
+            };
+            match (word, arg) {
+                ("ifdef", Some(name)) => {
+                    let outer = !active(&stack);
+                    stack.push((defines.has(name), outer, false));
+                }
+                ("ifndef", Some(name)) => {
+                    let outer = !active(&stack);
+                    stack.push((!defines.has(name), outer, false));
+                }
+                ("else", None) => {
+                    let top = stack
+                        .last_mut()
+                        .ok_or_else(|| err("#else without #ifdef".into()))?;
+                    if top.2 {
+                        return Err(err("second #else".into()));
+                    }
+                    *top = (!top.0, top.1, true);
+                }
+                ("endif", None) => {
+                    stack
+                        .pop()
+                        .ok_or_else(|| err("#endif without #ifdef".into()))?;
+                }
+                ("include", Some(name)) => {
+                    if active(&stack) {
+                        let inc = find(name)
+                            .ok_or_else(|| err(format!("#include of unknown file `{name}`")))?;
+                        expand(inc, defines, depth + 1, out)?;
+                    }
+                }
+                _ => return Err(err(format!("unknown directive `#{}`", directive.trim()))),
+            }
+            continue;
+        }
+        if active(&stack) {
+            out.push_str(&substitute(file.name, line, defines, lineno)?);
+            out.push('\n');
+        }
+    }
+    if !stack.is_empty() {
+        return Err(HarnessError::Shader {
+            shader: file.name,
+            message: "#ifdef without #endif".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Expands a shader for `defines`. `web` adds `enable subgroups;` for the browser.
+pub fn preprocess(file: ShaderFile, defines: &Defines, web: bool) -> Result<String> {
+    let mut out = String::new();
+    if defines.has("SHADER_F16") {
+        out.push_str("enable f16;\n");
+    }
+    if web && defines.has("SUBGROUPS") {
+        out.push_str("enable subgroups;\n");
+    }
+    expand(file, defines, 0, &mut out)?;
+    Ok(out)
+}
+
+/// How a kernel uses one binding (binding index = position in the list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// `var<uniform>`.
+    Uniform,
+    /// `var<storage, read>`.
+    Read,
+    /// `var<storage, read_write>`.
+    ReadWrite,
+}
+
+/// A compiled kernel: pipeline and its bind group layout.
+#[derive(Debug)]
+pub struct Kernel {
+    /// The pipeline.
+    pub pipeline: wgpu::ComputePipeline,
+    /// Layout of bind group 0.
+    pub layout: wgpu::BindGroupLayout,
+    /// Label (file and variant).
+    pub label: String,
+}
+
+/// Compiled kernels by file and variant.
+#[derive(Debug, Default)]
+pub struct PipelineCache {
+    map: Mutex<HashMap<String, Arc<Kernel>>>,
+}
+
+impl GpuContext {
+    /// Compiles (or fetches from the cache) `file` with `defines`; the bind group layout
+    /// is built from `bindings`. Errors name `kernel`.
+    pub async fn kernel(
+        &self,
+        kernel: &KernelId,
+        file: ShaderFile,
+        defines: &Defines,
+        bindings: &[Binding],
+    ) -> Result<Arc<Kernel>> {
+        let key = format!("{}#{}", file.name, defines.key());
+        if let Some(k) = self
+            .pipelines()
+            .map
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(k);
+        }
+        let web = self.info.backend == wgpu::Backend::BrowserWebGpu;
+        let source = preprocess(file, defines, web)?;
+        let compiled = self
+            .scoped(kernel, 0, || {
+                let module = self
+                    .device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(&key),
+                        source: wgpu::ShaderSource::Wgsl(source.into()),
+                    });
+                let entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| wgpu::BindGroupLayoutEntry {
+                        binding: i as u32,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: match b {
+                            Binding::Uniform => wgpu::BindingType::Buffer {
+                                ty: wgpu::BufferBindingType::Uniform,
+                                has_dynamic_offset: false,
+                                min_binding_size: None,
+                            },
+                            Binding::Read | Binding::ReadWrite => wgpu::BindingType::Buffer {
+                                ty: wgpu::BufferBindingType::Storage {
+                                    read_only: *b == Binding::Read,
+                                },
+                                has_dynamic_offset: false,
+                                min_binding_size: None,
+                            },
+                        },
+                        count: None,
+                    })
+                    .collect();
+                let layout =
+                    self.device
+                        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                            label: Some(&key),
+                            entries: &entries,
+                        });
+                let pipeline_layout =
+                    self.device
+                        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                            label: Some(&key),
+                            bind_group_layouts: &[Some(&layout)],
+                            immediate_size: 0,
+                        });
+                let pipeline =
+                    self.device
+                        .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                            label: Some(&key),
+                            layout: Some(&pipeline_layout),
+                            module: &module,
+                            entry_point: Some("main"),
+                            compilation_options: wgpu::PipelineCompilationOptions {
+                                constants: &[],
+                                // Every kernel writes its workgroup memory before reading it.
+                                zero_initialize_workgroup_memory: false,
+                            },
+                            cache: None,
+                        });
+                Kernel {
+                    pipeline,
+                    layout,
+                    label: key.clone(),
+                }
+            })
+            .await?;
+        let compiled = Arc::new(compiled);
+        if let Ok(mut m) = self.pipelines().map.lock() {
+            m.insert(key, compiled.clone());
+        }
+        Ok(compiled)
+    }
+
+    /// A bind group of `buffers` (whole buffers, binding i = buffers\[i\]) for `kernel`.
+    pub fn bind(&self, kernel: &Kernel, label: &str, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout: &kernel.layout,
+            entries: &entries,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: ShaderFile = ShaderFile {
+        name: "test.wgsl",
+        source: "a\n#ifdef X\nb {{N}}\n#ifndef Y\nc\n#else\nd\n#endif\n#else\ne\n#endif\nf\n",
+    };
+
+    #[test]
+    fn branches_and_values() {
+        let d = Defines::new().flag("X", true).value("N", 7);
+        assert_eq!(preprocess(T, &d, false).unwrap(), "a\nb 7\nc\nf\n");
+        let d = Defines::new().flag("X", true).flag("Y", true).value("N", 7);
+        assert_eq!(preprocess(T, &d, false).unwrap(), "a\nb 7\nd\nf\n");
+        assert_eq!(preprocess(T, &Defines::new(), false).unwrap(), "a\ne\nf\n");
+        let f16 = Defines::new()
+            .flag("SHADER_F16", true)
+            .flag("SUBGROUPS", true);
+        assert!(
+            preprocess(T, &f16, true)
+                .unwrap()
+                .starts_with("enable f16;\nenable subgroups;\n")
+        );
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let d = Defines::new().flag("X", true);
+        let e = preprocess(T, &d, false).unwrap_err().to_string();
+        assert!(e.contains("{{N}}") && e.contains("line 3"), "{e}");
+        let bad = ShaderFile {
+            name: "bad.wgsl",
+            source: "#ifdef X\n",
+        };
+        assert!(
+            preprocess(bad, &d, false)
+                .unwrap_err()
+                .to_string()
+                .contains("without #endif")
+        );
+        let bad = ShaderFile {
+            name: "bad.wgsl",
+            source: "#define X\n",
+        };
+        assert!(
+            preprocess(bad, &d, false)
+                .unwrap_err()
+                .to_string()
+                .contains("#define")
+        );
+    }
+
+    #[test]
+    fn every_shader_documents_its_workgroup_size() {
+        for f in ALL {
+            if f.name == "gemv_reduce.wgsl" {
+                continue;
+            }
+            assert!(
+                f.source.contains("const WG_SIZE: u32"),
+                "{} has no WG_SIZE constant",
+                f.name
+            );
+            assert!(f.source.contains("@workgroup_size(WG_SIZE)"), "{}", f.name);
+            // Every binding line carries a comment (its shape or meaning), except uniforms.
+            for line in f.source.lines().filter(|l| l.contains("var<storage")) {
+                assert!(
+                    line.contains("//"),
+                    "{}: binding without a shape comment: {line}",
+                    f.name
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! Every kernel against its CPU reference on seeded inputs, at small and odd sizes,
+//! through both reduction paths (subgroups and shared memory) and both f16 load paths.
+//! Runs on any adapter; CI uses Mesa lavapipe (`apt install mesa-vulkan-drivers`).
+
+use std::sync::Arc;
+
+use half::f16;
+use kernel_harness::clock::MonotonicClock;
+use kernel_harness::data::{self, FillMode};
+use kernel_harness::decode::{self, DecodeStepSpec};
+use kernel_harness::kernels::attention::{AttentionBench, AttentionSpec};
+use kernel_harness::kernels::bandwidth::{self, BandwidthPlan};
+use kernel_harness::kernels::fill::{FillJob, Filler};
+use kernel_harness::kernels::gemv::{GemvBench, GemvSpec, HostMatrix};
+use kernel_harness::kernels::glue::{self, RopeShape, reference};
+use kernel_harness::quant;
+use kernel_harness::timing::TimingOptions;
+use kernel_harness::{AdapterOptions, GpuContext, HarnessError, KernelId};
+use tokenscope_core::floor::{ModelShape, Quant};
+
+fn gpu(opts: AdapterOptions) -> GpuContext {
+    match pollster::block_on(GpuContext::new(&opts)) {
+        Ok(ctx) => ctx,
+        Err(e) => panic!("these tests need a GPU adapter: {e}"),
+    }
+}
+
+/// The variants to cover: as the adapter is, and with subgroups and shader-f16 off.
+fn contexts() -> Vec<GpuContext> {
+    vec![
+        gpu(AdapterOptions::default()),
+        gpu(AdapterOptions {
+            disable_subgroups: true,
+            disable_f16: true,
+            disable_timestamps: true,
+            ..Default::default()
+        }),
+    ]
+}
+
+fn id(name: &str) -> KernelId {
+    KernelId {
+        name: name.into(),
+        dtype: "test".into(),
+        shape: "-".into(),
+    }
+}
+
+#[test]
+fn fill_matches_the_cpu_twin() {
+    let ctx = gpu(AdapterOptions::default());
+    let k = id("fill");
+    let filler = pollster::block_on(Filler::new(&ctx, &k)).unwrap();
+    let key = data::key(11, 3);
+    for mode in [
+        FillMode::Bits,
+        FillMode::F32,
+        FillMode::F16Pair,
+        FillMode::ScalePair,
+    ] {
+        let buf = ctx.storage("fill test", 4 * 1001);
+        let job = FillJob {
+            buffer: &buf,
+            words: 1001,
+            key,
+            mode,
+            offset: 77,
+        };
+        pollster::block_on(filler.run(&ctx, &k, &[job])).unwrap();
+        let got = pollster::block_on(ctx.read_u32(&buf, 0, 1001)).unwrap();
+        for (i, w) in got.iter().enumerate() {
+            assert_eq!(
+                *w,
+                data::fill_word(mode, key, 77 + i as u32),
+                "{mode:?} word {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bandwidth_kernels_verify_on_both_reduction_paths() {
+    for ctx in contexts() {
+        let plan = BandwidthPlan {
+            buffer_bytes: 3 << 20,
+            buffers: 4,
+        };
+        let timing = TimingOptions {
+            warmup: 1,
+            samples: 3,
+            budget_ms: 500.0,
+            min_sample_ms: 0.5,
+        };
+        let (report, _, err) = pollster::block_on(bandwidth::run(
+            &ctx,
+            &MonotonicClock::new(),
+            plan,
+            5,
+            &timing,
+        ))
+        .unwrap();
+        assert!(err.is_none(), "{err:?}");
+        assert!(report.read_verified && report.copy_verified);
+        assert!(report.read_gbps > 0.0 && report.copy_gbps > 0.0);
+        assert_eq!(report.working_set_bytes, 12 << 20);
+    }
+}
+
+fn check_gemv(ctx: &GpuContext, spec: GemvSpec, rotation: u32) {
+    let bench = pollster::block_on(GemvBench::new(ctx, spec, 42, rotation, None)).unwrap();
+    for slot in 0..rotation as usize {
+        let (report, err) = pollster::block_on(bench.verify(ctx, slot, u64::MAX)).unwrap();
+        assert!(
+            err.is_none(),
+            "{:?} ({:?}): {}",
+            spec,
+            ctx.caps,
+            err.unwrap()
+        );
+        assert_eq!(report.checked, u64::from(spec.rows * spec.batch));
+    }
+}
+
+#[test]
+fn gemv_every_format_small_and_odd_sizes() {
+    for ctx in contexts() {
+        for dtype in Quant::ALL {
+            // Rows not a multiple of the rows per workgroup; cols not a multiple of the
+            // workgroup's stride; one shape with a single row, one with many steps.
+            for (rows, cols) in [(1, 32), (37, 96), (130, 800), (257, 2080)] {
+                check_gemv(
+                    &ctx,
+                    GemvSpec {
+                        dtype,
+                        rows,
+                        cols,
+                        batch: 1,
+                    },
+                    1,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn skinny_matmul_every_format_and_odd_batches() {
+    for ctx in contexts() {
+        for dtype in Quant::ALL {
+            for batch in [2, 3, 8, 17, 64] {
+                check_gemv(
+                    &ctx,
+                    GemvSpec {
+                        dtype,
+                        rows: 45,
+                        cols: 160,
+                        batch,
+                    },
+                    1,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gemv_split_across_bindings_and_rotated() {
+    let mut ctx = gpu(AdapterOptions::default());
+    // 4 KiB bindings: an f32 row of 256 is 1 KiB, so 4 rows per binding.
+    ctx.set_binding_limit(Some(4096));
+    for dtype in Quant::ALL {
+        let spec = GemvSpec {
+            dtype,
+            rows: 23,
+            cols: 256,
+            batch: 2,
+        };
+        let bench = pollster::block_on(GemvBench::new(&ctx, spec, 9, 2, None)).unwrap();
+        assert!(
+            bench.matrices[0].chunks.len() > 1 || dtype != Quant::F32,
+            "{dtype}: not split"
+        );
+        for slot in 0..2 {
+            let (_, err) = pollster::block_on(bench.verify(&ctx, slot, u64::MAX)).unwrap();
+            assert!(err.is_none(), "{dtype}: {}", err.unwrap());
+        }
+    }
+}
+
+#[test]
+fn gemv_on_real_gguf_blocks() {
+    let ctx = gpu(AdapterOptions::default());
+    let (rows, cols) = (19u32, 256u32);
+    let mut rng = 1u32;
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|_| {
+            rng = data::pcg(rng);
+            (rng as f32 / u32::MAX as f32 - 0.5) * 3.0
+        })
+        .collect();
+    let q8 = quant::repack_q8_0(&quant::quantize_q8_0(&x));
+    let q4 = quant::repack_q4_0(&quant::quantize_q4_0(&x));
+    let f16s: Vec<f16> = x.iter().map(|v| f16::from_f32(*v)).collect();
+    for (dtype, host) in [
+        (Quant::Q8_0, HostMatrix::Q8_0(q8)),
+        (Quant::Q4_0, HostMatrix::Q4_0(q4)),
+        (Quant::F16, HostMatrix::F16(f16s)),
+        (Quant::F32, HostMatrix::F32(x.clone())),
+    ] {
+        let spec = GemvSpec {
+            dtype,
+            rows,
+            cols,
+            batch: 1,
+        };
+        let bench =
+            pollster::block_on(GemvBench::new(&ctx, spec, 3, 1, Some(Arc::new(host)))).unwrap();
+        let (_, err) = pollster::block_on(bench.verify(&ctx, 0, u64::MAX)).unwrap();
+        assert!(err.is_none(), "{dtype}: {}", err.unwrap());
+    }
+}
+
+#[test]
+fn a_wrong_result_is_an_error_naming_the_index() {
+    let ctx = gpu(AdapterOptions::default());
+    let (rows, cols) = (8u32, 64u32);
+    let w: Vec<f32> = (0..rows * cols).map(|i| (i % 7) as f32 - 3.0).collect();
+    let spec = GemvSpec {
+        dtype: Quant::F32,
+        rows,
+        cols,
+        batch: 1,
+    };
+    let bench = pollster::block_on(GemvBench::new(
+        &ctx,
+        spec,
+        3,
+        1,
+        Some(Arc::new(HostMatrix::F32(w))),
+    ))
+    .unwrap();
+    // Corrupt row 5 on the GPU only.
+    let chunk = &bench.matrices[0].chunks[0];
+    ctx.queue
+        .write_buffer(&chunk.main, 5 * 64 * 4, bytemuck::cast_slice(&[100f32; 4]));
+    let (report, err) = pollster::block_on(bench.verify(&ctx, 0, u64::MAX)).unwrap();
+    let err = err.expect("a corrupted row must fail verification");
+    assert!(matches!(err, HarnessError::Mismatch { .. }));
+    let msg = err.to_string();
+    assert!(
+        msg.contains("row 5") && msg.contains("gemv f32 [8, 64]"),
+        "{msg}"
+    );
+    assert_eq!(report.failure.as_deref(), Some(msg.as_str()));
+}
+
+#[test]
+fn shapes_are_checked_before_gpu_work() {
+    let bad = GemvSpec {
+        dtype: Quant::Q4_0,
+        rows: 4,
+        cols: 48,
+        batch: 1,
+    };
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(e.contains("48") && e.contains("q4_0"), "{e}");
+    let bad = GemvSpec {
+        dtype: Quant::F16,
+        rows: 4,
+        cols: 64,
+        batch: 65,
+    };
+    assert!(
+        bad.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("batch = 65")
+    );
+}
+
+fn check_attention(ctx: &GpuContext, spec: AttentionSpec, rotation: u32) {
+    let bench = pollster::block_on(AttentionBench::new(ctx, spec, 17, rotation)).unwrap();
+    for slot in 0..rotation as usize {
+        let (report, err) = pollster::block_on(bench.verify(ctx, slot)).unwrap();
+        assert!(err.is_none(), "{spec:?} ({:?}): {}", ctx.caps, err.unwrap());
+        assert_eq!(report.checked, u64::from(spec.heads * spec.head_dim));
+    }
+}
+
+#[test]
+fn attention_single_pass_and_split_kv() {
+    for ctx in contexts() {
+        for kv_dtype in [Quant::F16, Quant::F32] {
+            for split in [false, true] {
+                // (heads, kv heads, head dim, context): MHA, GQA 4 and 8, Gemma's 256-dim
+                // heads, an odd head dim, contexts of 1, odd, and past several splits.
+                for (heads, kv_heads, head_dim, context) in [
+                    (2, 2, 64, 1),
+                    (8, 2, 128, 37),
+                    (8, 1, 64, 700),
+                    (4, 1, 256, 300),
+                    (6, 3, 72, 129),
+                    (4, 2, 128, 1500),
+                ] {
+                    let spec = AttentionSpec {
+                        kv_dtype,
+                        heads,
+                        kv_heads,
+                        head_dim,
+                        context,
+                        split,
+                    };
+                    check_attention(&ctx, spec, 1);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn attention_split_across_bindings_and_rotated() {
+    let mut ctx = gpu(AdapterOptions::default());
+    // One KV head (100 positions x 64 dims x 4 bytes = 25 KiB) per binding.
+    ctx.set_binding_limit(Some(30_000));
+    let spec = AttentionSpec {
+        kv_dtype: Quant::F32,
+        heads: 8,
+        kv_heads: 4,
+        head_dim: 64,
+        context: 100,
+        split: true,
+    };
+    let bench = pollster::block_on(AttentionBench::new(&ctx, spec, 1, 2)).unwrap();
+    assert_eq!(bench.caches[0].parts.len(), 4);
+    for slot in 0..2 {
+        let (_, err) = pollster::block_on(bench.verify(&ctx, slot)).unwrap();
+        assert!(err.is_none(), "{}", err.unwrap());
+    }
+}
+
+fn upload(ctx: &GpuContext, v: &[f32]) -> wgpu::Buffer {
+    ctx.storage_init("test input", bytemuck::cast_slice(v))
+}
+
+fn assert_close(gpu: &[f32], cpu: &[f32], rel: f32, what: &str) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}");
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        assert!(
+            (g - c).abs() <= rel * c.abs().max(1.0),
+            "{what}[{i}]: gpu {g} cpu {c}"
+        );
+    }
+}
+
+fn run_ops(ctx: &GpuContext, ops: &[&glue::GlueOp]) {
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        for op in ops {
+            op.encode(&mut pass);
+        }
+    }
+    ctx.queue.submit([enc.finish()]);
+    pollster::block_on(ctx.wait_idle());
+}
+
+#[test]
+fn glue_kernels_match_their_references() {
+    let ctx = gpu(AdapterOptions::default());
+    let key = data::key(4, 4);
+    for n in [1u32, 300, 1029] {
+        let x = data::f32_vec(key, n as usize);
+        let w: Vec<f32> = data::f32_vec(key ^ 1, n as usize);
+        let (xb, wb) = (upload(&ctx, &x), upload(&ctx, &w));
+        let y = ctx.storage("y", 4 * u64::from(n));
+        let op = pollster::block_on(glue::rmsnorm(&ctx, n, &xb, &wb, &y)).unwrap();
+        run_ops(&ctx, &[&op]);
+        let got = pollster::block_on(ctx.read_f32(&y, 0, u64::from(n))).unwrap();
+        assert_close(
+            &got,
+            &reference::rmsnorm(&x, &w, glue::RMS_EPS),
+            1e-5,
+            "rmsnorm",
+        );
+
+        let gu: Vec<f32> = data::f32_vec(key ^ 2, 2 * n as usize)
+            .iter()
+            .map(|v| v * 6.0)
+            .collect();
+        let gub = upload(&ctx, &gu);
+        for gelu in [false, true] {
+            let out = ctx.storage("act", 4 * u64::from(n));
+            let op = pollster::block_on(glue::silu_mul(&ctx, n, gelu, &gub, &out)).unwrap();
+            run_ops(&ctx, &[&op]);
+            let got = pollster::block_on(ctx.read_f32(&out, 0, u64::from(n))).unwrap();
+            assert_close(&got, &reference::silu_mul(&gu, gelu), 1e-5, "silu_mul");
+        }
+
+        let h = upload(&ctx, &x);
+        let op = pollster::block_on(glue::add(&ctx, n, &wb, &h)).unwrap();
+        run_ops(&ctx, &[&op]);
+        let got = pollster::block_on(ctx.read_f32(&h, 0, u64::from(n))).unwrap();
+        let want: Vec<f32> = x.iter().zip(&w).map(|(a, b)| a + b).collect();
+        assert_close(&got, &want, 1e-6, "add");
+    }
+}
+
+#[test]
+fn rope_and_kv_append_match_the_reference() {
+    let ctx = gpu(AdapterOptions::default());
+    for kv_dtype in [Quant::F16, Quant::F32] {
+        let (h, hkv, dh, cap, pos) = (4u32, 2u32, 64u32, 10u32, 7u32);
+        let qkv: Vec<f32> = data::f32_vec(data::key(8, 1), ((h + 2 * hkv) * dh) as usize);
+        let cs = glue::rope_table(dh, pos, 10_000.0);
+        let qkv_b = upload(&ctx, &qkv);
+        let cs_b = ctx.storage_init("cs", bytemuck::cast_slice(&cs));
+        let q_out = ctx.storage("q", 4 * u64::from(h * dh));
+        let elem = if kv_dtype == Quant::F16 { 2 } else { 4 };
+        let cache_bytes = u64::from(hkv * cap * dh) * elem;
+        let k = ctx.storage("k", cache_bytes);
+        let v = ctx.storage("v", cache_bytes);
+        let shape = RopeShape {
+            heads: h,
+            kv_heads: hkv,
+            head_dim: dh,
+            pos,
+            capacity: cap,
+            kv_dtype,
+        };
+        let op =
+            pollster::block_on(glue::rope_kv(&ctx, shape, &qkv_b, &cs_b, &q_out, &k, &v)).unwrap();
+        run_ops(&ctx, &[&op]);
+        let d = dh as usize;
+        let got_q = pollster::block_on(ctx.read_f32(&q_out, 0, u64::from(h * dh))).unwrap();
+        for head in 0..h as usize {
+            let want = reference::rope(&qkv[head * d..(head + 1) * d], &cs);
+            assert_close(&got_q[head * d..(head + 1) * d], &want, 1e-6, "rope q");
+        }
+        let read = |buf: &wgpu::Buffer| -> Vec<f32> {
+            let bytes = pollster::block_on(ctx.read_bytes(buf, 0, cache_bytes)).unwrap();
+            if kv_dtype == Quant::F16 {
+                bytemuck::pod_collect_to_vec::<u8, f16>(&bytes)
+                    .iter()
+                    .map(|v| v.to_f32())
+                    .collect()
+            } else {
+                bytemuck::pod_collect_to_vec(&bytes)
+            }
+        };
+        let (kc, vc) = (read(&k), read(&v));
+        let tol = if kv_dtype == Quant::F16 { 1e-3 } else { 1e-6 };
+        for kvh in 0..hkv as usize {
+            let src = (h as usize + kvh) * d;
+            let row = (kvh * cap as usize + pos as usize) * d;
+            let want_k = reference::rope(&qkv[src..src + d], &cs);
+            assert_close(&kc[row..row + d], &want_k, tol, "k cache");
+            let vsrc = (h as usize + hkv as usize + kvh) * d;
+            assert_close(&vc[row..row + d], &qkv[vsrc..vsrc + d], tol, "v cache");
+        }
+    }
+}
+
+#[test]
+fn decode_step_runs_a_tiny_model() {
+    let ctx = gpu(AdapterOptions::default());
+    let json = r#"{"model_type": "gemma3_text", "hidden_size": 128, "intermediate_size": 256,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+        "num_hidden_layers": 6, "vocab_size": 1000, "sliding_window": 32,
+        "sliding_window_pattern": 3}"#;
+    let model = ModelShape::from_hf_config("tiny-gemma", json).unwrap();
+    for quant in [Quant::Q4_0, Quant::F16] {
+        let spec = DecodeStepSpec {
+            model: model.clone(),
+            quant,
+            kv_dtype: Quant::F16,
+            context: 100,
+        };
+        assert_eq!((0..6).filter(|&l| spec.is_full_layer(l)).count(), 2);
+        let timing = TimingOptions {
+            warmup: 1,
+            samples: 3,
+            budget_ms: 500.0,
+            min_sample_ms: 0.5,
+        };
+        let t = pollster::block_on(decode::run(
+            &ctx,
+            &MonotonicClock::new(),
+            &spec,
+            1,
+            1 << 20,
+            &timing,
+        ))
+        .unwrap();
+        assert!(t.layers.median_us > 0.0 && t.lm_head.median_us > 0.0);
+        assert!(t.distinct_layers >= 2, "{}", t.distinct_layers);
+        // 6 layers x (6 glue + 4 gemv + attention; one split at 100 tokens) + norm + lm head.
+        assert_eq!(t.dispatches, 6 * 11 + 2);
+        assert!(ctx.take_uncaptured_errors().is_empty());
+    }
+}
