@@ -620,7 +620,7 @@ pub fn find_knee(levels: &[LevelReport]) -> Option<Knee> {
                 rate_per_s: level.rate_per_s,
                 level_index: i,
                 metric: "e2e_ms.p95".into(),
-                elasticity_after: elasticity,
+                elasticity_after: elasticity.is_finite().then_some(elasticity),
                 method: "first level after which p95 E2E latency grows faster than output throughput: ln(L[i+1]/L[i]) / ln(X[i+1]/X[i]) > 1, with L growing by at least 10%".into(),
             });
         }
@@ -819,13 +819,17 @@ mod tests {
         ];
         let knee = find_knee(&levels).unwrap();
         assert_eq!(knee.concurrency, Some(16));
-        assert!(knee.elasticity_after > 1.0);
+        assert!(knee.elasticity_after.unwrap() > 1.0);
         // Linear scaling everywhere: no knee.
         let levels = vec![level(1, 50.0, 1000.0), level(4, 200.0, 1020.0), level(8, 400.0, 1040.0)];
         assert!(find_knee(&levels).is_none());
         // Latency growing faster than throughput from the start.
         let levels = vec![level(1, 50.0, 1000.0), level(4, 60.0, 4000.0)];
         assert_eq!(find_knee(&levels).unwrap().concurrency, Some(1));
+        // Throughput flat: infinite elasticity, stored as None (JSON has no infinity).
+        let levels = vec![level(1, 50.0, 1000.0), level(4, 50.0, 4000.0)];
+        let knee = find_knee(&levels).unwrap();
+        assert_eq!(knee.elasticity_after, None);
     }
 
     #[test]

@@ -185,11 +185,16 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
         }
     }
     match &report.sweep.knee {
-        Some(k) => notes.push(format!(
-            "knee: {} (after it, p95 E2E grows {:.1}x faster than throughput)",
-            report.levels[k.level_index].load().label(),
-            k.elasticity_after
-        )),
+        Some(k) => notes.push(match k.elasticity_after {
+            Some(e) => format!(
+                "knee: {} (after it, p95 E2E grows {e:.1}x faster than throughput)",
+                report.levels[k.level_index].load().label(),
+            ),
+            None => format!(
+                "knee: {} (after it, p95 E2E grows while throughput does not)",
+                report.levels[k.level_index].load().label(),
+            ),
+        }),
         None if report.levels.len() > 1 => {
             notes.push("knee: not reached (latency never grew faster than throughput)".into())
         }

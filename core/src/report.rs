@@ -393,8 +393,9 @@ pub struct Knee {
     pub level_index: usize,
     /// Latency metric used (`e2e_ms.p95`).
     pub metric: String,
-    /// `ln(latency ratio) / ln(throughput ratio)` on the segment after the knee.
-    pub elasticity_after: f64,
+    /// `ln(latency ratio) / ln(throughput ratio)` on the segment after the knee;
+    /// `None` when throughput did not grow at all there (infinite elasticity).
+    pub elasticity_after: Option<f64>,
     /// How it was found.
     pub method: String,
 }

@@ -366,7 +366,8 @@ impl LinearFit {
         } else if slope == 0.0 {
             0.0
         } else {
-            f64::INFINITY.copysign(slope)
+            // A perfect fit: as significant as can be (finite, so JSON can hold it).
+            f64::MAX.copysign(slope)
         };
         Some(Self {
             n: n as u64,

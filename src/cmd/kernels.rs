@@ -1,10 +1,593 @@
-//! `tokenscope kernels` (filled by the kernel-harness work).
+//! `tokenscope kernels`: the GPU kernel harness. Options -> suite config -> run (progress
+//! on stderr, `--out` rewritten after every kernel) -> tables on stdout. Exit 0 when
+//! every kernel matched its CPU reference, 1 when one did not, 2 (via `main`) when no
+//! adapter exists or the options are wrong.
 
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct KernelsArgs {}
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kernel_harness::clock::MonotonicClock;
+use kernel_harness::suite::{self, Progress, SuiteConfig};
+use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
+use tokenscope_core::floor::{ModelShape, Quant, preset_names};
+use tokenscope_core::kernels::KernelReport;
 
-pub fn run(_args: KernelsArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not built yet")
+/// Options of `tokenscope kernels`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Without a GPU, install Mesa lavapipe (apt install mesa-vulkan-drivers) to run on the CPU.\n\
+Environment: WGPU_BACKEND, WGPU_ADAPTER_NAME, WGPU_POWER_PREF are honoured as wgpu reads them.")]
+pub struct KernelsArgs {
+    /// Adapter to use: a case-insensitive part of its name [default: the best GPU; env WGPU_ADAPTER_NAME].
+    #[arg(long, value_name = "NAME")]
+    pub adapter: Option<String>,
+    /// Graphics backend [default: all; env WGPU_BACKEND].
+    #[arg(long, value_name = "vulkan|metal|dx12|gl", value_parser = parse_backend)]
+    pub backend: Option<BackendChoice>,
+    /// List the adapters wgpu finds, with the features the harness uses, and exit.
+    #[arg(long)]
+    pub list_adapters: bool,
+    /// Small shapes and few samples (CI; well under a minute on lavapipe).
+    #[arg(long)]
+    pub quick: bool,
+    /// Model presets for the decode floor [default: all presets].
+    #[arg(long, value_delimiter = ',', value_name = "MODEL,..")]
+    pub models: Vec<String>,
+    /// A Hugging Face config.json of a custom model, added to the floor (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub model_config: Vec<PathBuf>,
+    /// Weight formats of the floor and the decode step [default: f16,q8_0,q4_0].
+    #[arg(long, value_delimiter = ',', value_name = "f16,q8_0,q4_0")]
+    pub quant: Vec<Quant>,
+    /// Context lengths of the floor and the decode step [default: 4096,32768; --quick: 1024].
+    #[arg(long, value_delimiter = ',', value_name = "TOKENS,..")]
+    pub context: Vec<u32>,
+    /// Models whose synthetic decode step is timed, or `none` [default: llama-3.1-8b; --quick: gemma-3-270m].
+    #[arg(long, value_delimiter = ',', value_name = "MODEL,..")]
+    pub decode_step: Vec<String>,
+    /// Kernel groups to run [default: all].
+    #[arg(long, value_delimiter = ',', value_name = "gemv,skinny,attention")]
+    pub only: Vec<KernelGroup>,
+    /// Write the tokenscope.kernels/1 JSON here (rewritten after every kernel).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Timed samples per kernel (fewer, at least 3, when one call is slow).
+    #[arg(long, alias = "iterations", value_name = "N")]
+    pub samples: Option<u32>,
+    /// Untimed warm-up calls per kernel.
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// Seed of the generated weights, activations and KV caches.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Last-level cache size to defeat, MiB [default: sysfs for CPU adapters, 256 for GPUs].
+    #[arg(long, value_name = "MIB")]
+    pub cache_mib: Option<u64>,
+    /// Pretend storage bindings hold at most this many MiB (exercises the split paths).
+    #[arg(long, value_name = "MIB")]
+    pub max_binding_mib: Option<u64>,
+    /// Do not use subgroup operations (shared-memory reductions).
+    #[arg(long)]
+    pub no_subgroups: bool,
+    /// Do not use shader-f16 (f16 converted with unpack2x16float).
+    #[arg(long)]
+    pub no_f16: bool,
+    /// Do not use timestamp queries (wall-clock timing).
+    #[arg(long)]
+    pub no_timestamps: bool,
+    /// Testing aid: corrupt every GEMV's weights so verification fails.
+    #[arg(long, hide = true)]
+    pub inject_fault: bool,
+}
+
+/// Kernel groups for `--only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelGroup {
+    /// GEMV (batch 1).
+    Gemv,
+    /// Skinny matmul (batch 2..64).
+    Skinny,
+    /// Decode attention.
+    Attention,
+    /// The synthetic decode step.
+    Step,
+}
+
+fn parse_backend(s: &str) -> Result<BackendChoice, String> {
+    s.parse()
+}
+
+/// Runs `tokenscope kernels`.
+pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
+    if args.list_adapters {
+        return list(&args);
+    }
+    let models = models(&args)?;
+    let mut ctx = kernel_harness::block_on(GpuContext::new(&AdapterOptions {
+        name: args.adapter.clone(),
+        backend: args.backend,
+        disable_subgroups: args.no_subgroups,
+        disable_f16: args.no_f16,
+        disable_timestamps: args.no_timestamps,
+    }))
+    .map_err(no_adapter)?;
+    ctx.set_binding_limit(args.max_binding_mib.map(|m| m << 20));
+    let (cache_bytes, cache_source) = match args.cache_mib {
+        Some(m) => (m << 20, "--cache-mib".to_string()),
+        None => kernel_harness::cache_info(&ctx),
+    };
+    let cfg = config(&args, models, cache_bytes, &cache_source)?;
+
+    print!("{}", header(&ctx, &cfg));
+    let mut progress = CliProgress::new(cfg.items(), args.out.clone());
+    let clock = MonotonicClock::new();
+    let report = kernel_harness::block_on(suite::run_suite(&ctx, &clock, &cfg, &mut progress))
+        .context("the kernel harness stopped")?;
+    progress.finish();
+    if let Some(path) = &args.out {
+        write_report(path, &report)?;
+    }
+    print!("{}", tables(&report));
+    if report.verified {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        let failed: Vec<String> = report
+            .kernels
+            .iter()
+            .filter_map(|k| k.verification.failure.clone())
+            .chain(report.errors.iter().cloned())
+            .collect();
+        eprintln!(
+            "error: {} kernel(s) failed verification or stopped; first: {}",
+            failed.len().max(1),
+            failed.first().map_or("bandwidth checksum mismatch", String::as_str)
+        );
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn no_adapter(e: HarnessError) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+fn list(args: &KernelsArgs) -> anyhow::Result<ExitCode> {
+    let adapters = kernel_harness::block_on(kernel_harness::list_adapters(args.backend));
+    if adapters.is_empty() {
+        return Err(no_adapter(HarnessError::NoAdapter { wanted: String::new() }));
+    }
+    let mut rows = vec![vec![
+        "name".to_string(),
+        "backend".into(),
+        "type".into(),
+        "driver".into(),
+        "timestamps".into(),
+        "shader-f16".into(),
+        "subgroups".into(),
+    ]];
+    let yes = |b: bool| if b { "yes" } else { "no" }.to_string();
+    for a in adapters {
+        rows.push(vec![
+            a.name,
+            a.backend,
+            a.device_type,
+            a.driver,
+            yes(a.features.timestamp_query),
+            yes(a.features.shader_f16),
+            yes(a.features.subgroups),
+        ]);
+    }
+    print!("{}", render(&rows, &[]));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn model_name_for(path: &Path) -> String {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("custom");
+    if stem == "config" {
+        path.canonicalize()
+            .ok()
+            .and_then(|p| p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "custom".into())
+    } else {
+        stem.to_string()
+    }
+}
+
+fn models(args: &KernelsArgs) -> anyhow::Result<Vec<ModelShape>> {
+    let names: Vec<String> = if args.models.is_empty() {
+        preset_names().iter().map(|s| s.to_string()).collect()
+    } else {
+        args.models.clone()
+    };
+    let mut out = Vec::new();
+    for n in names.iter().filter(|n| !n.trim().is_empty()) {
+        out.push(ModelShape::preset(n).with_context(|| format!("--models {n}"))?);
+    }
+    for path in &args.model_config {
+        let text = std::fs::read_to_string(path).with_context(|| format!("--model-config {}: cannot read", path.display()))?;
+        let model = ModelShape::from_hf_config(&model_name_for(path), &text)
+            .with_context(|| format!("--model-config {}", path.display()))?;
+        out.push(model);
+    }
+    Ok(out)
+}
+
+fn config(args: &KernelsArgs, models: Vec<ModelShape>, cache_bytes: u64, cache_source: &str) -> anyhow::Result<SuiteConfig> {
+    let mut cfg = if args.quick {
+        SuiteConfig::quick(cache_bytes, cache_source)
+    } else {
+        SuiteConfig::full(cache_bytes, cache_source)
+    };
+    cfg.tool_version = env!("CARGO_PKG_VERSION").into();
+    if !args.quant.is_empty() {
+        cfg.quants = args.quant.clone();
+        cfg.step_quants = args.quant.clone();
+    }
+    if !args.context.is_empty() {
+        if args.context.contains(&0) {
+            bail!("--context: context lengths must be positive");
+        }
+        cfg.contexts = args.context.clone();
+    }
+    if let Some(s) = args.samples {
+        if s == 0 {
+            bail!("--samples must be at least 1");
+        }
+        cfg.timing.samples = s;
+    }
+    if let Some(w) = args.warmup {
+        cfg.timing.warmup = w;
+    }
+    if let Some(seed) = args.seed {
+        cfg.seed = seed;
+    }
+    if !args.decode_step.is_empty() {
+        cfg.step_models = Vec::new();
+        for name in &args.decode_step {
+            if name.eq_ignore_ascii_case("none") {
+                continue;
+            }
+            let m = models
+                .iter()
+                .find(|m| m.name.eq_ignore_ascii_case(name))
+                .cloned()
+                .map_or_else(|| ModelShape::preset(name), Ok)
+                .with_context(|| format!("--decode-step {name}"))?;
+            cfg.step_models.push(m);
+        }
+    }
+    cfg.models = models;
+    cfg.inject_fault = args.inject_fault;
+    if !args.only.is_empty() {
+        let has = |g| args.only.contains(&g);
+        if !has(KernelGroup::Gemv) {
+            cfg.gemv_dtypes.clear();
+        }
+        if !has(KernelGroup::Skinny) {
+            cfg.skinny_dtypes.clear();
+        }
+        if !has(KernelGroup::Attention) {
+            cfg.attention_dtypes.clear();
+        }
+        if !has(KernelGroup::Step) {
+            cfg.step_models.clear();
+        }
+    }
+    Ok(cfg)
+}
+
+fn mib(b: u64) -> String {
+    if b >= 1 << 30 && b % (1 << 30) == 0 {
+        format!("{} GiB", b >> 30)
+    } else {
+        format!("{} MiB", b >> 20)
+    }
+}
+
+fn header(ctx: &GpuContext, cfg: &SuiteConfig) -> String {
+    let a = ctx.adapter_report();
+    let f = ctx.features_report();
+    let l = ctx.limits_report();
+    let avail = f.available.clone();
+    let feat = |used: bool, has: bool| match (used, has) {
+        (true, _) => "used",
+        (false, true) => "off",
+        (false, false) => "absent",
+    };
+    let mut s = String::new();
+    let _ = writeln!(s, "adapter   {} | {} | {} | {} {}", a.name, a.backend, a.device_type, a.driver, a.driver_info);
+    let _ = writeln!(
+        s,
+        "features  timestamp-query {} | shader-f16 {} | subgroups {} (size {}..{})",
+        feat(f.timestamp_query, avail.as_ref().is_some_and(|x| x.timestamp_query)),
+        feat(f.shader_f16, avail.as_ref().is_some_and(|x| x.shader_f16)),
+        feat(f.subgroups, avail.as_ref().is_some_and(|x| x.subgroups)),
+        a.subgroup_min_size,
+        a.subgroup_max_size
+    );
+    let _ = writeln!(
+        s,
+        "limits    (the adapter's, requested) storage binding {}, buffer {}, workgroup storage {} KiB, invocations {}, workgroups/dim {}",
+        mib(l.max_storage_buffer_binding_size),
+        mib(l.max_buffer_size),
+        l.max_compute_workgroup_storage_size / 1024,
+        l.max_compute_invocations_per_workgroup,
+        l.max_compute_workgroups_per_dimension
+    );
+    if ctx.max_binding() < l.max_storage_buffer_binding_size.min(l.max_buffer_size) & !255 {
+        let _ = writeln!(s, "          bindings capped at {} by --max-binding-mib", mib(ctx.max_binding()));
+    }
+    let _ = writeln!(
+        s,
+        "cache     {} ({}); working sets and rotations exceed it\n",
+        mib(cfg.cache_bytes),
+        cfg.cache_source
+    );
+    s
+}
+
+struct CliProgress {
+    bar: ProgressBar,
+    out: Option<PathBuf>,
+    write_error: Option<String>,
+}
+
+impl CliProgress {
+    fn new(items: usize, out: Option<PathBuf>) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(items as u64), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}") {
+            bar.set_style(style);
+        }
+        Self {
+            bar,
+            out,
+            write_error: None,
+        }
+    }
+
+    fn line(&self, text: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("{text}");
+        } else {
+            self.bar.println(text);
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+        if let Some(e) = &self.write_error {
+            eprintln!("warning: {e}");
+        }
+    }
+}
+
+impl Progress for CliProgress {
+    fn start(&mut self, label: &str) {
+        self.bar.set_message(label.to_string());
+        if self.bar.is_hidden() {
+            eprintln!("running {label}");
+        }
+    }
+
+    fn done(&mut self, label: &str, line: &str) {
+        self.bar.inc(1);
+        self.line(&format!("  {label}: {line}"));
+    }
+
+    fn report(&mut self, report: &KernelReport) {
+        if let Some(path) = &self.out
+            && let Err(e) = write_report(path, report)
+        {
+            self.write_error = Some(format!("{e:#}"));
+        }
+    }
+}
+
+fn write_report(path: &Path, report: &KernelReport) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.partial");
+    std::fs::write(&tmp, report.to_json_pretty() + "\n").with_context(|| format!("--out {}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("--out {}: cannot write", path.display()))?;
+    Ok(())
+}
+
+/// Renders rows as an aligned text table; columns listed in `right` are right-aligned.
+fn render(rows: &[Vec<String>], right: &[usize]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if c > 0 {
+                line.push_str("  ");
+            }
+            if right.contains(&c) {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if i == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * cols.saturating_sub(1)));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn gb(bytes: u64) -> String {
+    format!("{:.2}", bytes as f64 / 1e9)
+}
+
+/// The human-readable report.
+pub fn tables(r: &KernelReport) -> String {
+    let mut s = String::new();
+    let timing = match r.timing {
+        tokenscope_core::kernels::TimingMethod::TimestampQuery => "GPU timestamp queries",
+        tokenscope_core::kernels::TimingMethod::WallClock => "wall clock around submit-and-wait",
+    };
+    if let Some(b) = &r.bandwidth {
+        let _ = writeln!(
+            s,
+            "Bandwidth ceiling: read {:.1} GB/s, copy {:.1} GB/s (working set {} in {} x {} buffers; median of {} samples, {timing})\n",
+            b.read_gbps,
+            b.copy_gbps,
+            mib(b.working_set_bytes),
+            b.buffers,
+            mib(b.buffer_bytes),
+            b.read.samples
+        );
+    }
+    let mut rows = vec![
+        [
+            "kernel", "dtype", "shape", "batch", "median us", "p25..p75 us", "GB/s", "% read", "GFLOP/s", "verified",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for k in &r.kernels {
+        let shape = match (k.context, k.heads, k.kv_heads, k.head_dim) {
+            (Some(c), Some(h), Some(kv), Some(d)) => {
+                format!("h{h}/kv{kv} d{d} ctx {c}{}", k.splits.filter(|s| *s > 1).map_or(String::new(), |s| format!(" ({s} splits)")))
+            }
+            _ => k.shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x"),
+        };
+        rows.push(vec![
+            k.name.clone(),
+            k.dtype.clone(),
+            shape,
+            k.batch.to_string(),
+            format!("{:.1}", k.median_us),
+            format!("{:.1}..{:.1}", k.timing.p25_us, k.timing.p75_us),
+            k.gbps.map_or_else(|| "cache".into(), |g| format!("{g:.1}")),
+            format!("{:.0}%{}", 100.0 * k.fraction_of_read, if k.cache_resident { "*" } else { "" }),
+            format!("{:.1}", k.gflops),
+            if k.verified { "yes".into() } else { "NO".into() },
+        ]);
+    }
+    if !r.kernels.is_empty() {
+        s.push_str(&render(&rows, &[3, 4, 6, 7, 8]));
+        if r.kernels.iter().any(|k| k.cache_resident) {
+            s.push_str("* above 100%: the data sat in cache; not reported as bandwidth\n");
+        }
+        s.push('\n');
+    }
+    for k in &r.skipped {
+        let _ = writeln!(s, "skipped {} {} {:?}: {}", k.name, k.dtype, k.shape, k.reason);
+    }
+    for e in &r.errors {
+        let _ = writeln!(s, "error: {e}");
+    }
+    if !r.skipped.is_empty() || !r.errors.is_empty() {
+        s.push('\n');
+    }
+
+    if !r.decode_steps.is_empty() {
+        let mut rows = vec![
+            [
+                "decode step", "quant", "context", "layers (distinct)", "dispatches", "layers ms", "lm head ms", "step ms",
+                "floor ms", "step/floor", "GB/s",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for d in &r.decode_steps {
+            rows.push(vec![
+                d.model.clone(),
+                d.quant.to_string(),
+                d.context.to_string(),
+                format!("{} ({})", d.layers, d.distinct_layers),
+                d.dispatches.to_string(),
+                format!("{:.2}", d.layers_ms),
+                format!("{:.2}", d.lm_head_ms),
+                format!("{:.2}", d.step_ms),
+                format!("{:.2}", d.tpot_floor_ms),
+                format!("{:.2}x", d.gap),
+                format!("{:.1}", d.effective_gbps),
+            ]);
+        }
+        s.push_str(&render(&rows, &[2, 4, 5, 6, 7, 8, 9, 10]));
+        s.push('\n');
+    }
+
+    if !r.decode_floor.is_empty() {
+        let kv = r.decode_floor[0].estimate.kv_dtype;
+        let _ = writeln!(
+            s,
+            "Decode floor (batch 1, KV cache {kv}): TPOT_floor = weight_bytes / B_gemv + kv_bytes / B_attention"
+        );
+        let mut rows = vec![
+            [
+                "model", "quant", "context", "weights GB", "KV GB", "GB/token", "B_gemv", "B_attn", "TPOT floor ms",
+                "tok/s ceiling", "step ms",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for f in &r.decode_floor {
+            let e = &f.estimate;
+            rows.push(vec![
+                e.model.clone(),
+                e.quant.to_string(),
+                e.context.to_string(),
+                gb(e.weight_bytes),
+                gb(e.kv_bytes),
+                gb(e.bytes_per_token),
+                format!("{:.1}", e.gemv_gbps),
+                format!("{:.1}", e.attention_gbps),
+                format!("{:.3}", e.tpot_floor_ms),
+                format!("{:.1}", e.tokens_per_s_ceiling),
+                f.decode_step_ms.map_or_else(|| "-".into(), |m| format!("{m:.2}")),
+            ]);
+        }
+        s.push_str(&render(&rows, &[2, 3, 4, 5, 6, 7, 8, 9, 10]));
+        let sources: std::collections::BTreeSet<String> = r
+            .decode_floor
+            .iter()
+            .map(|f| format!("{} <- {}; B_attn <- {}", f.estimate.quant, f.gemv_source, f.attention_source))
+            .collect();
+        for src in sources {
+            let _ = writeln!(s, "  B_gemv {src}");
+        }
+        s.push('\n');
+    }
+
+    if !r.goals.is_empty() {
+        let real_gpu = r.adapter.device_type != "Cpu";
+        let _ = writeln!(
+            s,
+            "Goals (fraction of measured read bandwidth){}",
+            if real_gpu { "" } else { "; they apply to real GPUs, this adapter runs on the CPU" }
+        );
+        let mut rows = vec![["goal", "target", "measured", "status", "from"].map(String::from).to_vec()];
+        for g in &r.goals {
+            rows.push(vec![
+                g.goal.clone(),
+                format!(">= {:.0}%", 100.0 * g.target_fraction),
+                g.measured_fraction.map_or_else(|| "-".into(), |m| format!("{:.0}%", 100.0 * m)),
+                match g.met {
+                    Some(true) => "met".into(),
+                    Some(false) => "not met".into(),
+                    None => "not measured".into(),
+                },
+                g.source.clone(),
+            ]);
+        }
+        s.push_str(&render(&rows, &[1, 2]));
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "verified: {}",
+        if r.verified { "every kernel matched its CPU reference" } else { "NO (see above)" }
+    );
+    s
 }

@@ -474,9 +474,22 @@ pub fn split(n: u64, rounds: u32, round: u32) -> u64 {
 }
 
 /// Closed loop: `c` workers, each sending its next request when its last one ends.
+///
+/// With a request count, every body is built before the round starts, so building
+/// one request's prompt never delays another's send (a round starts with a burst of
+/// `c` sends at once).
 async fn run_closed(ctx: &Arc<Ctx>, c: u32, quota: Quota, phase: Phase, mut sink: impl FnMut(Finished)) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let started = Arc::new(AtomicU64::new(0));
+    let prebuilt: Arc<Vec<(u64, Bytes)>> = Arc::new(match quota {
+        Quota::Count(n) => (0..n)
+            .map(|_| {
+                let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+                (index, ctx.body(index))
+            })
+            .collect(),
+        Quota::For(_) => Vec::new(),
+    });
     let deadline_ms = match quota {
         Quota::For(ms) => Some(ctx.clock.now_ms() + ms),
         Quota::Count(_) => None,
@@ -485,25 +498,28 @@ async fn run_closed(ctx: &Arc<Ctx>, c: u32, quota: Quota, phase: Phase, mut sink
         let ctx = Arc::clone(ctx);
         let tx = tx.clone();
         let started = Arc::clone(&started);
+        let prebuilt = Arc::clone(&prebuilt);
         tokio::spawn(async move {
             loop {
                 if ctx.stop.is_cancelled() {
                     break;
                 }
-                match quota {
-                    Quota::Count(n) => {
-                        if started.fetch_add(1, Ordering::Relaxed) >= n {
-                            break;
+                let (index, body) = match quota {
+                    Quota::Count(_) => {
+                        let k = started.fetch_add(1, Ordering::Relaxed) as usize;
+                        match prebuilt.get(k) {
+                            Some((index, body)) => (*index, body.clone()),
+                            None => break,
                         }
                     }
                     Quota::For(_) => {
                         if deadline_ms.is_some_and(|d| ctx.clock.now_ms() >= d) {
                             break;
                         }
+                        let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+                        (index, ctx.body(index))
                     }
-                }
-                let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
-                let body = ctx.body(index);
+                };
                 let f = ctx.one(None, phase, body, index).await;
                 if tx.send(f).is_err() {
                     break;

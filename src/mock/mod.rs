@@ -137,7 +137,21 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/completions", post(completions).options(preflight))
         .route("/health", get(|| async { "ok" }))
         .layer(axum::middleware::map_response(cors))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), stamp_arrival))
         .with_state(state)
+}
+
+/// When the request's headers were parsed (before its body is read or routed).
+#[derive(Debug, Clone, Copy)]
+struct Arrival(f64);
+
+async fn stamp_arrival(
+    State(s): State<MockState>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    req.extensions_mut().insert(Arrival(s.clock.now_ms()));
+    next.run(req).await
 }
 
 async fn cors(mut resp: Response) -> Response {
@@ -169,12 +183,24 @@ async fn models(State(s): State<MockState>) -> Response {
         .into_response()
 }
 
-async fn chat(State(s): State<MockState>, headers: HeaderMap, body: Bytes) -> Response {
-    handle(s, Api::Chat, headers, body).await
+async fn chat(
+    State(s): State<MockState>,
+    arrival: Option<axum::Extension<Arrival>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
+    handle(s, Api::Chat, t, headers, body).await
 }
 
-async fn completions(State(s): State<MockState>, headers: HeaderMap, body: Bytes) -> Response {
-    handle(s, Api::Completions, headers, body).await
+async fn completions(
+    State(s): State<MockState>,
+    arrival: Option<axum::Extension<Arrival>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
+    handle(s, Api::Completions, t, headers, body).await
 }
 
 fn json_error(status: StatusCode, message: &str, kind: &str) -> Response {
@@ -222,8 +248,13 @@ fn prompt_text(api: Api, v: &serde_json::Value) -> Option<String> {
     }
 }
 
-async fn handle(s: MockState, api: Api, headers: HeaderMap, body: Bytes) -> Response {
-    let t_received = s.clock.now_ms();
+async fn handle(
+    s: MockState,
+    api: Api,
+    t_received: f64,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     s.served.fetch_add(1, Ordering::Relaxed);
     let v: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -609,7 +640,13 @@ fn apply(
     }
 }
 
-/// Serve until the future is dropped or the listener fails.
+/// Serve until the future is dropped or the listener fails. Nagle's algorithm is
+/// off on every connection: the server writes headers and each chunk separately,
+/// and a held-back small segment would add the peer's delayed-ACK time to a token.
 pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    use axum::serve::ListenerExt as _;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await
 }

@@ -1,0 +1,115 @@
+//! Helpers for end-to-end tests: run the real `tokenscope` binary, start a real
+//! `tokenscope mock` on a free loopback port, read JSONL files.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tokenscope")
+}
+
+/// A `tokenscope mock` child process, killed on drop.
+pub struct Mock {
+    pub child: Child,
+    pub url: String,
+    pub log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Mock {
+    /// Start `tokenscope mock --port 0 --log <tmp> <args>` and wait for its URL.
+    pub fn start(args: &[&str]) -> Mock {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.jsonl");
+        let mut child = Command::new(bin())
+            .args(["mock", "--port", "0", "--log"])
+            .arg(&log)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start tokenscope mock");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("tokenscope mock listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Mock {
+            child,
+            url,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The server log's records, waiting until at least `n` are there.
+    pub fn log_records(&self, n: usize) -> Vec<serde_json::Value> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let recs = read_jsonl(&self.log);
+            if recs.len() >= n || Instant::now() > deadline {
+                return recs;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run `tokenscope <args>` to completion.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("TOKENSCOPE_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("run tokenscope")
+}
+
+/// Every complete JSON line of a file.
+pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
+/// Median of values.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    assert!(!s.is_empty(), "median of nothing");
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// stdout + stderr as text, for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
