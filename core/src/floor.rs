@@ -141,7 +141,7 @@ impl Quant {
     /// Block formats need `cols` to be a multiple of the block size (as GGUF does).
     pub fn matrix_bytes(self, tensor: &str, rows: u64, cols: u64) -> Result<u64, FloorError> {
         let block = self.block_elems();
-        if cols % block != 0 {
+        if !cols.is_multiple_of(block) {
             return Err(FloorError::NotBlockAligned {
                 tensor: tensor.to_string(),
                 cols,
@@ -472,7 +472,7 @@ impl ModelShape {
                 });
             }
         }
-        if self.heads % self.kv_heads != 0 {
+        if !self.heads.is_multiple_of(self.kv_heads) {
             return Err(FloorError::InvalidField {
                 field: "num_key_value_heads",
                 value: self.kv_heads.to_string(),
@@ -529,7 +529,7 @@ impl ModelShape {
         let head_dim = match opt_u32(cfg, "head_dim")? {
             Some(h) => h,
             None => {
-                if heads == 0 || hidden % heads != 0 {
+                if heads == 0 || !hidden.is_multiple_of(heads) {
                     return Err(FloorError::InvalidField {
                         field: "hidden_size",
                         value: hidden.to_string(),
@@ -610,7 +610,7 @@ impl ModelShape {
                     Some(p) => Some(p),
                     None => opt_u32(cfg, "_sliding_window_pattern")?,
                 } {
-                    if p == 0 { 0 } else { layers / p }
+                    layers.checked_div(p).unwrap_or(0)
                 } else if model_type.starts_with("gemma3") {
                     layers / 6
                 } else if model_type.starts_with("gemma2") {

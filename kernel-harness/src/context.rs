@@ -438,7 +438,7 @@ impl GpuContext {
     /// A storage buffer holding `data`.
     pub fn storage_init(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
         let mut padded;
-        let contents = if data.len() % 4 != 0 || data.is_empty() {
+        let contents = if !data.len().is_multiple_of(4) || data.is_empty() {
             padded = data.to_vec();
             padded.resize(data.len().max(4).next_multiple_of(4), 0);
             &padded[..]

@@ -102,27 +102,8 @@ pub enum HarnessError {
         message: String,
     },
     /// The GPU result differs from the CPU reference.
-    #[error(
-        "{kernel}: output {index} is {gpu} on the GPU but {cpu} on the CPU (|diff| {diff:.3e} > tolerance {tol:.3e}); {failures} of {checked} checked outputs fail"
-    )]
-    Mismatch {
-        /// The kernel.
-        kernel: KernelId,
-        /// Flat index of the first failing output (and its coordinates).
-        index: String,
-        /// GPU value.
-        gpu: f64,
-        /// CPU value.
-        cpu: f64,
-        /// Absolute difference.
-        diff: f64,
-        /// Tolerance at that index.
-        tol: f64,
-        /// Failing outputs.
-        failures: u64,
-        /// Outputs checked.
-        checked: u64,
-    },
+    #[error(transparent)]
+    Mismatch(Box<Mismatch>),
     /// A timing readback gave no usable sample.
     #[error("{kernel}: no usable timing sample ({reason})")]
     Timing {
@@ -134,6 +115,30 @@ pub enum HarnessError {
     /// The floor arithmetic rejected its input.
     #[error(transparent)]
     Floor(#[from] tokenscope_core::floor::FloorError),
+}
+
+/// A GPU output that differs from its CPU reference beyond the tolerance.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{kernel}: output {index} is {gpu} on the GPU but {cpu} on the CPU (|diff| {diff:.3e} > tolerance {tol:.3e}); {failures} of {checked} checked outputs fail"
+)]
+pub struct Mismatch {
+    /// The kernel.
+    pub kernel: KernelId,
+    /// The first failing output (and its coordinates).
+    pub index: String,
+    /// GPU value.
+    pub gpu: f64,
+    /// CPU value.
+    pub cpu: f64,
+    /// Absolute difference.
+    pub diff: f64,
+    /// Tolerance at that index.
+    pub tol: f64,
+    /// Failing outputs.
+    pub failures: u64,
+    /// Outputs checked.
+    pub checked: u64,
 }
 
 /// The harness's result type.

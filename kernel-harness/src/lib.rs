@@ -39,6 +39,11 @@ pub mod suite;
 pub mod sync;
 pub mod timing;
 
+/// Runs a future to completion on the current thread (native: wgpu's callbacks are
+/// driven by [`GpuContext::pump`], so nothing else is needed).
+#[cfg(not(target_arch = "wasm32"))]
+pub use pollster::block_on;
+
 pub use context::{AdapterOptions, AdapterSummary, BackendChoice, Caps, GpuContext, list_adapters};
 pub use error::{HarnessError, KernelId, Result};
 

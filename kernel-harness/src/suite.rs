@@ -74,12 +74,17 @@ pub struct SuiteConfig {
     pub kv_dtype: Quant,
     /// Models whose decode step is timed.
     pub step_models: Vec<ModelShape>,
+    /// Weight formats of the decode step.
+    pub step_quants: Vec<Quant>,
     /// GEMV verification: all rows up to this many multiply-adds, else a sample.
     pub verify_full_macs: u64,
     /// Most copies of a kernel's operand to rotate through.
     pub max_rotation: u64,
     /// Byte budget of one kernel's rotated operands.
     pub rotation_budget_bytes: u64,
+    /// Testing aid: corrupt the weights of every GEMV after upload, so verification
+    /// must fail (proves the failure path end to end).
+    pub inject_fault: bool,
 }
 
 fn presets(names: &[&str]) -> Vec<ModelShape> {
@@ -118,9 +123,11 @@ impl SuiteConfig {
             contexts: vec![4096, 32768],
             kv_dtype: Quant::F16,
             step_models: presets(&["llama-3.1-8b"]),
+            step_quants: vec![Quant::F16, Quant::Q8_0, Quant::Q4_0],
             verify_full_macs: 1 << 28,
             max_rotation: 64,
             rotation_budget_bytes: 1 << 30,
+            inject_fault: false,
         }
     }
 
@@ -154,19 +161,12 @@ impl SuiteConfig {
             attention_contexts: vec![300, 1024],
             contexts: vec![1024],
             step_models: presets(&["gemma-3-270m"]),
+            step_quants: vec![Quant::Q4_0],
             quants: vec![Quant::F16, Quant::Q8_0, Quant::Q4_0],
             verify_full_macs: u64::MAX,
             max_rotation: 8,
             rotation_budget_bytes: 256 << 20,
             ..Self::full(cache_bytes, cache_source)
-        }
-    }
-
-    fn step_quants(&self) -> Vec<Quant> {
-        if self.quick {
-            vec![Quant::Q4_0]
-        } else {
-            self.quants.clone()
         }
     }
 
@@ -178,7 +178,7 @@ impl SuiteConfig {
                 * self.attention_dtypes.len()
                 * self.attention_contexts.len()
                 * 2
-            + self.step_models.len() * self.step_quants().len() * self.contexts.len()
+            + self.step_models.len() * self.step_quants.len() * self.contexts.len()
     }
 }
 
@@ -336,7 +336,7 @@ pub async fn run_suite(
         }
     }
     for model in &cfg.step_models {
-        for quant in cfg.step_quants() {
+        for &quant in &cfg.step_quants {
             for &context in &cfg.contexts {
                 items.push(Item::Step(DecodeStepSpec {
                     model: model.clone(),
@@ -438,6 +438,12 @@ async fn run_gemv(
         cfg.rotation_budget_bytes,
     );
     let bench = GemvBench::new(ctx, spec, cfg.seed, rotation, None).await?;
+    if cfg.inject_fault {
+        for m in &bench.matrices {
+            let c = &m.chunks[0];
+            ctx.queue.write_buffer(&c.main, 0, &[0x5a; 16]);
+        }
+    }
     let (mut ver, _) = bench.verify(ctx, 0, cfg.verify_full_macs).await?;
     if rotation > 1 {
         let (v2, _) = bench

@@ -112,10 +112,15 @@ pub async fn measure(
 ) -> Result<(Vec<f64>, TimingMethod)> {
     let label = format!("{kernel} timing");
     let mut iter = 0usize;
-    // Warm-up (also estimates the cost of one call, to fit the budget).
-    let warm = opts.warmup.max(1) as usize;
-    let warm_ms = wall_batch(ctx, clock, w, iter, warm, &label).await / warm as f64;
-    iter += warm;
+    // Warm-up: one call first (it also estimates the cost of a call), the rest unless
+    // they would eat more than a quarter of the budget.
+    let mut warm_ms = wall_batch(ctx, clock, w, iter, 1, &label).await;
+    iter += 1;
+    let more = opts.warmup.saturating_sub(1) as usize;
+    if more > 0 && warm_ms * more as f64 <= opts.budget_ms / 4.0 {
+        warm_ms = wall_batch(ctx, clock, w, iter, more, &label).await / more as f64;
+        iter += more;
+    }
     ctx.check_errors(kernel)?;
     let affordable = (opts.budget_ms / warm_ms.max(1e-6)).floor() as u32;
     let samples = opts.samples.min(affordable.max(3)).max(1);

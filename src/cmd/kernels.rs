@@ -17,8 +17,10 @@ use tokenscope_core::kernels::KernelReport;
 
 /// Options of `tokenscope kernels`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Without a GPU, install Mesa lavapipe (apt install mesa-vulkan-drivers) to run on the CPU.\n\
-Environment: WGPU_BACKEND, WGPU_ADAPTER_NAME, WGPU_POWER_PREF are honoured as wgpu reads them.")]
+#[command(
+    after_help = "Without a GPU, install Mesa lavapipe (apt install mesa-vulkan-drivers) to run on the CPU.\n\
+Environment: WGPU_BACKEND, WGPU_ADAPTER_NAME, WGPU_POWER_PREF are honoured as wgpu reads them."
+)]
 pub struct KernelsArgs {
     /// Adapter to use: a case-insensitive part of its name [default: the best GPU; env WGPU_ADAPTER_NAME].
     #[arg(long, value_name = "NAME")]
@@ -47,6 +49,9 @@ pub struct KernelsArgs {
     /// Models whose synthetic decode step is timed, or `none` [default: llama-3.1-8b; --quick: gemma-3-270m].
     #[arg(long, value_delimiter = ',', value_name = "MODEL,..")]
     pub decode_step: Vec<String>,
+    /// Batches of the skinny matmul sweep [default: 2,4,8,16,32,64; --quick: 3,8,64].
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    pub batches: Vec<u32>,
     /// Kernel groups to run [default: all].
     #[arg(long, value_delimiter = ',', value_name = "gemv,skinny,attention")]
     pub only: Vec<KernelGroup>,
@@ -142,7 +147,9 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "error: {} kernel(s) failed verification or stopped; first: {}",
             failed.len().max(1),
-            failed.first().map_or("bandwidth checksum mismatch", String::as_str)
+            failed
+                .first()
+                .map_or("bandwidth checksum mismatch", String::as_str)
         );
         Ok(ExitCode::from(1))
     }
@@ -155,7 +162,9 @@ fn no_adapter(e: HarnessError) -> anyhow::Error {
 fn list(args: &KernelsArgs) -> anyhow::Result<ExitCode> {
     let adapters = kernel_harness::block_on(kernel_harness::list_adapters(args.backend));
     if adapters.is_empty() {
-        return Err(no_adapter(HarnessError::NoAdapter { wanted: String::new() }));
+        return Err(no_adapter(HarnessError::NoAdapter {
+            wanted: String::new(),
+        }));
     }
     let mut rows = vec![vec![
         "name".to_string(),
@@ -183,11 +192,18 @@ fn list(args: &KernelsArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn model_name_for(path: &Path) -> String {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("custom");
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("custom");
     if stem == "config" {
         path.canonicalize()
             .ok()
-            .and_then(|p| p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()))
+            .and_then(|p| {
+                p.parent()
+                    .and_then(|d| d.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+            })
             .unwrap_or_else(|| "custom".into())
     } else {
         stem.to_string()
@@ -205,7 +221,8 @@ fn models(args: &KernelsArgs) -> anyhow::Result<Vec<ModelShape>> {
         out.push(ModelShape::preset(n).with_context(|| format!("--models {n}"))?);
     }
     for path in &args.model_config {
-        let text = std::fs::read_to_string(path).with_context(|| format!("--model-config {}: cannot read", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--model-config {}: cannot read", path.display()))?;
         let model = ModelShape::from_hf_config(&model_name_for(path), &text)
             .with_context(|| format!("--model-config {}", path.display()))?;
         out.push(model);
@@ -213,7 +230,12 @@ fn models(args: &KernelsArgs) -> anyhow::Result<Vec<ModelShape>> {
     Ok(out)
 }
 
-fn config(args: &KernelsArgs, models: Vec<ModelShape>, cache_bytes: u64, cache_source: &str) -> anyhow::Result<SuiteConfig> {
+fn config(
+    args: &KernelsArgs,
+    models: Vec<ModelShape>,
+    cache_bytes: u64,
+    cache_source: &str,
+) -> anyhow::Result<SuiteConfig> {
     let mut cfg = if args.quick {
         SuiteConfig::quick(cache_bytes, cache_source)
     } else {
@@ -229,6 +251,12 @@ fn config(args: &KernelsArgs, models: Vec<ModelShape>, cache_bytes: u64, cache_s
             bail!("--context: context lengths must be positive");
         }
         cfg.contexts = args.context.clone();
+    }
+    if !args.batches.is_empty() {
+        if let Some(b) = args.batches.iter().find(|b| !(2..=64).contains(*b)) {
+            bail!("--batches: {b} is outside 2..=64 (batch 1 is the GEMV)");
+        }
+        cfg.skinny_batches = args.batches.clone();
     }
     if let Some(s) = args.samples {
         if s == 0 {
@@ -278,7 +306,7 @@ fn config(args: &KernelsArgs, models: Vec<ModelShape>, cache_bytes: u64, cache_s
 }
 
 fn mib(b: u64) -> String {
-    if b >= 1 << 30 && b % (1 << 30) == 0 {
+    if b >= 1 << 30 && b.is_multiple_of(1 << 30) {
         format!("{} GiB", b >> 30)
     } else {
         format!("{} MiB", b >> 20)
@@ -296,11 +324,18 @@ fn header(ctx: &GpuContext, cfg: &SuiteConfig) -> String {
         (false, false) => "absent",
     };
     let mut s = String::new();
-    let _ = writeln!(s, "adapter   {} | {} | {} | {} {}", a.name, a.backend, a.device_type, a.driver, a.driver_info);
+    let _ = writeln!(
+        s,
+        "adapter   {} | {} | {} | {} {}",
+        a.name, a.backend, a.device_type, a.driver, a.driver_info
+    );
     let _ = writeln!(
         s,
         "features  timestamp-query {} | shader-f16 {} | subgroups {} (size {}..{})",
-        feat(f.timestamp_query, avail.as_ref().is_some_and(|x| x.timestamp_query)),
+        feat(
+            f.timestamp_query,
+            avail.as_ref().is_some_and(|x| x.timestamp_query)
+        ),
         feat(f.shader_f16, avail.as_ref().is_some_and(|x| x.shader_f16)),
         feat(f.subgroups, avail.as_ref().is_some_and(|x| x.subgroups)),
         a.subgroup_min_size,
@@ -316,7 +351,11 @@ fn header(ctx: &GpuContext, cfg: &SuiteConfig) -> String {
         l.max_compute_workgroups_per_dimension
     );
     if ctx.max_binding() < l.max_storage_buffer_binding_size.min(l.max_buffer_size) & !255 {
-        let _ = writeln!(s, "          bindings capped at {} by --max-binding-mib", mib(ctx.max_binding()));
+        let _ = writeln!(
+            s,
+            "          bindings capped at {} by --max-binding-mib",
+            mib(ctx.max_binding())
+        );
     }
     let _ = writeln!(
         s,
@@ -336,7 +375,9 @@ struct CliProgress {
 impl CliProgress {
     fn new(items: usize, out: Option<PathBuf>) -> Self {
         let bar = ProgressBar::with_draw_target(Some(items as u64), ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}") {
+        if let Ok(style) =
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+        {
             bar.set_style(style);
         }
         Self {
@@ -386,8 +427,10 @@ impl Progress for CliProgress {
 
 fn write_report(path: &Path, report: &KernelReport) -> anyhow::Result<()> {
     let tmp = path.with_extension("json.partial");
-    std::fs::write(&tmp, report.to_json_pretty() + "\n").with_context(|| format!("--out {}: cannot write", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("--out {}: cannot write", path.display()))?;
+    std::fs::write(&tmp, report.to_json_pretty() + "\n")
+        .with_context(|| format!("--out {}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("--out {}: cannot write", path.display()))?;
     Ok(())
 }
 
@@ -395,7 +438,13 @@ fn write_report(path: &Path, report: &KernelReport) -> anyhow::Result<()> {
 fn render(rows: &[Vec<String>], right: &[usize]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for (i, row) in rows.iter().enumerate() {
@@ -448,7 +497,16 @@ pub fn tables(r: &KernelReport) -> String {
     }
     let mut rows = vec![
         [
-            "kernel", "dtype", "shape", "batch", "median us", "p25..p75 us", "GB/s", "% read", "GFLOP/s", "verified",
+            "kernel",
+            "dtype",
+            "shape",
+            "batch",
+            "median us",
+            "p25..p75 us",
+            "GB/s",
+            "% read",
+            "GFLOP/s",
+            "verified",
         ]
         .map(String::from)
         .to_vec(),
@@ -456,9 +514,19 @@ pub fn tables(r: &KernelReport) -> String {
     for k in &r.kernels {
         let shape = match (k.context, k.heads, k.kv_heads, k.head_dim) {
             (Some(c), Some(h), Some(kv), Some(d)) => {
-                format!("h{h}/kv{kv} d{d} ctx {c}{}", k.splits.filter(|s| *s > 1).map_or(String::new(), |s| format!(" ({s} splits)")))
+                format!(
+                    "h{h}/kv{kv} d{d} ctx {c}{}",
+                    k.splits
+                        .filter(|s| *s > 1)
+                        .map_or(String::new(), |s| format!(" ({s} splits)"))
+                )
             }
-            _ => k.shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x"),
+            _ => k
+                .shape
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join("x"),
         };
         rows.push(vec![
             k.name.clone(),
@@ -468,9 +536,17 @@ pub fn tables(r: &KernelReport) -> String {
             format!("{:.1}", k.median_us),
             format!("{:.1}..{:.1}", k.timing.p25_us, k.timing.p75_us),
             k.gbps.map_or_else(|| "cache".into(), |g| format!("{g:.1}")),
-            format!("{:.0}%{}", 100.0 * k.fraction_of_read, if k.cache_resident { "*" } else { "" }),
+            format!(
+                "{:.0}%{}",
+                100.0 * k.fraction_of_read,
+                if k.cache_resident { "*" } else { "" }
+            ),
             format!("{:.1}", k.gflops),
-            if k.verified { "yes".into() } else { "NO".into() },
+            if k.verified {
+                "yes".into()
+            } else {
+                "NO".into()
+            },
         ]);
     }
     if !r.kernels.is_empty() {
@@ -481,7 +557,11 @@ pub fn tables(r: &KernelReport) -> String {
         s.push('\n');
     }
     for k in &r.skipped {
-        let _ = writeln!(s, "skipped {} {} {:?}: {}", k.name, k.dtype, k.shape, k.reason);
+        let _ = writeln!(
+            s,
+            "skipped {} {} {:?}: {}",
+            k.name, k.dtype, k.shape, k.reason
+        );
     }
     for e in &r.errors {
         let _ = writeln!(s, "error: {e}");
@@ -493,8 +573,17 @@ pub fn tables(r: &KernelReport) -> String {
     if !r.decode_steps.is_empty() {
         let mut rows = vec![
             [
-                "decode step", "quant", "context", "layers (distinct)", "dispatches", "layers ms", "lm head ms", "step ms",
-                "floor ms", "step/floor", "GB/s",
+                "decode step",
+                "quant",
+                "context",
+                "layers (distinct)",
+                "dispatches",
+                "layers ms",
+                "lm head ms",
+                "step ms",
+                "floor ms",
+                "step/floor",
+                "GB/s",
             ]
             .map(String::from)
             .to_vec(),
@@ -526,8 +615,17 @@ pub fn tables(r: &KernelReport) -> String {
         );
         let mut rows = vec![
             [
-                "model", "quant", "context", "weights GB", "KV GB", "GB/token", "B_gemv", "B_attn", "TPOT floor ms",
-                "tok/s ceiling", "step ms",
+                "model",
+                "quant",
+                "context",
+                "weights GB",
+                "KV GB",
+                "GB/token",
+                "B_gemv",
+                "B_attn",
+                "TPOT floor ms",
+                "tok/s ceiling",
+                "step ms",
             ]
             .map(String::from)
             .to_vec(),
@@ -545,14 +643,20 @@ pub fn tables(r: &KernelReport) -> String {
                 format!("{:.1}", e.attention_gbps),
                 format!("{:.3}", e.tpot_floor_ms),
                 format!("{:.1}", e.tokens_per_s_ceiling),
-                f.decode_step_ms.map_or_else(|| "-".into(), |m| format!("{m:.2}")),
+                f.decode_step_ms
+                    .map_or_else(|| "-".into(), |m| format!("{m:.2}")),
             ]);
         }
         s.push_str(&render(&rows, &[2, 3, 4, 5, 6, 7, 8, 9, 10]));
         let sources: std::collections::BTreeSet<String> = r
             .decode_floor
             .iter()
-            .map(|f| format!("{} <- {}; B_attn <- {}", f.estimate.quant, f.gemv_source, f.attention_source))
+            .map(|f| {
+                format!(
+                    "{} <- {}; B_attn <- {}",
+                    f.estimate.quant, f.gemv_source, f.attention_source
+                )
+            })
             .collect();
         for src in sources {
             let _ = writeln!(s, "  B_gemv {src}");
@@ -565,14 +669,23 @@ pub fn tables(r: &KernelReport) -> String {
         let _ = writeln!(
             s,
             "Goals (fraction of measured read bandwidth){}",
-            if real_gpu { "" } else { "; they apply to real GPUs, this adapter runs on the CPU" }
+            if real_gpu {
+                ""
+            } else {
+                "; they apply to real GPUs, this adapter runs on the CPU"
+            }
         );
-        let mut rows = vec![["goal", "target", "measured", "status", "from"].map(String::from).to_vec()];
+        let mut rows = vec![
+            ["goal", "target", "measured", "status", "from"]
+                .map(String::from)
+                .to_vec(),
+        ];
         for g in &r.goals {
             rows.push(vec![
                 g.goal.clone(),
                 format!(">= {:.0}%", 100.0 * g.target_fraction),
-                g.measured_fraction.map_or_else(|| "-".into(), |m| format!("{:.0}%", 100.0 * m)),
+                g.measured_fraction
+                    .map_or_else(|| "-".into(), |m| format!("{:.0}%", 100.0 * m)),
                 match g.met {
                     Some(true) => "met".into(),
                     Some(false) => "not met".into(),
@@ -587,7 +700,11 @@ pub fn tables(r: &KernelReport) -> String {
     let _ = writeln!(
         s,
         "verified: {}",
-        if r.verified { "every kernel matched its CPU reference" } else { "NO (see above)" }
+        if r.verified {
+            "every kernel matched its CPU reference"
+        } else {
+            "NO (see above)"
+        }
     );
     s
 }

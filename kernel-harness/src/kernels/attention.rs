@@ -76,7 +76,10 @@ impl AttentionSpec {
     /// Threads per position in the score phase.
     pub fn lanes(&self) -> u32 {
         let hq = self.head_dim / 4;
-        [4, 2, 1].into_iter().find(|l| hq % l == 0).unwrap_or(1)
+        [4, 2, 1]
+            .into_iter()
+            .find(|l| hq.is_multiple_of(*l))
+            .unwrap_or(1)
     }
 
     /// Positions per tile.
@@ -138,13 +141,13 @@ impl AttentionSpec {
                 self.kv_dtype
             ));
         }
-        if self.heads == 0 || self.kv_heads == 0 || self.heads % self.kv_heads != 0 {
+        if self.heads == 0 || self.kv_heads == 0 || !self.heads.is_multiple_of(self.kv_heads) {
             return bad(format!(
                 "{} query heads do not group over {} KV heads",
                 self.heads, self.kv_heads
             ));
         }
-        if self.head_dim == 0 || self.head_dim % 4 != 0 || self.head_dim > 4 * WG_SIZE {
+        if self.head_dim == 0 || !self.head_dim.is_multiple_of(4) || self.head_dim > 4 * WG_SIZE {
             return bad(format!(
                 "head_dim = {} must be a multiple of 4 up to {}",
                 self.head_dim,

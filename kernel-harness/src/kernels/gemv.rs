@@ -94,7 +94,7 @@ impl GemvSpec {
         if self.rows == 0 || self.cols == 0 {
             return bad("rows and cols must be positive".into());
         }
-        if self.cols % self.col_multiple() != 0 {
+        if !self.cols.is_multiple_of(self.col_multiple()) {
             return bad(format!(
                 "cols = {} is not a multiple of {} ({} rows are read in 16-byte steps{})",
                 self.cols,

@@ -9,7 +9,7 @@ pub mod glue;
 
 use tokenscope_core::kernels::{KernelResult, TimingSummary, VerificationReport};
 
-use crate::error::{HarnessError, KernelId};
+use crate::error::{HarnessError, KernelId, Mismatch};
 
 /// Compares GPU outputs with CPU references and keeps the first failure.
 #[derive(Debug)]
@@ -66,19 +66,18 @@ impl Check {
 
     /// The report and, on failure, the typed error naming the first failing index.
     pub fn finish(self) -> (VerificationReport, Option<HarnessError>) {
-        let error =
-            self.first
-                .as_ref()
-                .map(|(index, gpu, cpu, diff, tol)| HarnessError::Mismatch {
-                    kernel: self.kernel.clone(),
-                    index: index.clone(),
-                    gpu: *gpu,
-                    cpu: *cpu,
-                    diff: *diff,
-                    tol: *tol,
-                    failures: self.failures,
-                    checked: self.checked,
-                });
+        let error = self.first.as_ref().map(|(index, gpu, cpu, diff, tol)| {
+            HarnessError::Mismatch(Box::new(Mismatch {
+                kernel: self.kernel.clone(),
+                index: index.clone(),
+                gpu: *gpu,
+                cpu: *cpu,
+                diff: *diff,
+                tol: *tol,
+                failures: self.failures,
+                checked: self.checked,
+            }))
+        });
         let report = VerificationReport {
             checked: self.checked,
             outputs: self.outputs,

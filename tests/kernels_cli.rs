@@ -1,0 +1,324 @@
+//! `tokenscope kernels` end to end (on lavapipe in CI): the quick run exits 0 with
+//! every kernel verified, its JSON validates against `schemas/kernels.schema.json` and
+//! reads back; a verification failure exits 1 and still writes `--out`; no adapter
+//! exits non-zero with a hint.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tokenscope_core::kernels::KernelReport;
+
+fn tokenscope(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let runtime = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tokenscope"));
+    cmd.args(args).env("XDG_RUNTIME_DIR", runtime.path());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/kernels.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("the schema itself is valid draft 2020-12")
+}
+
+fn assert_valid(doc: &Value) {
+    let v = validator();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "kernels.json does not match its schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn quick_run_verifies_every_kernel_and_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kernels.json");
+    let o = tokenscope(&["kernels", "--quick", "--out", out.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "adapter",
+        "Bandwidth ceiling",
+        "gemv",
+        "Decode floor",
+        "Goals",
+        "verified: every kernel",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "stdout lacks {needle:?}:\n{stdout}"
+        );
+    }
+
+    let raw = std::fs::read_to_string(&out).unwrap();
+    let doc: Value = serde_json::from_str(&raw).unwrap();
+    assert_valid(&doc);
+    assert_eq!(doc["schema"], "tokenscope.kernels/1");
+    assert_eq!(doc["verified"], true);
+
+    let report = KernelReport::from_json(&raw).unwrap();
+    assert!(report.config.quick);
+    let bw = report.bandwidth.as_ref().unwrap();
+    assert!(bw.read_verified && bw.copy_verified && bw.read_gbps > 0.0);
+    assert!(
+        bw.working_set_bytes >= 2 * report.config.cache_bytes,
+        "working set must exceed the cache"
+    );
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    for k in &report.kernels {
+        assert!(
+            k.verified,
+            "{} {} {:?}: {:?}",
+            k.name, k.dtype, k.shape, k.verification.failure
+        );
+        assert!(k.median_us > 0.0 && k.bytes_moved > 0);
+    }
+    let has = |name: &str, dtype: &str| {
+        report
+            .kernels
+            .iter()
+            .any(|k| k.name == name && k.dtype == dtype)
+    };
+    for dtype in ["f32", "f16", "q8_0", "q4_0"] {
+        assert!(has("gemv", dtype), "no gemv {dtype}");
+    }
+    for (name, dtype) in [
+        ("matmul_skinny", "f16"),
+        ("matmul_skinny", "q4_0"),
+        ("attention_decode", "f16"),
+        ("attention_decode_split", "f16"),
+        ("attention_decode", "f32"),
+        ("attention_decode_split", "f32"),
+    ] {
+        assert!(has(name, dtype), "no {name} {dtype}");
+    }
+    // Every preset at every quant of the run has a floor; the quick step ran.
+    assert_eq!(report.decode_floor.len(), 5 * 3);
+    assert!(
+        report
+            .decode_floor
+            .iter()
+            .all(|f| f.estimate.tpot_floor_ms > 0.0)
+    );
+    assert_eq!(report.decode_steps.len(), 1);
+    assert_eq!(report.decode_steps[0].model, "gemma-3-270m");
+    assert!(report.decode_steps[0].gap > 0.0);
+    assert_eq!(report.goals.len(), 5);
+}
+
+#[test]
+fn a_verification_failure_exits_1_and_still_writes_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kernels.json");
+    let o = tokenscope(
+        &[
+            "kernels",
+            "--quick",
+            "--only",
+            "gemv",
+            "--models",
+            "gemma-3-270m",
+            "--inject-fault",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("failed verification") && stderr.contains("output"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_valid(&doc);
+    assert_eq!(doc["verified"], false);
+    let failed: Vec<&Value> = doc["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["verified"] == false)
+        .collect();
+    assert!(!failed.is_empty());
+    let msg = failed[0]["verification"]["failure"].as_str().unwrap();
+    assert!(msg.contains("row") && msg.contains("gemv"), "{msg}");
+}
+
+#[test]
+fn no_adapter_exits_nonzero_with_a_hint() {
+    let o = tokenscope(
+        &["kernels", "--quick", "--adapter", "no-such-gpu-anywhere"],
+        &[],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("no GPU adapter") && stderr.contains("mesa-vulkan-drivers"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one clear line: {stderr}");
+
+    // No Vulkan driver at all.
+    let o = tokenscope(
+        &["kernels", "--quick", "--backend", "vulkan"],
+        &[
+            ("VK_ICD_FILENAMES", "/nonexistent.json"),
+            ("VK_DRIVER_FILES", "/nonexistent.json"),
+        ],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("mesa-vulkan-drivers"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn list_adapters_and_bad_options() {
+    let o = tokenscope(&["kernels", "--list-adapters"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("subgroups"));
+
+    let o = tokenscope(&["kernels", "--quick", "--models", "gpt-17"], &[]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("gpt-17"),
+        "{}",
+        text(&o)
+    );
+
+    let o = tokenscope(&["kernels", "--quick", "--quant", "q5_k"], &[]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("q5_k"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn custom_model_from_config_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("tiny-llama");
+    std::fs::create_dir(&model_dir).unwrap();
+    let config = model_dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+            "vocab_size": 1000}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("k.json");
+    let o = tokenscope(
+        &[
+            "kernels",
+            "--quick",
+            "--only",
+            "gemv,step",
+            "--models",
+            "llama-3.1-8b",
+            "--model-config",
+            config.to_str().unwrap(),
+            "--decode-step",
+            "tiny-llama",
+            "--quant",
+            "q8_0",
+            "--context",
+            "64",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_valid(&doc);
+    let floors = doc["decode_floor"].as_array().unwrap();
+    assert!(
+        floors
+            .iter()
+            .any(|f| f["model"] == "tiny-llama" && f["quant"] == "q8_0" && f["context"] == 64)
+    );
+    assert_eq!(doc["decode_steps"][0]["model"], "tiny-llama");
+    assert!(
+        floors
+            .iter()
+            .any(|f| f["model"] == "tiny-llama" && f["decode_step_ms"].is_number())
+    );
+}
+
+#[test]
+fn schema_rejects_what_the_contract_forbids() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.json");
+    let o = tokenscope(
+        &[
+            "kernels",
+            "--quick",
+            "--only",
+            "gemv",
+            "--models",
+            "mistral-7b",
+            "--decode-step",
+            "none",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_valid(&good);
+    let v = validator();
+
+    let mut bad = good.clone();
+    bad["schema"] = "tokenscope.kernels/2".into();
+    assert!(!v.is_valid(&bad), "another major version");
+    let mut bad = good.clone();
+    bad["kernels"][0]["cache_resident"] = true.into();
+    bad["kernels"][0]["gbps"] = 1.5.into();
+    assert!(
+        !v.is_valid(&bad),
+        "a cache-resident kernel must not report gbps"
+    );
+    let mut bad = good.clone();
+    bad["kernels"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("verified");
+    assert!(!v.is_valid(&bad), "verified is required");
+    let mut bad = good.clone();
+    bad["timing"] = "stopwatch".into();
+    assert!(!v.is_valid(&bad), "timing method");
+
+    let mut newer = good.clone();
+    newer["schema"] = "tokenscope.kernels/2".into();
+    let e = KernelReport::from_json(&newer.to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tokenscope.kernels/2") && e.contains("major version 1"),
+        "{e}"
+    );
+}
