@@ -8,7 +8,7 @@
 //
 // SUBGROUPS: subgroupAdd inside each subgroup, then one slot per subgroup (indexed by
 // subgroup_id, so nothing assumes how invocations map to subgroups).
-// Otherwise: a shared-memory tree over the whole workgroup.
+// Otherwise: shared memory, in two stages (see below).
 
 #ifdef SUBGROUPS
 var<workgroup> red: array<f32, MAX_SUBGROUPS * PASS>;
@@ -46,6 +46,11 @@ fn reduce_store(acc_in: array<f32, ACC>, lid: u32, row0: u32, sg_lane: u32, sg_i
     }
 }
 #else
+// Two stages, three barriers per round: 16 threads per accumulator each add WG_SIZE/16
+// strided partials (in place, each into its own slot), then one thread adds the 16.
+// Needs 16 * PASS <= WG_SIZE (the host keeps PASS <= 8).
+const STRIDE: u32 = 16u;
+
 fn reduce_store(acc_in: array<f32, ACC>, lid: u32, row0: u32) {
     var acc = acc_in;
     for (var p = 0u; p < ACC; p += PASS) {
@@ -53,16 +58,22 @@ fn reduce_store(acc_in: array<f32, ACC>, lid: u32, row0: u32) {
             red[j * WG_SIZE + lid] = acc[min(p + j, ACC - 1u)];
         }
         workgroupBarrier();
-        for (var off = WG_SIZE / 2u; off > 0u; off >>= 1u) {
-            if (lid < off) {
-                for (var j = 0u; j < PASS; j++) {
-                    red[j * WG_SIZE + lid] += red[j * WG_SIZE + lid + off];
-                }
+        if (lid < STRIDE * PASS) {
+            let j = lid / STRIDE;
+            let t = lid % STRIDE;
+            var s = 0.0;
+            for (var k = t; k < WG_SIZE; k += STRIDE) {
+                s += red[j * WG_SIZE + k];
             }
-            workgroupBarrier();
+            red[j * WG_SIZE + t] = s;
         }
+        workgroupBarrier();
         if (lid < PASS) {
-            store_y(p + lid, row0, red[lid * WG_SIZE]);
+            var total = 0.0;
+            for (var t = 0u; t < STRIDE; t++) {
+                total += red[lid * WG_SIZE + t];
+            }
+            store_y(p + lid, row0, total);
         }
         workgroupBarrier();
     }
