@@ -18,6 +18,10 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark an OpenAI-compatible streaming endpoint (TTFT, TPOT, ITL, goodput, knee).
     Bench(Box<cmd::bench::BenchArgs>),
+    /// Measure this machine's client timing error against server truth at rising concurrency.
+    Calibrate(cmd::calibrate::CalibrateArgs),
+    /// Start the simulated server and benchmark it: the whole client pipeline in one command.
+    Demo(cmd::demo::DemoArgs),
     /// Run a simulated OpenAI-compatible inference server (demos and tests).
     Mock(cmd::mock::MockArgs),
     /// Run the GPU kernel harness: memory bandwidth, decode kernels and the TPOT floor.
@@ -27,6 +31,8 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => cmd::bench::run(*args),
+        Command::Calibrate(args) => cmd::calibrate::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
         Command::Mock(args) => cmd::mock::run(args),
         Command::Kernels(args) => cmd::kernels::run(args),
     }

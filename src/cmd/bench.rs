@@ -61,11 +61,16 @@ pub struct BenchArgs {
     pub api_key: Option<String>,
 
     /// Closed-loop concurrency levels: requests kept in flight.
-    #[arg(long, value_name = "N,N,..", conflicts_with = "rate")]
+    #[arg(
+        long,
+        value_name = "N,N,..",
+        conflicts_with = "rate",
+        allow_hyphen_values = true
+    )]
     pub concurrency: Option<String>,
 
     /// Open-loop request rates (req/s): sends on schedule whatever the responses.
-    #[arg(long, value_name = "R,R,..")]
+    #[arg(long, value_name = "R,R,..", allow_hyphen_values = true)]
     pub rate: Option<String>,
 
     /// Inter-arrival distribution in rate mode.
@@ -225,7 +230,11 @@ impl BenchArgs {
         let api_key = self
             .api_key
             .filter(|k| !k.is_empty())
-            .or_else(|| std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty()))
+            .or_else(|| {
+                std::env::var("OPENAI_API_KEY")
+                    .ok()
+                    .filter(|k| !k.is_empty())
+            })
             .map(Secret::new);
         let load = match (&self.concurrency, &self.rate) {
             (_, Some(r)) => LoadPlan::Rate {

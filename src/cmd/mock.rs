@@ -157,9 +157,15 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
         } else {
             addr.ip().to_string()
         };
-        println!("tokenscope mock listening on http://{host}:{}/v1", addr.port());
+        println!(
+            "tokenscope mock listening on http://{host}:{}/v1",
+            addr.port()
+        );
         if !args.host.is_loopback() {
-            eprintln!("warning: bound to {}: reachable from the network", args.host);
+            eprintln!(
+                "warning: bound to {}: reachable from the network",
+                args.host
+            );
         }
         tokio::select! {
             r = serve(listener, router(state)) => r.context("the server failed")?,

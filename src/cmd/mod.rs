@@ -1,5 +1,7 @@
 //! One module per subcommand: options (clap) -> validated config -> runner -> exporters.
 
 pub mod bench;
+pub mod calibrate;
+pub mod demo;
 pub mod kernels;
 pub mod mock;

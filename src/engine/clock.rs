@@ -24,6 +24,8 @@ impl Clock {
 
     /// The tokio instant `ms` after the epoch (for schedules).
     pub fn instant_at(&self, ms: f64) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(self.epoch + std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+        tokio::time::Instant::from_std(
+            self.epoch + std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0),
+        )
     }
 }

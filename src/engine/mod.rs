@@ -239,7 +239,10 @@ impl Ctx {
             ),
             Prompts::File { prompts, .. } => {
                 let p = &prompts[(index % prompts.len() as u64) as usize];
-                (p.prompt.clone(), p.max_tokens.unwrap_or(self.cfg.max_tokens))
+                (
+                    p.prompt.clone(),
+                    p.max_tokens.unwrap_or(self.cfg.max_tokens),
+                )
             }
         };
         let spec = RequestSpec {
@@ -254,7 +257,13 @@ impl Ctx {
         Bytes::from(serde_json::to_vec(&request_body(&spec)).expect("a JSON value serializes"))
     }
 
-    async fn one(&self, t_scheduled_ms: Option<f64>, phase: Phase, body: Bytes, index: u64) -> Finished {
+    async fn one(
+        &self,
+        t_scheduled_ms: Option<f64>,
+        phase: Phase,
+        body: Bytes,
+        index: u64,
+    ) -> Finished {
         let request_id = format!("{}-{index}", self.run_id);
         let record = transport::run_request(
             &self.client,
@@ -303,7 +312,10 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
     let cpu_start = crate::util::process_cpu_s();
     let started_at = crate::util::now_rfc3339();
     let loads = cfg.load.loads();
-    let run_id = format!("ts{:x}", Rng::new(cfg.seed ^ std::process::id() as u64 ^ now_nanos()).next_u64() & 0xffff_ffff);
+    let run_id = format!(
+        "ts{:x}",
+        Rng::new(cfg.seed ^ std::process::id() as u64 ^ now_nanos()).next_u64() & 0xffff_ffff
+    );
     let ctx = Arc::new(Ctx {
         model: pre.model.clone(),
         client,
@@ -347,15 +359,24 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
             Load::Rate(r) => r.ceil().max(1.0) as u32,
         };
         if warm_n > 0 {
-            progress.phase(&format!("{} warm-up", load.label()), Some(u64::from(warm_n)));
+            progress.phase(
+                &format!("{} warm-up", load.label()),
+                Some(u64::from(warm_n)),
+            );
             let mut warm_records = 0;
-            run_closed(&ctx, warm_c, Quota::Count(u64::from(warm_n)), Phase::Warmup, |f| {
-                warm_records += 1;
-                if let Some(w) = raw.as_mut() {
-                    w.write(li, *load, &f);
-                }
-                progress.tick(&f.record);
-            })
+            run_closed(
+                &ctx,
+                warm_c,
+                Quota::Count(u64::from(warm_n)),
+                Phase::Warmup,
+                |f| {
+                    warm_records += 1;
+                    if let Some(w) = raw.as_mut() {
+                        w.write(li, *load, &f);
+                    }
+                    progress.tick(&f.record);
+                },
+            )
             .await;
             warmups.push(warm_records);
         }
@@ -421,7 +442,11 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
             tool_version: env!("CARGO_PKG_VERSION").into(),
             user_agent: None,
             protocol: pre.protocol,
-            os: Some(format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)),
+            os: Some(format!(
+                "{}-{}",
+                std::env::consts::OS,
+                std::env::consts::ARCH
+            )),
             cpus: std::thread::available_parallelism()
                 .ok()
                 .map(|n| n.get() as u32),
@@ -459,7 +484,9 @@ enum Quota {
 fn quota_for(cfg: &BenchConfig, load: Load, round: u32) -> Quota {
     match cfg.per_level {
         PerLevel::Requests(n) => Quota::Count(split(n, cfg.rounds, round)),
-        PerLevel::Duration(d) => Quota::For(d.as_secs_f64() * 1000.0 / f64::from(cfg.rounds.max(1))),
+        PerLevel::Duration(d) => {
+            Quota::For(d.as_secs_f64() * 1000.0 / f64::from(cfg.rounds.max(1)))
+        }
         PerLevel::Auto => Quota::Count(match load {
             Load::Concurrency(c) => u64::from(c).saturating_mul(2).max(10),
             Load::Rate(r) => (r * 10.0).ceil().max(10.0) as u64,
@@ -478,7 +505,13 @@ pub fn split(n: u64, rounds: u32, round: u32) -> u64 {
 /// With a request count, every body is built before the round starts, so building
 /// one request's prompt never delays another's send (a round starts with a burst of
 /// `c` sends at once).
-async fn run_closed(ctx: &Arc<Ctx>, c: u32, quota: Quota, phase: Phase, mut sink: impl FnMut(Finished)) {
+async fn run_closed(
+    ctx: &Arc<Ctx>,
+    c: u32,
+    quota: Quota,
+    phase: Phase,
+    mut sink: impl FnMut(Finished),
+) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let started = Arc::new(AtomicU64::new(0));
     let prebuilt: Arc<Vec<(u64, Bytes)>> = Arc::new(match quota {
@@ -575,7 +608,9 @@ async fn run_open(
             let ctx3 = Arc::clone(&ctx);
             let tx = tx.clone();
             tokio::spawn(async move {
-                let f = ctx3.one(Some(t_sched), Phase::Round(round), body, index).await;
+                let f = ctx3
+                    .one(Some(t_sched), Phase::Round(round), body, index)
+                    .await;
                 let _ = tx.send(f);
             });
             sent += 1;
@@ -651,7 +686,10 @@ mod tests {
 
     #[test]
     fn split_rounds() {
-        assert_eq!((0..3).map(|r| split(20, 3, r)).collect::<Vec<_>>(), [7, 7, 6]);
+        assert_eq!(
+            (0..3).map(|r| split(20, 3, r)).collect::<Vec<_>>(),
+            [7, 7, 6]
+        );
         assert_eq!((0..3).map(|r| split(2, 3, r)).sum::<u64>(), 2);
     }
 }

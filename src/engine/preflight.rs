@@ -45,7 +45,9 @@ pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
             protocol = Some(protocol_name(resp.version()));
             let status = resp.status();
             models_status = Some(status.as_u16());
-            if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+            if status == reqwest::StatusCode::UNAUTHORIZED
+                || status == reqwest::StatusCode::FORBIDDEN
+            {
                 anyhow::bail!(
                     "{base} refused the request (GET /models answered HTTP {}): check the API key (--api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY)",
                     status.as_u16()
@@ -104,14 +106,19 @@ pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
                 }
                 Outcome::Error { kind, message } => match kind {
                     ErrorKind::Connect => anyhow::bail!("cannot reach {endpoint}: {message}"),
-                    ErrorKind::NonSse => anyhow::bail!("{endpoint} did not answer with an event stream: {message}"),
+                    ErrorKind::NonSse => {
+                        anyhow::bail!("{endpoint} did not answer with an event stream: {message}")
+                    }
                     ErrorKind::Http(s) if *s != 429 && *s != 503 && *s != 502 && *s != 504 => {
                         anyhow::bail!("{endpoint} failed: {message}")
                     }
                     _ => last = format!("{kind}: {message}"),
                 },
                 Outcome::Timeout { phase } => {
-                    last = format!("timed out ({phase:?}) after {:.0} s", target.timeout.as_secs_f64());
+                    last = format!(
+                        "timed out ({phase:?}) after {:.0} s",
+                        target.timeout.as_secs_f64()
+                    );
                 }
             }
         }
@@ -122,7 +129,9 @@ pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
                     "the pre-flight request failed {ATTEMPTS} times (last: {last}); the run went ahead and counts such failures as data"
                 ),
             });
-            eprintln!("warning: pre-flight request failed {ATTEMPTS} times (last: {last}); running anyway");
+            eprintln!(
+                "warning: pre-flight request failed {ATTEMPTS} times (last: {last}); running anyway"
+            );
         }
     }
     Ok(Preflight {

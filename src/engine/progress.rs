@@ -44,8 +44,10 @@ impl Progress {
                     );
                 }
                 None => bar.set_style(
-                    ProgressStyle::with_template("{prefix:>18} {spinner} {pos} done {msg} ({elapsed})")
-                        .expect("valid template"),
+                    ProgressStyle::with_template(
+                        "{prefix:>18} {spinner} {pos} done {msg} ({elapsed})",
+                    )
+                    .expect("valid template"),
                 ),
             }
             bar.set_prefix(name.to_owned());

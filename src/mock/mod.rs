@@ -137,7 +137,10 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/completions", post(completions).options(preflight))
         .route("/health", get(|| async { "ok" }))
         .layer(axum::middleware::map_response(cors))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), stamp_arrival))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            stamp_arrival,
+        ))
         .with_state(state)
 }
 
@@ -299,8 +302,7 @@ async fn handle(
         prompt_tokens,
         max_tokens,
     };
-    if s
-        .engine
+    if s.engine
         .send(EngineMsg::Submit {
             req,
             reply: reply_tx,
@@ -553,10 +555,12 @@ async fn non_streaming(
     let text: String = tokenscope_core::sse::decode_all(text_events.as_bytes())
         .unwrap_or_default()
         .iter()
-        .filter_map(|e| match tokenscope_core::openai::parse_event(&e.event, &e.data) {
-            Ok(tokenscope_core::openai::StreamItem::Chunk(c)) => Some(c.content),
-            _ => None,
-        })
+        .filter_map(
+            |e| match tokenscope_core::openai::parse_event(&e.event, &e.data) {
+                Ok(tokenscope_core::openai::StreamItem::Chunk(c)) => Some(c.content),
+                _ => None,
+            },
+        )
         .collect();
     log.completion_tokens = tokens;
     log.t_end_ms = s.clock.now_ms();

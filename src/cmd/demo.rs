@@ -1,0 +1,131 @@
+//! `tokenscope demo`: start the simulated server and benchmark it, in one command.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::cmd::bench::{ApiArg, ArrivalArg, BenchArgs};
+use crate::mock::{MockState, router, serve};
+
+/// Start the simulated inference server on a free loopback port and benchmark it
+/// with the real client over real HTTP: a concurrency sweep with a knee, printed
+/// as the summary table, with the report written to --dir.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Folder for the report files.
+    #[arg(long, default_value = "tokenscope-demo")]
+    pub dir: PathBuf,
+
+    /// Smaller sweep (about 10 s).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Run the subcommand.
+pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("--dir {}: cannot create the folder", args.dir.display()))?;
+    // The server runs on its own runtime and threads, like a separate process.
+    let sim = tokenscope_core::sim::SimConfig {
+        itl_ms: 10.0,
+        ttft_ms: 30.0,
+        ..tokenscope_core::sim::SimConfig::default()
+    };
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let sim2 = sim.clone();
+    std::thread::Builder::new()
+        .name("tokenscope-mock".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ =
+                        url_tx.send(Err(anyhow::anyhow!("cannot start the server runtime: {e}")));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let started = async {
+                    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+                    let addr = listener.local_addr()?;
+                    let state = MockState::start(sim2, None)?;
+                    anyhow::Ok((listener, addr, state))
+                };
+                match started.await {
+                    Ok((listener, addr, state)) => {
+                        let _ = url_tx.send(Ok(format!("http://{addr}/v1")));
+                        let _ = serve(listener, router(state)).await;
+                    }
+                    Err(e) => {
+                        let _ = url_tx.send(Err(e));
+                    }
+                }
+            });
+        })
+        .context("cannot start the server thread")?;
+    let url = url_rx
+        .recv()
+        .context("the simulated server did not start")??;
+    // Per round max(10, 2 x concurrency) requests (the bench default): enough waves at
+    // every level without making c=1 the slowest part.
+    let (levels, rounds, max_tokens) = if args.quick {
+        ("1,8,32", 2, 24)
+    } else {
+        ("1,4,8,16,32", 3, 32)
+    };
+    if !args.quiet {
+        eprintln!(
+            "simulated server at {url} (continuous batching up to {} sequences, ITL {} ms at batch 1)",
+            sim.max_batch, sim.itl_ms
+        );
+    }
+    let out = args.dir.join("client.json");
+    let bench = BenchArgs {
+        url,
+        api: ApiArg::Chat,
+        model: None,
+        api_key: None,
+        concurrency: Some(levels.into()),
+        rate: None,
+        arrival: ArrivalArg::Poisson,
+        requests: None,
+        duration: None,
+        rounds,
+        warmup: None,
+        input_tokens: 256,
+        prompts: None,
+        max_tokens,
+        ignore_eos: true,
+        min_tokens: None,
+        temperature: None,
+        timeout: "60s".into(),
+        slo: Some("ttft_ms:p95<=500,tpot_ms:p95<=30".into()),
+        stall_threshold: "250ms".into(),
+        seed: 1,
+        snapshot_interval: None,
+        no_preflight: false,
+        grace: "5s".into(),
+        out: Some(out.clone()),
+        raw: Some(args.dir.join("requests.jsonl")),
+        csv: Some(args.dir.join("client.csv")),
+        markdown: Some(args.dir.join("client.md")),
+        quiet: args.quiet,
+    };
+    let code = crate::cmd::bench::run(bench)?;
+    println!(
+        "\nreport: {} (also .csv, .md; every request in {})",
+        out.display(),
+        args.dir.join("requests.jsonl").display()
+    );
+    Ok(code)
+}

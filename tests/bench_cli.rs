@@ -1,0 +1,238 @@
+//! `tokenscope bench` as a user meets it: bad input gets one clear line and a
+//! non-zero exit before anything runs; once a run starts, failures are data; the
+//! report validates against the committed schema.
+
+mod common;
+
+use common::{Mock, run, text};
+
+fn stderr_line(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).trim().to_owned()
+}
+
+fn assert_fails_with(args: &[&str], needle: &str) {
+    let o = run(args);
+    assert!(!o.status.success(), "expected failure: {}", text(&o));
+    let err = stderr_line(&o);
+    assert!(
+        err.contains(needle),
+        "stderr {err:?} should name {needle:?}"
+    );
+    assert!(
+        err.lines().filter(|l| l.starts_with("error")).count() == 1,
+        "one error line: {err:?}"
+    );
+    assert!(o.stdout.is_empty(), "no partial run output: {}", text(&o));
+}
+
+#[test]
+fn unreachable_endpoint_fails_before_the_run() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    assert_fails_with(
+        &["bench", "--url", &url, "--requests", "3"],
+        "cannot reach http://127.0.0.1",
+    );
+}
+
+#[test]
+fn invalid_flags_name_the_flag_and_value() {
+    assert_fails_with(&["bench", "--url", "not a url"], "--url");
+    assert_fails_with(
+        &["bench", "--url", "ftp://x/v1"],
+        "scheme must be http or https",
+    );
+    assert_fails_with(
+        &[
+            "bench",
+            "--url",
+            "http://127.0.0.1:1",
+            "--concurrency",
+            "1,0",
+        ],
+        "--concurrency: \"0\"",
+    );
+    assert_fails_with(
+        &["bench", "--url", "http://127.0.0.1:1", "--rate", "-2"],
+        "--rate",
+    );
+    assert_fails_with(
+        &["bench", "--url", "http://127.0.0.1:1", "--requests", "0"],
+        "--requests: 0",
+    );
+    assert_fails_with(
+        &[
+            "bench",
+            "--url",
+            "http://127.0.0.1:1",
+            "--slo",
+            "latency:p95<=3",
+        ],
+        "unknown metric \"latency\"",
+    );
+    assert_fails_with(
+        &["bench", "--url", "http://127.0.0.1:1", "--timeout", "soon"],
+        "--timeout",
+    );
+    assert_fails_with(
+        &[
+            "bench",
+            "--url",
+            "http://127.0.0.1:1",
+            "--out",
+            "/nonexistent-dir/r.json",
+        ],
+        "--out /nonexistent-dir/r.json: the folder /nonexistent-dir does not exist",
+    );
+    // clap's own errors are one line too.
+    let o = run(&[
+        "bench",
+        "--url",
+        "http://x",
+        "--concurrency",
+        "1",
+        "--rate",
+        "2",
+    ]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn prompts_file_with_a_broken_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("prompts.jsonl");
+    std::fs::write(&p, "{\"prompt\": \"hello\"}\n{\"prompt\": \"broken\"\n").unwrap();
+    assert_fails_with(
+        &[
+            "bench",
+            "--url",
+            "http://127.0.0.1:1",
+            "--prompts",
+            p.to_str().unwrap(),
+        ],
+        &format!("--prompts {}:2: not JSON", p.display()),
+    );
+}
+
+#[test]
+fn non_sse_and_http_error_pages_fail_the_preflight() {
+    let html = Mock::start(&["--error-rate", "1", "--faults", "html"]);
+    assert_fails_with(
+        &["bench", "--url", &html.url, "--requests", "3"],
+        "did not answer with an event stream",
+    );
+    let mock = Mock::start(&[]);
+    // A wrong path: the server answers 404.
+    let wrong = mock.url.replace("/v1", "/nope");
+    assert_fails_with(
+        &["bench", "--url", &wrong, "--model", "m", "--requests", "3"],
+        "HTTP 404",
+    );
+}
+
+#[test]
+fn failures_during_a_run_are_data_and_the_report_validates() {
+    let mock = Mock::start(&[
+        "--error-rate",
+        "0.3",
+        "--faults",
+        "http_503,reset,error_event",
+        "--itl-ms",
+        "2",
+        "--seed",
+        "7",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let csv = dir.path().join("r.csv");
+    let md = dir.path().join("r.md");
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "1,4",
+        "--requests",
+        "24",
+        "--max-tokens",
+        "8",
+        "--input-tokens",
+        "16",
+        "--slo",
+        "ttft_ms:p95<=500,tpot_ms:p95<=50",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("TTFT p50"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schemas/client.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&report)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema errors: {errors:#?}");
+    let mut failures = 0;
+    for level in report["levels"].as_array().unwrap() {
+        let (sent, ok, errs, tos) = (
+            level["sent"].as_u64().unwrap(),
+            level["ok"].as_u64().unwrap(),
+            level["errors"].as_u64().unwrap(),
+            level["timeouts"].as_u64().unwrap(),
+        );
+        assert_eq!(sent, 24);
+        assert_eq!(sent, ok + errs + tos);
+        let kinds: u64 = level["error_kinds"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(kinds, errs, "every error has a kind");
+        for k in level["error_kinds"].as_object().unwrap().keys() {
+            assert!(
+                ["http_503", "reset", "stream_error"].contains(&k.as_str()),
+                "unexpected kind {k}"
+            );
+        }
+        assert!(level["goodput_per_s"].as_f64().is_some());
+        failures += errs;
+    }
+    assert!(failures > 0, "a 30% fault rate produced failures");
+    // The API key never appears, and no key field exists.
+    assert!(report["config"].get("api_key").is_none());
+    assert!(std::fs::read_to_string(&csv).unwrap().lines().count() == 3);
+    assert!(std::fs::read_to_string(&md).unwrap().contains("| load |"));
+    // Our own reader takes what we wrote.
+    assert_eq!(report["schema"], "tokenscope.client/1");
+}
+
+#[test]
+fn help_explains_the_flags() {
+    let o = run(&["bench", "--help"]);
+    assert!(o.status.success());
+    let h = String::from_utf8_lossy(&o.stdout);
+    for flag in [
+        "--concurrency",
+        "--rate",
+        "--slo",
+        "--raw",
+        "--ignore-eos",
+        "TOKENSCOPE_API_KEY",
+    ] {
+        assert!(h.contains(flag), "--help mentions {flag}");
+    }
+}
