@@ -1,7 +1,8 @@
 // gemv_q4_0.wgsl: y[b, r] = sum_k W[r, k] * x[b, k] with W in GGUF q4_0 blocks
 // (32 weights: one f16 scale d and 16 bytes of 4-bit quants; byte j holds weight j in
 // its low nibble and weight j + 16 in its high nibble; weight = d * (nibble - 8)),
-// dequantized in registers, f32 accumulation. BATCH = 1 is the decode GEMV.
+// dequantized in registers, f32 accumulation: per block d * (sum nibble*x - 8 sum x).
+// BATCH = 1 is the decode GEMV.
 //
 // Repacked layout (kernel-harness/src/quant.rs): quant bytes of all blocks in one array
 // (16 bytes per block, one aligned 16-byte load), f16 scales in another; bytes per
@@ -36,15 +37,18 @@ struct Params {
 const LO_SHIFT = vec4<u32>(0u, 8u, 16u, 24u);
 const HI_SHIFT = vec4<u32>(4u, 12u, 20u, 28u);
 
-// Low nibbles (weights 4j..4j+3) of word j, minus 8.
+// Low nibbles (weights 4j..4j+3) of word j. The -8 offset is applied once per block
+// (d * (sum q x - 8 sum x)), not per weight: one ALU op per weight less.
 fn lo4(v: u32) -> vec4<f32> {
-    return vec4<f32>((vec4<u32>(v) >> LO_SHIFT) & vec4<u32>(15u)) - vec4<f32>(8.0);
+    return vec4<f32>((vec4<u32>(v) >> LO_SHIFT) & vec4<u32>(15u));
 }
 
-// High nibbles (weights 16+4j..16+4j+3) of word j, minus 8.
+// High nibbles (weights 16+4j..16+4j+3) of word j.
 fn hi4(v: u32) -> vec4<f32> {
-    return vec4<f32>((vec4<u32>(v) >> HI_SHIFT) & vec4<u32>(15u)) - vec4<f32>(8.0);
+    return vec4<f32>((vec4<u32>(v) >> HI_SHIFT) & vec4<u32>(15u));
 }
+
+const ONES = vec4<f32>(1.0);
 
 fn scale(block: u32) -> f32 {
     return unpack2x16float(d[block >> 1u])[block & 1u];
@@ -84,11 +88,12 @@ fn main(@builtin(local_invocation_index) lid: u32,
             let xh1 = x[xb + 5u];
             let xh2 = x[xb + 6u];
             let xh3 = x[xb + 7u];
+            let sx8 = 8.0 * dot((xl0 + xl1) + (xl2 + xl3) + (xh0 + xh1) + (xh2 + xh3), ONES);
             for (var r = 0u; r < ROWS; r++) {
                 let v = q[r];
                 let s = dot(lo4(v.x), xl0) + dot(lo4(v.y), xl1) + dot(lo4(v.z), xl2) + dot(lo4(v.w), xl3)
                       + dot(hi4(v.x), xh0) + dot(hi4(v.y), xh1) + dot(hi4(v.z), xh2) + dot(hi4(v.w), xh3);
-                acc[r] += sc[r] * s;
+                acc[r] += sc[r] * (s - sx8);
             }
         } else {
             // Skinny matmul: dequantize each block once, reuse it for every column.
@@ -104,9 +109,18 @@ fn main(@builtin(local_invocation_index) lid: u32,
                 let wh3 = hi4(v.w);
                 for (var b = 0u; b < BATCH; b++) {
                     let xb = b * xs + 8u * u;
-                    let s = dot(wl0, x[xb]) + dot(wl1, x[xb + 1u]) + dot(wl2, x[xb + 2u]) + dot(wl3, x[xb + 3u])
-                          + dot(wh0, x[xb + 4u]) + dot(wh1, x[xb + 5u]) + dot(wh2, x[xb + 6u]) + dot(wh3, x[xb + 7u]);
-                    acc[r * BATCH + b] += sc[r] * s;
+                    let x0 = x[xb];
+                    let x1 = x[xb + 1u];
+                    let x2 = x[xb + 2u];
+                    let x3 = x[xb + 3u];
+                    let x4 = x[xb + 4u];
+                    let x5 = x[xb + 5u];
+                    let x6 = x[xb + 6u];
+                    let x7 = x[xb + 7u];
+                    let sx8 = 8.0 * dot((x0 + x1) + (x2 + x3) + (x4 + x5) + (x6 + x7), ONES);
+                    let s = dot(wl0, x0) + dot(wl1, x1) + dot(wl2, x2) + dot(wl3, x3)
+                          + dot(wh0, x4) + dot(wh1, x5) + dot(wh2, x6) + dot(wh3, x7);
+                    acc[r * BATCH + b] += sc[r] * (s - sx8);
                 }
             }
         }

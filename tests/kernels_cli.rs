@@ -123,6 +123,13 @@ fn quick_run_verifies_every_kernel_and_validates() {
     assert_eq!(report.decode_steps[0].model, "gemma-3-270m");
     assert!(report.decode_steps[0].gap > 0.0);
     assert_eq!(report.goals.len(), 5);
+    // The batch sweeps against their GEMVs: batch 1 and every skinny batch.
+    assert_eq!(report.roofline.len(), 2, "{:?}", report.roofline);
+    for row in &report.roofline {
+        let batches: Vec<u32> = row.points.iter().map(|p| p.batch).collect();
+        assert_eq!(batches, [1, 3, 8, 64]);
+        assert!((row.points[0].time_vs_batch1 - 1.0).abs() < 1e-12);
+    }
 }
 
 #[test]

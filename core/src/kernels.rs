@@ -375,6 +375,37 @@ pub struct DecodeStepResult {
     pub lm_head_timing: TimingSummary,
 }
 
+/// One batch of a skinny-matmul sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RooflinePoint {
+    /// Activation columns.
+    pub batch: u32,
+    /// Median time per call, microseconds.
+    pub median_us: f64,
+    /// `median_us / median_us at batch 1`: 1.0 while the weights' bytes dominate, growing
+    /// with the batch once arithmetic does.
+    pub time_vs_batch1: f64,
+    /// GFLOP/s at this batch.
+    pub gflops: f64,
+}
+
+/// The batch sweep of one format and shape: where decode stops being bandwidth-bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RooflineRow {
+    /// Weight format.
+    pub dtype: String,
+    /// `[rows, cols]`.
+    pub shape: Vec<u64>,
+    /// Batch 1 (the GEMV) and every verified skinny batch, in batch order.
+    pub points: Vec<RooflinePoint>,
+    /// Smallest batch whose call takes more than [`ROOFLINE_TURN`] times the GEMV's:
+    /// the roofline turn. `null` if no measured batch got there.
+    pub turn_batch: Option<u32>,
+}
+
+/// Time ratio to batch 1 above which a batch counts as past the roofline turn.
+pub const ROOFLINE_TURN: f64 = 1.25;
+
 /// Where a measurement stands against a goal of the harness.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GoalResult {
@@ -419,6 +450,9 @@ pub struct KernelReport {
     /// Synthetic decode steps.
     #[serde(default)]
     pub decode_steps: Vec<DecodeStepResult>,
+    /// Skinny-matmul batch sweeps against the GEMV: the roofline turn.
+    #[serde(default)]
+    pub roofline: Vec<RooflineRow>,
     /// Standing against the goals.
     #[serde(default)]
     pub goals: Vec<GoalResult>,
@@ -448,6 +482,54 @@ impl KernelReport {
     pub fn to_json_pretty(&self) -> String {
         // A struct of plain data always serializes.
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The batch sweeps of the skinny matmul, each against the GEMV of the same format
+    /// and shape (sweeps without a verified GEMV are left out).
+    pub fn roofline_rows(&self) -> Vec<RooflineRow> {
+        let mut rows: Vec<RooflineRow> = Vec::new();
+        for k in self
+            .kernels
+            .iter()
+            .filter(|k| k.name == "matmul_skinny" && k.verified)
+        {
+            let Some(base) = self.kernels.iter().find(|g| {
+                g.name == "gemv" && g.verified && g.dtype == k.dtype && g.shape == k.shape
+            }) else {
+                continue;
+            };
+            let point = |x: &KernelResult| RooflinePoint {
+                batch: x.batch,
+                median_us: x.median_us,
+                time_vs_batch1: if base.median_us > 0.0 {
+                    x.median_us / base.median_us
+                } else {
+                    0.0
+                },
+                gflops: x.gflops,
+            };
+            match rows
+                .iter_mut()
+                .find(|r| r.dtype == k.dtype && r.shape == k.shape)
+            {
+                Some(r) => r.points.push(point(k)),
+                None => rows.push(RooflineRow {
+                    dtype: k.dtype.clone(),
+                    shape: k.shape.clone(),
+                    points: vec![point(base), point(k)],
+                    turn_batch: None,
+                }),
+            }
+        }
+        for r in &mut rows {
+            r.points.sort_by_key(|p| p.batch);
+            r.turn_batch = r
+                .points
+                .iter()
+                .find(|p| p.time_vs_batch1 > ROOFLINE_TURN)
+                .map(|p| p.batch);
+        }
+        rows
     }
 
     /// Recomputes `verified` from the parts: the bandwidth kernels and every kernel

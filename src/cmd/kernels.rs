@@ -123,7 +123,8 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         Some(m) => (m << 20, "--cache-mib".to_string()),
         None => kernel_harness::cache_info(&ctx),
     };
-    let cfg = config(&args, models, cache_bytes, &cache_source)?;
+    let mut cfg = config(&args, models, cache_bytes, &cache_source)?;
+    cfg.fit_to(&ctx);
 
     print!("{}", header(&ctx, &cfg));
     let mut progress = CliProgress::new(cfg.items(), args.out.clone());
@@ -567,6 +568,49 @@ pub fn tables(r: &KernelReport) -> String {
         let _ = writeln!(s, "error: {e}");
     }
     if !r.skipped.is_empty() || !r.errors.is_empty() {
+        s.push('\n');
+    }
+
+    if !r.roofline.is_empty() {
+        let _ = writeln!(
+            s,
+            "Roofline turn: time per call relative to the GEMV (1.00 = the weights' bytes still dominate; turn = first batch above {:.2})",
+            tokenscope_core::kernels::ROOFLINE_TURN
+        );
+        let batches: std::collections::BTreeSet<u32> = r
+            .roofline
+            .iter()
+            .flat_map(|row| row.points.iter().map(|p| p.batch))
+            .collect();
+        let mut header = vec!["dtype".to_string(), "shape".into()];
+        header.extend(batches.iter().map(|b| format!("b={b}")));
+        header.push("turn".into());
+        let mut rows = vec![header];
+        for row in &r.roofline {
+            let mut line = vec![
+                row.dtype.clone(),
+                row.shape
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x"),
+            ];
+            for b in &batches {
+                line.push(
+                    row.points
+                        .iter()
+                        .find(|p| p.batch == *b)
+                        .map_or_else(|| "-".into(), |p| format!("{:.2}", p.time_vs_batch1)),
+                );
+            }
+            line.push(
+                row.turn_batch
+                    .map_or_else(|| "> max".into(), |b| format!("batch {b}")),
+            );
+            rows.push(line);
+        }
+        let right: Vec<usize> = (2..2 + batches.len()).collect();
+        s.push_str(&render(&rows, &right));
         s.push('\n');
     }
 
