@@ -43,6 +43,9 @@ use crate::timeline::{Outcome, PaintMethod, RequestRecord};
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
 pub const POSITION_BUCKETS: [(u64, Option<u64>); 3] = [(1, Some(64)), (65, Some(256)), (257, None)];
 
+/// Points of the quantile curves kept per metric (p0..p100).
+pub const QUANTILE_POINTS: usize = 101;
+
 /// Minimum latency difference for a round to count as an outlier, ms.
 const ROUND_OUTLIER_FLOOR_MS: f64 = 2.0;
 
@@ -307,7 +310,13 @@ impl LevelAccumulator {
             .filter_map(|r| Some(r.t_last_done? - r.t_first_send?))
             .sum();
         let window_s = window_ms / 1000.0;
-        let per_s = |n: u64| if window_s > 0.0 { n as f64 / window_s } else { 0.0 };
+        let per_s = |n: u64| {
+            if window_s > 0.0 {
+                n as f64 / window_s
+            } else {
+                0.0
+            }
+        };
         let sent_f = self.sent.max(1) as f64;
         let metrics = LevelMetrics {
             ttft_ms: self.ttft.summary(),
@@ -346,7 +355,22 @@ impl LevelAccumulator {
             Load::Concurrency(c) => (Some(c), None),
             Load::Rate(r) => (None, Some(r)),
         };
+        let mut quantiles = BTreeMap::new();
+        for (name, s) in [
+            ("ttft_ms", &self.ttft),
+            ("tpot_ms", &self.tpot),
+            ("itl_ms", &self.itl),
+            ("e2e_ms", &self.e2e),
+            ("rendered_ttft_ms", &self.rendered),
+            ("render_delay_ms", &self.render_delay),
+        ] {
+            let curve = s.quantile_curve(QUANTILE_POINTS);
+            if !curve.is_empty() {
+                quantiles.insert(name.to_owned(), curve);
+            }
+        }
         LevelReport {
+            quantiles,
             concurrency,
             rate_per_s,
             sent: self.sent,
@@ -548,7 +572,10 @@ fn snapshots(acc: &BTreeMap<u64, SnapAcc>, interval_ms: Option<f64>) -> Vec<Snap
 /// and changes the metric by at least 10% over the run.
 fn drift(snaps: &[Snapshot]) -> Vec<Drift> {
     type Getter = fn(&Snapshot) -> Option<f64>;
-    let metrics: [(&str, Getter); 2] = [("tpot_ms", |s| s.tpot_ms_p50), ("ttft_ms", |s| s.ttft_ms_p50)];
+    let metrics: [(&str, Getter); 2] = [
+        ("tpot_ms", |s| s.tpot_ms_p50),
+        ("ttft_ms", |s| s.ttft_ms_p50),
+    ];
     let mut out = Vec::new();
     for (name, get) in metrics {
         let pts: Vec<(f64, f64)> = snaps
@@ -728,7 +755,10 @@ mod tests {
         assert!((l.window_s - 0.191).abs() < 1e-9);
         assert!((l.output_tokens_per_s - 20.0 / 0.191).abs() < 1e-6);
         assert_eq!(l.metrics.ttft_ms.p50, Some(100.0));
-        assert_eq!(l.metrics.ttft_ms.count, 2, "failed requests are not in latency summaries");
+        assert_eq!(
+            l.metrics.ttft_ms.count, 2,
+            "failed requests are not in latency summaries"
+        );
         assert_eq!(l.metrics.itl_ms.count, 18);
         assert_eq!(l.error_rate, 0.25);
         assert_eq!(l.goodput_per_s, None);
@@ -778,7 +808,10 @@ mod tests {
     fn round_outliers() {
         let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());
         for (round, ttft) in [(0, 100.0), (1, 105.0), (2, 400.0)] {
-            acc.push(round, &ok_record(f64::from(round as u32) * 10_000.0, ttft, 10.0, 5));
+            acc.push(
+                round,
+                &ok_record(f64::from(round as u32) * 10_000.0, ttft, 10.0, 5),
+            );
         }
         let l = acc.finish();
         assert_eq!(l.rounds.len(), 3);
@@ -794,7 +827,10 @@ mod tests {
         // Sub-millisecond differences never flag.
         let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());
         for (round, ttft) in [(0, 0.3), (1, 0.4), (2, 1.1)] {
-            acc.push(round, &ok_record(f64::from(round as u32) * 10_000.0, ttft, 10.0, 5));
+            acc.push(
+                round,
+                &ok_record(f64::from(round as u32) * 10_000.0, ttft, 10.0, 5),
+            );
         }
         assert!(!acc.finish().round_spread.rounds_disagree);
     }
@@ -821,7 +857,11 @@ mod tests {
         assert_eq!(knee.concurrency, Some(16));
         assert!(knee.elasticity_after.unwrap() > 1.0);
         // Linear scaling everywhere: no knee.
-        let levels = vec![level(1, 50.0, 1000.0), level(4, 200.0, 1020.0), level(8, 400.0, 1040.0)];
+        let levels = vec![
+            level(1, 50.0, 1000.0),
+            level(4, 200.0, 1020.0),
+            level(8, 400.0, 1040.0),
+        ];
         assert!(find_knee(&levels).is_none());
         // Latency growing faster than throughput from the start.
         let levels = vec![level(1, 50.0, 1000.0), level(4, 60.0, 4000.0)];
@@ -835,7 +875,11 @@ mod tests {
     #[test]
     fn slo_capacity_picks_the_best_passing_level() {
         let slos = Slo::parse_list("e2e_ms:p95<=1500").unwrap();
-        let mut levels = vec![level(1, 50.0, 1000.0), level(8, 370.0, 1150.0), level(32, 720.0, 2800.0)];
+        let mut levels = vec![
+            level(1, 50.0, 1000.0),
+            level(8, 370.0, 1150.0),
+            level(32, 720.0, 2800.0),
+        ];
         for l in &mut levels {
             let v = l.metrics.e2e_ms.p95.unwrap();
             l.slo_checks = vec![SloCheck {
@@ -879,7 +923,11 @@ mod tests {
         let tpot = flat.drift.iter().find(|d| d.metric == "tpot_ms").unwrap();
         assert!(!tpot.flagged, "{tpot:?}");
         let growing = run(2.0); // +2 ms per minute: 20 -> 60 ms over 20 minutes
-        let tpot = growing.drift.iter().find(|d| d.metric == "tpot_ms").unwrap();
+        let tpot = growing
+            .drift
+            .iter()
+            .find(|d| d.metric == "tpot_ms")
+            .unwrap();
         assert!(tpot.flagged, "{tpot:?}");
         assert!((tpot.slope_ms_per_min - 2.0).abs() < 0.2, "{tpot:?}");
     }

@@ -46,7 +46,14 @@ pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
     }
     headers.extend(
         [
-            "TPOT p50", "TPOT p95", "ITL p50", "ITL p99", "E2E p50", "E2E p95", "out tok/s", "req/s",
+            "TPOT p50",
+            "TPOT p95",
+            "ITL p50",
+            "ITL p99",
+            "E2E p50",
+            "E2E p95",
+            "out tok/s",
+            "req/s",
         ]
         .iter()
         .map(|s| (*s).to_owned()),
@@ -157,7 +164,11 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
                 .error_kinds
                 .iter()
                 .map(|(k, n)| format!("{k}: {n}"))
-                .chain(l.timeout_phases.iter().map(|(k, n)| format!("timeout ({k}): {n}")))
+                .chain(
+                    l.timeout_phases
+                        .iter()
+                        .map(|(k, n)| format!("timeout ({k}): {n}")),
+                )
                 .collect();
             notes.push(format!("{}: {}", l.load().label(), kinds.join(", ")));
         }

@@ -91,11 +91,10 @@ impl RequestMetrics {
         let first = r.t_first_token_ms();
         let last = r.t_last_token_ms();
         let events = r.token_events_ms.len() as u64;
-        let (output_tokens, tokens_estimated) =
-            match r.usage.and_then(|u| u.completion_tokens) {
-                Some(n) => (n, false),
-                None => (events, true),
-            };
+        let (output_tokens, tokens_estimated) = match r.usage.and_then(|u| u.completion_tokens) {
+            Some(n) => (n, false),
+            None => (events, true),
+        };
         let tpot_ms = match (first, last) {
             (Some(f), Some(l)) if output_tokens >= 2 => Some((l - f) / (output_tokens - 1) as f64),
             _ => None,
@@ -198,7 +197,10 @@ mod tests {
         assert_eq!(m.longest_gap_ms, Some(250.0));
         assert_eq!(m.decode_rate_tok_per_s, Some(10.0));
         assert!(!m.tokens_estimated);
-        assert_eq!(m.gaps.iter().map(|g| g.position).collect::<Vec<_>>(), [2, 3, 4]);
+        assert_eq!(
+            m.gaps.iter().map(|g| g.position).collect::<Vec<_>>(),
+            [2, 3, 4]
+        );
     }
 
     #[test]
@@ -218,7 +220,10 @@ mod tests {
         assert_eq!(m.gaps[0].ms, 40.0);
         assert_eq!(m.gaps[0].per_token_ms, 20.0);
         assert_eq!(m.tpot_ms, Some(80.0 / 5.0));
-        assert_eq!(m.gaps.iter().map(|g| g.position).collect::<Vec<_>>(), [3, 5]);
+        assert_eq!(
+            m.gaps.iter().map(|g| g.position).collect::<Vec<_>>(),
+            [3, 5]
+        );
     }
 
     #[test]

@@ -521,7 +521,10 @@ mod tests {
 
     #[test]
     fn done_and_errors() {
-        assert_eq!(parse_event("message", " [DONE] ").unwrap(), StreamItem::Done);
+        assert_eq!(
+            parse_event("message", " [DONE] ").unwrap(),
+            StreamItem::Done
+        );
         let e = parse_event(
             "message",
             r#"{"error": {"message": "backend overloaded", "type": "server_error", "code": 503}}"#,

@@ -361,6 +361,11 @@ pub struct LevelReport {
     /// How first paints were measured (browser): method -> requests.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub paint_methods: BTreeMap<String, u64>,
+    /// Quantile curves for CDFs and histograms: metric -> 101 values, the
+    /// percentiles p0, p1, ..., p100 (`ttft_ms`, `itl_ms`, `e2e_ms`, `tpot_ms`,
+    /// and in the browser `rendered_ttft_ms`, `render_delay_ms`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quantiles: BTreeMap<String, Vec<f64>>,
     /// Per-minute snapshots (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<Snapshot>,

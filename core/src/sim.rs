@@ -491,15 +491,54 @@ pub enum FaultAction {
 }
 
 const WORDS: &[&str] = &[
-    "the", "model", "streams", "tokens", "to", "a", "user", "who", "waits", "for", "each",
-    "word", "on", "screen", "while", "server", "batches", "requests", "and", "GPU", "reads",
-    "weights", "from", "memory", "every", "step", "of", "decode", "so", "latency", "depends",
-    "bandwidth", "queue", "length", "prompt", "size",
+    "the",
+    "model",
+    "streams",
+    "tokens",
+    "to",
+    "a",
+    "user",
+    "who",
+    "waits",
+    "for",
+    "each",
+    "word",
+    "on",
+    "screen",
+    "while",
+    "server",
+    "batches",
+    "requests",
+    "and",
+    "GPU",
+    "reads",
+    "weights",
+    "from",
+    "memory",
+    "every",
+    "step",
+    "of",
+    "decode",
+    "so",
+    "latency",
+    "depends",
+    "bandwidth",
+    "queue",
+    "length",
+    "prompt",
+    "size",
 ];
 
 impl StreamWriter {
     /// A writer for request `id`.
-    pub fn new(api: Api, id: u64, model: &str, include_usage: bool, prompt_tokens: u64, seed: u64) -> Self {
+    pub fn new(
+        api: Api,
+        id: u64,
+        model: &str,
+        include_usage: bool,
+        prompt_tokens: u64,
+        seed: u64,
+    ) -> Self {
         Self {
             api,
             id,
@@ -562,7 +601,10 @@ impl StreamWriter {
         match fault {
             FaultKind::ErrorEvent => FaultAction::SendThenEnd(format!(
                 "{}{}",
-                encode::error_event("simulated failure: the backend is overloaded", "server_error"),
+                encode::error_event(
+                    "simulated failure: the backend is overloaded",
+                    "server_error"
+                ),
                 encode::DONE_EVENT
             )),
             FaultKind::Malformed => FaultAction::SendThenEnd(
@@ -741,7 +783,10 @@ mod tests {
             }
         }
         assert_eq!(got, Some(FaultKind::Reset));
-        assert!((1..=5).contains(&tokens), "fault after 1..=max/2 tokens, got {tokens}");
+        assert!(
+            (1..=5).contains(&tokens),
+            "fault after 1..=max/2 tokens, got {tokens}"
+        );
         let mut e = Engine::new(SimConfig {
             error_rate: 1.0,
             faults: vec![FaultKind::Http429],

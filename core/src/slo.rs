@@ -86,7 +86,9 @@ pub enum SloError {
         item: String,
     },
     /// Unknown metric.
-    #[error("SLO {item:?}: unknown metric {metric:?} (known: ttft_ms, tpot_ms, itl_ms, e2e_ms, rendered_ttft_ms)")]
+    #[error(
+        "SLO {item:?}: unknown metric {metric:?} (known: ttft_ms, tpot_ms, itl_ms, e2e_ms, rendered_ttft_ms)"
+    )]
     UnknownMetric {
         /// The offending item.
         item: String,

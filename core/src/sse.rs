@@ -59,7 +59,9 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SseError {
     /// A line or the data of one event grew past the cap without ending.
-    #[error("an SSE event exceeded {limit_bytes} bytes without ending (no line break or blank line)")]
+    #[error(
+        "an SSE event exceeded {limit_bytes} bytes without ending (no line break or blank line)"
+    )]
     EventTooLarge {
         /// The cap that was exceeded.
         limit_bytes: usize,
@@ -370,7 +372,10 @@ mod tests {
 
     #[test]
     fn lf_cr_and_crlf_line_ends() {
-        assert_eq!(data(&[b"data: a\n\ndata: b\r\rdata: c\r\n\r\n"]), ["a", "b", "c"]);
+        assert_eq!(
+            data(&[b"data: a\n\ndata: b\r\rdata: c\r\n\r\n"]),
+            ["a", "b", "c"]
+        );
     }
 
     #[test]
@@ -444,7 +449,10 @@ mod tests {
     fn partial_bom_prefix_is_kept() {
         // 0xEF then something else: the 0xEF is part of the first line.
         let got = events(&[&[0xEF], b"data: x\n\n"]);
-        assert!(got.is_empty(), "field name starts with 0xEF, so it is unknown");
+        assert!(
+            got.is_empty(),
+            "field name starts with 0xEF, so it is unknown"
+        );
     }
 
     #[test]

@@ -280,6 +280,34 @@ impl Samples {
         self.max = max;
     }
 
+    /// The quantile curve at probabilities `k / (points - 1)` for `k = 0..points`
+    /// (e.g. 101 points: every percentile from p0 to p100), for CDFs and
+    /// histograms; empty when there are no samples.
+    pub fn quantile_curve(&self, points: usize) -> Vec<f64> {
+        if self.count == 0 || points < 2 {
+            return Vec::new();
+        }
+        let probs = (0..points).map(|k| k as f64 / (points - 1) as f64);
+        match &self.hist {
+            None => {
+                let mut sorted = self.values.clone();
+                sorted.sort_by(f64::total_cmp);
+                probs.map(|q| percentile_sorted(&sorted, q)).collect()
+            }
+            Some(h) => probs
+                .map(|q| {
+                    if q <= 0.0 {
+                        self.min
+                    } else if q >= 1.0 {
+                        self.max
+                    } else {
+                        h.value_at_quantile(q) as f64 / 1000.0
+                    }
+                })
+                .collect(),
+        }
+    }
+
     /// The summary of everything recorded.
     pub fn summary(&self) -> Summary {
         match &self.hist {
@@ -393,9 +421,9 @@ impl LinearFit {
 /// Two-sided 95% critical value of Student's t with `df` degrees of freedom.
 pub fn t_critical_95(df: u64) -> f64 {
     const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::INFINITY,
@@ -474,7 +502,8 @@ mod tests {
         assert!(close(sum.mean.unwrap(), 49.95));
         assert_eq!(sum.min, Some(0.0));
         assert_eq!(sum.max, Some(99.9));
-        let exact = Summary::from_samples(&(0..1000).map(|i| f64::from(i) / 10.0).collect::<Vec<_>>());
+        let exact =
+            Summary::from_samples(&(0..1000).map(|i| f64::from(i) / 10.0).collect::<Vec<_>>());
         for (name, _) in QUANTILES {
             let (h, e) = (sum.get(name).unwrap(), exact.get(name).unwrap());
             // Histogram quantiles are "value at or below"; within 0.1% + one sample step.
@@ -510,8 +539,29 @@ mod tests {
     }
 
     #[test]
+    fn quantile_curves() {
+        let mut s = Samples::new();
+        assert!(s.quantile_curve(101).is_empty());
+        for v in [4.0, 1.0, 3.0, 2.0] {
+            s.push(v);
+        }
+        assert_eq!(s.quantile_curve(3), vec![1.0, 2.5, 4.0]);
+        let c = s.quantile_curve(101);
+        assert_eq!(c.len(), 101);
+        assert!(c.windows(2).all(|w| w[0] <= w[1]));
+        let mut h = Samples::with_cap(2);
+        for v in [4.0, 1.0, 3.0, 2.0] {
+            h.push(v);
+        }
+        let c = h.quantile_curve(5);
+        assert_eq!((c[0], c[4]), (1.0, 4.0));
+    }
+
+    #[test]
     fn linear_fit() {
-        let pts: Vec<(f64, f64)> = (0..10).map(|i| (f64::from(i), 2.0 + 0.5 * f64::from(i))).collect();
+        let pts: Vec<(f64, f64)> = (0..10)
+            .map(|i| (f64::from(i), 2.0 + 0.5 * f64::from(i)))
+            .collect();
         let f = LinearFit::fit(&pts).unwrap();
         assert!(close(f.slope, 0.5));
         assert!(close(f.intercept, 2.0));

@@ -561,7 +561,11 @@ impl RequestTimeline {
                 .t_done_ms
                 .or(self.record.t_last_token_ms())
                 .unwrap_or(self.record.t_send_ms);
-            self.fail(t, ErrorKind::Other, "the request was never completed".into());
+            self.fail(
+                t,
+                ErrorKind::Other,
+                "the request was never completed".into(),
+            );
         } else if !self.decided {
             self.decided = true;
         }
@@ -666,7 +670,10 @@ mod tests {
         match r.outcome {
             Outcome::Error { kind, message } => {
                 assert_eq!(kind, ErrorKind::Http(400));
-                assert!(message.contains("exceeds the available context size"), "{message}");
+                assert!(
+                    message.contains("exceeds the available context size"),
+                    "{message}"
+                );
                 assert!(message.contains("exceed_context_size_error"), "{message}");
             }
             other => panic!("{other:?}"),
@@ -783,7 +790,11 @@ mod tests {
                 phase: TimeoutPhase::Stream
             }
         );
-        assert_eq!(r.token_events_ms, vec![2.0], "tokens before the timeout are kept");
+        assert_eq!(
+            r.token_events_ms,
+            vec![2.0],
+            "tokens before the timeout are kept"
+        );
     }
 
     #[test]
