@@ -16,6 +16,7 @@ pub mod floor;
 pub mod kernels;
 pub mod metrics;
 pub mod openai;
+pub mod plan;
 pub mod prompts;
 pub mod report;
 pub mod rng;

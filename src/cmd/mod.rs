@@ -5,3 +5,4 @@ pub mod calibrate;
 pub mod demo;
 pub mod kernels;
 pub mod mock;
+pub mod serve;

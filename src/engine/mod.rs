@@ -22,6 +22,7 @@ use bytes::Bytes;
 use tokenscope_core::analysis::{LevelAccumulator, LevelOptions, analyze_sweep};
 use tokenscope_core::metrics::MetricOptions;
 use tokenscope_core::openai::{Api, RequestSpec, request_body};
+use tokenscope_core::plan;
 use tokenscope_core::prompts::synthetic_prompt;
 use tokenscope_core::report::{
     Arrival, CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, ReportWarning, RunConfig,
@@ -350,14 +351,8 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         };
         let mut acc = LevelAccumulator::new(*load, opts);
         // Warm-up: closed loop at the level's concurrency (rate: ~1 s worth).
-        let warm_n = cfg.warmup.unwrap_or(match load {
-            Load::Concurrency(c) => *c,
-            Load::Rate(r) => r.ceil().max(1.0) as u32,
-        });
-        let warm_c = match load {
-            Load::Concurrency(c) => *c,
-            Load::Rate(r) => r.ceil().max(1.0) as u32,
-        };
+        let warm_n = cfg.warmup.unwrap_or(plan::default_warmup(*load));
+        let warm_c = plan::warmup_concurrency(*load);
         if warm_n > 0 {
             progress.phase(
                 &format!("{} warm-up", load.label()),
@@ -483,22 +478,14 @@ enum Quota {
 
 fn quota_for(cfg: &BenchConfig, load: Load, round: u32) -> Quota {
     match cfg.per_level {
-        PerLevel::Requests(n) => Quota::Count(split(n, cfg.rounds, round)),
+        PerLevel::Requests(n) => Quota::Count(plan::split(n, cfg.rounds, round)),
         PerLevel::Duration(d) => {
             Quota::For(d.as_secs_f64() * 1000.0 / f64::from(cfg.rounds.max(1)))
         }
-        PerLevel::Auto => Quota::Count(match load {
-            Load::Concurrency(c) => u64::from(c).saturating_mul(2).max(10),
-            Load::Rate(r) => (r * 10.0).ceil().max(10.0) as u64,
-        }),
+        PerLevel::Auto => Quota::Count(plan::default_round_requests(load)),
     }
 }
 
-/// Round `round`'s share of `n` requests over `rounds` rounds (the first rounds take the remainder).
-pub fn split(n: u64, rounds: u32, round: u32) -> u64 {
-    let rounds = u64::from(rounds.max(1));
-    n / rounds + u64::from(u64::from(round) < n % rounds)
-}
 
 /// Closed loop: `c` workers, each sending its next request when its last one ends.
 ///
@@ -679,17 +666,3 @@ fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
 }
 
 pub mod preflight;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_rounds() {
-        assert_eq!(
-            (0..3).map(|r| split(20, 3, r)).collect::<Vec<_>>(),
-            [7, 7, 6]
-        );
-        assert_eq!((0..3).map(|r| split(2, 3, r)).sum::<u64>(), 2);
-    }
-}

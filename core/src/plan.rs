@@ -1,0 +1,61 @@
+//! The run plan both clients follow (native CLI and page): how many requests each
+//! round of a level sends, and how many warm-up requests come first.
+
+use crate::report::Load;
+
+/// Round `round`'s share of `n` requests over `rounds` rounds (the first rounds
+/// take the remainder), so a level sends exactly `n`.
+pub fn split(n: u64, rounds: u32, round: u32) -> u64 {
+    let rounds = u64::from(rounds.max(1));
+    n / rounds + u64::from(u64::from(round) < n % rounds)
+}
+
+/// Requests in one round when the user gave no count: `max(10, 2 x concurrency)`,
+/// or in rate mode ten seconds' worth (at least 10).
+pub fn default_round_requests(load: Load) -> u64 {
+    match load {
+        Load::Concurrency(c) => u64::from(c).saturating_mul(2).max(10),
+        Load::Rate(r) => (r * 10.0).ceil().max(10.0) as u64,
+    }
+}
+
+/// Requests in round `round` of a level: `requests_per_level` split over the rounds,
+/// or the default.
+pub fn round_requests(requests_per_level: Option<u64>, rounds: u32, round: u32, load: Load) -> u64 {
+    match requests_per_level {
+        Some(n) => split(n, rounds, round),
+        None => default_round_requests(load),
+    }
+}
+
+/// Warm-up requests before a level when the user gave none: one per concurrency
+/// slot (so the batch fills once), or about one second's worth in rate mode.
+pub fn default_warmup(load: Load) -> u32 {
+    match load {
+        Load::Concurrency(c) => c,
+        Load::Rate(r) => r.ceil().max(1.0) as u32,
+    }
+}
+
+/// How many requests the warm-up keeps in flight.
+pub fn warmup_concurrency(load: Load) -> u32 {
+    match load {
+        Load::Concurrency(c) => c,
+        Load::Rate(r) => r.ceil().max(1.0) as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_add_up() {
+        assert_eq!((0..3).map(|r| split(20, 3, r)).collect::<Vec<_>>(), [7, 7, 6]);
+        assert_eq!((0..3).map(|r| split(2, 3, r)).sum::<u64>(), 2);
+        assert_eq!(round_requests(None, 3, 0, Load::Concurrency(32)), 64);
+        assert_eq!(round_requests(None, 3, 0, Load::Concurrency(1)), 10);
+        assert_eq!(round_requests(None, 3, 0, Load::Rate(2.5)), 25);
+        assert_eq!(default_warmup(Load::Rate(0.5)), 1);
+    }
+}
