@@ -96,10 +96,24 @@ pub fn redact_url(url: &reqwest::Url) -> String {
     u.to_string().trim_end_matches('/').to_owned()
 }
 
+/// A URL string that may not parse, made safe to print: no query, no fragment, no
+/// `user:password@` (any of them may hold a key).
+pub fn redact_raw_url(s: &str) -> String {
+    let s = s.trim();
+    let s = s.split(['?', '#']).next().unwrap_or("");
+    match (s.find("://"), s.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}{}", &s[..scheme_end + 3], &s[at + 1..])
+        }
+        _ => s.to_owned(),
+    }
+}
+
 /// Parse and normalize an OpenAI-compatible base URL: http(s) only; a URL without a
 /// path gets `/v1`; no trailing slash.
 pub fn parse_base_url(s: &str) -> Result<reqwest::Url, String> {
-    let mut url = reqwest::Url::parse(s.trim()).map_err(|e| format!("{s:?} is not a URL ({e})"))?;
+    let mut url = reqwest::Url::parse(s.trim())
+        .map_err(|e| format!("{:?} is not a URL ({e})", redact_raw_url(s)))?;
     if url.scheme() != "http" && url.scheme() != "https" {
         return Err(format!(
             "{:?}: the scheme must be http or https",
@@ -107,7 +121,7 @@ pub fn parse_base_url(s: &str) -> Result<reqwest::Url, String> {
         ));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("{s:?} has no host"));
+        return Err(format!("{:?} has no host", redact_raw_url(s)));
     }
     if url.path() == "/" || url.path().is_empty() {
         url.set_path("/v1");
@@ -194,6 +208,9 @@ mod tests {
             "/v1/chat/completions"
         );
         assert!(parse_base_url("ftp://x").is_err());
+        let e = parse_base_url("http://u:sk-1@host:99999/v1?key=sk-2#sk-3").unwrap_err();
+        assert!(!e.contains("sk-"), "{e}");
+        assert_eq!(redact_raw_url("https://a:b@h/p?q"), "https://h/p");
         assert!(parse_base_url("not a url").is_err());
         let s = Secret::new("sk-secret".into());
         assert_eq!(format!("{s:?}"), "Secret(***)");

@@ -16,7 +16,12 @@ struct Compared {
 }
 
 /// Run one level and join the raw records with the server log by request id.
-fn bench_and_compare(mock_args: &[&str], concurrency: u32, requests: u32, max_tokens: u32) -> Compared {
+fn bench_and_compare(
+    mock_args: &[&str],
+    concurrency: u32,
+    requests: u32,
+    max_tokens: u32,
+) -> Compared {
     let mock = Mock::start(mock_args);
     let dir = tempfile::tempdir().unwrap();
     let raw = dir.path().join("raw.jsonl");
@@ -25,23 +30,45 @@ fn bench_and_compare(mock_args: &[&str], concurrency: u32, requests: u32, max_to
     let n = requests.to_string();
     let m = max_tokens.to_string();
     let o = run(&[
-        "bench", "--url", &mock.url, "--api", "completions", "--concurrency", &c, "--requests", &n,
-        "--rounds", "1", "--max-tokens", &m, "--input-tokens", "32", "--quiet",
-        "--raw", raw.to_str().unwrap(), "--out", out.to_str().unwrap(),
+        "bench",
+        "--url",
+        &mock.url,
+        "--api",
+        "completions",
+        "--concurrency",
+        &c,
+        "--requests",
+        &n,
+        "--rounds",
+        "1",
+        "--max-tokens",
+        &m,
+        "--input-tokens",
+        "32",
+        "--quiet",
+        "--raw",
+        raw.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
 
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     for level in report["levels"].as_array().unwrap() {
         let sent = level["sent"].as_u64().unwrap();
-        let sum = level["ok"].as_u64().unwrap() + level["errors"].as_u64().unwrap() + level["timeouts"].as_u64().unwrap();
+        let sum = level["ok"].as_u64().unwrap()
+            + level["errors"].as_u64().unwrap()
+            + level["timeouts"].as_u64().unwrap();
         assert_eq!(sent, sum, "sent = ok + errors + timeouts");
         assert_eq!(sent, u64::from(requests));
     }
 
     let raw_lines = read_jsonl(&raw);
     assert_eq!(raw_lines[0]["schema"], "tokenscope.raw/1");
-    let measured: Vec<&serde_json::Value> = raw_lines[1..].iter().filter(|r| r["warmup"] == false).collect();
+    let measured: Vec<&serde_json::Value> = raw_lines[1..]
+        .iter()
+        .filter(|r| r["warmup"] == false)
+        .collect();
     assert_eq!(measured.len() as u32, requests);
     // Every request, warm-up included, reached the server's log (plus the pre-flight).
     let server = mock.log_records(raw_lines.len() - 1);
@@ -50,16 +77,37 @@ fn bench_and_compare(mock_args: &[&str], concurrency: u32, requests: u32, max_to
         .filter_map(|s| Some((s["request_id"].as_str()?, s)))
         .collect();
 
-    let mut cmp = Compared { client_ttft: vec![], server_ttft: vec![], client_itl: vec![], server_itl: vec![] };
+    let mut cmp = Compared {
+        client_ttft: vec![],
+        server_ttft: vec![],
+        client_itl: vec![],
+        server_itl: vec![],
+    };
     let mut client_tokens = 0;
     let mut server_tokens = 0;
     for r in measured {
         assert_eq!(r["outcome"]["status"], "ok", "{r}");
         let id = r["request_id"].as_str().unwrap();
-        let s = by_id.get(id).unwrap_or_else(|| panic!("request {id} missing from the server log"));
-        let ct: Vec<f64> = r["token_events_ms"].as_array().unwrap().iter().map(|t| t.as_f64().unwrap()).collect();
-        let st: Vec<f64> = s["chunk_times_ms"].as_array().unwrap().iter().map(|t| t.as_f64().unwrap()).collect();
-        assert_eq!(ct.len(), st.len(), "{id}: every chunk the server sent arrived as one event");
+        let s = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("request {id} missing from the server log"));
+        let ct: Vec<f64> = r["token_events_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_f64().unwrap())
+            .collect();
+        let st: Vec<f64> = s["chunk_times_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_f64().unwrap())
+            .collect();
+        assert_eq!(
+            ct.len(),
+            st.len(),
+            "{id}: every chunk the server sent arrived as one event"
+        );
         let t_send = r["t_send_ms"].as_f64().unwrap();
         let t_recv = s["t_received_ms"].as_f64().unwrap();
         cmp.client_ttft.push(ct[0] - t_send);
@@ -71,34 +119,66 @@ fn bench_and_compare(mock_args: &[&str], concurrency: u32, requests: u32, max_to
         assert_eq!(usage, s["completion_tokens"].as_u64().unwrap(), "{id}");
         assert_eq!(usage, u64::from(max_tokens));
         client_tokens += usage;
-        server_tokens += s["chunk_tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).sum::<u64>();
+        server_tokens += s["chunk_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_u64().unwrap())
+            .sum::<u64>();
     }
     assert_eq!(client_tokens, server_tokens);
     let level = &report["levels"][0];
-    assert_eq!(level["output_tokens_total"].as_u64().unwrap(), client_tokens);
+    assert_eq!(
+        level["output_tokens_total"].as_u64().unwrap(),
+        client_tokens
+    );
     cmp
 }
 
 fn check(cmp: &Compared, tol_ms: f64, label: &str) {
     let (ct, st) = (median(&cmp.client_ttft), median(&cmp.server_ttft));
     let (ci, si) = (median(&cmp.client_itl), median(&cmp.server_itl));
-    eprintln!("{label}: TTFT median client {ct:.3} ms, server {st:.3} ms; ITL median client {ci:.3} ms, server {si:.3} ms");
-    assert!((ct - st).abs() <= tol_ms, "{label}: TTFT medians differ by {:.3} ms (> {tol_ms})", ct - st);
-    assert!((ci - si).abs() <= tol_ms, "{label}: ITL medians differ by {:.3} ms (> {tol_ms})", ci - si);
+    eprintln!(
+        "{label}: TTFT median client {ct:.3} ms, server {st:.3} ms; ITL median client {ci:.3} ms, server {si:.3} ms"
+    );
+    assert!(
+        (ct - st).abs() <= tol_ms,
+        "{label}: TTFT medians differ by {:.3} ms (> {tol_ms})",
+        ct - st
+    );
+    assert!(
+        (ci - si).abs() <= tol_ms,
+        "{label}: ITL medians differ by {:.3} ms (> {tol_ms})",
+        ci - si
+    );
     // The client can never see a token before the server sent it.
     assert!(ct >= st - 0.05, "{label}: client TTFT below server TTFT");
 }
 
 #[test]
 fn concurrency_1_within_1ms_of_server_truth() {
-    let cmp = bench_and_compare(&["--itl-ms", "8", "--ttft-ms", "20", "--jitter-ms", "1"], 1, 24, 24);
+    let cmp = bench_and_compare(
+        &["--itl-ms", "8", "--ttft-ms", "20", "--jitter-ms", "1"],
+        1,
+        24,
+        24,
+    );
     check(&cmp, 1.0, "c=1");
 }
 
 #[test]
 fn concurrency_64_within_2ms_of_server_truth() {
     let cmp = bench_and_compare(
-        &["--itl-ms", "10", "--ttft-ms", "20", "--max-batch", "64", "--step-growth", "0.01"],
+        &[
+            "--itl-ms",
+            "10",
+            "--ttft-ms",
+            "20",
+            "--max-batch",
+            "64",
+            "--step-growth",
+            "0.01",
+        ],
         64,
         128,
         16,
@@ -112,8 +192,20 @@ fn chunks_of_several_tokens_count_every_token() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let o = run(&[
-        "bench", "--url", &mock.url, "--concurrency", "2", "--requests", "6", "--rounds", "2",
-        "--max-tokens", "18", "--quiet", "--out", out.to_str().unwrap(),
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "2",
+        "--requests",
+        "6",
+        "--rounds",
+        "2",
+        "--max-tokens",
+        "18",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod openai;
 pub mod plan;
 pub mod prompts;
+pub mod raw;
 pub mod report;
 pub mod rng;
 pub mod sim;

@@ -142,6 +142,10 @@ pub struct Environment {
     /// Whether the endpoint is the built-in simulator.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub simulated: bool,
+    /// The client's own event-loop lag during the run: how late a 10 ms timer fired.
+    /// High values mean the client, not the server, was the bottleneck.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_loop_lag_ms: Option<Summary>,
 }
 
 /// Summaries of every per-request metric at one level (successful requests only).

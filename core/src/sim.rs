@@ -40,8 +40,10 @@ use crate::rng::Rng;
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {
     /// HTTP 429 with `Retry-After`, at once.
+    #[serde(rename = "http_429")]
     Http429,
     /// HTTP 503 with `Retry-After`, at once.
+    #[serde(rename = "http_503")]
     Http503,
     /// An error object in the stream after some tokens.
     ErrorEvent,
@@ -867,6 +869,13 @@ mod tests {
         };
         let events = sse::decode_all(bytes.as_bytes()).unwrap();
         assert!(crate::openai::parse_event("message", &events[0].data).is_err());
+    }
+
+    #[test]
+    fn fault_names_match_in_json() {
+        for f in FaultKind::ALL {
+            assert_eq!(serde_json::to_value(f).unwrap(), f.as_str());
+        }
     }
 
     #[test]

@@ -334,6 +334,7 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         None => None,
     };
     spawn_signal_handler(ctx.stop.clone(), ctx.cancel.clone(), cfg.grace);
+    let lag_monitor = LagMonitor::spawn();
     let progress = Progress::new(cfg.progress);
     let mut levels: Vec<LevelReport> = Vec::new();
     let mut warmups = Vec::new();
@@ -421,8 +422,29 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         w.flush();
     }
     let interrupted = ctx.stop.is_cancelled();
+    let lag_summary = lag_monitor.stop().await;
     let mut warnings = pre.warnings;
     warnings.extend(level_warnings(&levels));
+    if let Some(p99) = lag_summary.p99
+        && p99 > LAG_THRESHOLD_MS
+    {
+        warnings.push(ReportWarning {
+            kind: "client_bound".into(),
+            message: format!(
+                "the client's event loop ran late (p99 {p99:.1} ms, max {:.1} ms, threshold {LAG_THRESHOLD_MS} ms): timings include the client's own delays; use fewer concurrent streams per client or a bigger machine",
+                lag_summary.max.unwrap_or(p99)
+            ),
+        });
+    }
+    if levels.iter().any(|l| l.metrics.itl_ms.histogram || l.metrics.ttft_ms.histogram) {
+        warnings.push(ReportWarning {
+            kind: "histogram_summaries".into(),
+            message: format!(
+                "some levels recorded more than {} samples of a metric: their percentiles come from a histogram (3 significant digits) to keep memory flat",
+                tokenscope_core::stats::DEFAULT_SAMPLE_CAP
+            ),
+        });
+    }
     let sweep = analyze_sweep(&levels, &cfg.slos);
     let mut run_config = cfg.run_config(&ctx.model);
     run_config.warmup_requests = cfg.warmup.unwrap_or_else(|| {
@@ -451,6 +473,7 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
                 _ => None,
             },
             simulated: false,
+            event_loop_lag_ms: Some(lag_summary),
         },
         levels,
         sweep,
@@ -458,6 +481,42 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         interrupted,
     };
     Ok(RunOutput { report })
+}
+
+/// Event-loop lag above which a run's numbers are called client-bound, ms (p99).
+pub const LAG_THRESHOLD_MS: f64 = 10.0;
+
+/// Measures how late a 10 ms timer fires on the client's runtime, all run long.
+struct LagMonitor {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<tokenscope_core::stats::Samples>,
+}
+
+impl LagMonitor {
+    fn spawn() -> Self {
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut samples = tokenscope_core::stats::Samples::with_cap(100_000);
+            let period = Duration::from_millis(10);
+            loop {
+                let start = std::time::Instant::now();
+                tokio::select! {
+                    () = tokio::time::sleep(period) => {}
+                    () = token.cancelled() => break,
+                }
+                let late = start.elapsed().saturating_sub(period);
+                samples.push(late.as_secs_f64() * 1000.0);
+            }
+            samples
+        });
+        Self { stop, task }
+    }
+
+    async fn stop(self) -> tokenscope_core::stats::Summary {
+        self.stop.cancel();
+        self.task.await.map(|s| s.summary()).unwrap_or_default()
+    }
 }
 
 fn now_nanos() -> u64 {

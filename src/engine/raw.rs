@@ -1,6 +1,6 @@
-//! `--raw` JSONL: one header line (`tokenscope.raw/1` with the run's config), then
-//! one line per finished request, written and flushed as it finishes, so a crash,
-//! a SIGKILL or Ctrl-C loses nothing that finished. Every complete line parses.
+//! `--raw` JSONL (core's `tokenscope.raw/1`): one header line with the run's
+//! config, then one line per finished request, written and flushed as it
+//! finishes, so a crash, a SIGKILL or Ctrl-C loses nothing that finished.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -8,36 +8,10 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use serde::Serialize;
-use tokenscope_core::report::{Load, RunConfig};
-use tokenscope_core::timeline::RequestRecord;
+use tokenscope_core::raw::{RAW_SCHEMA, RawHeader, RawLine};
+use tokenscope_core::report::{Load, RunConfig, Source};
 
 use super::{Finished, Phase};
-
-/// The raw file's schema.
-pub const RAW_SCHEMA: &str = "tokenscope.raw/1";
-
-#[derive(Serialize)]
-struct Header<'a> {
-    schema: &'static str,
-    tool_version: &'static str,
-    config: &'a RunConfig,
-}
-
-#[derive(Serialize)]
-struct Line<'a> {
-    request_id: &'a str,
-    level: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    concurrency: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rate_per_s: Option<f64>,
-    /// 1-based round; absent for warm-up requests.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    round: Option<u32>,
-    warmup: bool,
-    #[serde(flatten)]
-    record: &'a RequestRecord,
-}
 
 /// Appends request lines to the raw file.
 pub struct RawWriter {
@@ -54,12 +28,12 @@ impl RawWriter {
             out: BufWriter::new(file),
             failed: false,
         };
-        let header = Header {
-            schema: RAW_SCHEMA,
-            tool_version: env!("CARGO_PKG_VERSION"),
-            config,
-        };
-        w.line(&header);
+        w.line(&RawHeader {
+            schema: RAW_SCHEMA.into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            source: Source::Native,
+            config: config.clone(),
+        });
         if w.failed {
             anyhow::bail!("--raw {}: cannot write the file", path.display());
         }
@@ -72,8 +46,9 @@ impl RawWriter {
             Load::Concurrency(c) => (Some(c), None),
             Load::Rate(r) => (None, Some(r)),
         };
-        let line = Line {
-            request_id: &f.request_id,
+        // The record is cloned into the line type; a request's record is small.
+        let line = RawLine {
+            request_id: f.request_id.clone(),
             level,
             concurrency,
             rate_per_s,
@@ -82,7 +57,7 @@ impl RawWriter {
                 Phase::Warmup => None,
             },
             warmup: f.phase == Phase::Warmup,
-            record: &f.record,
+            record: f.record.clone(),
         };
         self.line(&line);
     }

@@ -58,6 +58,8 @@ pub struct LogRecord {
     pub id: u64,
     /// The client's `x-request-id`, if it sent one.
     pub request_id: Option<String>,
+    /// Whether the request carried a bearer token (never the token itself).
+    pub authorized: bool,
     /// `chat` or `completions`.
     pub api: &'static str,
     /// Prompt tokens (estimated like the client's synthetic prompts).
@@ -295,6 +297,10 @@ async fn handle(
         .get("x-request-id")
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned);
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer ") && v.len() > 7);
     let prompt_tokens = approx_tokens(&prompt).max(1);
     let (reply_tx, reply_rx) = oneshot::channel();
     let (tok_tx, tok_rx) = mpsc::unbounded_channel();
@@ -326,6 +332,7 @@ async fn handle(
     let mut log = LogRecord {
         id: 0,
         request_id,
+        authorized,
         api: api.as_str(),
         prompt_tokens,
         max_tokens,
@@ -446,8 +453,14 @@ struct StreamState {
     started: bool,
     done: bool,
     reset_next: bool,
+    /// Hold the stream this long before the next chunk (a `stall` fault).
+    stall_next: Option<f64>,
     stall_ms: f64,
 }
+
+/// How long a reset waits after the last chunk, so the HTTP layer flushes that
+/// chunk before the connection is cut (a reset *after* k tokens, not during).
+const RESET_AFTER_MS: u64 = 30;
 
 fn sse_stream(
     s: MockState,
@@ -466,6 +479,7 @@ fn sse_stream(
         started: false,
         done: false,
         reset_next: false,
+        stall_next: None,
         stall_ms,
     };
     stream::unfold(st, |mut st| async move {
@@ -474,6 +488,12 @@ fn sse_stream(
         }
         if st.reset_next {
             st.done = true;
+            // Pending here lets hyper flush the chunk before; then cut the connection.
+            tokio::time::sleep(Duration::from_millis(RESET_AFTER_MS)).await;
+            if let Some(mut log) = st.guard.log.take() {
+                log.t_end_ms = st.guard.state.clock.now_ms();
+                st.guard.state.write_log(log);
+            }
             return Some((
                 Err(std::io::Error::new(
                     std::io::ErrorKind::ConnectionReset,
@@ -481,6 +501,9 @@ fn sse_stream(
                 )),
                 st,
             ));
+        }
+        if let Some(ms) = st.stall_next.take() {
+            tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
         }
         // None: the engine dropped us; the body ends without [DONE].
         let em = st.rx.recv().await?;
@@ -490,7 +513,6 @@ fn sse_stream(
             st.started = true;
         }
         out.push_str(&st.writer.tokens(em.tokens));
-        let mut stall = None;
         if let Some(fault) = em.fault {
             if let Some(log) = st.guard.log.as_mut() {
                 log.fault = Some(fault);
@@ -502,7 +524,7 @@ fn sse_stream(
                     st.done = true;
                 }
                 FaultAction::Reset => st.reset_next = true,
-                FaultAction::Stall { ms } => stall = Some(ms),
+                FaultAction::Stall { ms } => st.stall_next = Some(ms),
             }
         } else if em.finished {
             out.push_str(&st.writer.finish());
@@ -522,12 +544,6 @@ fn sse_stream(
         {
             log.t_end_ms = t;
             st.guard.state.write_log(log);
-        }
-        if let Some(ms) = stall {
-            // Hand over what we have, then hold the stream.
-            let bytes = Bytes::from(out);
-            tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
-            return Some((Ok(bytes), st));
         }
         Some((Ok(Bytes::from(out)), st))
     })

@@ -1,0 +1,130 @@
+//! The fault matrix: `tokenscope bench` against `tokenscope mock` injecting each
+//! fault into about half the requests. For every request, the client's
+//! classification is checked against the fault the server logged for that very
+//! request (joined by `x-request-id`); tokens received before a fault are kept;
+//! `sent = ok + errors + timeouts` holds exactly; the run carries on.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{Mock, read_jsonl, run, text};
+
+/// What the client must report for a request the server gave `fault`:
+/// (outcome status, error kind or timeout phase, tokens arrive before it).
+fn expected(fault: &str) -> (&'static str, &'static str, bool) {
+    match fault {
+        "http_429" => ("error", "http_429", false),
+        "http_503" => ("error", "http_503", false),
+        "error_event" => ("error", "stream_error", true),
+        "reset" => ("error", "reset", true),
+        "malformed" => ("error", "malformed_chunk", true),
+        "stall" => ("timeout", "stream", true),
+        "html" => ("error", "non_sse", false),
+        "no_done" => ("error", "truncated", true),
+        "no_headers" => ("timeout", "headers", false),
+        other => panic!("unknown fault {other}"),
+    }
+}
+
+fn matrix(fault: &str) {
+    let mock = Mock::start(&[
+        "--error-rate", "0.5", "--faults", fault, "--itl-ms", "4", "--ttft-ms", "5", "--stall", "20s",
+        "--seed", "3",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw.jsonl");
+    let out = dir.path().join("r.json");
+    let o = run(&[
+        "bench", "--url", &mock.url, "--model", "tokenscope-sim", "--no-preflight", "--concurrency", "3",
+        "--requests", "12", "--rounds", "2", "--warmup", "0", "--max-tokens", "12", "--input-tokens", "8",
+        "--timeout", "1500ms", "--quiet", "--raw", raw.to_str().unwrap(), "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{fault}: the run completes: {}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let level = &report["levels"][0];
+    let (sent, ok, errors, timeouts) = (
+        level["sent"].as_u64().unwrap(),
+        level["ok"].as_u64().unwrap(),
+        level["errors"].as_u64().unwrap(),
+        level["timeouts"].as_u64().unwrap(),
+    );
+    assert_eq!(sent, 12, "{fault}");
+    assert_eq!(sent, ok + errors + timeouts, "{fault}: nothing unaccounted");
+
+    let records: Vec<serde_json::Value> = read_jsonl(&raw).into_iter().skip(1).collect();
+    assert_eq!(records.len(), 12, "{fault}: one raw line per request");
+    let server = mock.log_records(12);
+    let by_id: HashMap<&str, &serde_json::Value> =
+        server.iter().filter_map(|s| Some((s["request_id"].as_str()?, s))).collect();
+    let mut faulted = 0;
+    for r in &records {
+        let id = r["request_id"].as_str().unwrap();
+        let s = by_id.get(id).unwrap_or_else(|| panic!("{fault}: {id} not in the server log"));
+        let outcome = &r["outcome"];
+        match s["fault"].as_str() {
+            None => assert_eq!(outcome["status"], "ok", "{fault}: {id} had no fault: {r}"),
+            Some(f) => {
+                faulted += 1;
+                assert_eq!(f, fault);
+                let (status, kind, tokens_first) = expected(f);
+                assert_eq!(outcome["status"], status, "{fault}: {id}: {outcome}");
+                let got = if status == "timeout" { &outcome["phase"] } else { &outcome["kind"] };
+                assert_eq!(got, kind, "{fault}: {id}: {outcome}");
+                let client_tokens = r["token_events_ms"].as_array().unwrap().len();
+                let server_chunks = s["chunk_times_ms"].as_array().unwrap().len();
+                if tokens_first {
+                    assert!(server_chunks >= 1, "{fault}: the server sent tokens before the fault");
+                    // Every token the server handed over before the fault is in the raw record.
+                    assert_eq!(client_tokens, server_chunks, "{fault}: {id}: tokens kept: {r}");
+                } else {
+                    assert_eq!(client_tokens, 0, "{fault}: {id}");
+                }
+                if status == "error" {
+                    let msg = outcome["message"].as_str().unwrap();
+                    assert!(!msg.is_empty());
+                }
+            }
+        }
+    }
+    assert!(faulted > 0 && faulted < 12, "{fault}: about half faulted, got {faulted}");
+    let kinds: u64 = level["error_kinds"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(kinds, errors, "{fault}: every error has a kind");
+}
+
+#[test]
+fn http_429() {
+    matrix("http_429");
+}
+#[test]
+fn http_503() {
+    matrix("http_503");
+}
+#[test]
+fn error_event_midstream() {
+    matrix("error_event");
+}
+#[test]
+fn connection_reset_midstream() {
+    matrix("reset");
+}
+#[test]
+fn malformed_chunk() {
+    matrix("malformed");
+}
+#[test]
+fn stall_longer_than_the_timeout() {
+    matrix("stall");
+}
+#[test]
+fn html_error_page() {
+    matrix("html");
+}
+#[test]
+fn body_ends_without_done() {
+    matrix("no_done");
+}
+#[test]
+fn headers_never_come() {
+    matrix("no_headers");
+}
