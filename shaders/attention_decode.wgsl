@@ -4,8 +4,11 @@
 // One workgroup = one KV head x one split of the context. It scores all GROUP query
 // heads that share the KV head, so each K and V row is read from memory once:
 //   scores:  s[g, p] = scale * q[g] . K[p]      (LANES threads per position)
-//   softmax: online (running max m, running sum l, rescale by exp(m_old - m_new))
-//   values:  o[g] = sum_p exp(s[g, p] - m) * V[p]   (threads own 4 dims each)
+//   softmax: online; a tile's max comes from a workgroup atomicMax on order-preserving
+//            u32 keys, every thread keeps the running max m privately, and what came
+//            before is rescaled by exp(m_old - m_new): 3 barriers per tile, no serial loop
+//   values:  o[g] = sum_p exp(s[g, p] - m) * V[p], l[g] = sum_p exp(s[g, p] - m)
+//            (threads own 4 dims each; each position group keeps its own o and l)
 // With splits == 1 the workgroup writes o / l; with splits > 1 it writes the partial
 // (o, m, l) and attention_combine.wgsl merges the splits with log-sum-exp.
 //
@@ -55,10 +58,19 @@ struct Params {
 var<workgroup> q_sh: array<vec4<f32>, GROUP * HQ>;         // scaled queries
 var<workgroup> dot_sh: array<f32, WG_SIZE * GROUP>;        // [TILE, GROUP, LANES] partial dots
 var<workgroup> p_sh: array<f32, GROUP * TILE>;             // [GROUP, TILE] scores, then probabilities
-var<workgroup> o_sh: array<vec4<f32>, PG * DG>;            // value-phase reduction
-var<workgroup> m_sh: array<f32, GROUP>;                    // running max
-var<workgroup> l_sh: array<f32, GROUP>;                    // running sum of exp
-var<workgroup> alpha_sh: array<f32, GROUP>;                // rescale of this tile
+var<workgroup> o_sh: array<vec4<f32>, PG * DG>;            // final reduction of o
+var<workgroup> l_sh: array<f32, PG>;                       // final reduction of l
+var<workgroup> max_sh: array<atomic<u32>, GROUP>;          // tile max, as order-preserving keys
+
+// f32 -> u32 preserving order (negative: flip all bits; positive: flip the sign bit).
+fn key(x: f32) -> u32 {
+    let b = bitcast<u32>(x);
+    return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+fn unkey(k: u32) -> f32 {
+    return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
+}
 
 fn load_k(i: u32) -> vec4<f32> {
 #ifdef KV_F16
@@ -100,8 +112,7 @@ fn main(@builtin(local_invocation_index) lid: u32,
         q_sh[i] = q[kvh * GROUP * HQ + i] * params.scale;
     }
     if (lid < GROUP) {
-        m_sh[lid] = NEG_BIG;
-        l_sh[lid] = 0.0;
+        atomicStore(&max_sh[lid], key(NEG_BIG));
     }
     workgroupBarrier();
 
@@ -109,7 +120,13 @@ fn main(@builtin(local_invocation_index) lid: u32,
     let slot = lid / LANES;
     let dg = lid % DG;
     let pg = lid / DG;
+    // Running max (identical in every thread), and this thread's share of l and o.
+    var m: array<f32, GROUP>;
+    var l: array<f32, GROUP>;
     var acc: array<vec4<f32>, GROUP>;
+    for (var g = 0u; g < GROUP; g++) {
+        m[g] = NEG_BIG;
+    }
 
     for (var base = p_begin; base < p_end; base += TILE) {
         // Scores: LANES threads per position, each LQ vectors of the head row.
@@ -134,71 +151,72 @@ fn main(@builtin(local_invocation_index) lid: u32,
             var s = NEG_BIG;
             if (base + t < p_end) {
                 s = 0.0;
-                for (var l = 0u; l < LANES; l++) {
-                    s += dot_sh[(t * GROUP + g) * LANES + l];
+                for (var j = 0u; j < LANES; j++) {
+                    s += dot_sh[(t * GROUP + g) * LANES + j];
                 }
             }
             p_sh[i] = s;
+            atomicMax(&max_sh[g], key(s));
         }
         workgroupBarrier();
-        // Online softmax: new running max and the rescale of what came before.
-        if (lid < GROUP) {
-            let m_old = m_sh[lid];
-            var m_new = m_old;
-            for (var t = 0u; t < TILE; t++) {
-                m_new = max(m_new, p_sh[lid * TILE + t]);
-            }
-            alpha_sh[lid] = exp(m_old - m_new);
-            m_sh[lid] = m_new;
+        // New running max; what came before is rescaled by alpha.
+        var alpha: array<f32, GROUP>;
+        for (var g = 0u; g < GROUP; g++) {
+            let m_new = max(m[g], unkey(atomicLoad(&max_sh[g])));
+            alpha[g] = exp(m[g] - m_new);
+            m[g] = m_new;
         }
-        workgroupBarrier();
         for (var i = lid; i < TILE * GROUP; i += WG_SIZE) {
-            p_sh[i] = exp(p_sh[i] - m_sh[i / TILE]);
+            p_sh[i] = exp(p_sh[i] - m[i / TILE]);
         }
         workgroupBarrier();
+        // Every thread has read max_sh (before the barrier): reset it for the next tile.
         if (lid < GROUP) {
-            var sum = 0.0;
-            for (var t = 0u; t < TILE; t++) {
-                sum += p_sh[lid * TILE + t];
-            }
-            l_sh[lid] = l_sh[lid] * alpha_sh[lid] + sum;
+            atomicStore(&max_sh[lid], key(NEG_BIG));
         }
         // Values: DG threads cover one row (4 dims each), PG rows in flight.
         if (pg < PG) {
             for (var g = 0u; g < GROUP; g++) {
-                acc[g] *= alpha_sh[g];
+                acc[g] *= alpha[g];
+                l[g] *= alpha[g];
             }
             for (var t = pg; t < TILE; t += PG) {
                 let p = base + t;
                 if (p < p_end) {
                     let vv = load_v((row_base + p) * HQ + dg);
                     for (var g = 0u; g < GROUP; g++) {
-                        acc[g] += p_sh[g * TILE + t] * vv;
+                        let w = p_sh[g * TILE + t];
+                        acc[g] += w * vv;
+                        l[g] += w;
                     }
                 }
             }
         }
-        workgroupBarrier();
     }
 
-    // Sum the PG partial accumulators of each head and write the result.
+    // Sum the PG position groups' o and l of each head and write the result.
     for (var g = 0u; g < GROUP; g++) {
         if (pg < PG) {
             o_sh[pg * DG + dg] = acc[g];
+            if (dg == 0u) {
+                l_sh[pg] = l[g];
+            }
         }
         workgroupBarrier();
         if (lid < DG) {
             var o = vec4<f32>(0.0);
+            var lt = 0.0;
             for (var j = 0u; j < PG; j++) {
                 o += o_sh[j * DG + lid];
+                lt += l_sh[j];
             }
             let h = kvh * GROUP + g;
             if (params.splits == 1u) {
-                out[h * HQ + lid] = o / l_sh[g];
+                out[h * HQ + lid] = o / lt;
             } else {
                 part_o[(h * params.splits + split) * HQ + lid] = o;
                 if (lid == 0u) {
-                    part_ml[h * params.splits + split] = vec2<f32>(m_sh[g], l_sh[g]);
+                    part_ml[h * params.splits + split] = vec2<f32>(m[g], lt);
                 }
             }
         }

@@ -124,7 +124,7 @@ impl AttentionSpec {
         let wg = u64::from(WG_SIZE);
         let tile = u64::from(self.tile());
         let pg = wg / hq;
-        g * hq * 16 + wg * g * 4 + g * tile * 4 + pg * hq * 16 + 3 * g * 4
+        g * hq * 16 + wg * g * 4 + g * tile * 4 + pg * hq * 16 + pg * 4 + g * 4
     }
 
     /// Checks the shape before any GPU work.
