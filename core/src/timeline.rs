@@ -821,6 +821,30 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_without_line_breaks_is_capped_and_classified() {
+        let mut tl = RequestTimeline::new(0.0, None).max_event_bytes(1024);
+        tl.on_headers(1.0, 200, None);
+        tl.on_read(2.0, events()[1].as_bytes());
+        let mut finished = false;
+        for i in 0..100 {
+            if tl.on_read(3.0 + f64::from(i), &[b'x'; 100]).finished {
+                finished = true;
+                break;
+            }
+        }
+        assert!(finished, "the request stops at the cap, not at the end of memory");
+        let r = tl.finish();
+        assert_eq!(r.token_events_ms, vec![2.0], "what came before is kept");
+        assert!(matches!(
+            r.outcome,
+            Outcome::Error {
+                kind: ErrorKind::EventTooLarge,
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn unfinished_request_is_counted_not_dropped() {
         let tl = RequestTimeline::new(0.0, None);
         assert!(matches!(
