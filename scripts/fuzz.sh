@@ -15,9 +15,12 @@ export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$PWD/target/fuzz}
 cd fuzz
 for t in sse_decoder stream_timeline; do
   echo "== fuzz $t for ${seconds}s"
-  cargo fuzz run "$t" -- -max_total_time="$seconds" -rss_limit_mb=1024 2>&1 | grep -E "^(Done|==|INFO: Running|SUMMARY|.*ERROR)" || true
-  if ls artifacts/"$t"/crash-* artifacts/"$t"/oom-* artifacts/"$t"/leak-* >/dev/null 2>&1; then
-    echo "fuzz $t found a failing input: see fuzz/artifacts/$t/"
+  log=$(mktemp)
+  if ! cargo fuzz run "$t" -- -max_total_time="$seconds" -rss_limit_mb=1024 >"$log" 2>&1; then
+    tail -40 "$log"
+    echo "fuzz $t failed (a failing input, if found, is in fuzz/artifacts/$t/)"
     exit 1
   fi
+  grep -E "^Done" "$log" || true
+  rm -f "$log"
 done
