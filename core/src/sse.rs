@@ -273,22 +273,18 @@ impl Decoder {
                 self.pending_fields = true;
                 self.event_type = self.decode(value);
             }
-            b"id" => {
-                // An id containing NULL is ignored, as the standard says.
-                if !value.contains(&0) {
-                    self.pending_fields = true;
-                    self.last_event_id = Some(self.decode(value));
-                }
+            // An id containing NULL is ignored, as the standard says.
+            b"id" if !value.contains(&0) => {
+                self.pending_fields = true;
+                self.last_event_id = Some(self.decode(value));
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    self.pending_fields = true;
-                    // Saturate absurd values instead of overflowing.
-                    let ms = value.iter().fold(0u64, |acc, d| {
-                        acc.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-                    });
-                    self.retry_ms = Some(ms);
-                }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.pending_fields = true;
+                // Saturate absurd values instead of overflowing.
+                let ms = value.iter().fold(0u64, |acc, d| {
+                    acc.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                });
+                self.retry_ms = Some(ms);
             }
             _ => {} // unknown fields are ignored
         }
