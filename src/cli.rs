@@ -24,6 +24,8 @@ pub enum Command {
     Demo(cmd::demo::DemoArgs),
     /// Run a simulated OpenAI-compatible inference server (demos and tests).
     Mock(cmd::mock::MockArgs),
+    /// One report (HTML/Markdown) from client runs, the GPU kernels and the model served.
+    Report(cmd::report::ReportArgs),
     /// Serve the web page on localhost (--mock co-hosts the simulated server).
     Serve(cmd::serve::ServeArgs),
     /// Run the GPU kernel harness: memory bandwidth, decode kernels and the TPOT floor.
@@ -37,6 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Mock(args) => cmd::mock::run(args),
         Command::Kernels(args) => cmd::kernels::run(args),
+        Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     }
 }

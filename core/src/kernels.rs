@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::floor::{FloorEstimate, Quant};
+use crate::floor::{FloorBandwidth, FloorEstimate, ModelShape, Quant};
 
 /// The schema id this build writes.
 pub const SCHEMA: &str = "tokenscope.kernels/1";
@@ -465,6 +465,103 @@ pub struct KernelReport {
 }
 
 impl KernelReport {
+    /// GEMV bandwidth for a format: total bytes over total time of the verified,
+    /// non-cache-resident batch-1 GEMVs (the mix of shapes a model reads), else the
+    /// read bandwidth. Returns the GB/s and where they came from.
+    pub fn gemv_bandwidth(&self, dtype: Quant) -> (f64, String) {
+        let ks: Vec<&KernelResult> = self
+            .kernels
+            .iter()
+            .filter(|k| {
+                k.name == "gemv" && k.dtype == dtype.as_str() && k.verified && !k.cache_resident
+            })
+            .collect();
+        let time: f64 = ks.iter().map(|k| k.median_us).sum();
+        if ks.is_empty() || time <= 0.0 {
+            let read = self.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
+            return (read, format!("read (no GEMV {dtype} measured)"));
+        }
+        let bytes: u64 = ks.iter().map(|k| k.bytes_moved).sum();
+        (
+            bytes as f64 / (time * 1e-6) / 1e9,
+            format!("gemv {dtype} ({} shapes)", ks.len()),
+        )
+    }
+
+    /// Attention bandwidth at `context`: the split-KV kernel with the KV format at
+    /// the measured context nearest (in log scale), else any attention kernel, else
+    /// the read bandwidth. Returns the GB/s and where they came from.
+    pub fn attention_bandwidth(&self, kv: Quant, context: u64) -> (f64, String) {
+        let usable =
+            |k: &&KernelResult| k.name.starts_with("attention") && k.verified && !k.cache_resident;
+        let nearest = |pred: &dyn Fn(&KernelResult) -> bool| {
+            self.kernels
+                .iter()
+                .filter(usable)
+                .filter(|k| pred(k))
+                .min_by(|a, b| {
+                    let d = |k: &KernelResult| {
+                        (k.context.unwrap_or(1).max(1) as f64 / context.max(1) as f64)
+                            .ln()
+                            .abs()
+                    };
+                    d(a).total_cmp(&d(b))
+                })
+        };
+        let pick = nearest(&|k| k.name == "attention_decode_split" && k.dtype == kv.as_str())
+            .or_else(|| nearest(&|_| true));
+        match pick {
+            Some(k) => (
+                k.effective_gbps,
+                format!("{} {} context {}", k.name, k.dtype, k.context.unwrap_or(0)),
+            ),
+            None => (
+                self.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps),
+                "read (no attention measured)".into(),
+            ),
+        }
+    }
+
+    /// The decode floor of `model` at `quant` and `context` from this report's
+    /// measured bandwidths (with the synthetic decode step, if one ran there).
+    /// `None` when no bandwidth was measured.
+    pub fn floor_row(
+        &self,
+        model: &ModelShape,
+        quant: Quant,
+        context: u64,
+        kv: Quant,
+    ) -> Option<FloorRow> {
+        let (gemv, gemv_source) = self.gemv_bandwidth(quant);
+        let (attn, attention_source) = self.attention_bandwidth(kv, context);
+        let bw = FloorBandwidth {
+            gemv_gbps: gemv,
+            attention_gbps: attn,
+        };
+        let estimate = model.floor(quant, context, kv, bw).ok()?;
+        let step = self
+            .decode_steps
+            .iter()
+            .find(|s| s.model == model.name && s.quant == quant && s.context == context);
+        Some(FloorRow {
+            decode_step_ms: step.map(|s| s.step_ms),
+            step_efficiency: step.map(|s| estimate.tpot_floor_ms / s.step_ms),
+            estimate,
+            gemv_source,
+            attention_source,
+        })
+    }
+
+    /// [`KernelReport::floor_row`] with the KV format the report's own floor used
+    /// (f16 if it has none): what `tokenscope report` calls for the served model.
+    pub fn floor_for(&self, model: &ModelShape, quant: Quant, context: u64) -> Option<FloorRow> {
+        let kv = self
+            .decode_floor
+            .first()
+            .map_or(Quant::F16, |r| r.estimate.kv_dtype);
+        self.floor_row(model, quant, context, kv)
+    }
+
     /// Reads a report, refusing unknown major schema versions with a clear error.
     /// Minor additions (unknown fields) are ignored.
     pub fn from_json(text: &str) -> Result<KernelReport, ReportError> {

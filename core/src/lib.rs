@@ -11,6 +11,8 @@
 //! too, so the native CLI, the page and the report share one implementation.
 
 pub mod analysis;
+pub mod charts;
+pub mod combined;
 pub mod export;
 pub mod floor;
 pub mod kernels;

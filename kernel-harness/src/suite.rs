@@ -569,89 +569,12 @@ async fn run_attention(
     ))
 }
 
-/// GEMV bandwidth for a format: total bytes over total time of the verified,
-/// non-cache-resident batch-1 GEMVs (the mix of shapes a model reads), else the read
-/// bandwidth.
-pub fn gemv_bandwidth(report: &KernelReport, dtype: Quant) -> (f64, String) {
-    let ks: Vec<&KernelResult> = report
-        .kernels
-        .iter()
-        .filter(|k| {
-            k.name == "gemv" && k.dtype == dtype.as_str() && k.verified && !k.cache_resident
-        })
-        .collect();
-    let time: f64 = ks.iter().map(|k| k.median_us).sum();
-    if ks.is_empty() || time <= 0.0 {
-        let read = report.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
-        return (read, format!("read (no GEMV {dtype} measured)"));
-    }
-    let bytes: u64 = ks.iter().map(|k| k.bytes_moved).sum();
-    (
-        bytes as f64 / (time * 1e-6) / 1e9,
-        format!("gemv {dtype} ({} shapes)", ks.len()),
-    )
-}
-
-/// Attention bandwidth at `context`: the split-KV kernel with the floor's KV format at
-/// the measured context nearest (in log scale), else any attention kernel, else the read
-/// bandwidth.
-pub fn attention_bandwidth(report: &KernelReport, kv: Quant, context: u64) -> (f64, String) {
-    let usable =
-        |k: &&KernelResult| k.name.starts_with("attention") && k.verified && !k.cache_resident;
-    let nearest = |pred: &dyn Fn(&KernelResult) -> bool| {
-        report
-            .kernels
-            .iter()
-            .filter(usable)
-            .filter(|k| pred(k))
-            .min_by(|a, b| {
-                let d = |k: &KernelResult| {
-                    (k.context.unwrap_or(1).max(1) as f64 / context.max(1) as f64)
-                        .ln()
-                        .abs()
-                };
-                d(a).total_cmp(&d(b))
-            })
-    };
-    let pick = nearest(&|k| k.name == "attention_decode_split" && k.dtype == kv.as_str())
-        .or_else(|| nearest(&|_| true));
-    match pick {
-        Some(k) => (
-            k.effective_gbps,
-            format!("{} {} context {}", k.name, k.dtype, k.context.unwrap_or(0)),
-        ),
-        None => (
-            report.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps),
-            "read (no attention measured)".into(),
-        ),
-    }
-}
-
 fn floors(report: &KernelReport, cfg: &SuiteConfig) -> Vec<FloorRow> {
     let mut rows = Vec::new();
     for model in &cfg.models {
         for &quant in &cfg.quants {
             for &context in &cfg.contexts {
-                let (gemv, gemv_source) = gemv_bandwidth(report, quant);
-                let (attn, attention_source) =
-                    attention_bandwidth(report, cfg.kv_dtype, u64::from(context));
-                let bw = FloorBandwidth {
-                    gemv_gbps: gemv,
-                    attention_gbps: attn,
-                };
-                let Ok(estimate) = model.floor(quant, u64::from(context), cfg.kv_dtype, bw) else {
-                    continue;
-                };
-                let step = report.decode_steps.iter().find(|s| {
-                    s.model == model.name && s.quant == quant && s.context == u64::from(context)
-                });
-                rows.push(FloorRow {
-                    decode_step_ms: step.map(|s| s.step_ms),
-                    step_efficiency: step.map(|s| estimate.tpot_floor_ms / s.step_ms),
-                    estimate,
-                    gemv_source,
-                    attention_source,
-                });
+                rows.extend(report.floor_row(model, quant, u64::from(context), cfg.kv_dtype));
             }
         }
     }
@@ -666,8 +589,8 @@ fn step_results(
     steps
         .iter()
         .filter_map(|(spec, t)| {
-            let (gemv, _) = gemv_bandwidth(report, spec.quant);
-            let (attn, _) = attention_bandwidth(report, cfg.kv_dtype, u64::from(spec.context));
+            let (gemv, _) = report.gemv_bandwidth(spec.quant);
+            let (attn, _) = report.attention_bandwidth(cfg.kv_dtype, u64::from(spec.context));
             let f = spec
                 .model
                 .floor(
@@ -690,7 +613,7 @@ pub fn goals(report: &KernelReport) -> Vec<GoalResult> {
     let read = report.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
     let mut out = Vec::new();
     for (dtype, target) in [(Quant::F16, 0.90), (Quant::Q8_0, 0.90), (Quant::Q4_0, 0.80)] {
-        let (gbps, source) = gemv_bandwidth(report, dtype);
+        let (gbps, source) = report.gemv_bandwidth(dtype);
         let measured = (read > 0.0 && source.starts_with("gemv")).then(|| gbps / read);
         out.push(GoalResult {
             goal: format!("gemv {dtype}"),

@@ -5,4 +5,5 @@ pub mod calibrate;
 pub mod demo;
 pub mod kernels;
 pub mod mock;
+pub mod report;
 pub mod serve;

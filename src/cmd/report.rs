@@ -1,0 +1,160 @@
+//! `tokenscope report`: one report from client runs (native and/or browser), the
+//! GPU kernels and the model being served.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use tokenscope_core::combined::{self, ModelChoice, ReportInput};
+use tokenscope_core::floor::{ModelShape, Quant, preset_names};
+use tokenscope_core::kernels::KernelReport;
+use tokenscope_core::report::ClientReport;
+
+/// Combine client reports (native and/or browser) with a GPU kernels report into
+/// one verdict, diagnosis and set of charts: a self-contained HTML file and/or
+/// Markdown.
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  tokenscope report --client client.json --out report.html
+  tokenscope report --client native.json --client browser.json --kernels kernels.json \\
+      --model llama-3.1-8b --quant q4_0 --context 4096 --out report.html --markdown report.md
+  tokenscope report --raw requests.jsonl --markdown -      (a report from a raw file alone)")]
+pub struct ReportArgs {
+    /// A client report (tokenscope.client/1) from `bench --out` or the page's export.
+    #[arg(long, value_name = "FILE")]
+    pub client: Vec<PathBuf>,
+
+    /// A raw per-request file (`bench --raw`): the client report is rebuilt from it.
+    #[arg(long, value_name = "FILE")]
+    pub raw: Vec<PathBuf>,
+
+    /// A kernels report (tokenscope.kernels/1) from `tokenscope kernels --out`.
+    #[arg(long, value_name = "FILE")]
+    pub kernels: Option<PathBuf>,
+
+    /// The model being served: a preset name (for the TPOT floor).
+    #[arg(long, value_name = "NAME", conflicts_with = "model_config")]
+    pub model: Option<String>,
+
+    /// The model being served: a Hugging Face config.json.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+
+    /// Its weight format: f16, q8_0 or q4_0.
+    #[arg(long, default_value = "f16")]
+    pub quant: String,
+
+    /// Context length at which to evaluate the floor (KV cache read per token).
+    #[arg(long, default_value_t = 4096)]
+    pub context: u64,
+
+    /// Write the HTML report here.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Write the Markdown report here (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+fn read(path: &Path, what: &str) -> anyhow::Result<String> {
+    std::fs::read_to_string(path)
+        .with_context(|| format!("--{what} {}: cannot read the file", path.display()))
+}
+
+/// Load and validate every input.
+pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
+    if args.client.is_empty() && args.raw.is_empty() && args.kernels.is_none() {
+        anyhow::bail!("nothing to report: give --client FILE, --raw FILE and/or --kernels FILE");
+    }
+    let mut clients = Vec::new();
+    for p in &args.client {
+        let text = read(p, "client")?;
+        clients.push(
+            ClientReport::from_json(&text)
+                .map_err(|e| anyhow::anyhow!("--client {}: {e}", p.display()))?,
+        );
+    }
+    for p in &args.raw {
+        let text = read(p, "raw")?;
+        let raw = tokenscope_core::raw::parse(&text)
+            .map_err(|e| anyhow::anyhow!("--raw {}: {e}", p.display()))?;
+        clients.push(tokenscope_core::raw::rebuild_report(&raw));
+    }
+    let kernels = match &args.kernels {
+        Some(p) => Some(
+            KernelReport::from_json(&read(p, "kernels")?)
+                .map_err(|e| anyhow::anyhow!("--kernels {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let quant: Quant = args
+        .quant
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--quant {:?}: {e}", args.quant))?;
+    if args.context == 0 {
+        anyhow::bail!("--context: 0 must be at least 1");
+    }
+    let shape = match (&args.model, &args.model_config) {
+        (Some(name), _) => Some(ModelShape::preset(name).map_err(|e| {
+            anyhow::anyhow!(
+                "--model {name:?}: {e} (presets: {})",
+                preset_names().join(", ")
+            )
+        })?),
+        (None, Some(p)) => {
+            let name = p
+                .parent()
+                .and_then(|d| d.file_name())
+                .and_then(|n| n.to_str())
+                .unwrap_or("custom")
+                .to_owned();
+            Some(
+                ModelShape::from_hf_config(&name, &read(p, "model-config")?)
+                    .map_err(|e| anyhow::anyhow!("--model-config {}: {e}", p.display()))?,
+            )
+        }
+        (None, None) => None,
+    };
+    Ok(ReportInput {
+        clients,
+        kernels,
+        model: shape.map(|shape| ModelChoice {
+            shape,
+            quant,
+            context: args.context,
+        }),
+    })
+}
+
+/// Run the subcommand.
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let input = inputs(&args)?;
+    let analysis = combined::analyze(&input);
+    let mut wrote = false;
+    if let Some(p) = &args.out {
+        std::fs::write(p, combined::html(&input, &analysis))
+            .with_context(|| format!("--out {}: cannot write", p.display()))?;
+        eprintln!("wrote {}", p.display());
+        wrote = true;
+    }
+    match &args.markdown {
+        Some(p) if p.as_os_str() == "-" => print!("{}", combined::markdown(&input, &analysis)),
+        Some(p) => {
+            std::fs::write(p, combined::markdown(&input, &analysis))
+                .with_context(|| format!("--markdown {}: cannot write", p.display()))?;
+            eprintln!("wrote {}", p.display());
+            wrote = true;
+        }
+        None if !wrote => print!("{}", combined::markdown(&input, &analysis)),
+        None => {}
+    }
+    // The verdict on the terminal either way.
+    if wrote {
+        for v in &analysis.verdict {
+            println!("{v}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

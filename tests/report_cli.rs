@@ -1,0 +1,217 @@
+//! `tokenscope report` as a user meets it: a report from a bench run (and from its
+//! raw file alone), the HTML is self-contained, bad inputs are one clear line, and
+//! the whole chain (mock + bench + kernels on Vulkan/lavapipe + report) renders in
+//! headless Chromium.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{Mock, run, text};
+
+fn bench(mock: &Mock, dir: &Path, levels: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let out = dir.join("client.json");
+    let raw = dir.join("raw.jsonl");
+    let args = vec![
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        levels,
+        "--requests",
+        "24",
+        "--max-tokens",
+        "12",
+        "--input-tokens",
+        "32",
+        "--slo",
+        "ttft_ms:p95<=400,tpot_ms:p95<=40",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    (out, raw)
+}
+
+/// No resource is fetched from anywhere: no http(s) URL in src, href or url().
+pub fn assert_self_contained(html: &str) {
+    let lower = html.to_ascii_lowercase();
+    for attr in ["src=", "href=", "url("] {
+        let mut rest = lower.as_str();
+        while let Some(i) = rest.find(attr) {
+            let after = rest[i + attr.len()..].trim_start_matches(['"', '\'', ' ']);
+            assert!(
+                !after.starts_with("http:")
+                    && !after.starts_with("https:")
+                    && !after.starts_with("//"),
+                "external reference: {}",
+                &rest[i..(i + 80).min(rest.len())]
+            );
+            rest = &rest[i + attr.len()..];
+        }
+    }
+    assert!(!lower.contains("<script"), "no scripts in the report");
+    assert!(!lower.contains("<link"), "no linked stylesheets or fonts");
+    assert!(!lower.contains("@import"), "no imported styles");
+}
+
+#[test]
+fn report_from_a_run_and_from_its_raw_file_agree() {
+    let mock = Mock::start(&["--itl-ms", "3", "--ttft-ms", "10"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (client, raw) = bench(&mock, dir.path(), "1,4");
+    let html = dir.path().join("r.html");
+    let md = dir.path().join("r.md");
+    let o = run(&[
+        "report",
+        "--client",
+        client.to_str().unwrap(),
+        "--out",
+        html.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert_self_contained(&h);
+    for section in [
+        "id=\"verdict\"",
+        "id=\"diagnosis\"",
+        "id=\"charts\"",
+        "id=\"glossary\"",
+        "<svg",
+    ] {
+        assert!(h.contains(section), "the HTML has {section}");
+    }
+    let m = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        m.contains("## Verdict") && m.contains("Capacity at your SLO"),
+        "{m}"
+    );
+    // The verdict is also printed.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("TTFT"));
+
+    // From the raw file alone: the same levels and counts.
+    let o = run(&["report", "--raw", raw.to_str().unwrap(), "--markdown", "-"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let from_raw = String::from_utf8_lossy(&o.stdout);
+    let c: serde_json::Value = serde_json::from_slice(&std::fs::read(&client).unwrap()).unwrap();
+    for level in c["levels"].as_array().unwrap() {
+        let row = format!(
+            "| c={} | {} | {} |",
+            level["concurrency"], level["sent"], level["ok"]
+        );
+        assert!(
+            from_raw.contains(&row),
+            "raw-built report has {row}:\n{from_raw}"
+        );
+    }
+    assert!(from_raw.contains("rebuilt from the raw file"));
+}
+
+#[test]
+fn bad_inputs_are_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong.json");
+    std::fs::write(&wrong, r#"{"schema": "tokenscope.client/7", "levels": []}"#).unwrap();
+    let o = run(&["report", "--client", wrong.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("unsupported schema \"tokenscope.client/7\""),
+        "{err}"
+    );
+    let o = run(&["report", "--client", "/nonexistent.json"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--client /nonexistent.json: cannot read"));
+    let o = run(&["report"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nothing to report"));
+    let good = dir.path().join("k.json");
+    std::fs::write(&good, "{}").unwrap();
+    let o = run(&[
+        "report",
+        "--kernels",
+        good.to_str().unwrap(),
+        "--model",
+        "gpt-9",
+    ]);
+    assert!(!o.status.success());
+}
+
+/// The whole chain on this machine: simulated server, native bench, kernels on
+/// Vulkan (Mesa lavapipe without a GPU), one HTML report, rendered in headless
+/// Chromium to a screenshot.
+#[test]
+fn end_to_end_report_renders_in_chromium() {
+    let mock = Mock::start(&["--itl-ms", "4", "--ttft-ms", "10", "--max-batch", "4"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (client, _) = bench(&mock, dir.path(), "1,4,8");
+    let kernels = dir.path().join("kernels.json");
+    let o = run(&[
+        "kernels",
+        "--quick",
+        "--models",
+        "gemma-3-270m",
+        "--out",
+        kernels.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "kernels: {}", text(&o));
+    let html = dir.path().join("report.html");
+    let o = run(&[
+        "report",
+        "--client",
+        client.to_str().unwrap(),
+        "--kernels",
+        kernels.to_str().unwrap(),
+        "--model",
+        "gemma-3-270m",
+        "--quant",
+        "q4_0",
+        "--context",
+        "4096",
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert_self_contained(&h);
+    assert!(
+        h.contains("the bandwidth floor"),
+        "the verdict compares TPOT with the floor"
+    );
+    assert!(h.contains("id=\"floor\"") && h.contains("id=\"kernels\""));
+
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-e2e.png");
+    let profile = tempfile::tempdir().unwrap();
+    let st = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1280,4000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("chromium (install it with scripts/setup.sh)");
+    assert!(st.status.success(), "{}", text(&st));
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a real screenshot"
+    );
+    eprintln!("report screenshot: {}", shot.display());
+    // Keep the rendered report beside it for a look.
+    std::fs::copy(&html, shot.with_extension("html")).unwrap();
+}
