@@ -22,6 +22,11 @@ pub struct DemoArgs {
     #[arg(long)]
     pub quick: bool,
 
+    /// Skip the GPU kernel harness (it runs `tokenscope kernels --quick` when a GPU or
+    /// a Vulkan driver such as Mesa lavapipe is present).
+    #[arg(long)]
+    pub no_kernels: bool,
+
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -122,10 +127,59 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         quiet: args.quiet,
     };
     let code = crate::cmd::bench::run(bench)?;
+    let kernels = if args.no_kernels {
+        None
+    } else {
+        run_kernels(&args.dir, args.quiet)
+    };
+    let html = args.dir.join("report.html");
+    let report = crate::cmd::report::ReportArgs {
+        client: vec![out.clone()],
+        raw: Vec::new(),
+        kernels,
+        model: None,
+        model_config: None,
+        quant: "f16".into(),
+        context: 4096,
+        out: Some(html.clone()),
+        markdown: Some(args.dir.join("report.md")),
+    };
+    println!();
+    crate::cmd::report::run(report)?;
     println!(
-        "\nreport: {} (also .csv, .md; every request in {})",
+        "\nopen {} (the full report); client data in {} and, per request, {}",
+        html.display(),
         out.display(),
         args.dir.join("requests.jsonl").display()
     );
     Ok(code)
+}
+
+/// `tokenscope kernels --quick` as a child process (a GPU driver failure cannot take
+/// the demo down). `None`, with a note, when there is no adapter or it fails.
+fn run_kernels(dir: &std::path::Path, quiet: bool) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let out = dir.join("kernels.json");
+    if !quiet {
+        eprintln!("\nrunning the GPU kernel harness (tokenscope kernels --quick)...");
+    }
+    let status = std::process::Command::new(exe)
+        .args(["kernels", "--quick", "--models", "llama-3.1-8b,gemma-3-270m", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(if quiet {
+            std::process::Stdio::null()
+        } else {
+            std::process::Stdio::inherit()
+        })
+        .status();
+    match status {
+        Ok(s) if s.success() => Some(out),
+        _ => {
+            eprintln!(
+                "note: the GPU kernel harness did not run (no GPU or Vulkan driver? see `tokenscope kernels --help`); the report covers the client only"
+            );
+            None
+        }
+    }
 }
