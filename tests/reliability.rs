@@ -155,3 +155,23 @@ fn soak_drift_is_silent_when_decode_is_steady() {
     let d = tpot_drift(&r);
     assert_eq!(d["flagged"], false, "{d}");
 }
+
+#[test]
+fn past_the_sample_cap_summaries_come_from_histograms_and_say_so() {
+    let mock = Mock::start(&["--itl-ms", "2", "--ttft-ms", "5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let o = run(&[
+        "bench", "--url", &mock.url, "--concurrency", "4", "--requests", "12", "--rounds", "1",
+        "--max-tokens", "20", "--sample-cap", "50", "--quiet", "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let itl = &r["levels"][0]["metrics"]["itl_ms"];
+    assert_eq!(itl["histogram"], true, "{itl}");
+    assert_eq!(itl["count"], 12 * 19, "every gap still counted");
+    assert!(itl["p50"].as_f64().unwrap() > 0.0);
+    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "histogram_summaries"));
+    // Below the cap, exact.
+    assert!(r["levels"][0]["metrics"]["ttft_ms"].get("histogram").is_none());
+}

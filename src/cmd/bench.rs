@@ -167,6 +167,11 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Exact samples kept per metric and level; past it, percentiles come from an
+    /// HdrHistogram (3 significant digits) so memory stays flat on long runs.
+    #[arg(long, default_value_t = tokenscope_core::stats::DEFAULT_SAMPLE_CAP, hide = true)]
+    pub sample_cap: usize,
 }
 
 fn flag<T>(name: &str, r: Result<T, String>) -> anyhow::Result<T> {
@@ -344,6 +349,7 @@ impl BenchArgs {
             grace,
             raw: self.raw,
             progress: !self.quiet,
+            sample_cap: self.sample_cap.max(1),
         };
         Ok((
             cfg,

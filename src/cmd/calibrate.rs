@@ -101,6 +101,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             grace: Duration::from_secs(5),
             raw: Some(raw.clone()),
             progress: !args.quiet,
+            sample_cap: tokenscope_core::stats::DEFAULT_SAMPLE_CAP,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

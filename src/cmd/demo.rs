@@ -125,6 +125,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         csv: Some(args.dir.join("client.csv")),
         markdown: Some(args.dir.join("client.md")),
         quiet: args.quiet,
+        sample_cap: tokenscope_core::stats::DEFAULT_SAMPLE_CAP,
     };
     let code = crate::cmd::bench::run(bench)?;
     let kernels = if args.no_kernels {

@@ -147,6 +147,8 @@ pub struct BenchConfig {
     pub raw: Option<PathBuf>,
     /// Show a progress bar.
     pub progress: bool,
+    /// Exact samples kept per metric and level before switching to a histogram.
+    pub sample_cap: usize,
 }
 
 impl BenchConfig {
@@ -348,7 +350,7 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
                 stall_threshold_ms: cfg.stall_threshold_ms,
             },
             snapshot_interval_ms: cfg.snapshot_interval.map(|d| d.as_secs_f64() * 1000.0),
-            ..LevelOptions::default()
+            sample_cap: cfg.sample_cap,
         };
         let mut acc = LevelAccumulator::new(*load, opts);
         // Warm-up: closed loop at the level's concurrency (rate: ~1 s worth).
@@ -441,7 +443,7 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
             kind: "histogram_summaries".into(),
             message: format!(
                 "some levels recorded more than {} samples of a metric: their percentiles come from a histogram (3 significant digits) to keep memory flat",
-                tokenscope_core::stats::DEFAULT_SAMPLE_CAP
+                cfg.sample_cap
             ),
         });
     }
