@@ -28,7 +28,11 @@ echo "== real engine: installed in $((SECONDS - t0)) s"
 [[ $install_only == 1 ]] && exit 0
 
 tests=(--test real_engine)
-[[ -f tests/real_engine_browser.rs ]] && tests+=(--test real_engine_browser)
+if [[ -f tests/real_engine_browser.rs ]]; then
+    tests+=(--test real_engine_browser)
+    # The browser half needs the built page (and chromium + chromedriver: scripts/setup.sh).
+    [[ -f dist/index.html ]] || scripts/build-web.sh
+fi
 t1=$SECONDS
 echo "== cargo test ${tests[*]}"
 cargo test --quiet "${tests[@]}" -- "${cargo_extra[@]}"
