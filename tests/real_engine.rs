@@ -243,13 +243,13 @@ fn client_tpot(r: &Value) -> f64 {
 /// request, and for some levels half the requests ~7 ms apart: the first token's
 /// delivery waits for a core while the server decodes on (the last one's does not),
 /// so under contention our TPOT reads lower and our TTFT higher than the server's.
-/// A request's span may differ by 20 ms + 2%; a level's median difference by
-/// 10 ms + 2% of its median span (an error of one token in the divisor, 3% at 32
-/// tokens, would show at quiet times, where the medians agree within 0.3 ms).
-/// Returns (client TPOT p50, server TPOT p50, median span difference in ms).
+/// A request's span may differ by 20 ms + 2% (one in ten, at least one, by up to
+/// 100 ms + 5%: a scheduler hiccup of a shared machine); a level's median
+/// difference by 10 ms + 2% of its median span; the report's TPOT p50 differs from
+/// the server's by at most that budget over the n - 1 gaps. Returns (client TPOT p50, server TPOT p50, median span difference in ms).
 fn check_tpot(run: &Run, i: usize) -> (f64, f64, f64) {
     let level = run.level(i);
-    let (mut diffs, mut spans) = (Vec::new(), Vec::new());
+    let (mut diffs, mut spans, mut outliers) = (Vec::new(), Vec::new(), Vec::new());
     for r in run.measured(i) {
         let ev = r["token_events_ms"].as_array().unwrap();
         let span = f(ev.last().unwrap()) - f(&ev[0]);
@@ -261,25 +261,44 @@ fn check_tpot(run: &Run, i: usize) -> (f64, f64, f64) {
             "llama-server's predicted_per_token_ms is predicted_ms / (n - 1): {t}"
         );
         let diff = span - server_span;
-        let tol = 20.0 + 0.02 * server_span;
-        assert!(
-            diff.abs() <= tol,
+        let what = format!(
             "request {}: our decode span {span:.2} ms vs llama-server's {server_span:.2} ms \
-             ({diff:.2} ms apart, tolerance {tol:.1}); TPOT {:.3} vs {:.3} ms",
+             ({diff:+.2} ms); TPOT {:.3} vs {:.3} ms",
             r["request_id"],
             client_tpot(r),
             f(&t["predicted_per_token_ms"])
         );
+        // Never grossly off; beyond the budget only as a rare scheduler hiccup.
+        assert!(diff.abs() <= 100.0 + 0.05 * server_span, "{what}");
+        if diff.abs() > 20.0 + 0.02 * server_span {
+            eprintln!("outside the 20 ms + 2% budget: {what}");
+            outliers.push(what);
+        }
         diffs.push(diff);
         spans.push(server_span);
     }
+    assert!(
+        outliers.len() <= (diffs.len() / 10).max(1),
+        "level {i}: {} of {} requests outside the 20 ms + 2% budget: {outliers:#?}",
+        outliers.len(),
+        diffs.len()
+    );
     let (diff, span) = (median(&diffs), median(&spans));
     let client = f(&level["metrics"]["tpot_ms"]["p50"]);
     let server = f(&level["metrics"]["server_tpot_ms"]["p50"]);
+    let budget = 10.0 + 0.02 * span;
     assert!(
-        diff.abs() <= 10.0 + 0.02 * span,
+        diff.abs() <= budget,
         "level {i}: median decode span difference {diff:.2} ms (median span {span:.1} ms); \
          TPOT p50 client {client:.3} ms vs llama-server {server:.3} ms"
+    );
+    // The report's TPOT against the server's, in the same budget per gap.
+    let n = f(&level["metrics"]["output_tokens"]["p50"]);
+    assert!(
+        (client - server).abs() <= budget / (n - 1.0),
+        "level {i}: TPOT p50 in the report {client:.3} ms vs llama-server's {server:.3} ms \
+         (budget {:.3} ms)",
+        budget / (n - 1.0)
     );
     (client, server, diff)
 }
