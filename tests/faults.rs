@@ -29,18 +29,54 @@ fn expected(fault: &str) -> (&'static str, &'static str, bool) {
 
 fn matrix(fault: &str) {
     let mock = Mock::start(&[
-        "--error-rate", "0.5", "--faults", fault, "--itl-ms", "4", "--ttft-ms", "5", "--stall", "20s",
-        "--seed", "3",
+        "--error-rate",
+        "0.5",
+        "--faults",
+        fault,
+        "--itl-ms",
+        "4",
+        "--ttft-ms",
+        "5",
+        "--stall",
+        "20s",
+        "--seed",
+        "3",
     ]);
     let dir = tempfile::tempdir().unwrap();
     let raw = dir.path().join("raw.jsonl");
     let out = dir.path().join("r.json");
     let o = run(&[
-        "bench", "--url", &mock.url, "--model", "tokenscope-sim", "--no-preflight", "--concurrency", "3",
-        "--requests", "12", "--rounds", "2", "--warmup", "0", "--max-tokens", "12", "--input-tokens", "8",
-        "--timeout", "1500ms", "--quiet", "--raw", raw.to_str().unwrap(), "--out", out.to_str().unwrap(),
+        "bench",
+        "--url",
+        &mock.url,
+        "--model",
+        "tokenscope-sim",
+        "--no-preflight",
+        "--concurrency",
+        "3",
+        "--requests",
+        "12",
+        "--rounds",
+        "2",
+        "--warmup",
+        "0",
+        "--max-tokens",
+        "12",
+        "--input-tokens",
+        "8",
+        "--timeout",
+        "1500ms",
+        "--quiet",
+        "--raw",
+        raw.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{fault}: the run completes: {}", text(&o));
+    assert!(
+        o.status.success(),
+        "{fault}: the run completes: {}",
+        text(&o)
+    );
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let level = &report["levels"][0];
     let (sent, ok, errors, timeouts) = (
@@ -55,12 +91,16 @@ fn matrix(fault: &str) {
     let records: Vec<serde_json::Value> = read_jsonl(&raw).into_iter().skip(1).collect();
     assert_eq!(records.len(), 12, "{fault}: one raw line per request");
     let server = mock.log_records(12);
-    let by_id: HashMap<&str, &serde_json::Value> =
-        server.iter().filter_map(|s| Some((s["request_id"].as_str()?, s))).collect();
+    let by_id: HashMap<&str, &serde_json::Value> = server
+        .iter()
+        .filter_map(|s| Some((s["request_id"].as_str()?, s)))
+        .collect();
     let mut faulted = 0;
     for r in &records {
         let id = r["request_id"].as_str().unwrap();
-        let s = by_id.get(id).unwrap_or_else(|| panic!("{fault}: {id} not in the server log"));
+        let s = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("{fault}: {id} not in the server log"));
         let outcome = &r["outcome"];
         match s["fault"].as_str() {
             None => assert_eq!(outcome["status"], "ok", "{fault}: {id} had no fault: {r}"),
@@ -69,14 +109,24 @@ fn matrix(fault: &str) {
                 assert_eq!(f, fault);
                 let (status, kind, tokens_first) = expected(f);
                 assert_eq!(outcome["status"], status, "{fault}: {id}: {outcome}");
-                let got = if status == "timeout" { &outcome["phase"] } else { &outcome["kind"] };
+                let got = if status == "timeout" {
+                    &outcome["phase"]
+                } else {
+                    &outcome["kind"]
+                };
                 assert_eq!(got, kind, "{fault}: {id}: {outcome}");
                 let client_tokens = r["token_events_ms"].as_array().unwrap().len();
                 let server_chunks = s["chunk_times_ms"].as_array().unwrap().len();
                 if tokens_first {
-                    assert!(server_chunks >= 1, "{fault}: the server sent tokens before the fault");
+                    assert!(
+                        server_chunks >= 1,
+                        "{fault}: the server sent tokens before the fault"
+                    );
                     // Every token the server handed over before the fault is in the raw record.
-                    assert_eq!(client_tokens, server_chunks, "{fault}: {id}: tokens kept: {r}");
+                    assert_eq!(
+                        client_tokens, server_chunks,
+                        "{fault}: {id}: tokens kept: {r}"
+                    );
                 } else {
                     assert_eq!(client_tokens, 0, "{fault}: {id}");
                 }
@@ -87,8 +137,16 @@ fn matrix(fault: &str) {
             }
         }
     }
-    assert!(faulted > 0 && faulted < 12, "{fault}: about half faulted, got {faulted}");
-    let kinds: u64 = level["error_kinds"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert!(
+        faulted > 0 && faulted < 12,
+        "{fault}: about half faulted, got {faulted}"
+    );
+    let kinds: u64 = level["error_kinds"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
     assert_eq!(kinds, errors, "{fault}: every error has a kind");
 }
 

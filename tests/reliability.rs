@@ -12,7 +12,11 @@ use common::{Mock, bin, read_jsonl, run, text};
 fn wait_for_lines(path: &std::path::Path, n: usize, within: Duration) {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
-        if std::fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0) >= n {
+        if std::fs::read_to_string(path)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+            >= n
+        {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -23,8 +27,23 @@ fn wait_for_lines(path: &std::path::Path, n: usize, within: Duration) {
 fn long_bench(mock: &Mock, raw: &std::path::Path, out: &std::path::Path) -> std::process::Child {
     Command::new(bin())
         .args([
-            "bench", "--url", &mock.url, "--concurrency", "4", "--requests", "400", "--rounds", "1",
-            "--max-tokens", "16", "--input-tokens", "8", "--quiet", "--grace", "3s", "--raw",
+            "bench",
+            "--url",
+            &mock.url,
+            "--concurrency",
+            "4",
+            "--requests",
+            "400",
+            "--rounds",
+            "1",
+            "--max-tokens",
+            "16",
+            "--input-tokens",
+            "8",
+            "--quiet",
+            "--grace",
+            "3s",
+            "--raw",
         ])
         .arg(raw)
         .arg("--out")
@@ -46,13 +65,20 @@ fn sigkill_leaves_a_raw_file_whose_complete_lines_parse() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let text = std::fs::read_to_string(&raw).unwrap();
-    let complete: Vec<&str> = text.split_inclusive('\n').filter(|l| l.ends_with('\n')).collect();
+    let complete: Vec<&str> = text
+        .split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .collect();
     assert!(complete.len() >= 12);
     for line in &complete {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {line:?}: {e}"));
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {line:?}: {e}"));
         assert!(v.is_object());
     }
-    assert!(!out.exists(), "a killed run writes no report: only the raw file survives");
+    assert!(
+        !out.exists(),
+        "a killed run writes no report: only the raw file survives"
+    );
 }
 
 #[test]
@@ -63,11 +89,17 @@ fn sigint_stops_sending_and_writes_the_report_of_what_ran() {
     let out = dir.path().join("r.json");
     let child = long_bench(&mock, &raw, &out);
     wait_for_lines(&raw, 16, Duration::from_secs(30));
-    let st = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(st.success());
     let started = Instant::now();
     let o = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10), "bounded wait after Ctrl-C");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "bounded wait after Ctrl-C"
+    );
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("interrupted"), "{stdout}");
@@ -76,24 +108,66 @@ fn sigint_stops_sending_and_writes_the_report_of_what_ran() {
     let level = &report["levels"][0];
     let sent = level["sent"].as_u64().unwrap();
     assert!(sent > 0 && sent < 400, "stopped early: {sent}");
-    assert_eq!(sent, level["ok"].as_u64().unwrap() + level["errors"].as_u64().unwrap() + level["timeouts"].as_u64().unwrap());
+    assert_eq!(
+        sent,
+        level["ok"].as_u64().unwrap()
+            + level["errors"].as_u64().unwrap()
+            + level["timeouts"].as_u64().unwrap()
+    );
     // The report and the raw file agree on what was measured.
-    let measured = read_jsonl(&raw).iter().skip(1).filter(|r| r["warmup"] == false).count() as u64;
+    let measured = read_jsonl(&raw)
+        .iter()
+        .skip(1)
+        .filter(|r| r["warmup"] == false)
+        .count() as u64;
     assert_eq!(measured, sent);
 }
 
 #[test]
 fn the_api_key_never_reaches_any_output() {
     const KEY: &str = "sk-tokenscope-FAKE-4242-secret-key";
-    let mock = Mock::start(&["--error-rate", "0.4", "--faults", "http_503,reset,error_event,html", "--itl-ms", "2"]);
+    let mock = Mock::start(&[
+        "--error-rate",
+        "0.4",
+        "--faults",
+        "http_503,reset,error_event,html",
+        "--itl-ms",
+        "2",
+    ]);
     let dir = tempfile::tempdir().unwrap();
-    let paths: Vec<_> = ["r.json", "raw.jsonl", "r.csv", "r.md"].iter().map(|f| dir.path().join(f)).collect();
+    let paths: Vec<_> = ["r.json", "raw.jsonl", "r.csv", "r.md"]
+        .iter()
+        .map(|f| dir.path().join(f))
+        .collect();
     // The key in the environment, and also in the URL's query (some gateways do that).
     let url = format!("{}?api-key={KEY}", mock.url);
     let o = Command::new(bin())
-        .args(["bench", "--url", &url, "--concurrency", "2", "--requests", "10", "--max-tokens", "6", "--no-preflight", "--model", "m"])
-        .args(["--out", paths[0].to_str().unwrap(), "--raw", paths[1].to_str().unwrap()])
-        .args(["--csv", paths[2].to_str().unwrap(), "--markdown", paths[3].to_str().unwrap()])
+        .args([
+            "bench",
+            "--url",
+            &url,
+            "--concurrency",
+            "2",
+            "--requests",
+            "10",
+            "--max-tokens",
+            "6",
+            "--no-preflight",
+            "--model",
+            "m",
+        ])
+        .args([
+            "--out",
+            paths[0].to_str().unwrap(),
+            "--raw",
+            paths[1].to_str().unwrap(),
+        ])
+        .args([
+            "--csv",
+            paths[2].to_str().unwrap(),
+            "--markdown",
+            paths[3].to_str().unwrap(),
+        ])
         .env("TOKENSCOPE_API_KEY", KEY)
         .output()
         .unwrap();
@@ -103,7 +177,10 @@ fn the_api_key_never_reaches_any_output() {
         everything.push_str(&std::fs::read_to_string(p).unwrap());
     }
     // Error paths print too: an unreachable endpoint and a 404.
-    for bad in ["http://127.0.0.1:1/v1", &format!("{}x/v1?key={KEY}", mock.url.trim_end_matches("/v1"))] {
+    for bad in [
+        "http://127.0.0.1:1/v1",
+        &format!("{}x/v1?key={KEY}", mock.url.trim_end_matches("/v1")),
+    ] {
         let o = Command::new(bin())
             .args(["bench", "--url", bad, "--requests", "2"])
             .env("TOKENSCOPE_API_KEY", KEY)
@@ -113,11 +190,24 @@ fn the_api_key_never_reaches_any_output() {
         everything.push_str(&text(&o));
     }
     assert!(!everything.contains(KEY), "the key leaked:\n{everything}");
-    assert!(!everything.contains("4242-secret"), "part of the key leaked");
+    assert!(
+        !everything.contains("4242-secret"),
+        "part of the key leaked"
+    );
     // The key was really sent (so the test is not vacuous).
     let server = mock.log_records(10);
-    assert!(server.iter().filter(|s| s["request_id"].is_string()).all(|s| s["authorized"] == true));
-    assert!(std::fs::read_to_string(&mock.log).unwrap().find(KEY).is_none());
+    assert!(
+        server
+            .iter()
+            .filter(|s| s["request_id"].is_string())
+            .all(|s| s["authorized"] == true)
+    );
+    assert!(
+        std::fs::read_to_string(&mock.log)
+            .unwrap()
+            .find(KEY)
+            .is_none()
+    );
 }
 
 fn soak(mock_args: &[&str]) -> serde_json::Value {
@@ -125,9 +215,24 @@ fn soak(mock_args: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let o = run(&[
-        "bench", "--url", &mock.url, "--concurrency", "2", "--duration", "14s", "--rounds", "1",
-        "--snapshot-interval", "2s", "--max-tokens", "12", "--input-tokens", "8", "--quiet",
-        "--out", out.to_str().unwrap(),
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "2",
+        "--duration",
+        "14s",
+        "--rounds",
+        "1",
+        "--snapshot-interval",
+        "2s",
+        "--max-tokens",
+        "12",
+        "--input-tokens",
+        "8",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
@@ -136,17 +241,35 @@ fn soak(mock_args: &[&str]) -> serde_json::Value {
 fn tpot_drift(report: &serde_json::Value) -> serde_json::Value {
     let level = &report["levels"][0];
     assert!(level["snapshots"].as_array().unwrap().len() >= 6, "{level}");
-    level["drift"].as_array().unwrap().iter().find(|d| d["metric"] == "tpot_ms").cloned().unwrap()
+    level["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["metric"] == "tpot_ms")
+        .cloned()
+        .unwrap()
 }
 
 #[test]
 fn soak_drift_is_flagged_when_decode_slows() {
     // +2 ms per second of uptime: 5 ms -> ~33 ms over the run.
-    let r = soak(&["--itl-ms", "5", "--ttft-ms", "5", "--jitter-ms", "0.5", "--itl-growth-ms-per-min", "120"]);
+    let r = soak(&[
+        "--itl-ms",
+        "5",
+        "--ttft-ms",
+        "5",
+        "--jitter-ms",
+        "0.5",
+        "--itl-growth-ms-per-min",
+        "120",
+    ]);
     let d = tpot_drift(&r);
     assert_eq!(d["flagged"], true, "{d}");
     let slope = d["slope_ms_per_min"].as_f64().unwrap();
-    assert!(slope > 60.0 && slope < 180.0, "slope {slope} ms/min vs 120 injected");
+    assert!(
+        slope > 60.0 && slope < 180.0,
+        "slope {slope} ms/min vs 120 injected"
+    );
 }
 
 #[test]
@@ -162,8 +285,22 @@ fn past_the_sample_cap_summaries_come_from_histograms_and_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let o = run(&[
-        "bench", "--url", &mock.url, "--concurrency", "4", "--requests", "12", "--rounds", "1",
-        "--max-tokens", "20", "--sample-cap", "50", "--quiet", "--out", out.to_str().unwrap(),
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "4",
+        "--requests",
+        "12",
+        "--rounds",
+        "1",
+        "--max-tokens",
+        "20",
+        "--sample-cap",
+        "50",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
@@ -171,7 +308,17 @@ fn past_the_sample_cap_summaries_come_from_histograms_and_say_so() {
     assert_eq!(itl["histogram"], true, "{itl}");
     assert_eq!(itl["count"], 12 * 19, "every gap still counted");
     assert!(itl["p50"].as_f64().unwrap() > 0.0);
-    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "histogram_summaries"));
+    assert!(
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "histogram_summaries")
+    );
     // Below the cap, exact.
-    assert!(r["levels"][0]["metrics"]["ttft_ms"].get("histogram").is_none());
+    assert!(
+        r["levels"][0]["metrics"]["ttft_ms"]
+            .get("histogram")
+            .is_none()
+    );
 }

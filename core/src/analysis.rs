@@ -909,7 +909,7 @@ mod tests {
             let mut t = 0.0;
             let mut i = 0u32;
             while t < 20.0 * 60_000.0 {
-                let jitter = if i % 2 == 0 { 1.0 } else { -1.0 };
+                let jitter = if i.is_multiple_of(2) { 1.0 } else { -1.0 };
                 let itl = 20.0 + grow * t / 60_000.0 + jitter;
                 let r = ok_record(t, 50.0, itl, 20);
                 t = r.t_done_ms.unwrap();

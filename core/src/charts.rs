@@ -503,7 +503,7 @@ pub fn request_timeline(records: &[RequestRecord], max_requests: usize) -> Strin
             );
         }
         svg.out.push_str("</g>");
-        if shown.len() <= 40 || i % 5 == 0 {
+        if shown.len() <= 40 || i.is_multiple_of(5) {
             svg.text(
                 plot.left - 6.0,
                 mid + 3.5,
@@ -592,7 +592,13 @@ fn rows_plot(svg: &mut Svg, width: f64, height: f64, gutter: f64, x: Axis) -> Pl
         y: None,
     };
     p.draw_x(svg);
-    svg.line((p.left, p.bottom), (p.right, p.bottom), AXIS, 1.0, Dash::Solid);
+    svg.line(
+        (p.left, p.bottom),
+        (p.right, p.bottom),
+        AXIS,
+        1.0,
+        Dash::Solid,
+    );
     p
 }
 
@@ -603,7 +609,13 @@ pub fn tpot_vs_floor(levels: &[LevelReport], floor_ms: f64, gpu: &str) -> String
     let title = format!("TPOT against the bandwidth floor of {gpu}");
     let rows: Vec<(String, f64, Option<f64>)> = levels
         .iter()
-        .filter_map(|l| Some((l.load().label(), l.metrics.tpot_ms.p50?, l.metrics.tpot_ms.p95)))
+        .filter_map(|l| {
+            Some((
+                l.load().label(),
+                l.metrics.tpot_ms.p50?,
+                l.metrics.tpot_ms.p95,
+            ))
+        })
         .filter(|r| r.1.is_finite())
         .collect();
     if rows.is_empty() || !floor_ms.is_finite() || floor_ms <= 0.0 {
@@ -620,7 +632,13 @@ pub fn tpot_vs_floor(levels: &[LevelReport], floor_ms: f64, gpu: &str) -> String
     );
     let mut svg = Svg::new(WIDTH, height, &title, &desc);
     svg.title_text(&title);
-    let plot = rows_plot(&mut svg, WIDTH, height, 90.0, Axis::new(0.0, hi * 1.08, "time per output token (ms)"));
+    let plot = rows_plot(
+        &mut svg,
+        WIDTH,
+        height,
+        90.0,
+        Axis::new(0.0, hi * 1.08, "time per output token (ms)"),
+    );
     legend(
         &mut svg,
         plot.left,
@@ -628,7 +646,11 @@ pub fn tpot_vs_floor(levels: &[LevelReport], floor_ms: f64, gpu: &str) -> String
         &[
             ("TPOT p50".into(), BLUE, Dash::Block),
             ("TPOT p95".into(), VERMILLION, Dash::Dot),
-            (format!("floor {} ms", fmt_num(floor_ms)), GREEN, Dash::Dashed),
+            (
+                format!("floor {} ms", fmt_num(floor_ms)),
+                GREEN,
+                Dash::Dashed,
+            ),
         ],
     );
     for (i, (label, p50, p95)) in rows.iter().enumerate() {
@@ -640,10 +662,20 @@ pub fn tpot_vs_floor(levels: &[LevelReport], floor_ms: f64, gpu: &str) -> String
             plot.sx(*p50) - plot.sx(0.0),
             16.0,
             BLUE,
-            &format!("{label}: TPOT p50 {} ms, {:.1}x the floor", fmt_num(*p50), p50 / floor_ms),
+            &format!(
+                "{label}: TPOT p50 {} ms, {:.1}x the floor",
+                fmt_num(*p50),
+                p50 / floor_ms
+            ),
         );
         if let Some(p95) = p95.filter(|v| v.is_finite()) {
-            svg.circle_titled(plot.sx(p95), y + 11.0, 4.5, VERMILLION, &format!("{label}: TPOT p95 {} ms", fmt_num(p95)));
+            svg.circle_titled(
+                plot.sx(p95),
+                y + 11.0,
+                4.5,
+                VERMILLION,
+                &format!("{label}: TPOT p95 {} ms", fmt_num(p95)),
+            );
         }
     }
     let fx = plot.sx(floor_ms);
@@ -664,9 +696,18 @@ pub fn kernel_roofline(report: &crate::kernels::KernelReport) -> String {
         .map(|k| {
             let shape = match k.context {
                 Some(c) => format!("ctx {c}"),
-                None => k.shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x"),
+                None => k
+                    .shape
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x"),
             };
-            let batch = if k.batch > 1 { format!(" b{}", k.batch) } else { String::new() };
+            let batch = if k.batch > 1 {
+                format!(" b{}", k.batch)
+            } else {
+                String::new()
+            };
             (
                 format!("{} {} {shape}{batch} ({})", k.name, k.dtype, k.reduction),
                 k.effective_gbps,
@@ -676,7 +717,10 @@ pub fn kernel_roofline(report: &crate::kernels::KernelReport) -> String {
         })
         .collect();
     if rows.is_empty() || read <= 0.0 {
-        return empty_chart(&title, "No kernel or no bandwidth measured: nothing to plot.");
+        return empty_chart(
+            &title,
+            "No kernel or no bandwidth measured: nothing to plot.",
+        );
     }
     let hi = rows.iter().map(|r| r.1).fold(read, f64::max);
     let row_h = 17.0;
@@ -690,7 +734,13 @@ pub fn kernel_roofline(report: &crate::kernels::KernelReport) -> String {
     let mut svg = Svg::new(WIDTH, height, &title, &desc);
     svg.title_text(&title);
     let x_label = format!("achieved bandwidth (GB/s) on {}", report.adapter.name);
-    let plot = rows_plot(&mut svg, WIDTH, height, 280.0, Axis::new(0.0, hi * 1.05, &x_label));
+    let plot = rows_plot(
+        &mut svg,
+        WIDTH,
+        height,
+        280.0,
+        Axis::new(0.0, hi * 1.05, &x_label),
+    );
     legend(
         &mut svg,
         plot.left,
@@ -698,20 +748,40 @@ pub fn kernel_roofline(report: &crate::kernels::KernelReport) -> String {
         &[
             ("from memory".into(), BLUE, Dash::Block),
             ("cache-resident (not bandwidth)".into(), MUTED, Dash::Block),
-            (format!("read ceiling {} GB/s", fmt_num(read)), GREEN, Dash::Dashed),
+            (
+                format!("read ceiling {} GB/s", fmt_num(read)),
+                GREEN,
+                Dash::Dashed,
+            ),
         ],
     );
     for (i, (label, gbps, cached, verified)) in rows.iter().enumerate() {
         let y = plot.top + 6.0 + row_h * i as f64;
-        let name = if *verified { label.clone() } else { format!("{label} (NOT VERIFIED)") };
-        svg.text(plot.left - 6.0, y + 11.0, &name, 10.0, Anchor::End, if *verified { TEXT } else { VERMILLION });
+        let name = if *verified {
+            label.clone()
+        } else {
+            format!("{label} (NOT VERIFIED)")
+        };
+        svg.text(
+            plot.left - 6.0,
+            y + 11.0,
+            &name,
+            10.0,
+            Anchor::End,
+            if *verified { TEXT } else { VERMILLION },
+        );
         svg.rect_titled(
             plot.sx(0.0),
             y + 2.0,
             plot.sx(*gbps) - plot.sx(0.0),
             12.0,
             if *cached { MUTED } else { BLUE },
-            &format!("{label}: {} GB/s, {:.0}% of read{}", fmt_num(*gbps), 100.0 * gbps / read, if *cached { ", cache-resident" } else { "" }),
+            &format!(
+                "{label}: {} GB/s, {:.0}% of read{}",
+                fmt_num(*gbps),
+                100.0 * gbps / read,
+                if *cached { ", cache-resident" } else { "" }
+            ),
         );
     }
     let fx = plot.sx(read);

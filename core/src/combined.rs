@@ -305,7 +305,7 @@ fn capacity_label(load: Load) -> String {
 }
 
 fn context_label(c: u64) -> String {
-    if c >= 1024 && c % 1024 == 0 {
+    if c >= 1024 && c.is_multiple_of(1024) {
         format!("{}k", c / 1024)
     } else {
         c.to_string()

@@ -51,7 +51,10 @@ mod tests {
 
     #[test]
     fn splits_add_up() {
-        assert_eq!((0..3).map(|r| split(20, 3, r)).collect::<Vec<_>>(), [7, 7, 6]);
+        assert_eq!(
+            (0..3).map(|r| split(20, 3, r)).collect::<Vec<_>>(),
+            [7, 7, 6]
+        );
         assert_eq!((0..3).map(|r| split(2, 3, r)).sum::<u64>(), 2);
         assert_eq!(round_requests(None, 3, 0, Load::Concurrency(32)), 64);
         assert_eq!(round_requests(None, 3, 0, Load::Concurrency(1)), 10);

@@ -142,7 +142,11 @@ pub fn rebuild_report(raw: &RawFile) -> ClientReport {
     let cfg = &raw.header.config;
     let mut levels: BTreeMap<usize, (Load, Vec<&RawLine>)> = BTreeMap::new();
     for l in raw.lines.iter().filter(|l| !l.warmup) {
-        levels.entry(l.level).or_insert_with(|| (l.load(), Vec::new())).1.push(l);
+        levels
+            .entry(l.level)
+            .or_insert_with(|| (l.load(), Vec::new()))
+            .1
+            .push(l);
     }
     let reports: Vec<LevelReport> = levels
         .into_values()
@@ -174,7 +178,8 @@ pub fn rebuild_report(raw: &RawFile) -> ClientReport {
     if raw.truncated_tail {
         warnings.push(ReportWarning {
             kind: "raw_truncated".into(),
-            message: "the raw file's last line was cut off (the run was killed); it was skipped".into(),
+            message: "the raw file's last line was cut off (the run was killed); it was skipped"
+                .into(),
         });
     }
     let expected = cfg.levels.len();

@@ -566,8 +566,8 @@ mod tests {
         assert!(close(f.slope, 0.5));
         assert!(close(f.intercept, 2.0));
         assert!(f.significant());
-        let flat: Vec<(f64, f64)> = (0..10)
-            .map(|i| (f64::from(i), if i % 2 == 0 { 1.0 } else { -1.0 }))
+        let flat: Vec<(f64, f64)> = (0..10u32)
+            .map(|i| (f64::from(i), if i.is_multiple_of(2) { 1.0 } else { -1.0 }))
             .collect();
         assert!(!LinearFit::fit(&flat).unwrap().significant());
         assert!(LinearFit::fit(&pts[..2]).is_none());

@@ -832,7 +832,10 @@ mod tests {
                 break;
             }
         }
-        assert!(finished, "the request stops at the cap, not at the end of memory");
+        assert!(
+            finished,
+            "the request stops at the cap, not at the end of memory"
+        );
         let r = tl.finish();
         assert_eq!(r.token_events_ms, vec![2.0], "what came before is kept");
         assert!(matches!(

@@ -344,7 +344,7 @@ fn drift_over_a_soak() {
         let mut t = 0.0;
         let mut k = 0u32;
         while t < 15.0 * 60_000.0 {
-            let jitter = if k % 2 == 0 { 0.5 } else { -0.5 };
+            let jitter = if k.is_multiple_of(2) { 0.5 } else { -0.5 };
             let itl = 20.0 + grow * t / 60_000.0 + jitter;
             let r = record(t, 50.0, 32, |_| itl);
             t = r.t_done_ms.unwrap();

@@ -9,7 +9,10 @@ use tokenscope_core::kernels::KernelReport;
 use tokenscope_core::report::ClientReport;
 
 fn fixture(name: &str) -> String {
-    let path = format!("{}/../tests/fixtures/reports/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../tests/fixtures/reports/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
@@ -33,7 +36,10 @@ fn structure(html: &str) -> String {
         rest = &rest[i + 1..];
         let end = rest.find('>').unwrap_or(rest.len());
         let tag = &rest[..end];
-        let name: String = tag.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
         match name.as_str() {
             "h1" | "h2" | "h3" => {
                 let close = format!("</{name}>");
@@ -49,7 +55,11 @@ fn structure(html: &str) -> String {
                 out.push(format!("table: {rows} rows"));
             }
             "div" if tag.contains("class=\"finding\"") => {
-                let rule = tag.split("data-rule=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("?");
+                let rule = tag
+                    .split("data-rule=\"")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .unwrap_or("?");
                 out.push(format!("finding: {rule}"));
             }
             _ => {}
@@ -79,7 +89,19 @@ fn the_analysis_of_the_fixtures() {
     let a = combined::analyze(&input);
     // The simulator's TPOT is far below lavapipe's floor: the report must call that
     // impossible rather than print a ratio as if it meant something.
-    assert!(a.verdict.iter().any(|v| v.contains("below the bandwidth floor")), "{:#?}", a.verdict);
-    assert!(a.verdict.iter().any(|v| v.starts_with("Capacity at your SLO")), "{:#?}", a.verdict);
+    assert!(
+        a.verdict
+            .iter()
+            .any(|v| v.contains("below the bandwidth floor")),
+        "{:#?}",
+        a.verdict
+    );
+    assert!(
+        a.verdict
+            .iter()
+            .any(|v| v.starts_with("Capacity at your SLO")),
+        "{:#?}",
+        a.verdict
+    );
     assert!(a.floor.is_some());
 }

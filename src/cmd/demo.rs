@@ -165,7 +165,13 @@ fn run_kernels(dir: &std::path::Path, quiet: bool) -> Option<PathBuf> {
         eprintln!("\nrunning the GPU kernel harness (tokenscope kernels --quick)...");
     }
     let status = std::process::Command::new(exe)
-        .args(["kernels", "--quick", "--models", "llama-3.1-8b,gemma-3-270m", "--out"])
+        .args([
+            "kernels",
+            "--quick",
+            "--models",
+            "llama-3.1-8b,gemma-3-270m",
+            "--out",
+        ])
         .arg(&out)
         .stdout(std::process::Stdio::null())
         .stderr(if quiet {

@@ -438,7 +438,10 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
             ),
         });
     }
-    if levels.iter().any(|l| l.metrics.itl_ms.histogram || l.metrics.ttft_ms.histogram) {
+    if levels
+        .iter()
+        .any(|l| l.metrics.itl_ms.histogram || l.metrics.ttft_ms.histogram)
+    {
         warnings.push(ReportWarning {
             kind: "histogram_summaries".into(),
             message: format!(
@@ -546,7 +549,6 @@ fn quota_for(cfg: &BenchConfig, load: Load, round: u32) -> Quota {
         PerLevel::Auto => Quota::Count(plan::default_round_requests(load)),
     }
 }
-
 
 /// Closed loop: `c` workers, each sending its next request when its last one ends.
 ///
