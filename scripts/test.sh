@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
-# Every test of the project: the Rust workspace (core, the CLI's end-to-end tests
-# over loopback, the GPU kernels on Vulkan/lavapipe), core built for wasm32, and
-# the browser suites when the page exists. Installs what is missing first.
+# Every test of the project. Installs what is missing first (scripts/setup.sh:
+# Chromium + ChromeDriver, Mesa lavapipe, the wasm32 target, wasm-bindgen-cli,
+# wasm-opt; scripts/real-engine.sh: llama.cpp's llama-server and its models, cached
+# under ~/.cache/tokenscope/llama), builds the page, then runs:
+#   - the Rust workspace: core (unit, property and snapshot tests), the CLI end to
+#     end over loopback (fidelity vs the server's log, faults, reliability, report),
+#     the GPU kernels on Vulkan (lavapipe without a GPU), the page in headless
+#     Chromium against the mock, and the native client and the page against
+#     llama-server with real models;
+#   - core built for wasm32 (it stays portable);
+#   - the page's wasm-bindgen tests in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$SECONDS
+step() { echo "== $* ($((SECONDS - t0)) s)"; }
+
+step "setup"
 scripts/setup.sh
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 
-echo "== cargo test (workspace)"
+step "real engine: llama-server + models (cached)"
+scripts/real-engine.sh --install-only --model all
+
+step "build the page (dist/)"
+scripts/build-web.sh
+
+step "cargo test (workspace)"
 cargo test --workspace --quiet
 
-echo "== core builds for wasm32 (no I/O, portable)"
+step "core builds for wasm32 (no I/O, portable)"
 cargo build -p tokenscope-core --target wasm32-unknown-unknown --quiet
 
-echo "== all tests passed"
+step "the page's wasm-bindgen tests (headless Chromium)"
+CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \
+  cargo test -p tokenscope-web --target wasm32-unknown-unknown --quiet
+
+step "all tests passed"

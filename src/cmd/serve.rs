@@ -31,8 +31,8 @@ use crate::mock::{MockState, router, serve};
   tokenscope serve --mock                      # page + simulated server, same origin
   tokenscope serve --port 0 --base-path /tokenscope/
 
-With --mock, open the printed page URL with ?url=<origin>/v1 (the second line of
-the output), or leave the URL empty to use the simulator built into the page.")]
+With --mock, open the printed page URL with ?url=<origin>/v1 (printed on stderr),
+or leave the URL empty to use the simulator built into the page.")]
 pub struct ServeArgs {
     /// The built page (written by scripts/build-web.sh).
     #[arg(long, default_value = "dist", value_name = "DIR")]
@@ -185,8 +185,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         let origin = format!("http://{host}:{}", addr.port());
         println!("tokenscope serve listening on {origin}{base}");
-        if mock.is_some() {
-            println!("simulated server on the same origin: {origin}{base}?url={origin}/v1");
+        if let Some(m) = &mock {
+            eprintln!(
+                "simulated server ({}) on the same origin: open {origin}{base}?url={origin}/v1",
+                m.config().model
+            );
         }
         if !args.host.is_loopback() {
             eprintln!(
@@ -194,10 +197,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 args.host
             );
         }
-        let app = app(&args.dir, &base, mock);
+        let served = mock.clone();
         tokio::select! {
-            r = serve(listener, app) => r.context("the server failed")?,
+            r = serve(listener, app(&args.dir, &base, mock)) => r.context("the server failed")?,
             _ = tokio::signal::ctrl_c() => {}
+        }
+        if let Some(m) = served {
+            eprintln!("the simulated server answered {} requests", m.served());
         }
         anyhow::Ok(())
     })?;

@@ -1,0 +1,660 @@
+//! The web page end to end, in headless Chromium driven over WebDriver
+//! (chromedriver + fantoccini), through the page's URL automation contract
+//! (`docs/web.md`): settings in the query, `autorun=1`, `data-run-state`,
+//! `#report-json`, `#records-json`, `#run-error`.
+//!
+//! Needs the built page (`scripts/build-web.sh`; `scripts/test.sh` builds it
+//! first) and `chromium` + `chromedriver` (`scripts/setup.sh`). Screenshots of the
+//! finished runs are written under `target/browser-e2e/`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Mock, bin, median};
+use serde_json::{Value, json};
+
+/// One browser at a time: the timing checks should not share two cores with a
+/// second Chromium.
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The built page, or a clear failure saying how to build it.
+fn dist() -> PathBuf {
+    let d = repo().join("dist");
+    assert!(
+        d.join("index.html").is_file(),
+        "{} is not built: run scripts/build-web.sh first (scripts/test.sh does)",
+        d.display()
+    );
+    d
+}
+
+fn out_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"));
+    let d = target.join("browser-e2e");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `tokenscope serve --port 0 <args>`; `url` is the printed page URL.
+struct Serve {
+    _p: Proc,
+    url: String,
+    /// Kept open: the server may write more.
+    _stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Serve {
+    fn start(args: &[&str]) -> Serve {
+        let mut child = Command::new(bin())
+            .args(["serve", "--port", "0", "--dir"])
+            .arg(dist())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start tokenscope serve");
+        let mut line = String::new();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("tokenscope serve listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Serve {
+            _p: Proc(child),
+            url,
+            _stdout: stdout,
+        }
+    }
+
+    fn origin(&self) -> String {
+        let rest = self.url.strip_prefix("http://").unwrap();
+        format!("http://{}", rest.split('/').next().unwrap())
+    }
+}
+
+/// A chromedriver on a free port, and a WebDriver session on headless Chromium.
+struct Browser {
+    client: fantoccini::Client,
+    _driver: Proc,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let port = free_port();
+        let driver = Proc(
+            Command::new(std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into()))
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start chromedriver (scripts/setup.sh installs it)"),
+        );
+        let profile = tempfile::tempdir().unwrap();
+        let mut args: Vec<String> = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--hide-scrollbars",
+            "--window-size=1400,2400",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.push(format!("--user-data-dir={}", profile.path().display()));
+        let mut chrome = json!({ "args": args });
+        if let Ok(b) = std::env::var("CHROMIUM") {
+            chrome["binary"] = json!(b);
+        } else if Path::new("/usr/bin/chromium").exists() {
+            chrome["binary"] = json!("/usr/bin/chromium");
+        }
+        let caps = json!({ "browserName": "chrome", "goog:chromeOptions": chrome });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let client = loop {
+            let conn = hyper_util::client::legacy::connect::HttpConnector::new();
+            match fantoccini::ClientBuilder::new(conn)
+                .capabilities(caps.as_object().unwrap().clone())
+                .connect(&format!("http://127.0.0.1:{port}"))
+                .await
+            {
+                Ok(c) => break c,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("no WebDriver session: {e}"),
+            }
+        };
+        Browser {
+            client,
+            _driver: driver,
+            _profile: profile,
+        }
+    }
+
+    async fn js(&self, script: &str) -> Value {
+        self.client
+            .execute(script, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("script {script:?} failed: {e}"))
+    }
+
+    async fn text_of(&self, id: &str) -> String {
+        self.js(&format!(
+            "const e = document.getElementById({id:?}); return e ? e.textContent : null;"
+        ))
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
+    /// Open the page and wait for `data-run-state` to be `done` or `failed`. The
+    /// wait is one script waiting on a MutationObserver (no polling load on the
+    /// page while it measures).
+    async fn run(&self, url: &str, limit: Duration) -> String {
+        const WAIT: &str = r#"
+            const done = arguments[arguments.length - 1];
+            const state = () => document.body.getAttribute('data-run-state');
+            const ended = () => state() === 'done' || state() === 'failed';
+            if (ended()) { done(state()); return; }
+            const o = new MutationObserver(() => { if (ended()) { o.disconnect(); done(state()); } });
+            o.observe(document.body, { attributes: true, attributeFilter: ['data-run-state'] });
+            setTimeout(() => { o.disconnect(); done(state()); }, 20000);
+        "#;
+        self.client.goto(url).await.unwrap();
+        let deadline = Instant::now() + limit;
+        loop {
+            let state = self
+                .client
+                .execute_async(WAIT, vec![])
+                .await
+                .unwrap_or_else(|e| panic!("waiting for the run failed: {e}"));
+            if let Some(s @ ("done" | "failed")) = state.as_str() {
+                return s.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the run did not end within {limit:?} (state {state})"
+            );
+        }
+    }
+
+    async fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.client.screenshot().await.unwrap();
+        let path = out_dir().join(format!("{name}.png"));
+        std::fs::write(&path, png).unwrap();
+        eprintln!("screenshot of the finished run: {}", path.display());
+        path
+    }
+
+    /// Every resource the page fetched (Resource Timing), and the page's origin.
+    async fn resources(&self) -> (Vec<String>, String) {
+        let v = self
+            .js("return [performance.getEntriesByType('resource').map(e => e.name), location.origin];")
+            .await;
+        let names = v[0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_owned())
+            .collect();
+        (names, v[1].as_str().unwrap().to_owned())
+    }
+
+    async fn close(self) {
+        let _ = self.client.close().await;
+    }
+}
+
+fn json_of(text: &str, what: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON ({e}): {text:.300}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn validate_schema(report: &Value) {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("schemas/client.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "the page's report breaks the schema: {errors:#?}"
+    );
+}
+
+/// Every level accounts for every request: sent = ok + errors + timeouts = asked.
+fn check_accounting(report: &Value, per_level: u64) {
+    for l in report["levels"].as_array().unwrap() {
+        let sent = l["sent"].as_u64().unwrap();
+        let sum = l["ok"].as_u64().unwrap()
+            + l["errors"].as_u64().unwrap()
+            + l["timeouts"].as_u64().unwrap();
+        assert_eq!(sent, sum, "sent = ok + errors + timeouts");
+        assert_eq!(sent, per_level, "every request of the level was sent");
+    }
+}
+
+fn warning_kinds(report: &Value) -> Vec<String> {
+    report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn lock() -> tokio::sync::MutexGuard<'static, ()> {
+    BROWSER.lock().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_measures_ttft_and_paint_against_server_truth() {
+    let _one = lock().await;
+    let mock = Mock::start(&["--ttft-ms", "40", "--itl-ms", "15", "--jitter-ms", "1"]);
+    let serve = Serve::start(&[]);
+    let browser = Browser::start().await;
+    // A first run on the page's own simulator warms the browser up (wasm compiled
+    // and tiered up, caches filled), as a person's second run would be: the
+    // comparison below is about the measurement, not about a cold start.
+    let warm = format!(
+        "{}?concurrency=2&requests=8&rounds=1&warmup=0&max_tokens=8&autorun=1",
+        serve.url
+    );
+    assert_eq!(browser.run(&warm, Duration::from_secs(60)).await, "done");
+    // The timing agreement is checked on a 2-core machine shared with builds: a
+    // run that misses it is repeated once, and both attempts are printed.
+    let mut outcome = measured_run(&browser, &mock, &serve, 1).await;
+    if let Err(e) = &outcome {
+        eprintln!("attempt 1 missed the TTFT agreement ({e}); repeating the run once");
+        outcome = measured_run(&browser, &mock, &serve, 2).await;
+    }
+    browser.close().await;
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+}
+
+/// One measured sweep against `tokenscope mock`, checked against its log. Every
+/// check panics except the TTFT agreement, which is returned (so it can be retried).
+async fn measured_run(
+    browser: &Browser,
+    mock: &Mock,
+    serve: &Serve,
+    attempt: u32,
+) -> Result<(), String> {
+    let (levels, per_level, warmup, max_tokens) = ([1u32, 2], 24u64, 4u64, 12u64);
+    let url = format!(
+        "{}?url={}&api=chat&concurrency=1,2&requests={per_level}&rounds=2&warmup={warmup}&max_tokens={max_tokens}&input_tokens=32&seed=3&autorun=1",
+        serve.url, mock.url
+    );
+    let state = browser.run(&url, Duration::from_secs(120)).await;
+    let error = browser.text_of("run-error").await;
+    assert_eq!(state, "done", "run failed: {error}");
+    let shot = browser
+        .screenshot(if attempt == 1 {
+            "finished-run"
+        } else {
+            "finished-run-2"
+        })
+        .await;
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    let records = json_of(&browser.text_of("records-json").await, "#records-json");
+    let (resources, origin) = browser.resources().await;
+    // The streams went through the network worker: the page's own thread fetched
+    // no completion.
+    assert!(
+        !resources.iter().any(|r| r.contains("/chat/completions")),
+        "completions were fetched on the main thread"
+    );
+
+    // The report: the contract's shape, the committed schema, every request counted.
+    assert_eq!(report["schema"], "tokenscope.client/1");
+    assert_eq!(report["source"], "browser");
+    assert!(
+        report["environment"]["simulated"].is_null() || report["environment"]["simulated"] == false
+    );
+    assert_eq!(report["environment"]["protocol"], "http/1.1");
+    assert_eq!(
+        report["config"]["model"], "tokenscope-sim",
+        "the model came from /v1/models"
+    );
+    assert!(!report.to_string().contains("api_key"));
+    validate_schema(&report);
+    assert_eq!(report["levels"].as_array().unwrap().len(), levels.len());
+    check_accounting(&report, per_level);
+    for l in report["levels"].as_array().unwrap() {
+        assert_eq!(
+            l["ok"].as_u64().unwrap(),
+            per_level,
+            "no request failed: {l}"
+        );
+        assert_eq!(
+            l["paint_methods"]["element_timing"].as_u64(),
+            Some(per_level),
+            "Chromium paints are timed with Element Timing"
+        );
+        for m in ["rendered_ttft_ms", "render_delay_ms"] {
+            assert_eq!(l["metrics"][m]["count"].as_u64(), Some(per_level), "{m}");
+        }
+    }
+    let kinds = warning_kinds(&report);
+    assert!(kinds.contains(&"page_overhead".to_owned()), "{kinds:?}");
+    assert!(
+        !kinds.contains(&"http1_connection_limit".to_owned()),
+        "c <= 6: {kinds:?}"
+    );
+
+    // The records: every request once, warm-up included, each in the server's log.
+    let records = records.as_array().unwrap();
+    let expected = levels.len() as u64 * (per_level + warmup);
+    assert_eq!(records.len() as u64, expected, "every request has a record");
+    let server = mock.log_records(expected as usize);
+    let by_id: HashMap<&str, &Value> = server
+        .iter()
+        .filter_map(|s| Some((s["request_id"].as_str()?, s)))
+        .collect();
+    let mut ids = std::collections::HashSet::new();
+    let (mut delays, mut fallback_minus_et) = (vec![], vec![]);
+    // Per level: the page's TTFTs and the server's (request received to first
+    // chunk handed to HTTP), request by request.
+    let mut per_level: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
+    for r in records {
+        let id = r["request_id"].as_str().unwrap();
+        assert!(ids.insert(id), "request id {id} used twice");
+        let s = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("request {id} is missing from the server log"));
+        assert_eq!(r["outcome"]["status"], "ok", "{r}");
+        let t_send = f(&r["t_send_ms"]);
+        let first = f(&r["token_events_ms"][0]);
+        let paint = f(&r["t_first_paint_ms"]);
+        assert_eq!(r["paint_method"], "element_timing", "{id}");
+        let ttft = first - t_send;
+        let rendered = paint - t_send;
+        let delay = paint - first;
+        assert!(
+            rendered >= ttft,
+            "{id}: rendered TTFT {rendered} < TTFT {ttft}"
+        );
+        assert!(
+            (0.0..100.0).contains(&delay),
+            "{id}: render delay {delay} ms outside [0, 100)"
+        );
+        assert_eq!(
+            r["usage"]["completion_tokens"].as_u64(),
+            Some(max_tokens),
+            "{id}"
+        );
+        if r["warmup"] == true {
+            continue;
+        }
+        delays.push(delay);
+        let level = per_level
+            .entry(r["concurrency"].as_u64().unwrap())
+            .or_insert_with(|| (vec![], vec![]));
+        level.0.push(ttft);
+        level
+            .1
+            .push(f(&s["chunk_times_ms"][0]) - f(&s["t_received_ms"]));
+        if let Some(fb) = r["paint_fallback_ms"].as_f64() {
+            fallback_minus_et.push(fb - paint);
+        }
+    }
+    let lag = &report["environment"]["event_loop_lag_ms"];
+    eprintln!(
+        "the page's event-loop lag: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        f(&lag["p50"]),
+        f(&lag["p99"]),
+        f(&lag["max"])
+    );
+    // The agreement, per level and request by request: the page's TTFT minus the
+    // server's (request received to first chunk handed to HTTP), its median within
+    // 3 ms. (The medians of the two distributions are printed too; at c > 1 they
+    // are not compared: TTFTs there fall in clusters, one per engine step a
+    // request waited for, and the median sits in the gap between two clusters,
+    // where it jumps by a step's length from sample to sample.)
+    let mut missed = Vec::new();
+    for (c, (page, server)) in &per_level {
+        let diffs: Vec<f64> = page.iter().zip(server).map(|(p, s)| p - s).collect();
+        let added = median(&diffs);
+        let min = diffs.iter().copied().fold(f64::INFINITY, f64::min);
+        eprintln!(
+            "c={c}: the page's TTFT exceeds the server log's by {added:.2} ms at the median request (min {min:.2} ms, {} requests); medians: page {:.2} ms, server {:.2} ms",
+            diffs.len(),
+            median(page),
+            median(server)
+        );
+        assert!(
+            min >= -0.05,
+            "c={c}: the page saw a token before the server sent it"
+        );
+        if !(0.0..=3.0).contains(&added) {
+            missed.push(format!(
+                "c={c}: the page's TTFT is {added:.3} ms off the server's at the median (> 3 ms)"
+            ));
+        }
+        if *c == 1 {
+            let d = median(page) - median(server);
+            if d.abs() > 3.0 {
+                missed.push(format!("c=1: TTFT medians differ by {d:.3} ms"));
+            }
+        }
+    }
+    let mut sorted = delays.clone();
+    sorted.sort_by(f64::total_cmp);
+    eprintln!(
+        "render delay: min {:.2} ms, median {:.2} ms, max {:.2} ms",
+        sorted[0],
+        median(&delays),
+        sorted[sorted.len() - 1]
+    );
+    if !fallback_minus_et.is_empty() {
+        eprintln!(
+            "animation-frame fallback minus Element Timing: median {:.2} ms ({} requests)",
+            median(&fallback_minus_et),
+            fallback_minus_et.len()
+        );
+    }
+
+    // Nothing was fetched but the page's own files and the endpoint.
+    for name in &resources {
+        assert!(
+            name.starts_with(&origin) || name.starts_with(&mock.url),
+            "unexpected request to {name}"
+        );
+    }
+    if missed.is_empty() {
+        Ok(())
+    } else {
+        Err(missed.join("; "))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_page_works_from_a_sub_path_and_fetches_nothing_else() {
+    let _one = lock().await;
+    let serve = Serve::start(&["--base-path", "/sub/", "--mock"]);
+    assert!(serve.url.ends_with("/sub/"), "{}", serve.url);
+    let origin = serve.origin();
+
+    // The sub-path without its slash redirects (relative URLs need it).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = client.get(format!("{origin}/sub")).send().await.unwrap();
+    assert!(r.status().is_redirection(), "{}", r.status());
+    assert_eq!(r.headers()["location"], "/sub/");
+    let html = reqwest::get(&serve.url)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("Content-Security-Policy"));
+    assert!(
+        !html.contains("src=\"/") && !html.contains("href=\"/"),
+        "relative URLs only"
+    );
+
+    let browser = Browser::start().await;
+    // 1. No URL: the simulator built into the page.
+    let url = format!(
+        "{}?concurrency=2&requests=6&rounds=1&warmup=1&max_tokens=8&autorun=1",
+        serve.url
+    );
+    let state = browser.run(&url, Duration::from_secs(60)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    browser.screenshot("simulated-sub-path").await;
+    let label = browser.text_of("simulated-badge").await;
+    assert!(
+        label.contains("SIMULATED"),
+        "the simulated endpoint is labelled: {label:?}"
+    );
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    validate_schema(&report);
+    assert_eq!(report["environment"]["simulated"], true);
+    assert_eq!(report["config"]["url"], "builtin:simulated");
+    check_accounting(&report, 6);
+    assert!(warning_kinds(&report).contains(&"simulated_endpoint".to_owned()));
+    let (resources, page_origin) = browser.resources().await;
+    assert_eq!(page_origin, origin);
+    assert!(!resources.is_empty());
+    for name in &resources {
+        assert!(
+            name.starts_with(&format!("{origin}/sub/")),
+            "the simulated run fetched {name}"
+        );
+    }
+
+    // 2. The simulator co-hosted by `serve --mock`, same origin, over HTTP/1.1 at
+    //    concurrency 8: the page warns that the browser queues beyond 6.
+    let url = format!(
+        "{}?url={origin}/v1&concurrency=8&requests=16&rounds=1&warmup=0&max_tokens=4&autorun=1",
+        serve.url
+    );
+    let state = browser.run(&url, Duration::from_secs(60)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    validate_schema(&report);
+    check_accounting(&report, 16);
+    let kinds = warning_kinds(&report);
+    assert!(
+        kinds.contains(&"http1_connection_limit".to_owned()),
+        "{kinds:?}"
+    );
+    let visible = browser.text_of("warnings").await;
+    assert!(
+        visible.contains("http1_connection_limit"),
+        "shown on the page: {visible:?}"
+    );
+    let (resources, _) = browser.resources().await;
+    for name in &resources {
+        assert!(name.starts_with(&origin), "unexpected request to {name}");
+    }
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_reported_through_the_contract() {
+    let _one = lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start().await;
+    // Nothing listens on this port: the model list cannot be read, so the run
+    // cannot start: "failed" with the reason in #run-error.
+    let dead = format!("http://127.0.0.1:{}/v1", free_port());
+    let state = browser
+        .run(
+            &format!("{}?url={dead}&autorun=1", serve.url),
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(state, "failed");
+    let error = browser.text_of("run-error").await;
+    assert!(error.contains("could not list the models"), "{error}");
+
+    // With a model given, the run goes on and every request is a `connect` error.
+    let url = format!(
+        "{}?url={dead}&model=m&concurrency=2&requests=4&rounds=1&warmup=0&autorun=1&key=sk-should-be-ignored",
+        serve.url
+    );
+    let state = browser.run(&url, Duration::from_secs(30)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let report_text = browser.text_of("report-json").await;
+    assert!(
+        !report_text.contains("sk-should-be-ignored"),
+        "the key never reaches the report"
+    );
+    let report = json_of(&report_text, "#report-json");
+    validate_schema(&report);
+    check_accounting(&report, 4);
+    assert_eq!(report["levels"][0]["error_kinds"]["connect"], 4);
+    assert!(warning_kinds(&report).contains(&"no_success".to_owned()));
+    let notes = browser.text_of("warnings").await;
+    assert!(
+        notes.contains("never read"),
+        "the ignored key is pointed out: {notes}"
+    );
+    browser.close().await;
+}
+
+#[test]
+fn serve_without_a_built_page_says_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(bin())
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("scripts/build-web.sh"), "{err}");
+}

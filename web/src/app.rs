@@ -1,0 +1,320 @@
+//! The page: state in a reducer, small components, services for the work.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use tokenscope_core::openai::first_model_id;
+use tokenscope_core::report::ClientReport;
+use yew::prelude::*;
+
+use crate::components::charts::Charts;
+use crate::components::header::Header;
+use crate::components::level_table::LevelTable;
+use crate::components::outputs::Outputs;
+use crate::components::run_controls::RunControls;
+use crate::components::run_status::RunStatus;
+use crate::components::settings_form::SettingsForm;
+use crate::components::streams::Streams;
+use crate::components::warnings::Warnings;
+use crate::services::browser;
+use crate::services::clock::CancelToken;
+use crate::services::fetch::FetchTarget;
+use crate::services::paint::Painter;
+use crate::services::runner::{self, RunInput};
+use crate::settings::{Settings, normalize_url};
+use crate::state::{Action, RunState, Shared, State};
+
+/// App props: the URL query to read the settings from.
+#[derive(Properties, PartialEq, Default)]
+pub struct AppProps {
+    /// The query (`?url=...&autorun=1`).
+    #[prop_or_default]
+    pub query: AttrValue,
+    /// The network worker's script URL (real endpoints are streamed from it);
+    /// without it the page streams on its main thread.
+    #[prop_or_default]
+    pub worker_url: Option<AttrValue>,
+}
+
+fn initial_state(query: &str) -> State {
+    let (settings, notes) = Settings::from_query(query);
+    let key = browser::stored_key();
+    State {
+        settings,
+        notes,
+        remember_key: key.is_some(),
+        api_key: key.unwrap_or_default(),
+        ..State::default()
+    }
+}
+
+/// Start a run (unless one is going).
+fn start_run(
+    state: &UseReducerHandle<State>,
+    lanes: &NodeRef,
+    cancel: &Rc<RefCell<Option<CancelToken>>>,
+    worker_url: Option<AttrValue>,
+) {
+    if state.run == RunState::Running {
+        return;
+    }
+    let token = CancelToken::new();
+    *cancel.borrow_mut() = Some(token.clone());
+    state.dispatch(Action::Start);
+    let painter = Painter::new(
+        lanes.cast::<web_sys::Element>(),
+        state.settings.paint,
+        state.settings.paint_fallback,
+    );
+    let input = RunInput {
+        settings: state.settings.clone(),
+        api_key: Some(state.api_key.clone()).filter(|k| !k.is_empty()),
+        painter,
+        cancel: token,
+        worker_url: worker_url.map(|u| u.to_string()),
+    };
+    let dispatcher = state.dispatcher();
+    wasm_bindgen_futures::spawn_local(async move {
+        let events = dispatcher.clone();
+        let result = runner::run(input, move |e| events.dispatch(Action::Event(e))).await;
+        match result {
+            Ok(out) => dispatcher.dispatch(Action::Finished(Box::new(out))),
+            Err(e) => dispatcher.dispatch(Action::Failed(e)),
+        }
+    });
+}
+
+/// The page.
+#[function_component]
+pub fn App(props: &AppProps) -> Html {
+    let state = {
+        let query = props.query.clone();
+        use_reducer(move || initial_state(&query))
+    };
+    let lanes = use_node_ref();
+    let cancel: Rc<RefCell<Option<CancelToken>>> = use_mut_ref(|| None);
+
+    // The automation contract: `data-run-state` follows the run (after the DOM
+    // holding #report-json is committed).
+    {
+        let run = state.run;
+        use_effect_with(run, |run| browser::set_run_state(run.as_str()));
+    }
+    let onrun = {
+        let (state, lanes, cancel) = (state.clone(), lanes.clone(), cancel.clone());
+        let worker = props.worker_url.clone();
+        Callback::from(move |()| start_run(&state, &lanes, &cancel, worker.clone()))
+    };
+    // autorun=1: start once, as soon as the page is mounted.
+    {
+        let onrun = onrun.clone();
+        let autorun = state.settings.autorun;
+        use_effect_with((), move |()| {
+            if autorun {
+                onrun.emit(());
+            }
+        });
+    }
+    let onstop = {
+        let cancel = cancel.clone();
+        Callback::from(move |()| {
+            if let Some(t) = cancel.borrow().as_ref() {
+                t.cancel();
+            }
+        })
+    };
+    let onsettings = {
+        let state = state.clone();
+        Callback::from(move |s: Settings| state.dispatch(Action::Settings(s)))
+    };
+    let onkey = {
+        let state = state.clone();
+        Callback::from(move |k: String| {
+            if state.remember_key {
+                browser::store_key(Some(&k));
+            }
+            state.dispatch(Action::ApiKey(k));
+        })
+    };
+    let onremember = {
+        let state = state.clone();
+        Callback::from(move |r: bool| {
+            browser::store_key(if r {
+                Some(state.api_key.as_str())
+            } else {
+                None
+            });
+            state.dispatch(Action::RememberKey(r));
+        })
+    };
+    let onlistmodels = {
+        let state = state.clone();
+        Callback::from(move |()| {
+            let base = normalize_url(&state.settings.url);
+            let key = Some(state.api_key.clone()).filter(|k| !k.is_empty());
+            let d = state.dispatcher();
+            wasm_bindgen_futures::spawn_local(async move {
+                let r = FetchTarget::get_models(&base, key.as_deref())
+                    .await
+                    .and_then(|text| model_ids(&text).ok_or_else(|| "no model listed".into()));
+                d.dispatch(Action::Models(r));
+            });
+        })
+    };
+    let onexport = {
+        let state = state.clone();
+        Callback::from(move |()| {
+            if let Some(f) = &state.finished {
+                let name = format!(
+                    "tokenscope-browser-{}.json",
+                    f.report
+                        .environment
+                        .started_at
+                        .as_deref()
+                        .unwrap_or("report")
+                        .replace([':', '.'], "-")
+                );
+                let _ = browser::download(&name, &f.report_json, "application/json");
+            }
+        })
+    };
+    let onexportraw = {
+        let state = state.clone();
+        Callback::from(move |()| {
+            if let Some(f) = &state.finished
+                && let Some(h) = &f.raw_header
+            {
+                let text = runner::raw_jsonl(h, &f.records);
+                let _ = browser::download(
+                    "tokenscope-browser-raw.jsonl",
+                    &text,
+                    "application/x-ndjson",
+                );
+            }
+        })
+    };
+    let onload = {
+        let state = state.clone();
+        Callback::from(move |file: web_sys::File| {
+            let d = state.dispatcher();
+            wasm_bindgen_futures::spawn_local(async move {
+                let r = browser::read_file(file).await.and_then(|text| {
+                    ClientReport::from_json(&text)
+                        .map(Box::new)
+                        .map_err(|e| format!("could not open the report: {e}"))
+                });
+                d.dispatch(Action::Loaded(r));
+            });
+        })
+    };
+    let onlink = {
+        let state = state.clone();
+        Callback::from(move |()| {
+            browser::copy_text(&format!(
+                "{}?{}",
+                browser::location_base(),
+                state.settings.to_query()
+            ));
+        })
+    };
+    let onlevel = {
+        let state = state.clone();
+        Callback::from(move |i: usize| state.dispatch(Action::ViewLevel(i)))
+    };
+
+    let running = state.run == RunState::Running;
+    let finished = state.finished.as_ref();
+    let report = finished.map(|f| f.report.clone());
+    let simulated = if running || finished.is_some() {
+        state.simulated
+    } else {
+        state.settings.is_simulated()
+    };
+    let knee = report.as_ref().and_then(|r| r.sweep.knee.clone());
+    let slos = report.as_ref().map_or_else(
+        || {
+            state
+                .settings
+                .validate()
+                .map(|p| p.slos)
+                .unwrap_or_default()
+        },
+        |r| r.config.slos.clone(),
+    );
+    let records = finished.map_or_else(|| Shared::new(Vec::new()), |f| f.records.clone());
+    html! {
+        <div class="page">
+            <Header {simulated} />
+            <div class="layout">
+                <aside class="side">
+                    <SettingsForm
+                        settings={state.settings.clone()}
+                        api_key={AttrValue::from(state.api_key.clone())}
+                        remember_key={state.remember_key}
+                        models={state.models.clone()}
+                        models_error={state.models_error.clone().map(AttrValue::from)}
+                        disabled={running}
+                        onchange={onsettings}
+                        {onkey}
+                        {onremember}
+                        {onlistmodels}
+                    />
+                    <RunControls
+                        {running}
+                        can_export={finished.is_some()}
+                        can_export_raw={finished.is_some_and(|f| f.raw_header.is_some())}
+                        {onrun} {onstop} {onexport} {onexportraw} {onload} {onlink}
+                    />
+                </aside>
+                <main class="main">
+                    <RunStatus
+                        run={state.run}
+                        progress={state.progress.clone()}
+                        model={state.model.clone().map(AttrValue::from)}
+                        protocol={state.protocol.clone().map(AttrValue::from)}
+                        {simulated}
+                        loaded={finished.is_some_and(|f| f.loaded)}
+                        error={state.error.clone().map(AttrValue::from)}
+                    />
+                    <Warnings warnings={state.warnings.clone()} notes={state.notes.clone()} />
+                    <Streams lanes={lanes.clone()} {running} />
+                    <LevelTable levels={state.live_levels.clone()} knee={knee.as_ref().map(|k| k.level_index)} />
+                    <Charts
+                        levels={state.chart_levels.clone()}
+                        {knee}
+                        {slos}
+                        {records}
+                        view_level={state.view_level}
+                        {onlevel}
+                    />
+                    <Outputs
+                        report_json={finished.map(|f| f.report_json.clone())}
+                        records_json={finished.map(|f| f.records_json.clone())}
+                    />
+                </main>
+            </div>
+            <footer class="foot">
+                { format!("tokenscope {} · metric definitions: docs/metrics.md · the API key stays in this page", tokenscope_core::VERSION) }
+            </footer>
+        </div>
+    }
+}
+
+/// Every model id of a `/v1/models` answer.
+fn model_ids(text: &str) -> Option<Vec<String>> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let ids: Vec<String> = v
+        .get("data")
+        .and_then(|d| d.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if ids.is_empty() {
+        first_model_id(text).map(|m| vec![m])
+    } else {
+        Some(ids)
+    }
+}

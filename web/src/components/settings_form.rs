@@ -1,0 +1,225 @@
+//! The settings form. Every field carries its URL query name and goes through
+//! [`Settings::set`], so the form and the URL share one parser and one validation.
+
+use wasm_bindgen::JsCast;
+use web_sys::{HtmlInputElement, HtmlSelectElement};
+use yew::prelude::*;
+
+use crate::settings::{INPUT_TIERS, NetMode, PaintMode, Settings};
+
+/// Form props.
+#[derive(Properties, PartialEq)]
+pub struct SettingsFormProps {
+    /// The settings shown.
+    pub settings: Settings,
+    /// The API key (memory only).
+    pub api_key: AttrValue,
+    /// "Remember in this tab".
+    pub remember_key: bool,
+    /// Models listed by the endpoint.
+    pub models: Vec<String>,
+    /// Why listing failed.
+    pub models_error: Option<AttrValue>,
+    /// A run is going (fields locked).
+    pub disabled: bool,
+    /// New settings.
+    pub onchange: Callback<Settings>,
+    /// New key.
+    pub onkey: Callback<String>,
+    /// Remember toggled.
+    pub onremember: Callback<bool>,
+    /// List the endpoint's models.
+    pub onlistmodels: Callback<()>,
+}
+
+/// The `name` and value of the field an event came from (`1`/`0` for a checkbox).
+fn field(e: &Event) -> Option<(String, String)> {
+    let target = e.target()?;
+    if let Some(i) = target.dyn_ref::<HtmlInputElement>() {
+        let value = if i.type_() == "checkbox" {
+            if i.checked() { "1" } else { "0" }.to_owned()
+        } else {
+            i.value()
+        };
+        return Some((i.name(), value));
+    }
+    let s = target.dyn_ref::<HtmlSelectElement>()?;
+    Some((s.name(), s.value()))
+}
+
+/// The settings form.
+#[function_component]
+pub fn SettingsForm(props: &SettingsFormProps) -> Html {
+    let error = use_state(|| None::<String>);
+    let s = &props.settings;
+    let onfield = {
+        let settings = props.settings.clone();
+        let cb = props.onchange.clone();
+        let error = error.clone();
+        Callback::from(move |e: Event| {
+            let Some((name, value)) = field(&e) else {
+                return;
+            };
+            let mut next = settings.clone();
+            match next.set(&name, &value) {
+                Ok(()) => {
+                    error.set(None);
+                    cb.emit(next);
+                }
+                Err(msg) => error.set(Some(msg)),
+            }
+        })
+    };
+    let onkey = {
+        let cb = props.onkey.clone();
+        Callback::from(move |e: InputEvent| {
+            let i: HtmlInputElement = e.target_unchecked_into();
+            cb.emit(i.value());
+        })
+    };
+    let onremember = {
+        let cb = props.onremember.clone();
+        Callback::from(move |e: Event| {
+            let i: HtmlInputElement = e.target_unchecked_into();
+            cb.emit(i.checked());
+        })
+    };
+    let onlist = {
+        let cb = props.onlistmodels.clone();
+        Callback::from(move |_: MouseEvent| cb.emit(()))
+    };
+    let d = props.disabled;
+    let tiers = {
+        let mut t: Vec<(u32, String)> = INPUT_TIERS
+            .iter()
+            .map(|(n, l)| (*n, (*l).to_owned()))
+            .collect();
+        if !t.iter().any(|(n, _)| *n == s.input_tokens) {
+            t.push((s.input_tokens, format!("{} tokens", s.input_tokens)));
+            t.sort_by_key(|x| x.0);
+        }
+        t
+    };
+    html! {
+        <form class="settings panel" onsubmit={Callback::from(|e: SubmitEvent| e.prevent_default())}>
+            <h2>{ "Settings" }</h2>
+            <label>{ "Endpoint URL" }
+                <input name="url" type="url" value={s.url.clone()} onchange={onfield.clone()} disabled={d}
+                    placeholder="empty: the simulated endpoint in this page" autocomplete="url" spellcheck="false" />
+                <small>{ "OpenAI-compatible base, e.g. http://127.0.0.1:8000/v1" }</small>
+            </label>
+            <div class="two">
+                <label>{ "API" }
+                    <select name="api" onchange={onfield.clone()} disabled={d}>
+                        <option value="chat" selected={s.api.as_str() == "chat"}>{ "chat/completions" }</option>
+                        <option value="completions" selected={s.api.as_str() == "completions"}>{ "completions" }</option>
+                    </select>
+                </label>
+                <label>{ "Model" }
+                    <input name="model" value={s.model.clone()} onchange={onfield.clone()} disabled={d}
+                        list="models" placeholder="first listed" spellcheck="false" />
+                    <datalist id="models">
+                        { for props.models.iter().map(|m| html! { <option value={m.clone()} /> }) }
+                    </datalist>
+                </label>
+            </div>
+            <div class="inline">
+                <button type="button" onclick={onlist} disabled={d || s.is_simulated()}>{ "List models" }</button>
+                if let Some(e) = &props.models_error {
+                    <small class="error">{ e.clone() }</small>
+                } else if !props.models.is_empty() {
+                    <small>{ format!("{} model(s) listed", props.models.len()) }</small>
+                }
+            </div>
+            <label>{ "API key" }
+                <input name="api_key_field" type="password" value={props.api_key.clone()} oninput={onkey} disabled={d}
+                    autocomplete="off" placeholder="optional; kept in memory only" />
+            </label>
+            <label class="check">
+                <input type="checkbox" checked={props.remember_key} onchange={onremember} disabled={d} />
+                { "remember in this tab (sessionStorage; never in the URL or the report)" }
+            </label>
+            <label>{ "Input length" }
+                <select name="input_tokens" onchange={onfield.clone()} disabled={d}>
+                    { for tiers.iter().map(|(n, l)| html! {
+                        <option value={n.to_string()} selected={*n == s.input_tokens}>{ l.clone() }</option>
+                    }) }
+                </select>
+            </label>
+            <div class="two">
+                <label>{ "Max tokens" }
+                    <input name="max_tokens" type="number" min="1" value={s.max_tokens.to_string()} onchange={onfield.clone()} disabled={d} />
+                </label>
+                <label>{ "Concurrency levels" }
+                    <input name="concurrency" value={s.concurrency.clone()} onchange={onfield.clone()} disabled={d} placeholder="1,4,16" />
+                </label>
+            </div>
+            <div class="three">
+                <label>{ "Requests / level" }
+                    <input name="requests" type="number" min="1" value={s.requests.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="auto" />
+                </label>
+                <label>{ "Rounds" }
+                    <input name="rounds" type="number" min="1" value={s.rounds.to_string()} onchange={onfield.clone()} disabled={d} />
+                </label>
+                <label>{ "Warm-up" }
+                    <input name="warmup" type="number" min="0" value={s.warmup.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="auto" />
+                </label>
+            </div>
+            <div class="two">
+                <label>{ "Timeout" }
+                    <input name="timeout" value={format!("{}s", s.timeout_s)} onchange={onfield.clone()} disabled={d} />
+                </label>
+                <label>{ "SLOs" }
+                    <input name="slo" value={s.slo.clone()} onchange={onfield.clone()} disabled={d}
+                        placeholder="ttft_ms:p95<=500" spellcheck="false" />
+                </label>
+            </div>
+            <details>
+                <summary>{ "More" }</summary>
+                <div class="two">
+                    <label>{ "Seed" }
+                        <input name="seed" type="number" min="0" value={s.seed.to_string()} onchange={onfield.clone()} disabled={d} />
+                    </label>
+                    <label>{ "Paint timing" }
+                        <select name="paint" onchange={onfield.clone()} disabled={d}>
+                            <option value="auto" selected={s.paint == PaintMode::Auto}>{ "Element Timing (fallback: frames)" }</option>
+                            <option value="raf" selected={s.paint == PaintMode::Raf}>{ "animation frames only" }</option>
+                        </select>
+                    </label>
+                </div>
+                <label>{ "Streams read in" }
+                    <select name="net" onchange={onfield.clone()} disabled={d}>
+                        <option value="worker" selected={s.net == NetMode::Worker}>{ "a worker (stamps off the main thread)" }</option>
+                        <option value="main" selected={s.net == NetMode::Main}>{ "the page's main thread" }</option>
+                    </select>
+                </label>
+                <label class="check">
+                    <input name="ignore_eos" type="checkbox" checked={s.ignore_eos} onchange={onfield.clone()} disabled={d} />
+                    { "send ignore_eos (every answer max_tokens long)" }
+                </label>
+                <label class="check">
+                    <input name="request_ids" type="checkbox" checked={s.request_ids} onchange={onfield.clone()} disabled={d} />
+                    { "send x-request-id (turn off if the endpoint's CORS policy refuses it)" }
+                </label>
+                <label>{ "Stall threshold (ms)" }
+                    <input name="stall_ms" type="number" min="1" value={s.stall_threshold_ms.to_string()} onchange={onfield.clone()} disabled={d} />
+                </label>
+                <fieldset disabled={d || !s.is_simulated()}>
+                    <legend>{ "Simulated endpoint (as tokenscope mock)" }</legend>
+                    <div class="three">
+                        <label>{ "TTFT ms" }<input name="sim_ttft_ms" type="number" step="any" value={s.sim.ttft_ms.to_string()} onchange={onfield.clone()} /></label>
+                        <label>{ "ITL ms" }<input name="sim_itl_ms" type="number" step="any" value={s.sim.itl_ms.to_string()} onchange={onfield.clone()} /></label>
+                        <label>{ "max batch" }<input name="sim_max_batch" type="number" min="1" value={s.sim.max_batch.to_string()} onchange={onfield.clone()} /></label>
+                        <label>{ "jitter ms" }<input name="sim_jitter_ms" type="number" step="any" value={s.sim.jitter_ms.to_string()} onchange={onfield.clone()} /></label>
+                        <label>{ "error rate" }<input name="sim_error_rate" type="number" step="any" min="0" max="1" value={s.sim.error_rate.to_string()} onchange={onfield.clone()} /></label>
+                        <label>{ "tokens/chunk" }<input name="sim_tokens_per_chunk" type="number" min="1" value={s.sim.tokens_per_chunk.to_string()} onchange={onfield.clone()} /></label>
+                    </div>
+                    <label>{ "faults" }<input name="sim_faults" value={s.sim.faults.clone()} onchange={onfield.clone()} spellcheck="false" /></label>
+                </fieldset>
+            </details>
+            if let Some(e) = &*error {
+                <p class="error" role="alert">{ e.clone() }</p>
+            }
+        </form>
+    }
+}

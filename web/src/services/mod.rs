@@ -1,0 +1,12 @@
+//! The page's work, outside the components: the clock and timers, the `fetch`
+//! transport, the in-page simulator, the paint probe and stream view, the runner,
+//! and small browser chores.
+
+pub mod browser;
+pub mod clock;
+pub mod fetch;
+pub mod paint;
+pub mod runner;
+pub mod sim;
+pub mod transport;
+pub mod worker;

@@ -1,0 +1,261 @@
+//! The page's state and the actions that change it (a yew `Reducible`, as in yew's
+//! todomvc). Components render it; services dispatch actions.
+
+use std::rc::Rc;
+
+use tokenscope_core::raw::RawHeader;
+use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
+use yew::Reducible;
+
+use crate::services::runner::{PageRecord, Progress, RunEvent, RunOutput};
+use crate::settings::Settings;
+
+/// Where the page is. Mirrored on `document.body` as `data-run-state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunState {
+    /// Nothing ran yet (or a saved report is shown).
+    #[default]
+    Idle,
+    /// A run is going.
+    Running,
+    /// The run ended (requests may have failed: failures are data).
+    Done,
+    /// The run could not be made.
+    Failed,
+}
+
+impl RunState {
+    /// The `data-run-state` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Idle => "idle",
+            RunState::Running => "running",
+            RunState::Done => "done",
+            RunState::Failed => "failed",
+        }
+    }
+}
+
+/// An `Rc` compared by pointer: cheap props for big values.
+#[derive(Debug)]
+pub struct Shared<T>(pub Rc<T>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(Rc::clone(&self.0))
+    }
+}
+
+impl<T> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> Shared<T> {
+    /// Wrap a value.
+    pub fn new(v: T) -> Self {
+        Shared(Rc::new(v))
+    }
+}
+
+/// A finished run (or a loaded report) and what the views need of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// The report.
+    pub report: Shared<ClientReport>,
+    /// Its JSON (`#report-json`).
+    pub report_json: Shared<String>,
+    /// The per-request records (empty for a loaded report).
+    pub records: Shared<Vec<PageRecord>>,
+    /// Their JSON (`#records-json`).
+    pub records_json: Shared<String>,
+    /// The raw header, for a `tokenscope.raw/1` export (runs only).
+    pub raw_header: Option<Shared<RawHeader>>,
+    /// Loaded from a file rather than run here.
+    pub loaded: bool,
+}
+
+/// Everything the page shows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct State {
+    /// The settings in the form.
+    pub settings: Settings,
+    /// The API key (memory only; in `sessionStorage` only if `remember_key`).
+    pub api_key: String,
+    /// "Remember in this tab".
+    pub remember_key: bool,
+    /// Models listed by the endpoint.
+    pub models: Vec<String>,
+    /// Why listing the models failed.
+    pub models_error: Option<String>,
+    /// Notes about the URL's settings (ignored parameters).
+    pub notes: Vec<String>,
+    /// Run state.
+    pub run: RunState,
+    /// Whether the current (or last) run is against the built-in simulator.
+    pub simulated: bool,
+    /// The model of the current run.
+    pub model: Option<String>,
+    /// Progress of the current run.
+    pub progress: Option<Progress>,
+    /// Protocol seen.
+    pub protocol: Option<String>,
+    /// Warnings of the current run, as they come.
+    pub warnings: Vec<ReportWarning>,
+    /// Levels so far (live, for the table).
+    pub live_levels: Shared<Vec<LevelReport>>,
+    /// Finished levels (for the charts: redrawn only when a level ends).
+    pub chart_levels: Shared<Vec<LevelReport>>,
+    /// The finished run or loaded report.
+    pub finished: Option<Finished>,
+    /// Why the run failed (`#run-error`).
+    pub error: Option<String>,
+    /// Which level the distribution views show.
+    pub view_level: usize,
+}
+
+impl Default for Shared<Vec<LevelReport>> {
+    fn default() -> Self {
+        Shared::new(Vec::new())
+    }
+}
+
+/// What changes the state.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// The form changed.
+    Settings(Settings),
+    /// The key field changed.
+    ApiKey(String),
+    /// "Remember in this tab" changed.
+    RememberKey(bool),
+    /// The endpoint's model list (or why it could not be read).
+    Models(Result<Vec<String>, String>),
+    /// A run was asked for.
+    Start,
+    /// The runner reported.
+    Event(RunEvent),
+    /// The run ended.
+    Finished(Box<RunOutput>),
+    /// The run could not be made.
+    Failed(String),
+    /// A saved report was opened (or could not be read).
+    Loaded(Result<Box<ClientReport>, String>),
+    /// Show another level in the distribution views.
+    ViewLevel(usize),
+}
+
+impl Reducible for State {
+    type Action = Action;
+
+    fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
+        let mut s = (*self).clone();
+        match action {
+            Action::Settings(settings) => s.settings = settings,
+            Action::ApiKey(key) => s.api_key = key,
+            Action::RememberKey(r) => s.remember_key = r,
+            Action::Models(Ok(models)) => {
+                if s.settings.model.is_empty()
+                    && let Some(first) = models.first()
+                {
+                    s.settings.model = first.clone();
+                }
+                s.models = models;
+                s.models_error = None;
+            }
+            Action::Models(Err(e)) => {
+                s.models.clear();
+                s.models_error = Some(e);
+            }
+            Action::Start => {
+                s.run = RunState::Running;
+                s.simulated = s.settings.is_simulated();
+                s.model = None;
+                s.progress = None;
+                s.protocol = None;
+                s.warnings.clear();
+                s.live_levels = Shared::new(Vec::new());
+                s.chart_levels = Shared::new(Vec::new());
+                s.finished = None;
+                s.error = None;
+                s.view_level = 0;
+            }
+            Action::Event(e) => match e {
+                RunEvent::Started {
+                    simulated, model, ..
+                } => {
+                    s.simulated = simulated;
+                    s.model = Some(model);
+                }
+                RunEvent::Progress(p) => s.progress = Some(p),
+                RunEvent::Protocol(p) => s.protocol = Some(p),
+                RunEvent::Warning(w) => {
+                    if !s.warnings.contains(&w) {
+                        s.warnings.push(w);
+                    }
+                }
+                RunEvent::Levels { levels, settled } => {
+                    let levels = Shared::new(levels);
+                    if settled {
+                        s.view_level = levels.len().saturating_sub(1);
+                        s.chart_levels = levels.clone();
+                    }
+                    s.live_levels = levels;
+                }
+            },
+            Action::Finished(out) => {
+                let out = *out;
+                s.run = RunState::Done;
+                s.warnings = out.report.warnings.clone();
+                s.view_level = out.report.levels.len().saturating_sub(1);
+                s.live_levels = Shared::new(out.report.levels.clone());
+                s.chart_levels = s.live_levels.clone();
+                let records_json = serde_json::to_string(&out.records).unwrap_or_default();
+                s.finished = Some(Finished {
+                    report_json: Shared::new(out.report.to_json()),
+                    report: Shared::new(out.report),
+                    records: Shared::new(out.records),
+                    records_json: Shared::new(records_json),
+                    raw_header: Some(Shared::new(out.raw_header)),
+                    loaded: false,
+                });
+            }
+            Action::Failed(e) => {
+                s.run = RunState::Failed;
+                s.error = Some(e);
+            }
+            Action::Loaded(Ok(report)) => {
+                let report = *report;
+                s.run = RunState::Idle;
+                s.error = None;
+                s.simulated = report.environment.simulated;
+                s.model = Some(report.config.model.clone());
+                s.protocol = report.environment.protocol.clone();
+                s.progress = None;
+                s.warnings = report.warnings.clone();
+                s.view_level = report.levels.len().saturating_sub(1);
+                s.live_levels = Shared::new(report.levels.clone());
+                s.chart_levels = s.live_levels.clone();
+                s.finished = Some(Finished {
+                    report_json: Shared::new(report.to_json()),
+                    report: Shared::new(report),
+                    records: Shared::new(Vec::new()),
+                    records_json: Shared::new("[]".into()),
+                    raw_header: None,
+                    loaded: true,
+                });
+            }
+            Action::Loaded(Err(e)) => s.error = Some(e),
+            Action::ViewLevel(i) => s.view_level = i,
+        }
+        Rc::new(s)
+    }
+}
