@@ -145,12 +145,25 @@ async fn drive(
     clock: &Clock,
     tl: &mut RequestTimeline,
 ) {
-    let sent = client
-        .post(target.url.clone())
-        .headers(headers)
-        .body(body)
-        .send()
-        .await;
+    // A server may close a kept-alive connection right after a streamed answer
+    // while announcing Keep-Alive (llama.cpp's server does): a request sent on it
+    // just then meets a closed socket before any answer. As browsers and curl do,
+    // resend it at once (on a fresh connection): the server never saw it. Its
+    // times still count from the first send, as the user's wait would.
+    let mut attempts = 0;
+    let sent = loop {
+        attempts += 1;
+        let sent = client
+            .post(target.url.clone())
+            .headers(headers.clone())
+            .body(body.clone())
+            .send()
+            .await;
+        match sent {
+            Err(e) if attempts < MAX_SEND_ATTEMPTS && closed_before_answer(&e) => continue,
+            other => break other,
+        }
+    };
     let t = clock.now_ms();
     let mut resp = match sent {
         Ok(r) => r,
@@ -212,6 +225,25 @@ async fn drive(
             }
         }
     }
+}
+
+/// Sends of one request when the connection was closed before any answer.
+const MAX_SEND_ATTEMPTS: u32 = 3;
+
+/// The connection closed before a byte of the answer came (hyper's
+/// `IncompleteMessage`): the request met a socket the server had already closed.
+fn closed_before_answer(err: &reqwest::Error) -> bool {
+    use std::error::Error as _;
+    let mut src = err.source();
+    while let Some(s) = src {
+        if s.to_string()
+            .contains("connection closed before message completed")
+        {
+            return true;
+        }
+        src = s.source();
+    }
+    false
 }
 
 /// Read what is left after `[DONE]` (normally just the end of the chunked body),
