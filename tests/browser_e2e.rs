@@ -600,7 +600,90 @@ async fn static_page_works_from_a_sub_path_and_fetches_nothing_else() {
     for name in &resources {
         assert!(name.starts_with(&origin), "unexpected request to {name}");
     }
+
+    // 3. The combined view: a kernels report loaded beside the run, the model
+    //    picked; the page shows the same analysis as `tokenscope report`.
+    combined_view_matches_the_cli(&browser, &report).await;
     browser.close().await;
+}
+
+/// Load the recorded lavapipe kernels report into the page's analysis, pick the
+/// model, and check the page's verdict is `tokenscope report`'s, sentence by
+/// sentence, for the same inputs.
+async fn combined_view_matches_the_cli(browser: &Browser, report: &Value) {
+    use fantoccini::Locator;
+    let kernels = repo().join("tests/fixtures/reports/kernels-lavapipe.json");
+    browser
+        .client
+        .find(Locator::Id("load-kernels"))
+        .await
+        .unwrap()
+        .send_keys(kernels.to_str().unwrap())
+        .await
+        .unwrap();
+    let select = browser
+        .client
+        .find(Locator::Id("floor-model"))
+        .await
+        .unwrap();
+    select.select_by_value("gemma-3-270m").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let shown = loop {
+        let t = browser.text_of("combined-report").await;
+        if t.contains("TPOT vs the GPU floor") {
+            break t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the combined view never showed the floor: {t:.400} (kernels: {})",
+            browser.text_of("kernels-loaded").await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    browser.screenshot("combined-view").await;
+    // The same inputs through the CLI.
+    let dir = tempfile::tempdir().unwrap();
+    let client = dir.path().join("browser.json");
+    std::fs::write(&client, report.to_string()).unwrap();
+    let md = dir.path().join("report.md");
+    let o = Command::new(bin())
+        .args(["report", "--client"])
+        .arg(&client)
+        .arg("--kernels")
+        .arg(&kernels)
+        .args([
+            "--model",
+            "gemma-3-270m",
+            "--quant",
+            "q4_0",
+            "--context",
+            "4096",
+        ])
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(&md).unwrap();
+    let verdict: Vec<&str> = md
+        .split("## Verdict")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter_map(|l| l.strip_prefix("- "))
+        .collect();
+    assert!(!verdict.is_empty(), "{md:.600}");
+    for v in &verdict {
+        assert!(
+            shown.contains(v.trim()),
+            "the page's analysis lacks the CLI's verdict {v:?}: {shown:.800}"
+        );
+    }
+    assert!(
+        shown.contains("bandwidth floor") || shown.contains("the floor"),
+        "{shown:.600}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1169,16 +1169,27 @@ fn html_table(h: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-const CSS: &str = "body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:24px;color:#1d2330;background:#fff}h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #d8dde6;padding-bottom:4px}h3{font-size:15px;margin:16px 0 4px}.from{color:#5a6478}.verdict li{font-size:15px;margin:6px 0}.finding{border-left:4px solid #d9822b;background:#fdf6ee;padding:8px 12px;margin:10px 0}.finding ul{margin:4px 0}.advice{color:#3c4658}table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}th,td{border:1px solid #d8dde6;padding:3px 7px;text-align:right}th{background:#f3f5f9}td:first-child,th:first-child{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:16px}.chart{flex:1 1 520px}.chart svg{max-width:100%;height:auto}.notes li{color:#5a6478}code{background:#f3f5f9;padding:0 3px}";
+const CSS: &str = "body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:24px;color:#1d2330;background:#fff}h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #d8dde6;padding-bottom:4px}h3{font-size:15px;margin:16px 0 4px}.from{color:#5a6478}.verdict li{font-size:15px;margin:6px 0}.finding{border-left:4px solid #d9822b;background:#fdf6ee;padding:8px 12px;margin:10px 0}.finding ul{margin:4px 0}.advice{color:#3c4658}table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}th,td{border:1px solid #d8dde6;padding:3px 7px;text-align:right}th{background:#f3f5f9}td:first-child,th:first-child{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:16px}.chart{flex:1 1 520px}.chart svg{max-width:100%;height:auto}.notes li{color:#5a6478}code{background:#f3f5f9;padding:0 3px}td.text{text-align:left}";
 
 /// The report as one self-contained HTML document: inline CSS and SVG, no
 /// scripts, fonts, styles or images from anywhere else.
 pub fn html(input: &ReportInput, c: &Combined) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>tokenscope report</title><style>{CSS}</style></head><body><h1>tokenscope report</h1>{}</body></html>\n",
+        html_body(input, c)
+    )
+}
+
+/// The report's content as an HTML fragment (no document, no style): what
+/// [`html`] wraps, and what the web page inlines in its own layout. Every text in
+/// it is escaped; it holds no script and no style attribute (the page's
+/// Content-Security-Policy allows neither).
+pub fn html_body(input: &ReportInput, c: &Combined) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = write!(
         o,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>tokenscope report</title><style>{CSS}</style></head><body><h1>tokenscope report</h1><p class=\"from\">{}</p>",
+        "<p class=\"from\">{}</p>",
         escape_html(&inputs_line(input))
     );
     o.push_str("<h2 id=\"verdict\">Verdict</h2><ul class=\"verdict\">");
@@ -1302,13 +1313,13 @@ pub fn html(input: &ReportInput, c: &Combined) -> String {
     for g in GLOSSARY {
         let _ = write!(
             o,
-            "<tr><td>{}</td><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
             g.name,
             escape_html(g.definition),
             escape_html(g.peers)
         );
     }
-    o.push_str("</tbody></table></body></html>\n");
+    o.push_str("</tbody></table>");
     o
 }
 

@@ -7,6 +7,7 @@ use tokenscope_core::openai::first_model_id;
 use tokenscope_core::report::ClientReport;
 use yew::prelude::*;
 
+use crate::components::analysis::Analysis;
 use crate::components::charts::Charts;
 use crate::components::header::Header;
 use crate::components::level_table::LevelTable;
@@ -287,6 +288,7 @@ pub fn App(props: &AppProps) -> Html {
                         view_level={state.view_level}
                         {onlevel}
                     />
+                    <Analysis report={finished.map(|f| f.report.clone())} />
                     <Outputs
                         report_json={finished.map(|f| f.report_json.clone())}
                         records_json={finished.map(|f| f.records_json.clone())}

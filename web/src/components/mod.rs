@@ -2,6 +2,7 @@
 //! intent through `on<verb>` callbacks. None computes a metric: figures come from
 //! core's `LevelReport`s, charts from `core::charts`.
 
+pub mod analysis;
 pub mod charts;
 pub mod header;
 pub mod level_table;

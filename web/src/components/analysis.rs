@@ -1,0 +1,219 @@
+//! The combined view: this page's report (run here or opened) analysed by
+//! `core::combined` — the verdict, the diagnosis with its evidence, and, with a
+//! kernels report loaded beside it (`tokenscope kernels --out`, native or from a
+//! browser), the server's TPOT against the GPU's bandwidth floor for the model
+//! being served. The same code renders `tokenscope report`'s HTML: the fragment
+//! here is `combined::html_body`, and "Export combined report" saves
+//! `combined::html`.
+
+use tokenscope_core::combined::{self, ModelChoice, ReportInput};
+use tokenscope_core::floor::{ModelShape, Quant, preset_names};
+use tokenscope_core::kernels::KernelReport;
+use tokenscope_core::report::ClientReport;
+use web_sys::{HtmlInputElement, HtmlSelectElement};
+use yew::prelude::*;
+
+use crate::services::browser;
+use crate::state::Shared;
+
+/// Analysis props.
+#[derive(Properties, PartialEq)]
+pub struct AnalysisProps {
+    /// The page's report (a finished run, or one opened).
+    pub report: Option<Shared<ClientReport>>,
+}
+
+/// The model being served, as picked in the form.
+#[derive(Clone, PartialEq)]
+struct ModelForm {
+    preset: String,
+    quant: Quant,
+    context: u64,
+}
+
+impl Default for ModelForm {
+    fn default() -> Self {
+        ModelForm {
+            preset: String::new(),
+            quant: Quant::Q4_0,
+            context: 4096,
+        }
+    }
+}
+
+impl ModelForm {
+    fn choice(&self) -> Option<ModelChoice> {
+        let shape = ModelShape::preset(&self.preset).ok()?;
+        Some(ModelChoice {
+            shape,
+            quant: self.quant,
+            context: self.context.max(1),
+        })
+    }
+}
+
+/// The analysis input and its two renderings (fragment, whole document).
+fn render(
+    report: &Option<Shared<ClientReport>>,
+    kernels: &Option<Shared<KernelReport>>,
+    model: &ModelForm,
+) -> Option<(String, String)> {
+    let report = report.as_ref()?;
+    let input = ReportInput {
+        clients: vec![report.0.as_ref().clone()],
+        kernels: kernels.as_ref().map(|k| k.0.as_ref().clone()),
+        model: model.choice(),
+    };
+    let c = combined::analyze(&input);
+    Some((combined::html_body(&input, &c), combined::html(&input, &c)))
+}
+
+/// The combined view.
+#[function_component]
+pub fn Analysis(props: &AnalysisProps) -> Html {
+    let kernels = use_state(|| None::<Shared<KernelReport>>);
+    let kernels_error = use_state(|| None::<String>);
+    let model = use_state(ModelForm::default);
+
+    let on_kernels = {
+        let (kernels, kernels_error) = (kernels.clone(), kernels_error.clone());
+        Callback::from(move |e: Event| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            let Some(file) = input.files().and_then(|f| f.get(0)) else {
+                return;
+            };
+            input.set_value("");
+            let (kernels, kernels_error) = (kernels.clone(), kernels_error.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let r = browser::read_file(file).await.and_then(|text| {
+                    KernelReport::from_json(&text)
+                        .map_err(|e| format!("could not open the kernels report: {e}"))
+                });
+                match r {
+                    Ok(k) => {
+                        kernels.set(Some(Shared(std::rc::Rc::new(k))));
+                        kernels_error.set(None);
+                    }
+                    Err(e) => kernels_error.set(Some(e)),
+                }
+            });
+        })
+    };
+    let on_preset = {
+        let model = model.clone();
+        Callback::from(move |e: Event| {
+            let s: HtmlSelectElement = e.target_unchecked_into();
+            model.set(ModelForm {
+                preset: s.value(),
+                ..(*model).clone()
+            });
+        })
+    };
+    let on_quant = {
+        let model = model.clone();
+        Callback::from(move |e: Event| {
+            let s: HtmlSelectElement = e.target_unchecked_into();
+            if let Ok(quant) = s.value().parse() {
+                model.set(ModelForm {
+                    quant,
+                    ..(*model).clone()
+                });
+            }
+        })
+    };
+    let on_context = {
+        let model = model.clone();
+        Callback::from(move |e: Event| {
+            let i: HtmlInputElement = e.target_unchecked_into();
+            if let Ok(context) = i.value().trim().parse::<u64>()
+                && context > 0
+            {
+                model.set(ModelForm {
+                    context,
+                    ..(*model).clone()
+                });
+            }
+        })
+    };
+
+    let rendered = {
+        let deps = (props.report.clone(), (*kernels).clone(), (*model).clone());
+        use_memo(deps, |(r, k, m)| render(r, k, m))
+    };
+    let on_export = {
+        let rendered = rendered.clone();
+        Callback::from(move |_: MouseEvent| {
+            if let Some((_, doc)) = rendered.as_ref() {
+                let _ = browser::download("tokenscope-report.html", doc, "text/html");
+            }
+        })
+    };
+
+    let kernels_line = match &*kernels {
+        Some(k) => format!(
+            "{} ({}, {} kernels{})",
+            k.adapter.name,
+            k.adapter.backend,
+            k.kernels.len(),
+            if k.all_verified() {
+                ", all verified"
+            } else {
+                ", NOT all verified"
+            }
+        ),
+        None => "none loaded".to_owned(),
+    };
+    let floor_hint = match (&*kernels, model.preset.is_empty()) {
+        (None, _) => Some(
+            "Load a kernels report and pick the model being served to compare TPOT with the GPU's bandwidth floor.",
+        ),
+        (Some(_), true) => {
+            Some("Pick the model being served to compare TPOT with the GPU's floor.")
+        }
+        _ => None,
+    };
+    html! {
+        <section class="panel analysis" id="analysis">
+            <h2>{ "Analysis " }<span class="hint">{ "verdict, diagnosis and the GPU floor (the same analysis as tokenscope report)" }</span></h2>
+            <div class="analysis-form">
+                <label class="file">
+                    { "Kernels report (tokenscope kernels --out)… " }
+                    <input id="load-kernels" type="file" accept=".json,application/json" onchange={on_kernels} />
+                </label>
+                <span id="kernels-loaded" class="hint">{ kernels_line }</span>
+                <label>{ "Model served " }
+                    <select id="floor-model" onchange={on_preset}>
+                        <option value="" selected={model.preset.is_empty()}>{ "(pick)" }</option>
+                        { for preset_names().into_iter().map(|p| html! {
+                            <option value={p} selected={model.preset == p}>{ p }</option>
+                        }) }
+                    </select>
+                </label>
+                <label>{ "Weights " }
+                    <select id="floor-quant" onchange={on_quant}>
+                        { for Quant::ALL.into_iter().map(|q| html! {
+                            <option value={q.as_str()} selected={model.quant == q}>{ q.as_str() }</option>
+                        }) }
+                    </select>
+                </label>
+                <label>{ "Context " }
+                    <input id="floor-context" type="number" min="1" value={model.context.to_string()} onchange={on_context} />
+                </label>
+                <button id="export-html" disabled={rendered.is_none()} onclick={on_export}
+                    title="One self-contained HTML file, as tokenscope report writes">{ "Export combined report" }</button>
+            </div>
+            if let Some(e) = &*kernels_error {
+                <p class="error" role="alert">{ e.clone() }</p>
+            }
+            if let Some(h) = floor_hint {
+                <p class="hint">{ h }</p>
+            }
+            if let Some((body, _)) = rendered.as_ref() {
+                // core's fragment: every text escaped, no script, no style attribute.
+                <div id="combined-report" class="combined">{ Html::from_html_unchecked(AttrValue::from(body.clone())) }</div>
+            } else {
+                <p class="hint">{ "Run a benchmark or open a saved report to see the analysis." }</p>
+            }
+        </section>
+    }
+}
