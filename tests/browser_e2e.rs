@@ -741,3 +741,118 @@ fn serve_without_a_built_page_says_how_to_build_it() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("scripts/build-web.sh"), "{err}");
 }
+
+/// What the page must report for a request the server gave `fault` (as the
+/// native client, `tests/faults.rs`): (status, error kind or timeout phase,
+/// tokens arrive before the fault).
+fn expected_for_fault(fault: &str) -> (&'static str, &'static str, bool) {
+    match fault {
+        "http_429" => ("error", "http_429", false),
+        "http_503" => ("error", "http_503", false),
+        "error_event" => ("error", "stream_error", true),
+        "reset" => ("error", "reset", true),
+        "malformed" => ("error", "malformed_chunk", true),
+        "stall" => ("timeout", "stream", true),
+        "html" => ("error", "non_sse", false),
+        "no_done" => ("error", "truncated", true),
+        "no_headers" => ("timeout", "headers", false),
+        other => panic!("unknown fault {other}"),
+    }
+}
+
+/// The fault matrix in the browser: the page against `tokenscope mock` injecting
+/// every fault kind into about half the requests, over real HTTP. Each request's
+/// classification is checked against the fault the server logged for it (joined
+/// by request id); tokens received before a fault are kept; every request is
+/// counted once; the run carries on to "done".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_classifies_every_fault_like_the_server_logged_it() {
+    let _one = lock().await;
+    let faults = "http_429,http_503,error_event,reset,malformed,stall,html,no_done,no_headers";
+    let mock = Mock::start(&[
+        "--error-rate",
+        "0.5",
+        "--faults",
+        faults,
+        "--itl-ms",
+        "4",
+        "--ttft-ms",
+        "5",
+        "--stall",
+        "20s",
+        "--seed",
+        "5",
+    ]);
+    let serve = Serve::start(&[]);
+    let browser = Browser::start().await;
+    let n = 60u64;
+    let url = format!(
+        "{}?url={}&model=tokenscope-sim&concurrency=4&requests={n}&rounds=1&warmup=0&max_tokens=12&input_tokens=8&timeout=1500ms&autorun=1",
+        serve.url, mock.url
+    );
+    let state = browser.run(&url, Duration::from_secs(120)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    browser.screenshot("faults").await;
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    let records = json_of(&browser.text_of("records-json").await, "#records-json");
+    browser.close().await;
+    validate_schema(&report);
+    check_accounting(&report, n);
+    let level = &report["levels"][0];
+    let kinds_total: u64 = level["error_kinds"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        kinds_total,
+        level["errors"].as_u64().unwrap(),
+        "every error has a kind"
+    );
+
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len() as u64, n);
+    let server = mock.log_records(n as usize);
+    let by_id: HashMap<&str, &Value> = server
+        .iter()
+        .filter_map(|s| Some((s["request_id"].as_str()?, s)))
+        .collect();
+    let mut seen: std::collections::BTreeMap<String, u32> = Default::default();
+    for r in records {
+        let id = r["request_id"].as_str().unwrap();
+        let s = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("{id} is not in the server log"));
+        let outcome = &r["outcome"];
+        let Some(fault) = s["fault"].as_str() else {
+            assert_eq!(outcome["status"], "ok", "{id} had no fault: {r}");
+            continue;
+        };
+        *seen.entry(fault.to_owned()).or_default() += 1;
+        let (status, kind, tokens_first) = expected_for_fault(fault);
+        assert_eq!(outcome["status"], status, "{fault}: {id}: {outcome}");
+        let got = if status == "timeout" {
+            &outcome["phase"]
+        } else {
+            &outcome["kind"]
+        };
+        assert_eq!(got, kind, "{fault}: {id}: {outcome}");
+        let page_tokens = r["token_events_ms"].as_array().unwrap().len();
+        let server_chunks = s["chunk_times_ms"].as_array().unwrap().len();
+        if tokens_first {
+            assert!(server_chunks >= 1, "{fault}: the server sent tokens first");
+            assert_eq!(
+                page_tokens, server_chunks,
+                "{fault}: {id}: tokens kept: {r}"
+            );
+        } else {
+            assert_eq!(page_tokens, 0, "{fault}: {id}");
+        }
+    }
+    eprintln!("faults injected and classified: {seen:?}");
+    assert!(
+        seen.len() >= 6,
+        "most fault kinds came up (seeded): {seen:?}"
+    );
+}
