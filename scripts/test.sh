@@ -9,7 +9,8 @@
 #     Chromium against the mock, and the native client and the page against
 #     llama-server with real models;
 #   - core built for wasm32 (it stays portable);
-#   - the page's wasm-bindgen tests in headless Chromium.
+#   - the page's wasm-bindgen tests in headless Chromium;
+#   - cargo fuzz on the SSE decoder and the streaming path, 30 s each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -34,5 +35,8 @@ cargo build -p tokenscope-core --target wasm32-unknown-unknown --quiet
 step "the page's wasm-bindgen tests (headless Chromium)"
 CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \
   cargo test -p tokenscope-web --target wasm32-unknown-unknown --quiet
+
+step "fuzz the SSE decoder and the streaming path (bounded: 30 s per target)"
+scripts/fuzz.sh 30
 
 step "all tests passed"
