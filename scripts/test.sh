@@ -27,7 +27,7 @@ step "build the page (dist/)"
 scripts/build-web.sh
 
 step "cargo test (workspace)"
-cargo test --workspace --quiet
+cargo test --workspace --quiet --no-fail-fast
 
 step "core builds for wasm32 (no I/O, portable)"
 cargo build -p tokenscope-core --target wasm32-unknown-unknown --quiet

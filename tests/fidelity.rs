@@ -135,55 +135,79 @@ fn bench_and_compare(
     cmp
 }
 
-fn check(cmp: &Compared, tol_ms: f64, label: &str) {
+/// The timing agreement: Err (with the figures) when a median is off by more
+/// than `tol_ms`. The client never seeing a token before the server sent it is
+/// a hard failure.
+fn check(cmp: &Compared, tol_ms: f64, label: &str) -> Result<(), String> {
     let (ct, st) = (median(&cmp.client_ttft), median(&cmp.server_ttft));
     let (ci, si) = (median(&cmp.client_itl), median(&cmp.server_itl));
     eprintln!(
         "{label}: TTFT median client {ct:.3} ms, server {st:.3} ms; ITL median client {ci:.3} ms, server {si:.3} ms"
     );
-    assert!(
-        (ct - st).abs() <= tol_ms,
-        "{label}: TTFT medians differ by {:.3} ms (> {tol_ms})",
-        ct - st
-    );
-    assert!(
-        (ci - si).abs() <= tol_ms,
-        "{label}: ITL medians differ by {:.3} ms (> {tol_ms})",
-        ci - si
-    );
-    // The client can never see a token before the server sent it.
     assert!(ct >= st - 0.05, "{label}: client TTFT below server TTFT");
+    if (ct - st).abs() > tol_ms {
+        return Err(format!(
+            "{label}: TTFT medians differ by {:.3} ms (> {tol_ms})",
+            ct - st
+        ));
+    }
+    if (ci - si).abs() > tol_ms {
+        return Err(format!(
+            "{label}: ITL medians differ by {:.3} ms (> {tol_ms})",
+            ci - si
+        ));
+    }
+    Ok(())
+}
+
+/// One timing test at a time: two load generators on 2 cores would measure each
+/// other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Run `measure` and check it; the timing agreement is checked on a 2-core machine
+/// shared with builds, so a miss is measured again once (both printed) before it
+/// fails.
+fn agree_within(tol_ms: f64, label: &str, measure: impl Fn() -> Compared) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(first) = check(&measure(), tol_ms, label) {
+        eprintln!("{first}; measuring again once");
+        if let Err(second) = check(&measure(), tol_ms, label) {
+            panic!("{first}; again: {second}");
+        }
+    }
 }
 
 #[test]
 fn concurrency_1_within_1ms_of_server_truth() {
-    let cmp = bench_and_compare(
-        &["--itl-ms", "8", "--ttft-ms", "20", "--jitter-ms", "1"],
-        1,
-        24,
-        24,
-    );
-    check(&cmp, 1.0, "c=1");
+    agree_within(1.0, "c=1", || {
+        bench_and_compare(
+            &["--itl-ms", "8", "--ttft-ms", "20", "--jitter-ms", "1"],
+            1,
+            24,
+            24,
+        )
+    });
 }
 
 #[test]
 fn concurrency_64_within_2ms_of_server_truth() {
-    let cmp = bench_and_compare(
-        &[
-            "--itl-ms",
-            "10",
-            "--ttft-ms",
-            "20",
-            "--max-batch",
-            "64",
-            "--step-growth",
-            "0.01",
-        ],
-        64,
-        128,
-        16,
-    );
-    check(&cmp, 2.0, "c=64");
+    agree_within(2.0, "c=64", || {
+        bench_and_compare(
+            &[
+                "--itl-ms",
+                "10",
+                "--ttft-ms",
+                "20",
+                "--max-batch",
+                "64",
+                "--step-growth",
+                "0.01",
+            ],
+            64,
+            128,
+            16,
+        )
+    });
 }
 
 #[test]
