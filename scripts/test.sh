@@ -6,8 +6,9 @@
 #   - the Rust workspace: core (unit, property and snapshot tests), the CLI end to
 #     end over loopback (fidelity vs the server's log, faults, reliability, report),
 #     the GPU kernels on Vulkan (lavapipe without a GPU), the page in headless
-#     Chromium against the mock, and the native client and the page against
-#     llama-server with real models;
+#     Chromium against the mock, the page's GPU view running the same kernels
+#     through WebGPU (Chromium's SwiftShader, tests/browser_gpu.rs), and the native
+#     client and the page against llama-server with real models;
 #   - core built for wasm32 (it stays portable);
 #   - the page's wasm-bindgen tests in headless Chromium;
 #   - cargo fuzz on the SSE decoder and the streaming path, 30 s each.
@@ -23,7 +24,7 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 step "real engine: llama-server + models (cached)"
 scripts/real-engine.sh --install-only --model all
 
-step "build the page (dist/)"
+step "build the page (dist/: the page and its GPU module)"
 scripts/build-web.sh
 
 step "cargo test (workspace)"
@@ -34,7 +35,7 @@ cargo build -p tokenscope-core --target wasm32-unknown-unknown --quiet
 
 step "the page's wasm-bindgen tests (headless Chromium)"
 CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \
-  cargo test -p tokenscope-web --target wasm32-unknown-unknown --quiet
+  cargo test -p tokenscope-web --target wasm32-unknown-unknown
 
 step "fuzz the SSE decoder and the streaming path (bounded: 30 s per target)"
 scripts/fuzz.sh 30
