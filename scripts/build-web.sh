@@ -6,8 +6,12 @@
 #   -> wasm-opt -Oz (binaryen from tools/, when present) -> dist/ with
 #   content-hashed file names and index.html rewritten to point at them.
 #
+# Two wasm modules: the page (web/, tokenscope_web) loads first; the GPU module
+# (web-gpu/, tokenscope_gpu: the kernel harness on WebGPU) is imported by boot.js's
+# window.tokenscopeGpu() only when the GPU view opens.
+#
 # Env: CARGO_TARGET_DIR (default target), DIST_DIR (default dist).
-# Prints the wasm's raw and gzipped sizes.
+# Prints each wasm's raw and gzipped sizes, the first load and the GPU module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +19,7 @@ say() { printf '[build-web] %s\n' "$*" >&2; }
 target_dir=${CARGO_TARGET_DIR:-target}
 dist=${DIST_DIR:-dist}
 crate=tokenscope_web
+gpu=tokenscope_gpu
 
 command -v wasm-bindgen >/dev/null || { say "wasm-bindgen not found: run scripts/setup.sh"; exit 1; }
 want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)
@@ -24,25 +29,29 @@ if [[ -n $want && $have != "$want" ]]; then
   exit 1
 fi
 
-say "cargo build (wasm32-unknown-unknown, web-release)"
-cargo build -p tokenscope-web --target wasm32-unknown-unknown --profile web-release --quiet
-wasm="$target_dir/wasm32-unknown-unknown/web-release/$crate.wasm"
+say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web, tokenscope-gpu"
+cargo build -p tokenscope-web -p tokenscope-gpu --target wasm32-unknown-unknown --profile web-release --quiet
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-say "wasm-bindgen --target web"
-wasm-bindgen --target web --no-typescript --out-dir "$stage" "$wasm"
-
 opt=tools/node_modules/.bin/wasm-opt
-if [[ -x $opt ]]; then
-  say "wasm-opt -Oz"
-  "$opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue \
-    "$stage/${crate}_bg.wasm" -o "$stage/${crate}_bg.opt.wasm"
-  mv "$stage/${crate}_bg.opt.wasm" "$stage/${crate}_bg.wasm"
-else
-  say "no $opt (run scripts/setup.sh for a smaller wasm): skipping wasm-opt"
-fi
+[[ -x $opt ]] || say "no $opt (run scripts/setup.sh for a smaller wasm): skipping wasm-opt"
+# bindgen CRATE: wasm-bindgen --target web (+ wasm-opt -Oz) into $stage.
+bindgen() {
+  local name=$1
+  say "wasm-bindgen --target web: $name"
+  wasm-bindgen --target web --no-typescript --out-dir "$stage" \
+    "$target_dir/wasm32-unknown-unknown/web-release/$name.wasm"
+  if [[ -x $opt ]]; then
+    say "wasm-opt -Oz: $name"
+    "$opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+      --enable-mutable-globals --enable-reference-types --enable-multivalue \
+      "$stage/${name}_bg.wasm" -o "$stage/${name}_bg.opt.wasm"
+    mv "$stage/${name}_bg.opt.wasm" "$stage/${name}_bg.wasm"
+  fi
+}
+bindgen "$crate"
+bindgen "$gpu"
 
 hash() { sha256sum "$1" | cut -c1-12; }
 rm -rf "$dist"
@@ -51,12 +60,18 @@ wasm_name="${crate}_bg-$(hash "$stage/${crate}_bg.wasm").wasm"
 js_name="${crate}-$(hash "$stage/$crate.js").js"
 cp "$stage/${crate}_bg.wasm" "$dist/$wasm_name"
 cp "$stage/$crate.js" "$dist/$js_name"
+gpu_wasm_name="${gpu}_bg-$(hash "$stage/${gpu}_bg.wasm").wasm"
+gpu_js_name="${gpu}-$(hash "$stage/$gpu.js").js"
+cp "$stage/${gpu}_bg.wasm" "$dist/$gpu_wasm_name"
+cp "$stage/$gpu.js" "$dist/$gpu_js_name"
 if [[ -d $stage/snippets ]]; then cp -r "$stage/snippets" "$dist/"; fi
 
 worker_name="net-worker-$(hash web/static/net-worker.js).js"
 cp web/static/net-worker.js "$dist/$worker_name"
 sed -e "s#\"./$crate.js\"#\"./$js_name\"#" -e "s#\"./${crate}_bg.wasm\"#\"./$wasm_name\"#" \
-  -e "s#\"./net-worker.js\"#\"./$worker_name\"#" web/static/boot.js >"$stage/boot.js"
+  -e "s#\"./net-worker.js\"#\"./$worker_name\"#" \
+  -e "s#\"./$gpu.js\"#\"./$gpu_js_name\"#" -e "s#\"./${gpu}_bg.wasm\"#\"./$gpu_wasm_name\"#" \
+  web/static/boot.js >"$stage/boot.js"
 boot_name="boot-$(hash "$stage/boot.js").js"
 cp "$stage/boot.js" "$dist/$boot_name"
 css_name="style-$(hash web/static/style.css).css"
@@ -71,11 +86,18 @@ if grep -q 'web/static/' "$dist/index.html" || grep -Eq '(src|href)="/' "$dist/i
 fi
 grep -q "$js_name" "$dist/$boot_name" && grep -q "$wasm_name" "$dist/$boot_name" \
   && grep -q "$worker_name" "$dist/$boot_name" \
+  && grep -q "$gpu_js_name" "$dist/$boot_name" && grep -q "$gpu_wasm_name" "$dist/$boot_name" \
   || { say "boot.js was not rewritten"; exit 1; }
 
+gz() { gzip -9 -c "$1" | wc -c; }
+kb() { echo "$1 / 1024" | bc -l | xargs printf '%.0f'; }
 raw=$(stat -c %s "$dist/$wasm_name")
-gz=$(gzip -9 -c "$dist/$wasm_name" | wc -c)
-total_gz=$(find "$dist" -type f -exec cat {} + | gzip -9 -c | wc -c)
+gzw=$(gz "$dist/$wasm_name")
+gpu_raw=$(stat -c %s "$dist/$gpu_wasm_name")
+gpu_gz=$(( $(gz "$dist/$gpu_wasm_name") + $(gz "$dist/$gpu_js_name") ))
+first_gz=$(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name" -exec cat {} + | gzip -9 -c | wc -c)
 printf 'dist/ built: %s\n' "$(ls "$dist" | tr '\n' ' ')"
-printf 'wasm: %d bytes raw, %d bytes gzipped (%.0f KB gz); whole page %.0f KB gz\n' \
-  "$raw" "$gz" "$(echo "$gz / 1024" | bc -l)" "$(echo "$total_gz / 1024" | bc -l)"
+printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everything but the GPU module) %s KB gz\n' \
+  "$raw" "$gzw" "$(kb "$gzw")" "$(kb "$first_gz")"
+printf 'GPU module (loaded when the GPU view opens): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
+  "$gpu_raw" "$gpu_gz" "$(kb "$gpu_gz")"

@@ -130,7 +130,13 @@ fn main(@builtin(local_invocation_index) lid: u32,
 
     for (var base = p_begin; base < p_end; base += TILE) {
         // Scores: LANES threads per position, each LQ vectors of the head row.
+        // Zeroed explicitly each tile: a `var` declared in a loop must start at zero
+        // every iteration, which not every WGSL compiler honours (Dawn/Tint on
+        // SwiftShader carried the previous tile's dots over).
         var dots: array<f32, GROUP>;
+        for (var g = 0u; g < GROUP; g++) {
+            dots[g] = 0.0;
+        }
         let pos = base + slot;
         if (pos < p_end) {
             let kb = (row_base + pos) * HQ + lane * LQ;

@@ -147,6 +147,47 @@ pub struct RunConfig {
     pub cache_bytes: u64,
     /// Where `cache_bytes` came from (`sysfs:...` or `assumed`).
     pub cache_source: String,
+    /// Timestamp timing: each sample spans enough calls (in one compute pass) for at
+    /// least this many milliseconds of GPU work; 0 = one call per sample. Browsers
+    /// quantize timestamps (Chrome to 100 us), so the page uses 10 ms.
+    #[serde(default)]
+    pub timestamp_batch_ms: f64,
+    /// Wall-clock timing: each sample spans enough calls for at least this many
+    /// milliseconds (used when timestamps are missing).
+    #[serde(default)]
+    pub wall_batch_ms: f64,
+}
+
+/// Where the harness ran: natively (the CLI) or in a browser page (WebGPU).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnvironment {
+    /// `native` (`tokenscope kernels`) or `browser` (the page's GPU view).
+    pub runtime: String,
+    /// The browser's `navigator.userAgent` (browser runs).
+    #[serde(default)]
+    pub user_agent: Option<String>,
+    /// The host clock behind wall-clock timing (`std::time::Instant`, `performance.now()`).
+    pub clock: String,
+}
+
+impl RunEnvironment {
+    /// A native run (the CLI, `std::time::Instant`).
+    pub fn native() -> RunEnvironment {
+        RunEnvironment {
+            runtime: "native".into(),
+            user_agent: None,
+            clock: "std::time::Instant".into(),
+        }
+    }
+
+    /// A run in a browser page.
+    pub fn browser(user_agent: Option<String>) -> RunEnvironment {
+        RunEnvironment {
+            runtime: "browser".into(),
+            user_agent,
+            clock: "performance.now()".into(),
+        }
+    }
 }
 
 /// Median and spread of a kernel's repeated timings, in microseconds.
@@ -166,6 +207,14 @@ pub struct TimingSummary {
     pub p75_us: f64,
     /// Mean.
     pub mean_us: f64,
+    /// Calls each sample spans (a sample is their time divided by this): 1 for
+    /// per-call timestamps, more when samples are batched to a minimum duration.
+    #[serde(default = "one")]
+    pub calls_per_sample: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl TimingSummary {
@@ -191,7 +240,14 @@ impl TimingSummary {
             p25_us: pct(0.25),
             p75_us: pct(0.75),
             mean_us: v.iter().sum::<f64>() / v.len() as f64,
+            calls_per_sample: 1,
         })
+    }
+
+    /// The same summary, recording that each sample spanned `calls` calls.
+    pub fn with_calls_per_sample(mut self, calls: u32) -> TimingSummary {
+        self.calls_per_sample = calls.max(1);
+        self
     }
 
     /// Interquartile range relative to the median (a unitless spread).
@@ -436,6 +492,10 @@ pub struct KernelReport {
     pub limits: LimitsReport,
     /// How times were taken.
     pub timing: TimingMethod,
+    /// Where the harness ran (native or a browser, with its user agent); absent in
+    /// reports written before it was added.
+    #[serde(default)]
+    pub environment: Option<RunEnvironment>,
     /// Settings of the run.
     pub config: RunConfig,
     /// Memory-bandwidth ceiling; `null` until measured.
@@ -676,6 +736,29 @@ mod tests {
         assert_eq!((one.samples, one.median_us, one.p25_us), (1, 7.0, 7.0));
         assert!(TimingSummary::from_samples(&[]).is_none());
         assert!((s.relative_iqr() - 0.6).abs() < 1e-12);
+        assert_eq!(s.calls_per_sample, 1);
+        assert_eq!(s.with_calls_per_sample(12).calls_per_sample, 12);
+        assert_eq!(s.with_calls_per_sample(0).calls_per_sample, 1);
+    }
+
+    #[test]
+    fn older_reports_read_with_defaults_and_new_fields_round_trip() {
+        // The lavapipe fixture predates `environment`, the batching settings and
+        // `calls_per_sample`: it still reads, with the defaults.
+        let text = include_str!("../../tests/fixtures/reports/kernels-lavapipe.json");
+        let mut r = KernelReport::from_json(text).unwrap();
+        assert_eq!(r.environment, None);
+        assert_eq!(r.config.timestamp_batch_ms, 0.0);
+        assert!(r.kernels.iter().all(|k| k.timing.calls_per_sample == 1));
+        r.environment = Some(RunEnvironment::browser(Some("Mozilla/5.0 test".into())));
+        r.config.timestamp_batch_ms = 10.0;
+        r.kernels[0].timing = r.kernels[0].timing.with_calls_per_sample(7);
+        let back = KernelReport::from_json(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let env = back.environment.unwrap();
+        assert_eq!(env.runtime, "browser");
+        assert_eq!(env.clock, "performance.now()");
+        assert_eq!(env.user_agent.as_deref(), Some("Mozilla/5.0 test"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod charts;
 pub mod combined;
 pub mod export;
 pub mod floor;
+pub mod gpu_page;
 pub mod kernels;
 pub mod metrics;
 pub mod openai;

@@ -47,6 +47,17 @@ impl DecodeStepSpec {
         }
     }
 
+    /// Bytes of the step's largest operand: the LM head's weights (`vocab x hidden`).
+    pub fn largest_operand_bytes(&self) -> u64 {
+        GemvSpec {
+            dtype: self.quant,
+            rows: self.model.vocab,
+            cols: self.model.hidden,
+            batch: 1,
+        }
+        .weight_bytes()
+    }
+
     /// Whether layer `l` attends over the whole context (else over the sliding window):
     /// the full layers are spread evenly (Gemma 3: every 6th).
     pub fn is_full_layer(&self, l: u32) -> bool {
@@ -310,7 +321,7 @@ pub async fn run(
         order,
     };
     ctx.check_errors(&id)?;
-    let (layer_samples, _) = measure(ctx, clock, &id, &layers, timing).await?;
+    let layer_m = measure(ctx, clock, &id, &layers, timing).await?;
     drop(layers);
 
     let head_kernel = GemvKernel::new(ctx, &head_spec).await?;
@@ -322,16 +333,10 @@ pub async fn run(
         kernel: head_kernel,
         groups: head_groups,
     };
-    let (head_samples, _) = measure(ctx, clock, &id, &head_w, timing).await?;
-    let summary = |s: &[f64]| {
-        TimingSummary::from_samples(s).ok_or_else(|| HarnessError::Timing {
-            kernel: id.clone(),
-            reason: "no finite sample".into(),
-        })
-    };
+    let head_m = measure(ctx, clock, &id, &head_w, timing).await?;
     Ok(DecodeStepTiming {
-        layers: summary(&layer_samples)?,
-        lm_head: summary(&head_samples)?,
+        layers: layer_m.summary(&id)?,
+        lm_head: head_m.summary(&id)?,
         distinct_layers: r_full + r_slide,
         dispatches: dispatches + head_dispatches,
     })

@@ -67,6 +67,34 @@ pub enum HarnessError {
         /// The limit.
         limit: u64,
     },
+    /// The kernel needs more of a device limit than the adapter allows (invocations
+    /// per workgroup, storage buffers per stage).
+    #[error("{kernel}: needs {needed} {limit} but the device allows {allowed}")]
+    DeviceLimit {
+        /// The kernel.
+        kernel: KernelId,
+        /// The limit, in words (`invocations per workgroup`).
+        limit: &'static str,
+        /// What the kernel needs.
+        needed: u64,
+        /// What the device allows.
+        allowed: u64,
+    },
+    /// An operand larger than the run's memory budget (a browser page's).
+    #[error(
+        "{kernel}: its {bytes}-byte operand exceeds this run's memory budget of {budget} bytes"
+    )]
+    OverBudget {
+        /// The kernel.
+        kernel: KernelId,
+        /// The operand's bytes.
+        bytes: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// The run was cancelled (by the user, through [`crate::suite::Progress::cancelled`]).
+    #[error("cancelled")]
+    Cancelled,
     /// Allocation failed.
     #[error("{kernel}: out of GPU memory allocating {bytes} bytes: {message}")]
     OutOfMemory {

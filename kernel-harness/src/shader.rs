@@ -70,6 +70,19 @@ pub const ALL: &[ShaderFile] = &[
     ROPE_KV,
 ];
 
+/// The `WG_SIZE` constant of a preprocessed shader (`const WG_SIZE: u32 = 256u;`).
+pub fn workgroup_size(source: &str) -> Option<u32> {
+    source.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("const WG_SIZE: u32 =")?;
+        let digits: String = rest
+            .trim()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    })
+}
+
 /// Flags and values selecting a shader variant.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Defines {
@@ -274,6 +287,7 @@ impl GpuContext {
         }
         let web = self.info.backend == wgpu::Backend::BrowserWebGpu;
         let source = preprocess(file, defines, web)?;
+        self.check_kernel_limits(kernel, &source, bindings)?;
         let compiled = self
             .scoped(kernel, 0, || {
                 let module = self
@@ -344,6 +358,50 @@ impl GpuContext {
             m.insert(key, compiled.clone());
         }
         Ok(compiled)
+    }
+
+    /// Fails with [`HarnessError::DeviceLimit`] (the suite lists the kernel as skipped)
+    /// when the kernel's workgroup (`WG_SIZE` in its WGSL) or its storage bindings
+    /// exceed the device's limits, instead of a pipeline validation error.
+    fn check_kernel_limits(
+        &self,
+        kernel: &KernelId,
+        source: &str,
+        bindings: &[Binding],
+    ) -> Result<()> {
+        let l = &self.limits;
+        let over = |limit: &'static str, needed: u64, allowed: u32| {
+            (needed > u64::from(allowed)).then(|| HarnessError::DeviceLimit {
+                kernel: kernel.clone(),
+                limit,
+                needed,
+                allowed: u64::from(allowed),
+            })
+        };
+        let wg = workgroup_size(source).unwrap_or(1);
+        let storage = bindings.iter().filter(|b| **b != Binding::Uniform).count() as u64;
+        match over(
+            "invocations per workgroup",
+            u64::from(wg),
+            l.max_compute_invocations_per_workgroup,
+        )
+        .or_else(|| {
+            over(
+                "workgroup size x",
+                u64::from(wg),
+                l.max_compute_workgroup_size_x,
+            )
+        })
+        .or_else(|| {
+            over(
+                "storage buffers per shader stage",
+                storage,
+                l.max_storage_buffers_per_shader_stage,
+            )
+        }) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// A bind group of `buffers` (whole buffers, binding i = buffers\[i\]) for `kernel`.
@@ -418,6 +476,16 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_workgroup_size() {
+        assert_eq!(
+            workgroup_size("x\n  const WG_SIZE: u32 = 128u; // c\n"),
+            Some(128)
+        );
+        assert_eq!(workgroup_size("const WG_SIZE: u32 = 64;"), Some(64));
+        assert_eq!(workgroup_size("const N: u32 = 64u;"), None);
+    }
+
+    #[test]
     fn every_shader_documents_its_workgroup_size() {
         for f in ALL {
             if f.name == "gemv_reduce.wgsl" {
@@ -429,6 +497,15 @@ mod tests {
                 f.name
             );
             assert!(f.source.contains("@workgroup_size(WG_SIZE)"), "{}", f.name);
+            // The limit check reads it: every size is a power of two within WebGPU's
+            // guaranteed 256 invocations.
+            let wg = workgroup_size(f.source)
+                .unwrap_or_else(|| panic!("{}: WG_SIZE is not a literal", f.name));
+            assert!(
+                wg.is_power_of_two() && (64..=256).contains(&wg),
+                "{}: {wg}",
+                f.name
+            );
             // Every binding line carries a comment (its shape or meaning), except uniforms.
             for line in f.source.lines().filter(|l| l.contains("var<storage")) {
                 assert!(

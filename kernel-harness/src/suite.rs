@@ -4,8 +4,8 @@
 
 use tokenscope_core::floor::{FloorBandwidth, ModelShape, Quant};
 use tokenscope_core::kernels::{
-    DecodeStepResult, FloorRow, GoalResult, KernelReport, KernelResult, RunConfig, SCHEMA,
-    SkippedKernel, TimingMethod, TimingSummary, VerificationReport,
+    DecodeStepResult, FloorRow, GoalResult, KernelReport, KernelResult, RunConfig, RunEnvironment,
+    SCHEMA, SkippedKernel, TimingMethod, VerificationReport,
 };
 
 use crate::clock::Clock;
@@ -85,7 +85,17 @@ pub struct SuiteConfig {
     /// Testing aid: corrupt the weights of every GEMV after upload, so verification
     /// must fail (proves the failure path end to end).
     pub inject_fault: bool,
+    /// Largest operand (a GEMV's weights, an attention's KV cache) one kernel may
+    /// allocate; larger ones are listed under `skipped`. `None`: no limit (native;
+    /// allocation failures are still skipped). A browser tab gets a budget.
+    pub memory_budget_bytes: Option<u64>,
+    /// Where the run happens (recorded in the report).
+    pub environment: RunEnvironment,
 }
+
+/// Memory budget of one kernel's operand in a browser page (the f16 LM head of
+/// Llama-3.1-8B, 1.05 GB, fits; its f32 copy, 2.1 GB, does not).
+pub const BROWSER_MEMORY_BUDGET_BYTES: u64 = 1 << 30;
 
 fn presets(names: &[&str]) -> Vec<ModelShape> {
     names
@@ -102,6 +112,18 @@ impl SuiteConfig {
         if ctx.is_cpu() && !self.quick {
             self.skinny_shapes
                 .retain(|&(r, c)| u64::from(r) * u64::from(c) <= 14336 * 4096 && c <= 4096);
+        }
+    }
+
+    /// Adjusts a run for a browser page on a CPU fallback adapter (Chrome's
+    /// SwiftShader, which runs WebGPU about 5-10x slower than lavapipe runs Vulkan):
+    /// the quick run drops the synthetic decode step (Gemma-3-270M's 94 MB LM head
+    /// takes 20 s a call there) and the skinny sweep's batch 64, so it stays well
+    /// under a minute. On a GPU nothing changes.
+    pub fn fit_to_page(&mut self, ctx: &GpuContext) {
+        if ctx.is_cpu() && self.quick {
+            self.step_models.clear();
+            self.skinny_batches.retain(|&b| b <= 8);
         }
     }
 
@@ -138,6 +160,21 @@ impl SuiteConfig {
             max_rotation: 64,
             rotation_budget_bytes: 1 << 30,
             inject_fault: false,
+            memory_budget_bytes: None,
+            environment: RunEnvironment::native(),
+        }
+    }
+
+    /// The same run adapted to a browser page: samples batched to at least
+    /// [`crate::timing::BROWSER_MIN_SAMPLE_MS`] (browsers quantize timestamps and
+    /// `performance.now()`), a per-kernel memory budget
+    /// ([`BROWSER_MEMORY_BUDGET_BYTES`]), and the browser's user agent in the report.
+    pub fn for_browser(self, user_agent: Option<String>) -> Self {
+        Self {
+            timing: self.timing.for_browser(),
+            memory_budget_bytes: Some(BROWSER_MEMORY_BUDGET_BYTES),
+            environment: RunEnvironment::browser(user_agent),
+            ..self
         }
     }
 
@@ -151,6 +188,7 @@ impl SuiteConfig {
                 samples: 5,
                 budget_ms: 600.0,
                 min_sample_ms: 1.0,
+                min_timestamp_sample_ms: 0.0,
             },
             gemv_shapes: vec![(1024, 1024), (1003, 800)],
             skinny_dtypes: vec![Quant::F16, Quant::Q4_0],
@@ -200,6 +238,11 @@ pub trait Progress {
     fn done(&mut self, _label: &str, _line: &str) {}
     /// The report so far (write it out: results survive a later crash).
     fn report(&mut self, _report: &KernelReport) {}
+    /// Whether the user asked to stop: checked before each item; the run then ends
+    /// with [`HarnessError::Cancelled`] (the report so far went to [`Self::report`]).
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Progress that ignores everything.
@@ -255,6 +298,7 @@ pub async fn run_suite(
         } else {
             TimingMethod::WallClock
         },
+        environment: Some(cfg.environment.clone()),
         config: RunConfig {
             quick: cfg.quick,
             samples: cfg.timing.samples,
@@ -266,6 +310,8 @@ pub async fn run_suite(
             contexts: cfg.contexts.iter().map(|&c| u64::from(c)).collect(),
             cache_bytes: cfg.cache_bytes,
             cache_source: cfg.cache_source.clone(),
+            timestamp_batch_ms: cfg.timing.min_timestamp_sample_ms,
+            wall_batch_ms: cfg.timing.min_sample_ms,
         },
         bandwidth: None,
         kernels: Vec::new(),
@@ -279,6 +325,9 @@ pub async fn run_suite(
     };
 
     // 1. The ceiling everything else is divided by.
+    if progress.cancelled() {
+        return Err(HarnessError::Cancelled);
+    }
     let label = "bandwidth (read, copy)";
     progress.start(label);
     let plan = BandwidthPlan::new(
@@ -361,6 +410,9 @@ pub async fn run_suite(
 
     let mut steps = Vec::new();
     for item in items {
+        if progress.cancelled() {
+            return Err(HarnessError::Cancelled);
+        }
         let (label, shape) = match &item {
             Item::Gemv(s) => (
                 s.id().to_string(),
@@ -377,12 +429,13 @@ pub async fn run_suite(
             Item::Step(s) => (s.id().to_string(), vec![u64::from(s.context)]),
         };
         progress.start(&label);
-        let outcome = match &item {
-            Item::Gemv(s) => run_gemv(ctx, clock, cfg, *s, read_gbps).await.map(Some),
-            Item::Attention(s) => run_attention(ctx, clock, cfg, *s, read_gbps)
+        let outcome = match (&item, over_budget(&item, cfg)) {
+            (_, Some(e)) => Err(e),
+            (Item::Gemv(s), None) => run_gemv(ctx, clock, cfg, *s, read_gbps).await.map(Some),
+            (Item::Attention(s), None) => run_attention(ctx, clock, cfg, *s, read_gbps)
                 .await
                 .map(Some),
-            Item::Step(s) => {
+            (Item::Step(s), None) => {
                 match decode::run(ctx, clock, s, cfg.seed, cfg.cache_bytes, &cfg.timing).await {
                     Ok(t) => {
                         steps.push((s.clone(), t));
@@ -404,6 +457,8 @@ pub async fn run_suite(
                 e @ (HarnessError::OutOfMemory { .. }
                 | HarnessError::BindingTooLarge { .. }
                 | HarnessError::MissingFeature { .. }
+                | HarnessError::DeviceLimit { .. }
+                | HarnessError::OverBudget { .. }
                 | HarnessError::InvalidShape { .. }),
             ) => {
                 progress.done(&label, &format!("skipped: {e}"));
@@ -434,6 +489,21 @@ pub async fn run_suite(
     Ok(report)
 }
 
+/// The item's largest operand, when it exceeds the run's memory budget.
+fn over_budget(item: &Item, cfg: &SuiteConfig) -> Option<HarnessError> {
+    let budget = cfg.memory_budget_bytes?;
+    let (kernel, bytes) = match item {
+        Item::Gemv(s) => (s.id(), s.weight_bytes()),
+        Item::Attention(s) => (s.id(), s.kv_bytes()),
+        Item::Step(s) => (s.id(), s.largest_operand_bytes()),
+    };
+    (bytes > budget).then_some(HarnessError::OverBudget {
+        kernel,
+        bytes,
+        budget,
+    })
+}
+
 async fn run_gemv(
     ctx: &GpuContext,
     clock: &dyn Clock,
@@ -462,11 +532,9 @@ async fn run_gemv(
             .await?;
         ver = merge(ver, v2);
     }
-    let (samples, _) = measure(ctx, clock, &spec.id(), &bench, &cfg.timing).await?;
-    let timing = TimingSummary::from_samples(&samples).ok_or_else(|| HarnessError::Timing {
-        kernel: spec.id(),
-        reason: "no finite sample".into(),
-    })?;
+    let timing = measure(ctx, clock, &spec.id(), &bench, &cfg.timing)
+        .await?
+        .summary(&spec.id())?;
     let mut notes = Vec::new();
     if spec.dtype == Quant::F16 {
         notes.push(
@@ -523,11 +591,9 @@ async fn run_attention(
         let (v2, _) = bench.verify(ctx, rotation as usize - 1).await?;
         ver = merge(ver, v2);
     }
-    let (samples, _) = measure(ctx, clock, &spec.id(), &bench, &cfg.timing).await?;
-    let timing = TimingSummary::from_samples(&samples).ok_or_else(|| HarnessError::Timing {
-        kernel: spec.id(),
-        reason: "no finite sample".into(),
-    })?;
+    let timing = measure(ctx, clock, &spec.id(), &bench, &cfg.timing)
+        .await?
+        .summary(&spec.id())?;
     let mut notes = Vec::new();
     if spec.kv_dtype == Quant::F16 {
         notes.push(

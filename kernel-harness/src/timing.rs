@@ -1,8 +1,10 @@
 //! Timing: GPU timestamp queries when the device has them, the host clock around
 //! submit-and-wait otherwise; warm-up first; one sample per call (timestamps) or per
-//! batch of calls (wall clock).
+//! batch of calls (wall clock). Where timestamps are coarse (browsers quantize them,
+//! Chrome to 100 us), [`TimingOptions::min_timestamp_sample_ms`] batches several
+//! calls into one timed compute pass so that a sample lasts long enough.
 
-use tokenscope_core::kernels::TimingMethod;
+use tokenscope_core::kernels::{TimingMethod, TimingSummary};
 
 use crate::clock::Clock;
 use crate::context::GpuContext;
@@ -27,6 +29,9 @@ pub struct TimingOptions {
     pub budget_ms: f64,
     /// Wall clock: calls per sample so a sample lasts at least this long.
     pub min_sample_ms: f64,
+    /// Timestamps: calls per sample (recorded in one compute pass between its two
+    /// timestamps) so a sample lasts at least this long; 0 = one call per sample.
+    pub min_timestamp_sample_ms: f64,
 }
 
 impl Default for TimingOptions {
@@ -36,25 +41,80 @@ impl Default for TimingOptions {
             samples: 20,
             budget_ms: 8_000.0,
             min_sample_ms: 2.0,
+            min_timestamp_sample_ms: 0.0,
         }
     }
+}
+
+/// Batch length (ms) of a timed sample in a browser: Chrome quantizes timestamps
+/// (and `performance.now()`) to 100 us, so 10 ms keeps the quantization under 1%.
+pub const BROWSER_MIN_SAMPLE_MS: f64 = 10.0;
+
+impl TimingOptions {
+    /// The same options with every sample (timestamps and wall clock) batched to at
+    /// least [`BROWSER_MIN_SAMPLE_MS`].
+    pub fn for_browser(self) -> Self {
+        Self {
+            min_sample_ms: self.min_sample_ms.max(BROWSER_MIN_SAMPLE_MS),
+            min_timestamp_sample_ms: self.min_timestamp_sample_ms.max(BROWSER_MIN_SAMPLE_MS),
+            ..self
+        }
+    }
+}
+
+/// What [`measure`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// Per-call time of each sample, microseconds.
+    pub samples: Vec<f64>,
+    /// How they were taken.
+    pub method: TimingMethod,
+    /// Calls each sample spanned.
+    pub calls_per_sample: u32,
+}
+
+impl Measurement {
+    /// Median and spread of the samples, recording the calls per sample.
+    pub fn summary(&self, kernel: &KernelId) -> Result<TimingSummary> {
+        TimingSummary::from_samples(&self.samples)
+            .map(|t| t.with_calls_per_sample(self.calls_per_sample))
+            .ok_or_else(|| HarnessError::Timing {
+                kernel: kernel.clone(),
+                reason: "no finite sample".into(),
+            })
+    }
+}
+
+/// Most calls batched into one sample.
+const MAX_CALLS_PER_SAMPLE: usize = 1000;
+
+/// Calls per sample so that a sample of calls costing `call_ms` each lasts at least
+/// `min_ms` (1 when `min_ms` is 0).
+pub fn calls_for(min_ms: f64, call_ms: f64) -> usize {
+    if min_ms <= 0.0 {
+        return 1;
+    }
+    ((min_ms / call_ms.max(1e-6)).ceil() as usize).clamp(1, MAX_CALLS_PER_SAMPLE)
 }
 
 /// Maximum queries in one query set (wgpu's limit is 4096).
 const MAX_QUERIES: u32 = 4096;
 
+/// Records `passes` compute passes of `per_pass` calls each (calls `first..`); with
+/// a query set, pass `i` writes timestamps `2i` and `2i + 1`.
 fn encode_calls(
     ctx: &GpuContext,
     w: &dyn Workload,
     first: usize,
-    calls: usize,
+    passes: usize,
+    per_pass: usize,
     timestamps: Option<&wgpu::QuerySet>,
     label: &str,
 ) -> wgpu::CommandEncoder {
     let mut enc = ctx
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-    for i in 0..calls {
+    for i in 0..passes {
         let timestamp_writes = timestamps.map(|qs| wgpu::ComputePassTimestampWrites {
             query_set: qs,
             beginning_of_pass_write_index: Some(2 * i as u32),
@@ -64,7 +124,9 @@ fn encode_calls(
             label: Some(label),
             timestamp_writes,
         });
-        w.encode(&mut pass, first + i);
+        for j in 0..per_pass {
+            w.encode(&mut pass, first + i * per_pass + j);
+        }
     }
     enc
 }
@@ -80,7 +142,7 @@ pub async fn run_calls(
     if calls == 0 {
         return Ok(());
     }
-    let enc = encode_calls(ctx, w, first, calls, None, &format!("{kernel} run"));
+    let enc = encode_calls(ctx, w, first, calls, 1, None, &format!("{kernel} run"));
     ctx.queue.submit([enc.finish()]);
     ctx.wait_idle().await;
     ctx.check_errors(kernel)
@@ -94,7 +156,7 @@ async fn wall_batch(
     calls: usize,
     label: &str,
 ) -> f64 {
-    let enc = encode_calls(ctx, w, first, calls, None, label);
+    let enc = encode_calls(ctx, w, first, calls, 1, None, label);
     let cmd = enc.finish();
     let t0 = clock.now_ms();
     ctx.queue.submit([cmd]);
@@ -102,14 +164,59 @@ async fn wall_batch(
     clock.now_ms() - t0
 }
 
-/// Times `w`: returns per-call samples in microseconds and the method used.
+/// Times `passes` compute passes of `per_pass` calls each with timestamps (calls
+/// `first..`) and returns the per-call time of each pass, microseconds (empty or
+/// reversed pairs are dropped).
+async fn timestamp_passes(
+    ctx: &GpuContext,
+    kernel: &KernelId,
+    w: &dyn Workload,
+    first: usize,
+    passes: u32,
+    per_pass: usize,
+    label: &str,
+) -> Result<Vec<f64>> {
+    let period_ns = f64::from(ctx.queue.get_timestamp_period());
+    let qs = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+        label: Some(label),
+        ty: wgpu::QueryType::Timestamp,
+        count: 2 * passes,
+    });
+    let bytes = u64::from(2 * passes) * 8;
+    let resolve = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("timestamp resolve"),
+        size: bytes,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let mut enc = encode_calls(ctx, w, first, passes as usize, per_pass, Some(&qs), label);
+    enc.resolve_query_set(&qs, 0..2 * passes, &resolve, 0);
+    ctx.queue.submit([enc.finish()]);
+    let raw = ctx.read_bytes(&resolve, 0, bytes).await?;
+    ctx.check_errors(kernel)?;
+    let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
+    Ok(ticks
+        .chunks_exact(2)
+        .filter(|pair| pair[1] > pair[0])
+        .map(|pair| (pair[1] - pair[0]) as f64 * period_ns / 1e3 / per_pass as f64)
+        .collect())
+}
+
+/// Times `w`: per-call samples in microseconds, the method used and the calls each
+/// sample spanned.
+///
+/// Warm-up first (its wall-clock time estimates a call's cost). With timestamps and
+/// [`TimingOptions::min_timestamp_sample_ms`], the calls per sample are then
+/// calibrated on the GPU's own clock (the wall-clock estimate includes submission
+/// and, in a browser, a round trip through the event loop): up to three timed
+/// passes, growing the batch until one lasts the minimum.
 pub async fn measure(
     ctx: &GpuContext,
     clock: &dyn Clock,
     kernel: &KernelId,
     w: &dyn Workload,
     opts: &TimingOptions,
-) -> Result<(Vec<f64>, TimingMethod)> {
+) -> Result<Measurement> {
     let label = format!("{kernel} timing");
     let mut iter = 0usize;
     // Warm-up: one call first (it also estimates the cost of a call), the rest unless
@@ -122,39 +229,32 @@ pub async fn measure(
         iter += more;
     }
     ctx.check_errors(kernel)?;
-    let affordable = (opts.budget_ms / warm_ms.max(1e-6)).floor() as u32;
-    let samples = opts.samples.min(affordable.max(3)).max(1);
 
     if ctx.caps.timestamp_query {
-        let period_ns = f64::from(ctx.queue.get_timestamp_period());
+        let mut per_sample = calls_for(opts.min_timestamp_sample_ms, warm_ms);
+        let mut call_ms = warm_ms;
+        if opts.min_timestamp_sample_ms > 0.0 {
+            for _ in 0..3 {
+                let t = timestamp_passes(ctx, kernel, w, iter, 1, per_sample, &label).await?;
+                iter += per_sample;
+                let Some(us) = t.first() else { break };
+                call_ms = us / 1e3;
+                let want = calls_for(opts.min_timestamp_sample_ms, call_ms);
+                if want <= per_sample {
+                    break;
+                }
+                per_sample = want;
+            }
+        }
+        let sample_ms = call_ms * per_sample as f64;
+        let affordable = (opts.budget_ms / sample_ms.max(1e-6)).floor() as u32;
+        let samples = opts.samples.min(affordable.max(3)).max(1);
         let mut out = Vec::with_capacity(samples as usize);
         let mut left = samples;
         while left > 0 {
             let n = left.min(MAX_QUERIES / 2);
-            let qs = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some(&label),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2 * n,
-            });
-            let bytes = u64::from(2 * n) * 8;
-            let resolve = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("timestamp resolve"),
-                size: bytes,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let mut enc = encode_calls(ctx, w, iter, n as usize, Some(&qs), &label);
-            enc.resolve_query_set(&qs, 0..2 * n, &resolve, 0);
-            ctx.queue.submit([enc.finish()]);
-            iter += n as usize;
-            let raw = ctx.read_bytes(&resolve, 0, bytes).await?;
-            ctx.check_errors(kernel)?;
-            let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
-            for pair in ticks.chunks_exact(2) {
-                if pair[1] > pair[0] {
-                    out.push((pair[1] - pair[0]) as f64 * period_ns / 1e3);
-                }
-            }
+            out.extend(timestamp_passes(ctx, kernel, w, iter, n, per_sample, &label).await?);
+            iter += n as usize * per_sample;
             left -= n;
         }
         if out.is_empty() {
@@ -163,10 +263,16 @@ pub async fn measure(
                 reason: "every timestamp pair was empty or reversed".into(),
             });
         }
-        Ok((out, TimingMethod::TimestampQuery))
+        Ok(Measurement {
+            samples: out,
+            method: TimingMethod::TimestampQuery,
+            calls_per_sample: per_sample as u32,
+        })
     } else {
-        // Calls per sample so one sample lasts at least min_sample_ms.
-        let per_sample = ((opts.min_sample_ms / warm_ms.max(1e-6)).ceil() as usize).clamp(1, 1000);
+        let per_sample = calls_for(opts.min_sample_ms, warm_ms);
+        let sample_ms = warm_ms * per_sample as f64;
+        let affordable = (opts.budget_ms / sample_ms.max(1e-6)).floor() as u32;
+        let samples = opts.samples.min(affordable.max(3)).max(1);
         let mut out = Vec::with_capacity(samples as usize);
         for _ in 0..samples {
             let ms = wall_batch(ctx, clock, w, iter, per_sample, &label).await;
@@ -174,6 +280,10 @@ pub async fn measure(
             out.push(ms * 1e3 / per_sample as f64);
         }
         ctx.check_errors(kernel)?;
-        Ok((out, TimingMethod::WallClock))
+        Ok(Measurement {
+            samples: out,
+            method: TimingMethod::WallClock,
+            calls_per_sample: per_sample as u32,
+        })
     }
 }

@@ -90,6 +90,7 @@ fn bandwidth_kernels_verify_on_both_reduction_paths() {
             samples: 3,
             budget_ms: 500.0,
             min_sample_ms: 0.5,
+            min_timestamp_sample_ms: 0.0,
         };
         let (report, _, err) = pollster::block_on(bandwidth::run(
             &ctx,
@@ -481,6 +482,7 @@ fn decode_step_runs_a_tiny_model() {
             samples: 3,
             budget_ms: 500.0,
             min_sample_ms: 0.5,
+            min_timestamp_sample_ms: 0.0,
         };
         let t = pollster::block_on(decode::run(
             &ctx,

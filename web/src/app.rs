@@ -3,12 +3,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use tokenscope_core::kernels::KernelReport;
 use tokenscope_core::openai::first_model_id;
 use tokenscope_core::report::ClientReport;
 use yew::prelude::*;
 
 use crate::components::analysis::Analysis;
 use crate::components::charts::Charts;
+use crate::components::gpu::GpuView;
 use crate::components::header::Header;
 use crate::components::level_table::LevelTable;
 use crate::components::outputs::Outputs;
@@ -22,7 +24,7 @@ use crate::services::clock::CancelToken;
 use crate::services::fetch::FetchTarget;
 use crate::services::paint::Painter;
 use crate::services::runner::{self, RunInput};
-use crate::settings::{Settings, normalize_url};
+use crate::settings::{GpuSettings, Settings, View, normalize_url};
 use crate::state::{Action, RunState, Shared, State};
 
 /// App props: the URL query to read the settings from.
@@ -94,12 +96,28 @@ pub fn App(props: &AppProps) -> Html {
     };
     let lanes = use_node_ref();
     let cancel: Rc<RefCell<Option<CancelToken>>> = use_mut_ref(|| None);
+    // `view=gpu` opens the GPU view (its module loads only then).
+    let gpu_settings = {
+        let query = props.query.clone();
+        use_memo((), move |()| GpuSettings::from_query(&query))
+    };
+    let view = {
+        let v = gpu_settings.0.view;
+        use_state(move || v)
+    };
+    // The kernels report measured in the GPU view, for the Analysis.
+    let measured = use_state(|| None::<Shared<KernelReport>>);
 
     // The automation contract: `data-run-state` follows the run (after the DOM
-    // holding #report-json is committed).
+    // holding #report-json is committed), while the benchmark view is shown (the
+    // GPU view sets it for its own run).
     {
         let run = state.run;
-        use_effect_with(run, |run| browser::set_run_state(run.as_str()));
+        use_effect_with((run, *view), |(run, view)| {
+            if *view == View::Bench {
+                browser::set_run_state(run.as_str());
+            }
+        });
     }
     let onrun = {
         let (state, lanes, cancel) = (state.clone(), lanes.clone(), cancel.clone());
@@ -109,7 +127,7 @@ pub fn App(props: &AppProps) -> Html {
     // autorun=1: start once, as soon as the page is mounted.
     {
         let onrun = onrun.clone();
-        let autorun = state.settings.autorun;
+        let autorun = state.settings.autorun && gpu_settings.0.view == View::Bench;
         use_effect_with((), move |()| {
             if autorun {
                 onrun.emit(());
@@ -243,10 +261,29 @@ pub fn App(props: &AppProps) -> Html {
         |r| r.config.slos.clone(),
     );
     let records = finished.map_or_else(|| Shared::new(Vec::new()), |f| f.records.clone());
+    let tab = |v: View, id: &'static str, label: &'static str| {
+        let view = view.clone();
+        let active = *view == v;
+        html! {
+            <button type="button" {id} role="tab" class={classes!("tab", active.then_some("active"))}
+                aria-selected={active.to_string()} disabled={running && !active}
+                onclick={Callback::from(move |_: MouseEvent| view.set(v))}>{ label }</button>
+        }
+    };
+    let onkernels = {
+        let measured = measured.clone();
+        Callback::from(move |r: Option<Shared<KernelReport>>| measured.set(r))
+    };
     html! {
         <div class="page">
             <Header {simulated} />
-            <div class="layout">
+            <nav class="tabs" role="tablist">
+                { tab(View::Bench, "tab-bench", "Benchmark") }
+                { tab(View::Gpu, "tab-gpu", "GPU kernels") }
+            </nav>
+            <GpuView active={*view == View::Gpu} settings={gpu_settings.0.clone()}
+                notes={gpu_settings.1.clone()} onreport={onkernels} />
+            <div class="layout" hidden={*view != View::Bench}>
                 <aside class="side">
                     <SettingsForm
                         settings={state.settings.clone()}
@@ -288,7 +325,7 @@ pub fn App(props: &AppProps) -> Html {
                         view_level={state.view_level}
                         {onlevel}
                     />
-                    <Analysis report={finished.map(|f| f.report.clone())} />
+                    <Analysis report={finished.map(|f| f.report.clone())} measured={(*measured).clone()} />
                     <Outputs
                         report_json={finished.map(|f| f.report_json.clone())}
                         records_json={finished.map(|f| f.records_json.clone())}

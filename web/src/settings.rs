@@ -436,6 +436,8 @@ impl Settings {
             }
             "request_ids" => self.request_ids = flag(value),
             "autorun" => self.autorun = flag(value),
+            // The view and the GPU view's settings: read by `GpuSettings`.
+            "view" | "preset" | "timestamps" => {}
             "sim_ttft_ms" => self.sim.ttft_ms = num(key, value)?,
             "sim_itl_ms" => self.sim.itl_ms = num(key, value)?,
             "sim_prefill_tok_per_s" => self.sim.prefill_tok_per_s = num(key, value)?,
@@ -655,6 +657,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn gpu_view_query() {
+        use tokenscope_core::gpu_page::GpuPreset;
+        let q = "?view=gpu&autorun=1&preset=full&timestamps=0";
+        let (g, notes) = GpuSettings::from_query(q);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(
+            (g.view, g.preset, g.timestamps, g.autorun),
+            (View::Gpu, GpuPreset::Full, false, true)
+        );
+        // The benchmark's settings take no offence at the view's parameters.
+        let (s, notes) = Settings::from_query(q);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert!(s.autorun);
+        // autorun starts only the view the URL opens; bad values are notes.
+        let (g, notes) = GpuSettings::from_query("?autorun=1&preset=huge&view=cpu");
+        assert_eq!(
+            (g.view, g.autorun, g.preset),
+            (View::Bench, false, GpuPreset::Quick)
+        );
+        assert!(g.timestamps);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+    }
+
+    #[test]
     fn contract_query() {
         let (s, notes) = Settings::from_query(
             "?url=http%3A%2F%2F127.0.0.1%3A8000%2Fv1%2F&api=completions&concurrency=1,4&requests=20&max_tokens=64&input_tokens=64&warmup=2&autorun=1&timeout=30s&slo=ttft_ms:p95%3C%3D500&rounds=2&seed=9",
@@ -750,5 +776,65 @@ mod tests {
             ..Settings::default()
         };
         assert!(s.validate().unwrap_err().contains("nope"));
+    }
+}
+
+/// The page's two views.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    /// Benchmark an endpoint (the default).
+    #[default]
+    Bench,
+    /// The GPU kernels, measured through WebGPU.
+    Gpu,
+}
+
+/// The view and the GPU view's settings, from the URL: `view=gpu`,
+/// `preset=quick|full`, `timestamps=0` (wall clock), and `autorun=1` (which starts
+/// the view the URL opens).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GpuSettings {
+    /// The view the page opens on.
+    pub view: View,
+    /// The kernel preset.
+    pub preset: tokenscope_core::gpu_page::GpuPreset,
+    /// Allow timestamp queries (false: wall clock).
+    pub timestamps: bool,
+    /// Start the GPU run at once (`view=gpu&autorun=1`).
+    pub autorun: bool,
+}
+
+impl GpuSettings {
+    /// Reads the view's parameters; anything invalid is a note and ignored.
+    pub fn from_query(query: &str) -> (GpuSettings, Vec<String>) {
+        let mut s = GpuSettings {
+            timestamps: true,
+            ..GpuSettings::default()
+        };
+        let mut notes = Vec::new();
+        let mut autorun = false;
+        let query = query.strip_prefix('?').unwrap_or(query);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = form_decode(v);
+            match form_decode(k).as_str() {
+                "view" => match value.trim() {
+                    "gpu" | "kernels" => s.view = View::Gpu,
+                    "bench" | "benchmark" | "" => s.view = View::Bench,
+                    other => notes.push(format!("view={other:?}: expected bench or gpu: ignored")),
+                },
+                "preset" => match value.parse() {
+                    Ok(p) => s.preset = p,
+                    Err(e) => notes.push(format!("{e}: ignored")),
+                },
+                "timestamps" => {
+                    s.timestamps = !matches!(value.trim(), "0" | "false" | "no" | "off")
+                }
+                "autorun" => autorun = matches!(value.trim(), "1" | "true" | "yes" | "on" | ""),
+                _ => {}
+            }
+        }
+        s.autorun = autorun && s.view == View::Gpu;
+        (s, notes)
     }
 }

@@ -9,6 +9,21 @@ function fail(message) {
   if (el) el.textContent = message;
 }
 
+// The GPU module (the kernel harness on WebGPU) is a second wasm, imported only
+// when the GPU view opens: window.tokenscopeGpu() resolves to its exports
+// (adapter_info, run_kernels), loading and instantiating it once.
+let gpuModule;
+window.tokenscopeGpu = () =>
+  (gpuModule ??= import("./tokenscope_gpu.js")
+    .then(async (m) => {
+      await m.default({ module_or_path: new URL("./tokenscope_gpu_bg.wasm", import.meta.url) });
+      return m;
+    })
+    .catch((e) => {
+      gpuModule = undefined; // a later try may succeed (e.g. after a network error)
+      throw e;
+    }));
+
 try {
   await init({ module_or_path: new URL("./tokenscope_web_bg.wasm", import.meta.url) });
   // The app replaces #app's content (including the loading #run-error).

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::kernels::{BandwidthReport, TimingMethod, TimingSummary};
+use tokenscope_core::kernels::{BandwidthReport, TimingMethod};
 
 use crate::clock::Clock;
 use crate::context::GpuContext;
@@ -175,7 +175,7 @@ pub async fn run(
         u64::from(cpu_sum),
     );
     let (read_ver, read_err) = check.finish();
-    let (read_samples, method) = measure(ctx, clock, &read_id, &read, timing).await?;
+    let read_m = measure(ctx, clock, &read_id, &read, timing).await?;
 
     // Copy: pairs (2j -> 2j+1), so consecutive calls touch disjoint buffers.
     let copy = ReadWorkload {
@@ -207,16 +207,11 @@ pub async fn run(
         );
     }
     let (copy_ver, copy_err) = check.finish();
-    let (copy_samples, _) = measure(ctx, clock, &copy_id, &copy, timing).await?;
+    let copy_m = measure(ctx, clock, &copy_id, &copy, timing).await?;
 
-    let summary = |s: &[f64], k: &KernelId| {
-        TimingSummary::from_samples(s).ok_or_else(|| HarnessError::Timing {
-            kernel: k.clone(),
-            reason: "no finite sample".into(),
-        })
-    };
-    let read_t = summary(&read_samples, &read_id)?;
-    let copy_t = summary(&copy_samples, &copy_id)?;
+    let read_t = read_m.summary(&read_id)?;
+    let copy_t = copy_m.summary(&copy_id)?;
+    let method = read_m.method;
     let report = BandwidthReport {
         read_gbps: plan.buffer_bytes as f64 / (read_t.median_us * 1e-6) / 1e9,
         copy_gbps: 2.0 * plan.buffer_bytes as f64 / (copy_t.median_us * 1e-6) / 1e9,

@@ -21,6 +21,9 @@ use crate::state::Shared;
 pub struct AnalysisProps {
     /// The page's report (a finished run, or one opened).
     pub report: Option<Shared<ClientReport>>,
+    /// A kernels report measured in this page's GPU view, used when none is loaded.
+    #[prop_or_default]
+    pub measured: Option<Shared<KernelReport>>,
 }
 
 /// The model being served, as picked in the form.
@@ -136,8 +139,11 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
         })
     };
 
+    // A loaded file wins over the GPU view's measurement.
+    let from_gpu_view = kernels.is_none() && props.measured.is_some();
+    let effective = (*kernels).clone().or_else(|| props.measured.clone());
     let rendered = {
-        let deps = (props.report.clone(), (*kernels).clone(), (*model).clone());
+        let deps = (props.report.clone(), effective.clone(), (*model).clone());
         use_memo(deps, |(r, k, m)| render(r, k, m))
     };
     let on_export = {
@@ -149,9 +155,9 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
         })
     };
 
-    let kernels_line = match &*kernels {
+    let kernels_line = match &effective {
         Some(k) => format!(
-            "{} ({}, {} kernels{})",
+            "{} ({}, {} kernels{}){}",
             k.adapter.name,
             k.adapter.backend,
             k.kernels.len(),
@@ -159,11 +165,16 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
                 ", all verified"
             } else {
                 ", NOT all verified"
+            },
+            if from_gpu_view {
+                " — measured in this page's GPU view"
+            } else {
+                ""
             }
         ),
         None => "none loaded".to_owned(),
     };
-    let floor_hint = match (&*kernels, model.preset.is_empty()) {
+    let floor_hint = match (&effective, model.preset.is_empty()) {
         (None, _) => Some(
             "Load a kernels report and pick the model being served to compare TPOT with the GPU's bandwidth floor.",
         ),

@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod clock;
 pub mod fetch;
+pub mod gpu;
 pub mod paint;
 pub mod runner;
 pub mod sim;

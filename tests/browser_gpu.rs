@@ -1,0 +1,342 @@
+//! The page's GPU view end to end: the kernel harness (the same Rust and WGSL as
+//! `tokenscope kernels`) compiled to the page's second wasm module and run through
+//! WebGPU in headless Chromium (`--enable-unsafe-webgpu` gives Chromium's SwiftShader
+//! adapter on a machine without a GPU), through the URL automation contract
+//! (`?view=gpu&autorun=1&preset=quick`, `data-run-state`, `#kernels-json`).
+//!
+//! Needs the built page (`scripts/build-web.sh`; `scripts/test.sh` builds it
+//! first) and `chromium` + `chromedriver`. Screenshots under `target/browser-e2e/`.
+//! `cargo test --test browser_gpu -- --nocapture` prints the browser's figures.
+
+#[path = "common/chromium.rs"]
+mod chromium;
+mod common;
+
+use std::time::Duration;
+
+use chromium::{Browser, Serve, repo};
+use serde_json::Value;
+use tokenscope_core::kernels::{KernelReport, TimingMethod};
+
+/// One browser at a time: SwiftShader runs the kernels on the same two cores.
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn validate_schema(report: &Value) {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("schemas/kernels.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "the page's kernels report breaks the schema: {errors:#?}"
+    );
+}
+
+/// The figures, as `tokenscope kernels` prints them (for docs/kernels.md).
+fn print_figures(r: &KernelReport) {
+    let b = r.bandwidth.as_ref().unwrap();
+    eprintln!(
+        "adapter {:?} ({}, {}), timing {:?}, timestamp batches >= {} ms",
+        r.adapter.name,
+        r.adapter.backend,
+        r.adapter.device_type,
+        r.timing,
+        r.config.timestamp_batch_ms
+    );
+    eprintln!(
+        "bandwidth: read {:.2} GB/s, copy {:.2} GB/s ({} MiB working set; {} calls/sample)",
+        b.read_gbps,
+        b.copy_gbps,
+        b.working_set_bytes >> 20,
+        b.read.calls_per_sample
+    );
+    for k in &r.kernels {
+        eprintln!(
+            "{:24} {:5} {:>16} b{:<2} median {:>10.1} us  {:>6.3} GB/s  {:>4.0}% of read  {:>4} calls/sample  verified {}",
+            k.name,
+            k.dtype,
+            format!("{:?}", k.shape),
+            k.batch,
+            k.median_us,
+            k.effective_gbps,
+            100.0 * k.fraction_of_read,
+            k.timing.calls_per_sample,
+            k.verified
+        );
+    }
+    for s in &r.decode_steps {
+        eprintln!("decode step {s:?}");
+    }
+    for f in &r.decode_floor {
+        eprintln!(
+            "floor {} {} ctx {}: {:.1} ms",
+            f.estimate.model, f.estimate.quant, f.estimate.context, f.estimate.tpot_floor_ms
+        );
+    }
+}
+
+async fn click(browser: &Browser, id: &str) {
+    browser
+        .client
+        .find(fantoccini::Locator::Id(id))
+        .await
+        .unwrap_or_else(|e| panic!("no #{id}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("could not click #{id}: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gpu_view_runs_the_quick_preset_through_webgpu() {
+    let _one = BROWSER.lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--enable-unsafe-webgpu"]).await;
+    let url = format!("{}?view=gpu&autorun=1&preset=quick", serve.url);
+    let started = std::time::Instant::now();
+    let state = browser.run(&url, Duration::from_secs(300)).await;
+    let took = started.elapsed();
+    let shot = browser.screenshot("gpu-view").await;
+    assert!(shot.is_file());
+    assert_eq!(
+        state,
+        "done",
+        "the GPU run failed: {}",
+        browser.text_of("gpu-error").await
+    );
+    eprintln!("the quick preset took {took:.1?} in the page (module load + adapter + run)");
+
+    let text = browser.text_of("kernels-json").await;
+    let saved = chromium::out_dir().join("kernels-browser.json");
+    std::fs::write(&saved, &text).unwrap();
+    eprintln!("the page's kernels report: {}", saved.display());
+    let value: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("#kernels-json is not JSON ({e}): {text:.300}"));
+    validate_schema(&value);
+    let r = KernelReport::from_json(&text).expect("core reads the page's kernels report");
+    print_figures(&r);
+
+    // Where it ran, and how it was timed.
+    assert_eq!(r.adapter.backend, "webgpu");
+    assert!(!r.adapter.name.is_empty(), "the adapter is named");
+    let env = r.environment.as_ref().expect("the environment is recorded");
+    assert_eq!(env.runtime, "browser");
+    assert_eq!(env.clock, "performance.now()");
+    let ua = env.user_agent.as_deref().unwrap_or_default();
+    assert!(ua.contains("Chrome"), "user agent {ua:?}");
+    assert_eq!(r.config.wall_batch_ms, 10.0);
+    if r.timing == TimingMethod::TimestampQuery {
+        assert!(r.features.timestamp_query);
+        assert_eq!(r.config.timestamp_batch_ms, 10.0);
+    }
+    // Each sample is a batch lasting about 10 ms or more (Chrome quantizes
+    // timestamps to 100 us): calls x per-call time. The batch is calibrated on the
+    // first timed pass; later ones may run somewhat faster.
+    for k in &r.kernels {
+        let sample_ms = k.median_us * f64::from(k.timing.calls_per_sample) / 1e3;
+        assert!(
+            sample_ms >= 4.0,
+            "{} {} {:?}: samples of {} calls lasted {sample_ms:.2} ms",
+            k.name,
+            k.dtype,
+            k.shape,
+            k.timing.calls_per_sample
+        );
+    }
+
+    // Every kernel verified against its CPU reference; nothing stopped.
+    assert!(r.errors.is_empty(), "{:#?}", r.errors);
+    assert!(r.all_verified() && r.verified);
+    let b = r.bandwidth.as_ref().unwrap();
+    assert!(b.read_verified && b.copy_verified && b.read_gbps > 0.0);
+    for k in &r.kernels {
+        assert!(
+            k.verified,
+            "{} {} {:?} not verified",
+            k.name, k.dtype, k.shape
+        );
+        assert!(k.verification.checked > 0);
+    }
+    // What the quick preset covers: GEMV in every format the adapter can run
+    // (f16 through unpack2x16float without shader-f16), decode attention single
+    // pass and split-KV, and the floor for every model preset.
+    for dtype in ["f32", "f16", "q8_0", "q4_0"] {
+        assert!(
+            r.kernels
+                .iter()
+                .any(|k| k.name == "gemv" && k.dtype == dtype && k.batch == 1),
+            "no gemv {dtype}"
+        );
+    }
+    for name in ["attention_decode", "attention_decode_split"] {
+        assert!(r.kernels.iter().any(|k| k.name == name), "no {name}");
+    }
+    assert!(r.skipped.is_empty(), "{:#?}", r.skipped);
+    // On a CPU fallback adapter the page's quick run leaves out the decode step and
+    // batch 64 of the skinny sweep (SuiteConfig::fit_to_page); on a GPU it has them.
+    let cpu = r.adapter.device_type == "Cpu";
+    assert_eq!(
+        r.decode_steps.len(),
+        usize::from(!cpu),
+        "the quick decode step"
+    );
+    assert_eq!(
+        r.kernels.iter().any(|k| k.batch == 64),
+        !cpu,
+        "batch 64 of the skinny sweep"
+    );
+    assert!(
+        r.kernels
+            .iter()
+            .any(|k| k.name == "matmul_skinny" && k.batch == 8),
+        "the skinny sweep"
+    );
+    assert!(!r.roofline.is_empty());
+    for model in &r.config.models {
+        assert!(
+            r.decode_floor.iter().any(|f| &f.estimate.model == model),
+            "no floor for {model}"
+        );
+    }
+
+    // The view shows it: the adapter, the verdict, the tables and the chart.
+    assert!(!browser.text_of("gpu-adapter").await.is_empty());
+    let verdict = browser.text_of("gpu-verdict").await;
+    assert!(verdict.contains("every kernel matched"), "{verdict}");
+    let rows = browser
+        .js("return document.querySelectorAll('#gpu-kernels tbody tr').length;")
+        .await;
+    assert_eq!(rows.as_u64(), Some(r.kernels.len() as u64));
+    assert!(browser.text_of("gpu-floor").await.contains("llama-3.1-8b"));
+    assert!(
+        browser
+            .js("return !!document.querySelector('#chart-gpu-kernels svg');")
+            .await
+            .as_bool()
+            .unwrap()
+    );
+    // The Analysis takes the measured report (benchmark view).
+    click(&browser, "tab-bench").await;
+    let loaded = browser.text_of("kernels-loaded").await;
+    assert!(
+        loaded.contains("measured in this page's GPU view"),
+        "{loaded}"
+    );
+
+    // Run again and cancel: the run stops between kernels, says so, and shows what
+    // finished (the bandwidth ceiling at least).
+    click(&browser, "tab-gpu").await;
+    click(&browser, "gpu-run").await;
+    browser
+        .wait_for(
+            "document.body.getAttribute('data-run-state') === 'running'",
+            Duration::from_secs(10),
+        )
+        .await;
+    click(&browser, "gpu-cancel").await;
+    assert_eq!(browser.wait_run(Duration::from_secs(120)).await, "failed");
+    let error = browser.text_of("gpu-error").await;
+    assert!(error.starts_with("Cancelled"), "{error}");
+    assert!(browser.text_of("kernels-json").await.is_empty());
+    assert!(browser.text_of("gpu-verdict").await.contains("partial"));
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_webgpu_the_gpu_view_says_so_and_the_module_loads_only_when_opened() {
+    let _one = BROWSER.lock().await;
+    let serve = Serve::start(&[]);
+    // Chromium with WebGPU switched off.
+    let browser = Browser::start(&["--disable-gpu", "--disable-features=WebGPU"]).await;
+    // The benchmark view: the GPU module is not fetched.
+    browser.client.goto(&serve.url).await.unwrap();
+    browser
+        .wait_for(
+            "document.body.getAttribute('data-run-state') === 'idle'",
+            Duration::from_secs(30),
+        )
+        .await;
+    let gpu_files = |names: &[String]| {
+        names
+            .iter()
+            .filter(|n| n.contains("tokenscope_gpu"))
+            .count()
+    };
+    let first = browser.resources().await;
+    assert!(
+        first.iter().any(|n| n.contains("tokenscope_web_bg")),
+        "{first:#?}"
+    );
+    assert_eq!(
+        gpu_files(&first),
+        0,
+        "the first load fetched the GPU module: {first:#?}"
+    );
+
+    // Open the GPU view: the module loads, and says clearly why nothing can run.
+    click(&browser, "tab-gpu").await;
+    browser
+        .wait_for(
+            "document.getElementById('gpu-message')",
+            Duration::from_secs(60),
+        )
+        .await;
+    assert_eq!(
+        gpu_files(&browser.resources().await),
+        2,
+        "GPU module js + wasm"
+    );
+    let kind = browser
+        .js("return document.getElementById('gpu-message').dataset.kind;")
+        .await;
+    assert!(
+        kind == "no_webgpu" || kind == "no_adapter",
+        "unexpected kind {kind}"
+    );
+    let message = browser.text_of("gpu-message").await;
+    eprintln!("the page says: {message}");
+    assert!(
+        message.contains("WebGPU is not available in this browser")
+            || message.contains("No GPU adapter"),
+        "{message}"
+    );
+    for dump in [
+        "panicked",
+        "RuntimeError",
+        "unreachable",
+        "JsValue",
+        "at src/",
+    ] {
+        assert!(
+            !message.contains(dump),
+            "an error dump, not a message: {message}"
+        );
+    }
+    // No run button to press, and the state is not a failure (nothing was asked).
+    assert!(
+        browser
+            .js("return document.getElementById('gpu-run') === null;")
+            .await
+            .as_bool()
+            .unwrap()
+    );
+    assert_eq!(
+        browser
+            .js("return document.body.getAttribute('data-run-state');")
+            .await,
+        "idle"
+    );
+    browser.screenshot("gpu-view-no-webgpu").await;
+
+    // Through the contract, autorun without WebGPU ends as `failed`, with the
+    // message in #gpu-error.
+    let url = format!("{}?view=gpu&autorun=1", serve.url);
+    assert_eq!(browser.run(&url, Duration::from_secs(60)).await, "failed");
+    let error = browser.text_of("gpu-error").await;
+    assert!(error.contains("WebGPU"), "{error}");
+    browser.close().await;
+}

@@ -1,0 +1,356 @@
+//! # tokenscope-gpu
+//!
+//! The kernel harness in the browser: `kernel-harness` (the same Rust, the same WGSL
+//! in `shaders/`) on wgpu's WebGPU backend, compiled to a second wasm module that the
+//! page loads only when its GPU view opens, so the first load stays light.
+//!
+//! Two exports, both async (JS promises), talking in the JSON shapes of
+//! [`tokenscope_core::gpu_page`]:
+//!
+//! - [`adapter_info`] resolves to an [`AdapterProbe`] (the adapter, its features and
+//!   limits) or rejects with a [`GpuFailure`] (no WebGPU, no adapter);
+//! - [`run_kernels`] runs a preset, calling `on_progress` with [`GpuEvent`]s, stops
+//!   between kernels when `signal` is aborted, and resolves to the
+//!   `tokenscope.kernels/1` report (rejects with a [`GpuFailure`]).
+//!
+//! The browser's differences from the CLI are all here or in
+//! [`SuiteConfig::for_browser`]: `performance.now()` behind the harness's
+//! [`Clock`], samples batched to 10 ms (browsers quantize timestamps), a per-kernel
+//! memory budget, the user agent in the report; wgpu's callbacks are driven by the
+//! browser's event loop (no `device.poll`).
+
+use kernel_harness::clock::Clock;
+use kernel_harness::suite::{self, Progress, SuiteConfig};
+use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
+use tokenscope_core::gpu_page::{
+    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
+};
+use tokenscope_core::kernels::KernelReport;
+use wasm_bindgen::prelude::*;
+
+/// Why the GPU module gave no result.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuPageError {
+    /// `navigator.gpu` is missing.
+    #[error(
+        "this browser has no WebGPU (navigator.gpu is missing): the GPU view needs a browser with WebGPU (Chrome or Edge 113+, Safari 26+, Firefox 141+ on Windows), in a secure context (https or localhost)"
+    )]
+    NoWebGpu,
+    /// `requestAdapter()` gave nothing.
+    #[error(
+        "WebGPU is present but gave no GPU adapter ({0}): the GPU may be blocklisted or WebGPU disabled in this browser's settings"
+    )]
+    NoAdapter(String),
+    /// The request was not valid JSON of the expected shape.
+    #[error("invalid request to the GPU module: {0}")]
+    BadRequest(String),
+    /// The user cancelled.
+    #[error("cancelled: the run stopped between two kernels")]
+    Cancelled,
+    /// The harness stopped.
+    #[error("the kernel harness stopped: {0}")]
+    Harness(HarnessError),
+}
+
+impl From<HarnessError> for GpuPageError {
+    fn from(e: HarnessError) -> Self {
+        match e {
+            HarnessError::NoAdapter { .. } => {
+                GpuPageError::NoAdapter("requestAdapter() gave null".into())
+            }
+            HarnessError::RequestDevice { adapter, message } => {
+                GpuPageError::NoAdapter(format!("adapter `{adapter}` refused a device: {message}"))
+            }
+            HarnessError::Cancelled => GpuPageError::Cancelled,
+            other => GpuPageError::Harness(other),
+        }
+    }
+}
+
+impl GpuPageError {
+    /// The failure as the page reads it.
+    pub fn failure(&self) -> GpuFailure {
+        GpuFailure {
+            kind: match self {
+                GpuPageError::NoWebGpu => GpuFailureKind::NoWebgpu,
+                GpuPageError::NoAdapter(_) => GpuFailureKind::NoAdapter,
+                GpuPageError::Cancelled => GpuFailureKind::Cancelled,
+                GpuPageError::BadRequest(_) | GpuPageError::Harness(_) => GpuFailureKind::Failed,
+            },
+            message: self.to_string(),
+        }
+    }
+
+    fn into_js(self) -> JsValue {
+        JsValue::from_str(&serde_json::to_string(&self.failure()).unwrap_or_default())
+    }
+}
+
+/// `performance.now()`: the harness's wall clock in a browser.
+struct PerformanceClock(Option<web_sys::Performance>);
+
+impl PerformanceClock {
+    fn new() -> Self {
+        PerformanceClock(web_sys::window().and_then(|w| w.performance()))
+    }
+}
+
+impl Clock for PerformanceClock {
+    fn now_ms(&self) -> f64 {
+        self.0.as_ref().map_or(0.0, web_sys::Performance::now)
+    }
+}
+
+/// Whether `navigator.gpu` exists (before wgpu, which would only say "no adapter").
+fn has_navigator_gpu() -> bool {
+    web_sys::window()
+        .and_then(|w| js_sys::Reflect::get(&w.navigator(), &JsValue::from_str("gpu")).ok())
+        .is_some_and(|gpu| !gpu.is_undefined() && !gpu.is_null())
+}
+
+fn user_agent() -> Option<String> {
+    web_sys::window().and_then(|w| w.navigator().user_agent().ok())
+}
+
+async fn context(request: &GpuRunRequest) -> Result<GpuContext, GpuPageError> {
+    if !has_navigator_gpu() {
+        return Err(GpuPageError::NoWebGpu);
+    }
+    let mut ctx = GpuContext::new(&AdapterOptions {
+        backend: Some(BackendChoice::WebGpu),
+        disable_timestamps: !request.timestamps,
+        disable_subgroups: !request.subgroups,
+        ..Default::default()
+    })
+    .await?;
+    if ctx.info.name.is_empty()
+        && let Some((name, driver)) = adapter_identity().await
+    {
+        ctx.info.name = name;
+        ctx.info.driver = driver;
+    }
+    Ok(ctx)
+}
+
+/// A name for the adapter when the browser gives no `description` (Chrome does
+/// not): `GPUAdapterInfo`'s vendor, architecture and device, which wgpu does not
+/// map. Returns (name, driver note).
+async fn adapter_identity() -> Option<(String, String)> {
+    use js_sys::{Function, Promise, Reflect};
+    use wasm_bindgen::JsCast;
+    let navigator = web_sys::window()?.navigator();
+    let gpu = Reflect::get(&navigator, &"gpu".into()).ok()?;
+    let request: Function = Reflect::get(&gpu, &"requestAdapter".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    let promise: Promise = request.call0(&gpu).ok()?.dyn_into().ok()?;
+    let adapter = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
+    if adapter.is_null() || adapter.is_undefined() {
+        return None;
+    }
+    let info = Reflect::get(&adapter, &"info".into()).ok()?;
+    let field = |k: &str| {
+        Reflect::get(&info, &k.into())
+            .ok()
+            .and_then(|v| v.as_string())
+            .filter(|s| !s.trim().is_empty())
+    };
+    let parts: Vec<String> = ["vendor", "architecture", "device"]
+        .into_iter()
+        .filter_map(field)
+        .collect();
+    (!parts.is_empty()).then(|| {
+        (
+            parts.join(" "),
+            "WebGPU (GPUAdapterInfo vendor, architecture, device)".to_owned(),
+        )
+    })
+}
+
+/// The suite a request runs on `ctx`, fitted to it and to a page.
+pub fn page_config(
+    ctx: &GpuContext,
+    request: &GpuRunRequest,
+    user_agent: Option<String>,
+) -> Result<SuiteConfig, GpuPageError> {
+    let (cache_bytes, cache_source) = kernel_harness::cache_info(ctx);
+    let mut cfg = match request.preset {
+        GpuPreset::Quick => SuiteConfig::quick(cache_bytes, &cache_source),
+        GpuPreset::Full => SuiteConfig::full(cache_bytes, &cache_source),
+    };
+    cfg.fit_to(ctx);
+    cfg.fit_to_page(ctx);
+    restrict(&mut cfg, &request.only)?;
+    Ok(cfg.for_browser(user_agent))
+}
+
+/// Keeps only the groups named (as `tokenscope kernels --only`).
+fn restrict(cfg: &mut SuiteConfig, only: &[String]) -> Result<(), GpuPageError> {
+    if only.is_empty() {
+        return Ok(());
+    }
+    const GROUPS: [&str; 4] = ["gemv", "skinny", "attention", "step"];
+    if let Some(bad) = only.iter().find(|g| !GROUPS.contains(&g.as_str())) {
+        return Err(GpuPageError::BadRequest(format!(
+            "unknown group {bad:?} in `only` (expected gemv, skinny, attention, step)"
+        )));
+    }
+    let has = |g: &str| only.iter().any(|o| o == g);
+    if !has("gemv") {
+        cfg.gemv_dtypes.clear();
+    }
+    if !has("skinny") {
+        cfg.skinny_dtypes.clear();
+    }
+    if !has("attention") {
+        cfg.attention_dtypes.clear();
+    }
+    if !has("step") {
+        cfg.step_models.clear();
+    }
+    Ok(())
+}
+
+/// Progress to a JS callback; cancellation from an `AbortSignal`.
+struct JsProgress {
+    on_progress: js_sys::Function,
+    signal: Option<web_sys::AbortSignal>,
+    index: usize,
+    total: usize,
+}
+
+impl JsProgress {
+    fn emit(&self, event: &GpuEvent) {
+        if let Ok(text) = serde_json::to_string(event) {
+            // A throwing callback must not stop the run.
+            let _ = self
+                .on_progress
+                .call1(&JsValue::NULL, &JsValue::from_str(&text));
+        }
+    }
+}
+
+impl Progress for JsProgress {
+    fn start(&mut self, label: &str) {
+        self.emit(&GpuEvent::Start {
+            label: label.to_owned(),
+            index: self.index,
+            total: self.total,
+        });
+    }
+
+    fn done(&mut self, label: &str, line: &str) {
+        self.emit(&GpuEvent::Done {
+            label: label.to_owned(),
+            line: line.to_owned(),
+            index: self.index,
+            total: self.total,
+        });
+        self.index += 1;
+    }
+
+    fn report(&mut self, report: &KernelReport) {
+        if let Ok(json) = serde_json::to_string(report) {
+            self.emit(&GpuEvent::Report { json });
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.signal
+            .as_ref()
+            .is_some_and(web_sys::AbortSignal::aborted)
+    }
+}
+
+async fn probe() -> Result<AdapterProbe, GpuPageError> {
+    let ctx = context(&GpuRunRequest::default()).await?;
+    Ok(AdapterProbe {
+        adapter: ctx.adapter_report(),
+        features: ctx.features_report(),
+        limits: ctx.limits_report(),
+    })
+}
+
+async fn run(
+    request: &str,
+    on_progress: js_sys::Function,
+    signal: Option<web_sys::AbortSignal>,
+) -> Result<String, GpuPageError> {
+    let request: GpuRunRequest = if request.trim().is_empty() {
+        GpuRunRequest::default()
+    } else {
+        serde_json::from_str(request).map_err(|e| GpuPageError::BadRequest(e.to_string()))?
+    };
+    let ctx = context(&request).await?;
+    let cfg = page_config(&ctx, &request, user_agent())?;
+    let mut progress = JsProgress {
+        on_progress,
+        signal,
+        index: 0,
+        total: cfg.items(),
+    };
+    let report = suite::run_suite(&ctx, &PerformanceClock::new(), &cfg, &mut progress).await?;
+    serde_json::to_string_pretty(&report).map_err(|e| GpuPageError::BadRequest(e.to_string()))
+}
+
+/// The adapter the GPU view would use: resolves to an `AdapterProbe` JSON, rejects
+/// with a `GpuFailure` JSON (no WebGPU, no adapter).
+#[wasm_bindgen]
+pub async fn adapter_info() -> Result<String, JsValue> {
+    install_panic_hook();
+    let probe = probe().await.map_err(GpuPageError::into_js)?;
+    serde_json::to_string(&probe).map_err(|e| JsValue::from_str(&e.to_string()))
+}
+
+/// Runs the kernel harness: `request` is a `GpuRunRequest` JSON (`{"preset":
+/// "quick"}`), `on_progress` is called with each `GpuEvent` JSON, `signal` (an
+/// `AbortSignal`) stops the run between kernels. Resolves to the
+/// `tokenscope.kernels/1` report JSON, rejects with a `GpuFailure` JSON.
+#[wasm_bindgen]
+pub async fn run_kernels(
+    request: String,
+    on_progress: js_sys::Function,
+    signal: Option<web_sys::AbortSignal>,
+) -> Result<String, JsValue> {
+    install_panic_hook();
+    run(&request, on_progress, signal)
+        .await
+        .map_err(GpuPageError::into_js)
+}
+
+/// Panics (harness bugs) go to the console with their message before the trap.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            web_sys::console::error_1(&format!("tokenscope GPU module panicked: {info}").into());
+        }));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_carry_their_kind_and_a_sentence() {
+        let f = GpuPageError::NoWebGpu.failure();
+        assert_eq!(f.kind, GpuFailureKind::NoWebgpu);
+        assert!(
+            f.message.contains("navigator.gpu is missing"),
+            "{}",
+            f.message
+        );
+        let f = GpuPageError::from(HarnessError::NoAdapter {
+            wanted: String::new(),
+        })
+        .failure();
+        assert_eq!(f.kind, GpuFailureKind::NoAdapter);
+        assert!(f.message.contains("no GPU adapter"), "{}", f.message);
+        // The CLI's hint (lavapipe, --adapter) does not belong on a page.
+        assert!(!f.message.contains("--adapter"), "{}", f.message);
+        let f = GpuPageError::from(HarnessError::Cancelled).failure();
+        assert_eq!(f.kind, GpuFailureKind::Cancelled);
+    }
+}
