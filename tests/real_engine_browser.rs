@@ -13,159 +13,18 @@
 //! (`scripts/setup.sh`) and the engine (`scripts/real-engine.sh --install-only
 //! --model all`); `scripts/test-real-engine.sh` runs it.
 
+#[path = "common/chromium.rs"]
+mod chromium;
 mod common;
 #[path = "common/llama.rs"]
 mod llama;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{bin, median};
-use llama::{Engine, free_port};
-use serde_json::{Value, json};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The built page, or a clear failure saying how to build it.
-fn dist() -> PathBuf {
-    let d = repo().join("dist");
-    assert!(
-        d.join("index.html").is_file(),
-        "{} is not built: run scripts/build-web.sh first",
-        d.display()
-    );
-    d
-}
-
-/// A child process killed on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `tokenscope serve --port 0 --dir dist`: the page on its own origin.
-fn serve() -> (Proc, String) {
-    let mut child = Command::new(bin())
-        .args(["serve", "--port", "0", "--dir"])
-        .arg(dist())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start tokenscope serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("tokenscope serve listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    (Proc(child), url)
-}
-
-/// A chromedriver on a free port and a headless Chromium session.
-async fn browser() -> (fantoccini::Client, Proc, tempfile::TempDir) {
-    let port = free_port();
-    let driver = Proc(
-        Command::new(std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into()))
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chromedriver (scripts/setup.sh installs it)"),
-    );
-    let profile = tempfile::tempdir().unwrap();
-    let mut args: Vec<String> = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--window-size=1280,1600",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    args.push(format!("--user-data-dir={}", profile.path().display()));
-    let mut chrome = json!({ "args": args });
-    if let Ok(b) = std::env::var("CHROMIUM") {
-        chrome["binary"] = json!(b);
-    } else if Path::new("/usr/bin/chromium").exists() {
-        chrome["binary"] = json!("/usr/bin/chromium");
-    }
-    let caps = json!({ "browserName": "chrome", "goog:chromeOptions": chrome });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let client = loop {
-        let conn = hyper_util::client::legacy::connect::HttpConnector::new();
-        match fantoccini::ClientBuilder::new(conn)
-            .capabilities(caps.as_object().unwrap().clone())
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-        {
-            Ok(c) => break c,
-            Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(e) => panic!("no WebDriver session: {e}"),
-        }
-    };
-    (client, driver, profile)
-}
-
-async fn text_of(client: &fantoccini::Client, id: &str) -> String {
-    client
-        .execute(
-            &format!("const e = document.getElementById({id:?}); return e ? e.textContent : null;"),
-            vec![],
-        )
-        .await
-        .unwrap()
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// Open `url` and wait (a MutationObserver, no polling) for `data-run-state` to
-/// be `done` or `failed`.
-async fn run_page(client: &fantoccini::Client, url: &str, limit: Duration) -> String {
-    const WAIT: &str = r#"
-        const done = arguments[arguments.length - 1];
-        const state = () => document.body.getAttribute('data-run-state');
-        const ended = () => state() === 'done' || state() === 'failed';
-        if (ended()) { done(state()); return; }
-        const o = new MutationObserver(() => { if (ended()) { o.disconnect(); done(state()); } });
-        o.observe(document.body, { attributes: true, attributeFilter: ['data-run-state'] });
-        setTimeout(() => { o.disconnect(); done(state()); }, 20000);
-    "#;
-    client.goto(url).await.unwrap();
-    let deadline = Instant::now() + limit;
-    loop {
-        let state = client
-            .execute_async(WAIT, vec![])
-            .await
-            .unwrap_or_else(|e| panic!("waiting for the run failed: {e}"));
-        if let Some(s @ ("done" | "failed")) = state.as_str() {
-            return s.to_owned();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the run did not end within {limit:?} (state {state})"
-        );
-    }
-}
+use chromium::{Browser, Serve};
+use common::median;
+use llama::Engine;
+use serde_json::Value;
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -174,27 +33,21 @@ fn f(v: &Value) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn page_measures_rendered_ttft_on_llama_server() {
     let engine = Engine::start("tiny", 1, 2048, 1);
-    let (_serve, page) = serve();
-    let (client, _driver, _profile) = browser().await;
+    let serve = Serve::start(&[]);
+    let page = &serve.url;
+    let browser = Browser::start(&["--disable-gpu"]).await;
     let (requests, warmup, max_tokens) = (4u64, 1u64, 16u64);
     let url = format!(
         "{page}?url={}&api=completions&concurrency=1&requests={requests}&rounds=1\
          &max_tokens={max_tokens}&input_tokens=64&warmup={warmup}&ignore_eos=1&seed=5&autorun=1",
         engine.url
     );
-    let state = run_page(&client, &url, Duration::from_secs(120)).await;
-    let error = text_of(&client, "run-error").await;
-    let report_text = text_of(&client, "report-json").await;
-    let records_text = text_of(&client, "records-json").await;
-    if let Ok(png) = client.screenshot().await {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo().join("target"));
-        let dir = target.join("real-engine");
-        let _ = std::fs::create_dir_all(&dir);
-        let _ = std::fs::write(dir.join("browser-llama-server.png"), png);
-    }
-    let _ = client.close().await;
+    let state = browser.run(&url, Duration::from_secs(120)).await;
+    let error = browser.text_of("run-error").await;
+    let report_text = browser.text_of("report-json").await;
+    let records_text = browser.text_of("records-json").await;
+    browser.screenshot("browser-llama-server").await;
+    browser.close().await;
     assert_eq!(
         state,
         "done",

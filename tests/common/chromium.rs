@@ -1,6 +1,6 @@
 //! The built page served by `tokenscope serve`, and headless Chromium driven over
 //! WebDriver (chromedriver + fantoccini), with extra Chromium flags per test (e.g.
-//! `--enable-unsafe-webgpu`). The pattern of `tests/browser_e2e.rs`'s helpers.
+//! `--enable-unsafe-webgpu`), for every browser test.
 //! Include with `#[path = "common/chromium.rs"] mod chromium;` (after `mod common;`).
 
 #![allow(dead_code)]
@@ -39,7 +39,8 @@ pub fn out_dir() -> PathBuf {
     d
 }
 
-fn free_port() -> u16 {
+/// A free loopback port (nothing listens on it once returned).
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -87,6 +88,12 @@ impl Serve {
             url,
             _stdout: stdout,
         }
+    }
+
+    /// `http://host:port` of the page.
+    pub fn origin(&self) -> String {
+        let rest = self.url.strip_prefix("http://").unwrap();
+        format!("http://{}", rest.split('/').next().unwrap())
     }
 }
 
@@ -241,6 +248,15 @@ impl Browser {
             .iter()
             .map(|n| n.as_str().unwrap().to_owned())
             .collect()
+    }
+
+    /// The page's origin (`location.origin`).
+    pub async fn origin(&self) -> String {
+        self.js("return location.origin;")
+            .await
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     pub async fn close(self) {
