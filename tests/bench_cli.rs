@@ -177,14 +177,7 @@ fn failures_during_a_run_are_data_and_the_report_validates() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("TTFT p50"), "{stdout}");
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schemas/client.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&report)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "schema errors: {errors:#?}");
+    common::assert_schema("client.schema.json", &report, "the report");
     let mut failures = 0;
     for level in report["levels"].as_array().unwrap() {
         let (sent, ok, errs, tos) = (

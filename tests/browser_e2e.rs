@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use chromium::{Browser, Serve, free_port, repo};
-use common::{Mock, bin, median};
+use common::{Mock, assert_schema, bin, expected_for_fault, median};
 use serde_json::Value;
 
 /// One browser at a time: the timing checks should not share two cores with a
@@ -32,19 +32,7 @@ fn f(v: &Value) -> f64 {
 }
 
 fn validate_schema(report: &Value) {
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("schemas/client.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "the page's report breaks the schema: {errors:#?}"
-    );
+    assert_schema("client.schema.json", report, "the page's report");
 }
 
 /// Every level accounts for every request: sent = ok + errors + timeouts = asked.
@@ -521,24 +509,6 @@ fn serve_without_a_built_page_says_how_to_build_it() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("scripts/build-web.sh"), "{err}");
-}
-
-/// What the page must report for a request the server gave `fault` (as the
-/// native client, `tests/faults.rs`): (status, error kind or timeout phase,
-/// tokens arrive before the fault).
-fn expected_for_fault(fault: &str) -> (&'static str, &'static str, bool) {
-    match fault {
-        "http_429" => ("error", "http_429", false),
-        "http_503" => ("error", "http_503", false),
-        "error_event" => ("error", "stream_error", true),
-        "reset" => ("error", "reset", true),
-        "malformed" => ("error", "malformed_chunk", true),
-        "stall" => ("timeout", "stream", true),
-        "html" => ("error", "non_sse", false),
-        "no_done" => ("error", "truncated", true),
-        "no_headers" => ("timeout", "headers", false),
-        other => panic!("unknown fault {other}"),
-    }
 }
 
 /// The fault matrix in the browser: the page against `tokenscope mock` injecting

@@ -14,7 +14,7 @@ mod common;
 
 use std::time::Duration;
 
-use chromium::{Browser, Serve, repo};
+use chromium::{Browser, Serve};
 use serde_json::Value;
 use tokenscope_core::kernels::{KernelReport, TimingMethod};
 
@@ -22,19 +22,7 @@ use tokenscope_core::kernels::{KernelReport, TimingMethod};
 static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn validate_schema(report: &Value) {
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("schemas/kernels.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "the page's kernels report breaks the schema: {errors:#?}"
-    );
+    common::assert_schema("kernels.schema.json", report, "the page's kernels report");
 }
 
 /// The figures, as `tokenscope kernels` prints them (for docs/kernels.md).

@@ -8,24 +8,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Mock, read_jsonl, run, text};
-
-/// What the client must report for a request the server gave `fault`:
-/// (outcome status, error kind or timeout phase, tokens arrive before it).
-fn expected(fault: &str) -> (&'static str, &'static str, bool) {
-    match fault {
-        "http_429" => ("error", "http_429", false),
-        "http_503" => ("error", "http_503", false),
-        "error_event" => ("error", "stream_error", true),
-        "reset" => ("error", "reset", true),
-        "malformed" => ("error", "malformed_chunk", true),
-        "stall" => ("timeout", "stream", true),
-        "html" => ("error", "non_sse", false),
-        "no_done" => ("error", "truncated", true),
-        "no_headers" => ("timeout", "headers", false),
-        other => panic!("unknown fault {other}"),
-    }
-}
+use common::{Mock, expected_for_fault as expected, read_jsonl, run, text};
 
 fn matrix(fault: &str) {
     let mock = Mock::start(&[

@@ -3,7 +3,8 @@
 //! reads back; a verification failure exits 1 and still writes `--out`; no adapter
 //! exits non-zero with a hint.
 
-use std::path::Path;
+mod common;
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -29,22 +30,11 @@ fn text(o: &Output) -> String {
 }
 
 fn validator() -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/kernels.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::validator_for(&schema).expect("the schema itself is valid draft 2020-12")
+    common::schema_validator("kernels.schema.json")
 }
 
 fn assert_valid(doc: &Value) {
-    let v = validator();
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "kernels.json does not match its schema:\n{}",
-        errors.join("\n")
-    );
+    common::assert_schema("kernels.schema.json", doc, "kernels.json");
 }
 
 #[test]

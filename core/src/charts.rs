@@ -696,12 +696,7 @@ pub fn kernel_roofline(report: &crate::kernels::KernelReport) -> String {
         .map(|k| {
             let shape = match k.context {
                 Some(c) => format!("ctx {c}"),
-                None => k
-                    .shape
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join("x"),
+                None => crate::kernels::shape_label(&k.shape),
             };
             let batch = if k.batch > 1 {
                 format!(" b{}", k.batch)

@@ -1109,13 +1109,7 @@ fn kernel_rows(k: &KernelReport) -> Vec<Vec<String>> {
         rows.push(vec![
             r.name.clone(),
             r.dtype.clone(),
-            r.context.map(|c| format!("ctx {c}")).unwrap_or_else(|| {
-                r.shape
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join("x")
-            }),
+            r.shape_label(),
             r.batch.to_string(),
             r.reduction.clone(),
             yes(r.verified),

@@ -299,6 +299,31 @@ pub struct VerificationReport {
     pub failure: Option<String>,
 }
 
+/// A matrix shape as tables show it: `4096x14336`.
+pub fn shape_label(shape: &[u64]) -> String {
+    shape
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+impl KernelResult {
+    /// The shape as tables show it: `4096x14336` for GEMV and skinny matmul;
+    /// `h32/kv8 d128 ctx 8192 (4 splits)` for attention.
+    pub fn shape_label(&self) -> String {
+        match (self.context, self.heads, self.kv_heads, self.head_dim) {
+            (Some(c), Some(h), Some(kv), Some(d)) => format!(
+                "h{h}/kv{kv} d{d} ctx {c}{}",
+                self.splits
+                    .filter(|s| *s > 1)
+                    .map_or(String::new(), |s| format!(" ({s} splits)"))
+            ),
+            _ => shape_label(&self.shape),
+        }
+    }
+}
+
 /// One kernel's result. GEMV and skinny matmul fill `shape` and `batch`; attention
 /// fills `context`, `heads`, `kv_heads`, `head_dim` and `splits`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

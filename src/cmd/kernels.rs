@@ -513,22 +513,7 @@ pub fn tables(r: &KernelReport) -> String {
         .to_vec(),
     ];
     for k in &r.kernels {
-        let shape = match (k.context, k.heads, k.kv_heads, k.head_dim) {
-            (Some(c), Some(h), Some(kv), Some(d)) => {
-                format!(
-                    "h{h}/kv{kv} d{d} ctx {c}{}",
-                    k.splits
-                        .filter(|s| *s > 1)
-                        .map_or(String::new(), |s| format!(" ({s} splits)"))
-                )
-            }
-            _ => k
-                .shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join("x"),
-        };
+        let shape = k.shape_label();
         rows.push(vec![
             k.name.clone(),
             k.dtype.clone(),
@@ -589,11 +574,7 @@ pub fn tables(r: &KernelReport) -> String {
         for row in &r.roofline {
             let mut line = vec![
                 row.dtype.clone(),
-                row.shape
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join("x"),
+                tokenscope_core::kernels::shape_label(&row.shape),
             ];
             for b in &batches {
                 line.push(

@@ -113,3 +113,44 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// The validator of `schemas/<file>` (e.g. `client.schema.json`).
+pub fn schema_validator(file: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(file);
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("the schema itself is valid draft 2020-12")
+}
+
+/// Fail, listing every error, unless `doc` validates against `schemas/<file>`.
+pub fn assert_schema(file: &str, doc: &serde_json::Value, what: &str) {
+    let errors: Vec<String> = schema_validator(file)
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} does not match schemas/{file}:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// What a client must report for a request `tokenscope mock` gave `fault` (the
+/// same for the native client and the page): (outcome status, error kind or
+/// timeout phase, tokens arrive before the fault).
+pub fn expected_for_fault(fault: &str) -> (&'static str, &'static str, bool) {
+    match fault {
+        "http_429" => ("error", "http_429", false),
+        "http_503" => ("error", "http_503", false),
+        "error_event" => ("error", "stream_error", true),
+        "reset" => ("error", "reset", true),
+        "malformed" => ("error", "malformed_chunk", true),
+        "stall" => ("timeout", "stream", true),
+        "html" => ("error", "non_sse", false),
+        "no_done" => ("error", "truncated", true),
+        "no_headers" => ("timeout", "headers", false),
+        other => panic!("unknown fault {other}"),
+    }
+}

@@ -14,7 +14,7 @@ use tokenscope_core::charts;
 use tokenscope_core::gpu_page::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
 };
-use tokenscope_core::kernels::{KernelReport, KernelResult, TimingMethod};
+use tokenscope_core::kernels::{KernelReport, TimingMethod};
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
@@ -450,23 +450,6 @@ struct ResultsProps {
     partial: bool,
 }
 
-fn shape_of(k: &KernelResult) -> String {
-    match (k.context, k.heads, k.kv_heads, k.head_dim) {
-        (Some(c), Some(h), Some(kv), Some(d)) => format!(
-            "h{h}/kv{kv} d{d} ctx {c}{}",
-            k.splits
-                .filter(|s| *s > 1)
-                .map_or(String::new(), |s| format!(" ({s} splits)"))
-        ),
-        _ => k
-            .shape
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join("x"),
-    }
-}
-
 fn timing_text(r: &KernelReport) -> String {
     match r.timing {
         TimingMethod::TimestampQuery if r.config.timestamp_batch_ms > 0.0 => format!(
@@ -501,7 +484,7 @@ fn Results(props: &ResultsProps) -> Html {
             <tr class={classes!((!k.verified).then_some("bad"))}>
                 <td>{ k.name.clone() }</td>
                 <td>{ k.dtype.clone() }</td>
-                <td>{ shape_of(k) }</td>
+                <td>{ k.shape_label() }</td>
                 <td class="num">{ k.batch }</td>
                 <td class="num">{ format!("{:.1}", k.median_us) }</td>
                 <td class="num">{ k.gbps.map_or_else(|| "cache".to_owned(), |g| format!("{g:.2}")) }</td>
