@@ -583,23 +583,7 @@ pub fn histogram_bins(quantiles: &[f64], bins: usize) -> Option<Vec<(f64, f64, f
 
 /// Rows chart with a wide left gutter for labels.
 fn rows_plot(svg: &mut Svg, width: f64, height: f64, gutter: f64, x: Axis) -> Plot {
-    let p = Plot {
-        left: gutter,
-        right: width - MARGIN_RIGHT,
-        top: MARGIN_TOP,
-        bottom: height - MARGIN_BOTTOM,
-        x,
-        y: None,
-    };
-    p.draw_x(svg);
-    svg.line(
-        (p.left, p.bottom),
-        (p.right, p.bottom),
-        AXIS,
-        1.0,
-        Dash::Solid,
-    );
-    p
+    Plot::new_rows_at(svg, width, height, gutter, x)
 }
 
 /// TPOT per load level against the GPU's bandwidth floor: a bar for the p50, a dot
@@ -1215,8 +1199,13 @@ impl Plot {
 
     /// Rows (one per item) against an x axis: vertical grid lines only.
     fn new_rows(svg: &mut Svg, width: f64, height: f64, x: Axis) -> Self {
+        Self::new_rows_at(svg, width, height, MARGIN_LEFT, x)
+    }
+
+    /// Rows with a left gutter of `left` px for the labels.
+    fn new_rows_at(svg: &mut Svg, width: f64, height: f64, left: f64, x: Axis) -> Self {
         let p = Plot {
-            left: MARGIN_LEFT,
+            left,
             right: width - MARGIN_RIGHT,
             top: MARGIN_TOP,
             bottom: height - MARGIN_BOTTOM,

@@ -911,6 +911,47 @@ fn level_rows(c: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
     (h, rows)
 }
 
+/// The native-vs-browser table's rows (Markdown and HTML).
+fn comparison_rows(cmp: &Comparison) -> Vec<Vec<String>> {
+    cmp.stages
+        .iter()
+        .map(|s| {
+            vec![
+                s.stage.clone(),
+                fmt_ms(s.native_ms),
+                fmt_ms(s.browser_ms),
+                s.delta_ms
+                    .map(|d| format!("{d:+.1}"))
+                    .unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect()
+}
+
+/// The TPOT-vs-floor paragraph (Markdown and HTML).
+fn floor_sentence(f: &FloorComparison) -> String {
+    let e = &f.floor.estimate;
+    format!(
+        "{} on {}: {} bytes per token ({} weights + {} KV at {} context), GEMV {} GB/s ({}), attention {} GB/s ({}): floor {} ms/token, ceiling {} tok/s. Measured TPOT p50 {} ms at {}: {} the floor. Floor: {}.",
+        e.model,
+        f.gpu,
+        e.bytes_per_token,
+        e.weight_bytes,
+        e.kv_bytes,
+        e.context,
+        fmt_rate(e.gemv_gbps),
+        f.floor.gemv_source,
+        fmt_rate(e.attention_gbps),
+        f.floor.attention_source,
+        fmt_ms(Some(e.tpot_floor_ms)),
+        fmt_rate(e.tokens_per_s_ceiling),
+        fmt_ms(Some(f.tpot_p50_ms)),
+        f.level,
+        ratio_label(f.ratio),
+        f.source
+    )
+}
+
 fn md_table(h: &[String], rows: &[Vec<String>]) -> String {
     crate::export::markdown_table(h, rows)
 }
@@ -955,44 +996,11 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
         let h: Vec<String> = ["stage", "native", "browser", "browser's own cost"]
             .map(str::to_owned)
             .to_vec();
-        let rows: Vec<Vec<String>> = cmp
-            .stages
-            .iter()
-            .map(|s| {
-                vec![
-                    s.stage.clone(),
-                    fmt_ms(s.native_ms),
-                    fmt_ms(s.browser_ms),
-                    s.delta_ms
-                        .map(|d| format!("{d:+.1}"))
-                        .unwrap_or_else(|| "-".into()),
-                ]
-            })
-            .collect();
+        let rows = comparison_rows(cmp);
         out.push_str(&md_table(&h, &rows));
     }
     if let Some(f) = &c.floor {
-        let e = &f.floor.estimate;
-        let _ = writeln!(
-            out,
-            "\n## TPOT vs the GPU floor\n\n{} on {}: {} bytes per token ({} weights + {} KV at {} context), GEMV {} GB/s ({}), attention {} GB/s ({}): floor {} ms/token, ceiling {} tok/s. Measured TPOT p50 {} ms at {}: {} the floor. Floor: {}.",
-            e.model,
-            f.gpu,
-            e.bytes_per_token,
-            e.weight_bytes,
-            e.kv_bytes,
-            e.context,
-            fmt_rate(e.gemv_gbps),
-            f.floor.gemv_source,
-            fmt_rate(e.attention_gbps),
-            f.floor.attention_source,
-            fmt_ms(Some(e.tpot_floor_ms)),
-            fmt_rate(e.tokens_per_s_ceiling),
-            fmt_ms(Some(f.tpot_p50_ms)),
-            f.level,
-            ratio_label(f.ratio),
-            f.source
-        );
+        let _ = writeln!(out, "\n## TPOT vs the GPU floor\n\n{}", floor_sentence(f));
     }
     if let Some(k) = &input.kernels {
         let _ = writeln!(
@@ -1239,20 +1247,7 @@ pub fn html_body(input: &ReportInput, c: &Combined) -> String {
         let h: Vec<String> = ["stage", "native ms", "browser ms", "browser's own cost ms"]
             .map(str::to_owned)
             .to_vec();
-        let rows: Vec<Vec<String>> = cmp
-            .stages
-            .iter()
-            .map(|s| {
-                vec![
-                    s.stage.clone(),
-                    fmt_ms(s.native_ms),
-                    fmt_ms(s.browser_ms),
-                    s.delta_ms
-                        .map(|d| format!("{d:+.1}"))
-                        .unwrap_or_else(|| "-".into()),
-                ]
-            })
-            .collect();
+        let rows = comparison_rows(cmp);
         o.push_str(&html_table(&h, &rows));
         if let Some(p) = &cmp.browser_protocol {
             let _ = write!(
@@ -1263,27 +1258,10 @@ pub fn html_body(input: &ReportInput, c: &Combined) -> String {
         }
     }
     if let Some(f) = &c.floor {
-        let e = &f.floor.estimate;
         let _ = write!(
             o,
-            "<h2 id=\"floor\">TPOT vs the GPU floor</h2><p>{} {} on {}: {} bytes per token ({} weights + {} KV cache at {} context). GEMV {} GB/s ({}), attention {} GB/s ({}): floor <b>{} ms</b> per token, ceiling {} tok/s. Measured TPOT p50 {} ms at {}: <b>{}</b> the floor. Floor: {}.</p>",
-            escape_html(&e.model),
-            e.quant,
-            escape_html(&f.gpu),
-            e.bytes_per_token,
-            e.weight_bytes,
-            e.kv_bytes,
-            e.context,
-            fmt_rate(e.gemv_gbps),
-            escape_html(&f.floor.gemv_source),
-            fmt_rate(e.attention_gbps),
-            escape_html(&f.floor.attention_source),
-            fmt_ms(Some(e.tpot_floor_ms)),
-            fmt_rate(e.tokens_per_s_ceiling),
-            fmt_ms(Some(f.tpot_p50_ms)),
-            escape_html(&f.level),
-            ratio_label(f.ratio),
-            escape_html(&f.source)
+            "<h2 id=\"floor\">TPOT vs the GPU floor</h2><p>{}</p>",
+            escape_html(&floor_sentence(f))
         );
     }
     if let Some(k) = &input.kernels {
