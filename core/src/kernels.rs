@@ -226,12 +226,7 @@ impl TimingSummary {
             return None;
         }
         v.sort_by(f64::total_cmp);
-        let pct = |p: f64| {
-            let rank = p * (v.len() - 1) as f64;
-            let lo = rank.floor() as usize;
-            let hi = rank.ceil() as usize;
-            v[lo] + (v[hi] - v[lo]) * (rank - lo as f64)
-        };
+        let pct = |q: f64| crate::stats::percentile_sorted(&v, q);
         Some(TimingSummary {
             samples: v.len() as u32,
             median_us: pct(0.5),
