@@ -15,7 +15,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
-step() { echo "== $* ($((SECONDS - t0)) s)"; }
+disk_free() { df -h --output=avail . | tail -1 | tr -d ' '; }
+step() { echo "== $* ($((SECONDS - t0)) s, $(disk_free) free)"; }
+
+# Chromium leaves scoped dirs in $TMPDIR when its driver ends it; give the whole
+# run one scratch TMPDIR and remove it at the end, so runs do not fill /tmp.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/tokenscope-test.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 
 step "setup"
 scripts/setup.sh

@@ -108,15 +108,20 @@ impl Browser {
     /// Headless Chromium with the usual quiet flags plus `extra`.
     pub async fn start(extra: &[&str]) -> Browser {
         let port = free_port();
+        // Profile and TMPDIR in one temporary folder removed on drop: Chromium
+        // leaves `org.chromium.Chromium.scoped_dir.*` folders in TMPDIR otherwise.
+        let profile = tempfile::tempdir().unwrap();
+        let tmp = profile.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
         let driver = Proc(
             Command::new(std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into()))
                 .arg(format!("--port={port}"))
+                .env("TMPDIR", &tmp)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("start chromedriver (scripts/setup.sh installs it)"),
         );
-        let profile = tempfile::tempdir().unwrap();
         let mut args: Vec<String> = [
             "--headless",
             "--no-sandbox",
@@ -133,7 +138,10 @@ impl Browser {
         .chain(extra)
         .map(|s| (*s).to_owned())
         .collect();
-        args.push(format!("--user-data-dir={}", profile.path().display()));
+        args.push(format!(
+            "--user-data-dir={}",
+            profile.path().join("profile").display()
+        ));
         let mut chrome = json!({ "args": args });
         if let Ok(b) = std::env::var("CHROMIUM") {
             chrome["binary"] = json!(b);
