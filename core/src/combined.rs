@@ -830,85 +830,16 @@ pub const GLOSSARY: &[GlossaryEntry] = &[
 
 fn level_rows(c: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
     let browser = c.source == Source::Browser;
-    let mut h: Vec<String> = [
-        "load", "sent", "ok", "err", "t/o", "TTFT p50", "TTFT p95", "TTFT p99",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    if browser {
-        h.extend(["painted p50", "painted p95", "render delay p50"].map(str::to_owned));
-    }
-    h.extend(
-        [
-            "TPOT p50",
-            "TPOT p95",
-            "ITL p50",
-            "ITL p99",
-            "E2E p50",
-            "E2E p95",
-            "tok/s",
-            "req/s",
-            "goodput/s",
-            "err %",
-            "t/o %",
-            "round spread",
-        ]
-        .map(str::to_owned),
-    );
-    let rows = c
-        .levels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let m = &l.metrics;
-            let knee = c.sweep.knee.as_ref().is_some_and(|k| k.level_index == i);
-            let mut r = vec![
-                format!("{}{}", l.load().label(), if knee { " (knee)" } else { "" }),
-                l.sent.to_string(),
-                l.ok.to_string(),
-                l.errors.to_string(),
-                l.timeouts.to_string(),
-                fmt_ms(m.ttft_ms.p50),
-                fmt_ms(m.ttft_ms.p95),
-                fmt_ms(m.ttft_ms.p99),
-            ];
-            if browser {
-                let rt = m.rendered_ttft_ms.unwrap_or_default();
-                let rd = m.render_delay_ms.unwrap_or_default();
-                r.extend([fmt_ms(rt.p50), fmt_ms(rt.p95), fmt_ms(rd.p50)]);
-            }
-            r.extend([
-                fmt_ms(m.tpot_ms.p50),
-                fmt_ms(m.tpot_ms.p95),
-                fmt_ms(m.itl_ms.p50),
-                fmt_ms(m.itl_ms.p99),
-                fmt_ms(m.e2e_ms.p50),
-                fmt_ms(m.e2e_ms.p95),
-                fmt_rate(l.output_tokens_per_s),
-                fmt_rate(l.requests_per_s),
-                l.goodput_per_s.map(fmt_rate).unwrap_or_else(|| "-".into()),
-                format!("{:.1}", 100.0 * l.error_rate),
-                format!("{:.1}", 100.0 * l.timeout_rate),
-                l.round_spread
-                    .e2e_ms_p50
-                    .map(|s| {
-                        format!(
-                            "{:.0}%{}",
-                            100.0 * s.relative,
-                            if l.round_spread.rounds_disagree {
-                                " !"
-                            } else {
-                                ""
-                            }
-                        )
-                    })
-                    .unwrap_or_else(|| "-".into()),
-            ]);
-            r
-        })
-        .collect();
-    (h, rows)
+    crate::export::level_table(
+        c,
+        crate::export::LevelColumns {
+            painted: browser,
+            render_delay: browser,
+            goodput: true,
+            health: true,
+            knee_marker: true,
+        },
+    )
 }
 
 /// The native-vs-browser table's rows (Markdown and HTML).

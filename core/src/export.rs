@@ -29,45 +29,86 @@ pub fn fmt_rate(v: f64) -> String {
 
 /// The summary table: headers and one row per level.
 pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
-    let browser = report
-        .levels
-        .iter()
-        .any(|l| l.metrics.rendered_ttft_ms.is_some());
-    let has_goodput = report.levels.iter().any(|l| l.goodput_per_s.is_some());
-    let mut headers: Vec<String> = [
+    level_table(
+        report,
+        LevelColumns {
+            painted: report
+                .levels
+                .iter()
+                .any(|l| l.metrics.rendered_ttft_ms.is_some()),
+            render_delay: false,
+            goodput: report.levels.iter().any(|l| l.goodput_per_s.is_some()),
+            health: false,
+            knee_marker: false,
+        },
+    )
+}
+
+/// Which optional columns a level table carries (the CLI's summary and the
+/// combined report's level table are the same table with different options).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LevelColumns {
+    /// Rendered TTFT p50 / p95 (browser reports).
+    pub painted: bool,
+    /// Render delay p50, after the painted columns.
+    pub render_delay: bool,
+    /// Goodput per second (`-` for levels without SLOs).
+    pub goodput: bool,
+    /// Error and timeout rates and the round-to-round spread of E2E p50.
+    pub health: bool,
+    /// `(knee)` after the load label of the knee level.
+    pub knee_marker: bool,
+}
+
+/// One table of a report's levels: headers and one row per level.
+pub(crate) fn level_table(
+    report: &ClientReport,
+    cols: LevelColumns,
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut headers: Vec<&str> = vec![
         "load", "sent", "ok", "err", "t/o", "TTFT p50", "TTFT p95", "TTFT p99",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    if browser {
-        headers.push("painted p50".into());
-        headers.push("painted p95".into());
+    ];
+    if cols.painted {
+        headers.extend(["painted p50", "painted p95"]);
     }
-    headers.extend(
-        [
-            "TPOT p50",
-            "TPOT p95",
-            "ITL p50",
-            "ITL p99",
-            "E2E p50",
-            "E2E p95",
-            "out tok/s",
-            "req/s",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned()),
-    );
-    if has_goodput {
-        headers.push("goodput/s".into());
+    if cols.render_delay {
+        headers.push("render delay p50");
     }
+    headers.extend([
+        "TPOT p50",
+        "TPOT p95",
+        "ITL p50",
+        "ITL p99",
+        "E2E p50",
+        "E2E p95",
+        "out tok/s",
+        "req/s",
+    ]);
+    if cols.goodput {
+        headers.push("goodput/s");
+    }
+    if cols.health {
+        headers.extend(["err %", "t/o %", "round spread"]);
+    }
+    let knee = report
+        .sweep
+        .knee
+        .as_ref()
+        .filter(|_| cols.knee_marker)
+        .map(|k| k.level_index);
     let rows = report
         .levels
         .iter()
-        .map(|l| {
+        .enumerate()
+        .map(|(i, l)| {
             let m = &l.metrics;
+            let label = l.load().label();
             let mut row = vec![
-                l.load().label(),
+                if knee == Some(i) {
+                    format!("{label} (knee)")
+                } else {
+                    label
+                },
                 l.sent.to_string(),
                 l.ok.to_string(),
                 l.errors.to_string(),
@@ -76,10 +117,12 @@ pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
                 fmt_ms(m.ttft_ms.p95),
                 fmt_ms(m.ttft_ms.p99),
             ];
-            if browser {
+            if cols.painted {
                 let r = m.rendered_ttft_ms.unwrap_or_default();
-                row.push(fmt_ms(r.p50));
-                row.push(fmt_ms(r.p95));
+                row.extend([fmt_ms(r.p50), fmt_ms(r.p95)]);
+            }
+            if cols.render_delay {
+                row.push(fmt_ms(m.render_delay_ms.unwrap_or_default().p50));
             }
             row.extend([
                 fmt_ms(m.tpot_ms.p50),
@@ -91,13 +134,27 @@ pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
                 fmt_rate(l.output_tokens_per_s),
                 fmt_rate(l.requests_per_s),
             ]);
-            if has_goodput {
+            if cols.goodput {
                 row.push(l.goodput_per_s.map(fmt_rate).unwrap_or_else(|| "-".into()));
+            }
+            if cols.health {
+                let spread = &l.round_spread;
+                row.extend([
+                    format!("{:.1}", 100.0 * l.error_rate),
+                    format!("{:.1}", 100.0 * l.timeout_rate),
+                    spread
+                        .e2e_ms_p50
+                        .map(|s| {
+                            let flag = if spread.rounds_disagree { " !" } else { "" };
+                            format!("{:.0}%{flag}", 100.0 * s.relative)
+                        })
+                        .unwrap_or_else(|| "-".into()),
+                ]);
             }
             row
         })
         .collect();
-    (headers, rows)
+    (headers.into_iter().map(str::to_owned).collect(), rows)
 }
 
 /// Render rows as a Markdown table.
