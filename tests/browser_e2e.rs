@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use chromium::{Browser, Serve, free_port, repo};
-use common::{Mock, assert_schema, bin, expected_for_fault, median};
+use common::{Mock, assert_schema, bin, check_faults_against_log, median};
 use serde_json::Value;
 
 /// One browser at a time: the timing checks should not share two cores with a
@@ -565,42 +565,7 @@ async fn page_classifies_every_fault_like_the_server_logged_it() {
     let records = records.as_array().unwrap();
     assert_eq!(records.len() as u64, n);
     let server = mock.log_records(n as usize);
-    let by_id: HashMap<&str, &Value> = server
-        .iter()
-        .filter_map(|s| Some((s["request_id"].as_str()?, s)))
-        .collect();
-    let mut seen: std::collections::BTreeMap<String, u32> = Default::default();
-    for r in records {
-        let id = r["request_id"].as_str().unwrap();
-        let s = by_id
-            .get(id)
-            .unwrap_or_else(|| panic!("{id} is not in the server log"));
-        let outcome = &r["outcome"];
-        let Some(fault) = s["fault"].as_str() else {
-            assert_eq!(outcome["status"], "ok", "{id} had no fault: {r}");
-            continue;
-        };
-        *seen.entry(fault.to_owned()).or_default() += 1;
-        let (status, kind, tokens_first) = expected_for_fault(fault);
-        assert_eq!(outcome["status"], status, "{fault}: {id}: {outcome}");
-        let got = if status == "timeout" {
-            &outcome["phase"]
-        } else {
-            &outcome["kind"]
-        };
-        assert_eq!(got, kind, "{fault}: {id}: {outcome}");
-        let page_tokens = r["token_events_ms"].as_array().unwrap().len();
-        let server_chunks = s["chunk_times_ms"].as_array().unwrap().len();
-        if tokens_first {
-            assert!(server_chunks >= 1, "{fault}: the server sent tokens first");
-            assert_eq!(
-                page_tokens, server_chunks,
-                "{fault}: {id}: tokens kept: {r}"
-            );
-        } else {
-            assert_eq!(page_tokens, 0, "{fault}: {id}");
-        }
-    }
+    let seen = check_faults_against_log("page", records, &server);
     eprintln!("faults injected and classified: {seen:?}");
     assert!(
         seen.len() >= 6,

@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::collections::HashMap;
-
-use common::{Mock, expected_for_fault as expected, read_jsonl, run, text};
+use common::{Mock, check_faults_against_log, read_jsonl, run, text};
 
 fn matrix(fault: &str) {
     let mock = Mock::start(&[
@@ -74,52 +72,12 @@ fn matrix(fault: &str) {
     let records: Vec<serde_json::Value> = read_jsonl(&raw).into_iter().skip(1).collect();
     assert_eq!(records.len(), 12, "{fault}: one raw line per request");
     let server = mock.log_records(12);
-    let by_id: HashMap<&str, &serde_json::Value> = server
-        .iter()
-        .filter_map(|s| Some((s["request_id"].as_str()?, s)))
-        .collect();
-    let mut faulted = 0;
-    for r in &records {
-        let id = r["request_id"].as_str().unwrap();
-        let s = by_id
-            .get(id)
-            .unwrap_or_else(|| panic!("{fault}: {id} not in the server log"));
-        let outcome = &r["outcome"];
-        match s["fault"].as_str() {
-            None => assert_eq!(outcome["status"], "ok", "{fault}: {id} had no fault: {r}"),
-            Some(f) => {
-                faulted += 1;
-                assert_eq!(f, fault);
-                let (status, kind, tokens_first) = expected(f);
-                assert_eq!(outcome["status"], status, "{fault}: {id}: {outcome}");
-                let got = if status == "timeout" {
-                    &outcome["phase"]
-                } else {
-                    &outcome["kind"]
-                };
-                assert_eq!(got, kind, "{fault}: {id}: {outcome}");
-                let client_tokens = r["token_events_ms"].as_array().unwrap().len();
-                let server_chunks = s["chunk_times_ms"].as_array().unwrap().len();
-                if tokens_first {
-                    assert!(
-                        server_chunks >= 1,
-                        "{fault}: the server sent tokens before the fault"
-                    );
-                    // Every token the server handed over before the fault is in the raw record.
-                    assert_eq!(
-                        client_tokens, server_chunks,
-                        "{fault}: {id}: tokens kept: {r}"
-                    );
-                } else {
-                    assert_eq!(client_tokens, 0, "{fault}: {id}");
-                }
-                if status == "error" {
-                    let msg = outcome["message"].as_str().unwrap();
-                    assert!(!msg.is_empty());
-                }
-            }
-        }
-    }
+    let seen = check_faults_against_log(fault, &records, &server);
+    assert!(
+        seen.keys().all(|f| f == fault),
+        "{fault}: only this fault was injected: {seen:?}"
+    );
+    let faulted = seen.values().sum::<u32>();
     assert!(
         faulted > 0 && faulted < 12,
         "{fault}: about half faulted, got {faulted}"

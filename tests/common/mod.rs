@@ -137,6 +137,62 @@ pub fn assert_schema(file: &str, doc: &serde_json::Value, what: &str) {
     );
 }
 
+/// Join a client's raw records to `tokenscope mock`'s log by request id and check
+/// each: a request the server did not fault is ok; a faulted one is classified as
+/// [`expected_for_fault`] says, an error carries a message, and every token the
+/// server sent before the fault is in the record (none when it sent none).
+/// `label` prefixes the messages. Returns how many requests each fault hit.
+pub fn check_faults_against_log(
+    label: &str,
+    records: &[serde_json::Value],
+    server: &[serde_json::Value],
+) -> std::collections::BTreeMap<String, u32> {
+    let by_id: std::collections::HashMap<&str, &serde_json::Value> = server
+        .iter()
+        .filter_map(|s| Some((s["request_id"].as_str()?, s)))
+        .collect();
+    let mut seen = std::collections::BTreeMap::<String, u32>::new();
+    for r in records {
+        let id = r["request_id"].as_str().unwrap();
+        let s = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("{label}: {id} is not in the server log"));
+        let outcome = &r["outcome"];
+        let Some(fault) = s["fault"].as_str() else {
+            assert_eq!(outcome["status"], "ok", "{label}: {id} had no fault: {r}");
+            continue;
+        };
+        *seen.entry(fault.to_owned()).or_default() += 1;
+        let (status, kind, tokens_first) = expected_for_fault(fault);
+        assert_eq!(outcome["status"], status, "{fault}: {id}: {outcome}");
+        let got = if status == "timeout" {
+            &outcome["phase"]
+        } else {
+            &outcome["kind"]
+        };
+        assert_eq!(got, kind, "{fault}: {id}: {outcome}");
+        if status == "error" {
+            let msg = outcome["message"].as_str().unwrap_or_default();
+            assert!(
+                !msg.is_empty(),
+                "{fault}: {id}: an error says what: {outcome}"
+            );
+        }
+        let client_tokens = r["token_events_ms"].as_array().unwrap().len();
+        let server_chunks = s["chunk_times_ms"].as_array().unwrap().len();
+        if tokens_first {
+            assert!(server_chunks >= 1, "{fault}: the server sent tokens first");
+            assert_eq!(
+                client_tokens, server_chunks,
+                "{fault}: {id}: tokens kept: {r}"
+            );
+        } else {
+            assert_eq!(client_tokens, 0, "{fault}: {id}");
+        }
+    }
+    seen
+}
+
 /// What a client must report for a request `tokenscope mock` gave `fault` (the
 /// same for the native client and the page): (outcome status, error kind or
 /// timeout phase, tokens arrive before the fault).
