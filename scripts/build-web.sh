@@ -95,7 +95,12 @@ raw=$(stat -c %s "$dist/$wasm_name")
 gzw=$(gz "$dist/$wasm_name")
 gpu_raw=$(stat -c %s "$dist/$gpu_wasm_name")
 gpu_gz=$(( $(gz "$dist/$gpu_wasm_name") + $(gz "$dist/$gpu_js_name") ))
-first_gz=$(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name" -exec cat {} + | gzip -9 -c | wc -c)
+# Each file gzipped on its own, as a server sends it (one gzip of all files
+# together would depend on the order `find` lists them in).
+first_gz=0
+while IFS= read -r f; do
+  first_gz=$(( first_gz + $(gz "$f") ))
+done < <(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name")
 printf 'dist/ built: %s\n' "$(ls "$dist" | tr '\n' ' ')"
 printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everything but the GPU module) %s KB gz\n' \
   "$raw" "$gzw" "$(kb "$gzw")" "$(kb "$first_gz")"
