@@ -229,3 +229,79 @@ fn help_explains_the_flags() {
         assert!(h.contains(flag), "--help mentions {flag}");
     }
 }
+
+#[test]
+fn calibrate_compares_the_client_with_its_in_process_server() {
+    // calibrate starts the simulated server on its own thread and runtime and joins
+    // what the client measured to the server's log, gap by gap.
+    let o = run(&[
+        "calibrate",
+        "--levels",
+        "1,4",
+        "--max-tokens",
+        "12",
+        "--itl-ms",
+        "5",
+        "--bound-ms",
+        "50",
+        "--quiet",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("1 ") || l.starts_with("4 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "one row per level: {out}");
+    for row in rows {
+        let gaps: u64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(gaps > 0, "gaps joined to the server's log: {row}");
+    }
+    assert!(
+        out.contains("largest concurrency with ITL p99 error under 50 ms on this machine: 4"),
+        "{out}"
+    );
+}
+
+#[test]
+fn mock_binds_loopback_unless_told_and_warns_when_told() {
+    use std::io::{BufRead as _, Read as _};
+    let first_line_and_stderr = |args: &[&str]| {
+        let mut child = std::process::Command::new(common::bin())
+            .args(["mock", "--port", "0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (line, err)
+    };
+    let (line, err) = first_line_and_stderr(&[]);
+    assert!(
+        line.starts_with("tokenscope mock listening on http://127.0.0.1:"),
+        "{line}"
+    );
+    assert!(!err.contains("reachable from the network"), "{err}");
+    let (line, err) = first_line_and_stderr(&["--host", "0.0.0.0"]);
+    assert!(
+        line.starts_with("tokenscope mock listening on http://0.0.0.0:"),
+        "{line}"
+    );
+    assert!(
+        err.contains("warning: bound to 0.0.0.0: reachable from the network"),
+        "{err}"
+    );
+}

@@ -411,10 +411,7 @@ impl Outputs {
 /// Run the subcommand.
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let (cfg, outputs) = args.into_config()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = super::runtime()?;
     let report = rt.block_on(async {
         let pre = engine::preflight::check(&cfg).await?;
         if cfg.progress {

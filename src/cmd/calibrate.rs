@@ -16,7 +16,6 @@ use tokenscope_core::sim::SimConfig;
 use tokenscope_core::stats::percentile;
 
 use crate::engine::{self, BenchConfig, LoadPlan, PerLevel, Prompts};
-use crate::mock::{MockState, router, serve};
 use crate::util::parse_u32_list;
 
 /// Measure the client's own timing error against server truth at rising
@@ -70,11 +69,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         max_batch: max_c,
         ..SimConfig::default()
     };
-    let url = start_server(sim, &server_log)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let url = crate::mock::start_in_thread(sim, Some(&server_log), None)?;
+    let rt = super::runtime()?;
     let mut rows = Vec::new();
     for &c in &levels {
         let raw = dir.join(format!("raw-{c}.jsonl"));
@@ -155,43 +151,6 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(ExitCode::SUCCESS)
-}
-
-fn start_server(sim: SimConfig, log: &Path) -> anyhow::Result<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let log = log.to_owned();
-    std::thread::Builder::new()
-        .name("tokenscope-mock".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = tx.send(Err(anyhow::anyhow!("server runtime: {e}")));
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                let started = async {
-                    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-                    let addr = listener.local_addr()?;
-                    let state = MockState::start(sim, Some(&log))?;
-                    anyhow::Ok((listener, addr, state))
-                };
-                match started.await {
-                    Ok((listener, addr, state)) => {
-                        let _ = tx.send(Ok(format!("http://{addr}/v1")));
-                        let _ = serve(listener, router(state)).await;
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                    }
-                }
-            });
-        })?;
-    rx.recv().context("the simulated server did not start")?
 }
 
 fn read_lines(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {

@@ -7,7 +7,6 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::cmd::bench::{ApiArg, ArrivalArg, BenchArgs};
-use crate::mock::{MockState, router, serve};
 
 /// Start the simulated inference server on a free loopback port and benchmark it
 /// with the real client over real HTTP: a concurrency sweep with a knee, printed
@@ -42,45 +41,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ttft_ms: 30.0,
         ..tokenscope_core::sim::SimConfig::default()
     };
-    let (url_tx, url_rx) = std::sync::mpsc::channel();
-    let sim2 = sim.clone();
-    std::thread::Builder::new()
-        .name("tokenscope-mock".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ =
-                        url_tx.send(Err(anyhow::anyhow!("cannot start the server runtime: {e}")));
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                let started = async {
-                    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-                    let addr = listener.local_addr()?;
-                    let state = MockState::start(sim2, None)?;
-                    anyhow::Ok((listener, addr, state))
-                };
-                match started.await {
-                    Ok((listener, addr, state)) => {
-                        let _ = url_tx.send(Ok(format!("http://{addr}/v1")));
-                        let _ = serve(listener, router(state)).await;
-                    }
-                    Err(e) => {
-                        let _ = url_tx.send(Err(e));
-                    }
-                }
-            });
-        })
-        .context("cannot start the server thread")?;
-    let url = url_rx
-        .recv()
-        .context("the simulated server did not start")??;
+    let url = crate::mock::start_in_thread(sim.clone(), None, Some(1))?;
     // Per round max(10, 2 x concurrency) requests (the bench default): enough waves at
     // every level without making c=1 the slowest part.
     let (levels, rounds, max_tokens) = if args.quick {

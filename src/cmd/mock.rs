@@ -142,31 +142,11 @@ impl SimArgs {
 /// Run the subcommand (until Ctrl-C).
 pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.sim.into_config()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = super::runtime()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind((args.host, args.port))
-            .await
-            .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
-        let addr = listener.local_addr()?;
+        let (listener, origin) = super::listen(args.host, args.port).await?;
         let state = MockState::start(cfg, args.log.as_deref())?;
-        let host = if addr.is_ipv6() {
-            format!("[{}]", addr.ip())
-        } else {
-            addr.ip().to_string()
-        };
-        println!(
-            "tokenscope mock listening on http://{host}:{}/v1",
-            addr.port()
-        );
-        if !args.host.is_loopback() {
-            eprintln!(
-                "warning: bound to {}: reachable from the network",
-                args.host
-            );
-        }
+        println!("tokenscope mock listening on {origin}/v1");
         tokio::select! {
             r = serve(listener, router(state)) => r.context("the server failed")?,
             _ = tokio::signal::ctrl_c() => {}

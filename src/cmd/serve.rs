@@ -165,36 +165,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = super::runtime()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind((args.host, args.port))
-            .await
-            .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
-        let addr = listener.local_addr()?;
+        let (listener, origin) = super::listen(args.host, args.port).await?;
         let mock = match sim {
             Some(cfg) => Some(MockState::start(cfg, args.mock_log.as_deref())?),
             None => None,
         };
-        let host = if addr.is_ipv6() {
-            format!("[{}]", addr.ip())
-        } else {
-            addr.ip().to_string()
-        };
-        let origin = format!("http://{host}:{}", addr.port());
         println!("tokenscope serve listening on {origin}{base}");
         if let Some(m) = &mock {
             eprintln!(
                 "simulated server ({}) on the same origin: open {origin}{base}?url={origin}/v1",
                 m.config().model
-            );
-        }
-        if !args.host.is_loopback() {
-            eprintln!(
-                "warning: bound to {}: reachable from the network",
-                args.host
             );
         }
         let served = mock.clone();

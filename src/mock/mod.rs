@@ -670,3 +670,51 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::R
     });
     axum::serve(listener, app).await
 }
+
+/// Start the simulated server inside this process on a free loopback port, on its
+/// own thread and tokio runtime (it competes with the client for the CPU as a
+/// separate process would, not on the client's runtime). Returns its `/v1` base URL.
+/// `worker_threads`: the server runtime's worker threads (`None`: one per core).
+pub fn start_in_thread(
+    cfg: SimConfig,
+    log: Option<&Path>,
+    worker_threads: Option<usize>,
+) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log = log.map(Path::to_owned);
+    std::thread::Builder::new()
+        .name("tokenscope-mock".into())
+        .spawn(move || {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            if let Some(n) = worker_threads {
+                builder.worker_threads(n);
+            }
+            let rt = match builder.enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(Err(anyhow::anyhow!("cannot start the server runtime: {e}")));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let started = async {
+                    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+                    let addr = listener.local_addr()?;
+                    let state = MockState::start(cfg, log.as_deref())?;
+                    anyhow::Ok((listener, addr, state))
+                };
+                match started.await {
+                    Ok((listener, addr, state)) => {
+                        let _ = tx.send(Ok(format!("http://{addr}/v1")));
+                        let _ = serve(listener, router(state)).await;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            });
+        })
+        .context("cannot start the server thread")?;
+    rx.recv().context("the simulated server did not start")?
+}
