@@ -17,6 +17,7 @@
 
 use std::fmt::Write as _;
 
+use crate::export::escape_html;
 use crate::report::{Knee, LevelReport};
 use crate::slo::{Slo, SloMetric};
 use crate::timeline::{Outcome, RequestRecord};
@@ -194,7 +195,7 @@ pub fn throughput_latency(levels: &[LevelReport], knee: Option<&Knee>, slos: &[S
             r#"<circle cx="{}" cy="{}" r="8" fill="none" stroke="{TEXT}" stroke-width="2"><title>{}</title></circle>"#,
             f(x),
             f(y),
-            esc(&format!(
+            escape_html(&format!(
                 "knee at {}: past it p95 E2E grows faster than throughput",
                 l.load().label()
             ))
@@ -455,7 +456,11 @@ pub fn request_timeline(records: &[RequestRecord], max_requests: usize) -> Strin
         let send = r.t_send_ms;
         let done = end_of(r);
         let headers = r.t_headers_ms.filter(|v| v.is_finite()).unwrap_or(done);
-        let _ = write!(svg.out, "<g><title>{}</title>", esc(&row_summary(i, r)));
+        let _ = write!(
+            svg.out,
+            "<g><title>{}</title>",
+            escape_html(&row_summary(i, r))
+        );
         if let Some(s) = r.t_scheduled_ms.filter(|s| s.is_finite() && *s < send) {
             svg.line((x(s), mid), (x(send), mid), MUTED, 1.0, Dash::Dotted);
         }
@@ -581,11 +586,6 @@ pub fn histogram_bins(quantiles: &[f64], bins: usize) -> Option<Vec<(f64, f64, f
     Some(out)
 }
 
-/// Rows chart with a wide left gutter for labels.
-fn rows_plot(svg: &mut Svg, width: f64, height: f64, gutter: f64, x: Axis) -> Plot {
-    Plot::new_rows_at(svg, width, height, gutter, x)
-}
-
 /// TPOT per load level against the GPU's bandwidth floor: a bar for the p50, a dot
 /// for the p95, and the floor as a dashed line. Bars far to the right of the line
 /// are time the server spends above what the GPU's memory bus needs.
@@ -616,7 +616,7 @@ pub fn tpot_vs_floor(levels: &[LevelReport], floor_ms: f64, gpu: &str) -> String
     );
     let mut svg = Svg::new(WIDTH, height, &title, &desc);
     svg.title_text(&title);
-    let plot = rows_plot(
+    let plot = Plot::new_rows_at(
         &mut svg,
         WIDTH,
         height,
@@ -713,7 +713,7 @@ pub fn kernel_roofline(report: &crate::kernels::KernelReport) -> String {
     let mut svg = Svg::new(WIDTH, height, &title, &desc);
     svg.title_text(&title);
     let x_label = format!("achieved bandwidth (GB/s) on {}", report.adapter.name);
-    let plot = rows_plot(
+    let plot = Plot::new_rows_at(
         &mut svg,
         WIDTH,
         height,
@@ -961,15 +961,7 @@ fn fmt_tick(v: f64, step: f64) -> String {
 
 /// A number for people: `0.42`, `12.3`, `420`.
 fn fmt_num(v: f64) -> String {
-    if !v.is_finite() {
-        "-".into()
-    } else if v.abs() < 10.0 {
-        format!("{v:.2}")
-    } else if v.abs() < 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.0}")
-    }
+    crate::export::fmt_ms(v.is_finite().then_some(v))
 }
 
 /// A coordinate: one decimal, never `NaN`.
@@ -986,23 +978,6 @@ fn f(v: f64) -> String {
     }
 }
 
-/// Escape text for SVG/XML content and attribute values.
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' && c != '\t' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// The SVG being written.
 struct Svg {
     out: String,
@@ -1014,8 +989,8 @@ impl Svg {
         let _ = write!(
             out,
             r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" font-size="12"><title>{}</title><desc>{}</desc><rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##,
-            esc(title),
-            esc(desc),
+            escape_html(title),
+            escape_html(desc),
             w = f(width),
             h = f(height),
         );
@@ -1084,7 +1059,7 @@ impl Svg {
             f(y),
             f(w.max(0.0)),
             f(h.max(0.0)),
-            esc(title)
+            escape_html(title)
         );
     }
 
@@ -1105,7 +1080,7 @@ impl Svg {
             f(x),
             f(y),
             f(r),
-            esc(title)
+            escape_html(title)
         );
     }
 
@@ -1132,7 +1107,7 @@ impl Svg {
             f(size),
             anchor.as_str(),
             if bold { r#" font-weight="600""# } else { "" },
-            esc(s)
+            escape_html(s)
         );
     }
 
@@ -1183,7 +1158,7 @@ impl Plot {
                 r#"<text x="16" y="{}" font-size="12" text-anchor="middle" fill="{TEXT}" transform="rotate(-90 16 {})">{}</text>"#,
                 f(cy),
                 f(cy),
-                esc(&y.label)
+                escape_html(&y.label)
             );
         }
         svg.line(
@@ -1422,7 +1397,7 @@ mod tests {
         );
         assert!(svg.contains("output throughput (tokens/s)"));
         assert!(svg.contains("latency (ms)"));
-        for label in ["c=1", "c=4", "c=16", "E2E p95", "TTFT p99"] {
+        for label in [">c=1<", ">c=4<", ">c=16<", "E2E p95", "TTFT p99"] {
             assert!(svg.contains(label), "{label}");
         }
     }
@@ -1524,7 +1499,7 @@ mod tests {
         assert!(svg.contains("#12") && !svg.contains("#13"));
         assert!(svg.contains("timeout (stream)"));
         assert!(svg.contains("error reset"));
-        assert!(svg.contains("painted 6.00 ms") || svg.contains("painted 46.0 ms"));
+        assert!(svg.contains("painted 46.0 ms"), "{svg}");
         let all = request_timeline(&records, 100);
         assert!(all.contains("(30 requests)"));
     }
@@ -1534,14 +1509,18 @@ mod tests {
         let levels = sweep();
         let svg = ttft_stages(&levels);
         assert_well_formed(&svg);
-        for s in [
-            "headers",
-            "first byte",
-            "first token parsed",
-            "first token painted",
-            "c=16",
-        ] {
-            assert!(svg.contains(s), "{s}");
+        // Every stage has a marker (with its value in the title) on every level's
+        // line; the legend and the description name the stages whatever the data.
+        for level in ["c=1", "c=4", "c=16"] {
+            for stage in [
+                "headers",
+                "first byte",
+                "first token parsed",
+                "first token painted",
+            ] {
+                let marker = format!("<title>{level}: {stage} p50 ");
+                assert!(svg.contains(&marker), "{marker}");
+            }
         }
     }
 
@@ -1562,6 +1541,6 @@ mod tests {
         assert!(a.hi > a.lo && a.ticks.len() >= 2);
         assert_eq!(f(f64::NAN), "0");
         assert_eq!(f(2.04), "2");
-        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        assert_eq!(escape_html("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
     }
 }

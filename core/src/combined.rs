@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::export::{fmt_ms, fmt_rate};
+use crate::export::{escape_html, fmt_ms, fmt_rate};
 use crate::floor::{ModelShape, Quant};
 use crate::kernels::{FloorRow, KernelReport};
 use crate::report::{ClientReport, LevelReport, Load, Source};
@@ -180,7 +180,7 @@ pub fn analyze(input: &ReportInput) -> Combined {
 
     // 2. TPOT against the GPU floor.
     let floor = floor_comparison(input, native.or(browser));
-    if let Some(f) = floor.as_ref().filter(|f| f.ratio < 0.95) {
+    if let Some(f) = floor.as_ref().filter(|f| f.ratio < BELOW_FLOOR_RATIO) {
         verdict.push(format!(
             "TPOT p50 {} ms at {} is below the bandwidth floor ({} ms) of {} for {} {} at {} context, which no server on that GPU can do: the model, quantization or GPU given does not match what served these requests.",
             fmt_ms(Some(f.tpot_p50_ms)),
@@ -289,8 +289,12 @@ pub fn analyze(input: &ReportInput) -> Combined {
     }
 }
 
+/// A measured TPOT under this fraction of the bandwidth floor is impossible for the
+/// model on that GPU (the floor or the model is wrong); a little under 1 is noise.
+const BELOW_FLOOR_RATIO: f64 = 0.95;
+
 fn ratio_label(r: f64) -> String {
-    if r >= 0.95 {
+    if r >= BELOW_FLOOR_RATIO {
         format!("{r:.1}x")
     } else {
         format!("{r:.3}x (below: impossible for this model on this GPU)")
@@ -883,10 +887,6 @@ fn floor_sentence(f: &FloorComparison) -> String {
     )
 }
 
-fn md_table(h: &[String], rows: &[Vec<String>]) -> String {
-    crate::export::markdown_table(h, rows)
-}
-
 /// The report as Markdown.
 pub fn markdown(input: &ReportInput, c: &Combined) -> String {
     use std::fmt::Write as _;
@@ -919,7 +919,7 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
             client.config.url
         );
         let (h, rows) = level_rows(client);
-        out.push_str(&md_table(&h, &rows));
+        out.push_str(&crate::export::markdown_table(&h, &rows));
         out.push_str("\nTimes in ms. Round spread: (max - min) / median of the rounds' E2E medians; ! = a round more than 2x off.\n");
     }
     if let Some(cmp) = &c.comparison {
@@ -928,7 +928,7 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
             .map(str::to_owned)
             .to_vec();
         let rows = comparison_rows(cmp);
-        out.push_str(&md_table(&h, &rows));
+        out.push_str(&crate::export::markdown_table(&h, &rows));
     }
     if let Some(f) = &c.floor {
         let _ = writeln!(out, "\n## TPOT vs the GPU floor\n\n{}", floor_sentence(f));
@@ -938,9 +938,10 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
             out,
             "\n## GPU kernels ({}, timing: {})\n",
             k.adapter.name,
-            timing_label(k)
+            k.timing.label()
         );
-        out.push_str(&md_table(&kernel_headers(), &kernel_rows(k)));
+        let (h, rows) = kernel_table(k);
+        out.push_str(&crate::export::markdown_table(&h, &rows));
     }
     if !c.notes.is_empty() {
         out.push_str("\n## Notes\n\n");
@@ -992,97 +993,44 @@ fn inputs_line(input: &ReportInput) -> String {
     format!("From: {}.", parts.join("; "))
 }
 
-fn timing_label(k: &KernelReport) -> String {
-    serde_json::to_value(k.timing)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn kernel_headers() -> Vec<String> {
-    [
-        "kernel",
-        "dtype",
-        "shape",
-        "batch",
-        "reduction",
-        "verified",
-        "median us",
-        "GB/s",
-        "GFLOP/s",
-        "of read bw",
-    ]
-    .map(str::to_owned)
-    .to_vec()
-}
-
-fn kernel_rows(k: &KernelReport) -> Vec<Vec<String>> {
+/// The kernel table ([`crate::kernels::kernel_table`]) with the bandwidth ceiling's
+/// read and copy rows on top.
+fn kernel_table(k: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let (headers, kernel_rows) = crate::kernels::kernel_table(k);
     let mut rows = Vec::new();
     if let Some(b) = &k.bandwidth {
-        rows.push(vec![
-            "read (ceiling)".into(),
-            "-".into(),
+        let row = |name: &str, shape: String, gbps: f64, fraction: &str, verified: bool| {
+            let cells = [
+                ("kernel", name.to_owned()),
+                ("shape", shape),
+                ("GB/s", fmt_rate(gbps)),
+                ("of read bw", fraction.to_owned()),
+                (
+                    "verified",
+                    crate::kernels::verified_label(verified).to_owned(),
+                ),
+            ];
+            headers
+                .iter()
+                .map(|h| {
+                    cells
+                        .iter()
+                        .find(|(name, _)| name == h)
+                        .map_or_else(|| "-".to_owned(), |(_, v)| v.clone())
+                })
+                .collect::<Vec<_>>()
+        };
+        rows.push(row(
+            "read (ceiling)",
             format!("{} MB", b.working_set_bytes / 1_000_000),
-            "-".into(),
-            "-".into(),
-            yes(b.read_verified),
-            "-".into(),
-            fmt_rate(b.read_gbps),
-            "-".into(),
-            "100%".into(),
-        ]);
-        rows.push(vec![
-            "copy".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            yes(b.copy_verified),
-            "-".into(),
-            fmt_rate(b.copy_gbps),
-            "-".into(),
-            "-".into(),
-        ]);
+            b.read_gbps,
+            "100%",
+            b.read_verified,
+        ));
+        rows.push(row("copy", "-".into(), b.copy_gbps, "-", b.copy_verified));
     }
-    for r in &k.kernels {
-        rows.push(vec![
-            r.name.clone(),
-            r.dtype.clone(),
-            r.shape_label(),
-            r.batch.to_string(),
-            r.reduction.clone(),
-            yes(r.verified),
-            format!("{:.1}", r.median_us),
-            r.gbps.map(fmt_rate).unwrap_or_else(|| "cache".into()),
-            fmt_rate(r.gflops),
-            if r.cache_resident {
-                format!("{:.0}% (cached)", 100.0 * r.fraction_of_read)
-            } else {
-                format!("{:.0}%", 100.0 * r.fraction_of_read)
-            },
-        ]);
-    }
-    rows
-}
-
-fn yes(b: bool) -> String {
-    if b { "yes".into() } else { "NO".into() }
-}
-
-/// Escape text for HTML.
-pub fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    rows.extend(kernel_rows);
+    (headers, rows)
 }
 
 fn html_table(h: &[String], rows: &[Vec<String>]) -> String {
@@ -1201,9 +1149,10 @@ pub fn html_body(input: &ReportInput, c: &Combined) -> String {
             "<h2 id=\"kernels\">GPU kernels: {} ({}, timing: {})</h2>",
             escape_html(&k.adapter.name),
             escape_html(&k.adapter.device_type),
-            timing_label(k)
+            k.timing.label()
         );
-        o.push_str(&html_table(&kernel_headers(), &kernel_rows(k)));
+        let (h, rows) = kernel_table(k);
+        o.push_str(&html_table(&h, &rows));
     }
     if !c.notes.is_empty() {
         o.push_str("<h2>Notes</h2><ul class=\"notes\">");

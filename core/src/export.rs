@@ -27,6 +27,24 @@ pub fn fmt_rate(v: f64) -> String {
     }
 }
 
+/// Escape text for HTML and SVG content and attribute values; control characters
+/// other than newline and tab are dropped (XML does not allow them).
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The summary table: headers and one row per level.
 pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
     level_table(

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::export::fmt_rate;
 use crate::floor::{FloorBandwidth, FloorEstimate, ModelShape, Quant};
 
 /// The schema id this build writes.
@@ -49,6 +50,16 @@ pub enum TimingMethod {
     TimestampQuery,
     /// Host clock around submit-and-wait of a batch of iterations (includes submit overhead).
     WallClock,
+}
+
+impl TimingMethod {
+    /// How tables and reports name the method.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::TimestampQuery => "GPU timestamp queries",
+            Self::WallClock => "wall clock around submit-and-wait",
+        }
+    }
 }
 
 /// The adapter the harness ran on.
@@ -317,6 +328,58 @@ impl KernelResult {
             _ => shape_label(&self.shape),
         }
     }
+}
+
+/// The per-kernel table every view shows (the CLI, the combined report, the page):
+/// headers and one row per kernel. A cache-resident kernel has no GB/s and its
+/// fraction of the read ceiling is marked `(cached)`.
+pub fn kernel_table(report: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let headers = [
+        "kernel",
+        "dtype",
+        "shape",
+        "batch",
+        "reduction",
+        "median us",
+        "p25..p75 us",
+        "calls/sample",
+        "GB/s",
+        "of read bw",
+        "GFLOP/s",
+        "verified",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let rows = report
+        .kernels
+        .iter()
+        .map(|k| {
+            vec![
+                k.name.clone(),
+                k.dtype.clone(),
+                k.shape_label(),
+                k.batch.to_string(),
+                k.reduction.clone(),
+                format!("{:.1}", k.median_us),
+                format!("{:.1}..{:.1}", k.timing.p25_us, k.timing.p75_us),
+                k.timing.calls_per_sample.to_string(),
+                k.gbps.map_or_else(|| "cache".into(), fmt_rate),
+                format!(
+                    "{:.0}%{}",
+                    100.0 * k.fraction_of_read,
+                    if k.cache_resident { " (cached)" } else { "" }
+                ),
+                fmt_rate(k.gflops),
+                verified_label(k.verified).to_owned(),
+            ]
+        })
+        .collect();
+    (headers, rows)
+}
+
+/// `yes`, or a loud `NO` for a kernel that did not match its CPU reference.
+pub fn verified_label(verified: bool) -> &'static str {
+    if verified { "yes" } else { "NO" }
 }
 
 /// One kernel's result. GEMV and skinny matmul fill `shape` and `batch`; attention
@@ -625,7 +688,8 @@ impl KernelReport {
             .find(|s| s.model == model.name && s.quant == quant && s.context == context);
         Some(FloorRow {
             decode_step_ms: step.map(|s| s.step_ms),
-            step_efficiency: step.map(|s| estimate.tpot_floor_ms / s.step_ms),
+            step_efficiency: step
+                .and_then(|s| crate::floor::efficiency(estimate.tpot_floor_ms, s.step_ms)),
             estimate,
             gemv_source,
             attention_source,

@@ -2,7 +2,7 @@
 //! synthetic decode step and the decode floor, assembled into a
 //! `tokenscope.kernels/1` report.
 
-use tokenscope_core::floor::{FloorBandwidth, ModelShape, Quant};
+use tokenscope_core::floor::{ModelShape, Quant};
 use tokenscope_core::kernels::{
     DecodeStepResult, FloorRow, GoalResult, KernelReport, KernelResult, RunConfig, RunEnvironment,
     SCHEMA, SkippedKernel, TimingMethod, VerificationReport,
@@ -482,7 +482,7 @@ pub async fn run_suite(
         for s in stray {
             report.errors.push(format!("{label}: wgpu error: {s}"));
         }
-        report.decode_steps = step_results(&report, cfg, &steps);
+        report.decode_steps = step_results(&report, &steps);
         finish(&mut report, cfg);
         progress.report(&report);
     }
@@ -649,26 +649,19 @@ fn floors(report: &KernelReport, cfg: &SuiteConfig) -> Vec<FloorRow> {
 
 fn step_results(
     report: &KernelReport,
-    cfg: &SuiteConfig,
     steps: &[(DecodeStepSpec, decode::DecodeStepTiming)],
 ) -> Vec<DecodeStepResult> {
     steps
         .iter()
         .filter_map(|(spec, t)| {
-            let (gemv, _) = report.gemv_bandwidth(spec.quant);
-            let (attn, _) = report.attention_bandwidth(cfg.kv_dtype, u64::from(spec.context));
-            let f = spec
-                .model
-                .floor(
+            let f = report
+                .floor_row(
+                    &spec.model,
                     spec.quant,
                     u64::from(spec.context),
                     spec.kv_dtype,
-                    FloorBandwidth {
-                        gemv_gbps: gemv,
-                        attention_gbps: attn,
-                    },
-                )
-                .ok()?;
+                )?
+                .estimate;
             Some(decode::result(spec, t, f.bytes_per_token, f.tpot_floor_ms))
         })
         .collect()

@@ -202,6 +202,13 @@ async fn timestamp_passes(
         .collect())
 }
 
+/// How many samples of `sample_ms` each the time budget affords: at most
+/// `opts.samples`, at least 3 (fewer only if `opts.samples` asks for fewer).
+fn affordable_samples(opts: &TimingOptions, sample_ms: f64) -> u32 {
+    let affordable = (opts.budget_ms / sample_ms.max(1e-6)).floor() as u32;
+    opts.samples.min(affordable.max(3)).max(1)
+}
+
 /// Times `w`: per-call samples in microseconds, the method used and the calls each
 /// sample spanned.
 ///
@@ -246,9 +253,7 @@ pub async fn measure(
                 per_sample = want;
             }
         }
-        let sample_ms = call_ms * per_sample as f64;
-        let affordable = (opts.budget_ms / sample_ms.max(1e-6)).floor() as u32;
-        let samples = opts.samples.min(affordable.max(3)).max(1);
+        let samples = affordable_samples(opts, call_ms * per_sample as f64);
         let mut out = Vec::with_capacity(samples as usize);
         let mut left = samples;
         while left > 0 {
@@ -270,9 +275,7 @@ pub async fn measure(
         })
     } else {
         let per_sample = calls_for(opts.min_sample_ms, warm_ms);
-        let sample_ms = warm_ms * per_sample as f64;
-        let affordable = (opts.budget_ms / sample_ms.max(1e-6)).floor() as u32;
-        let samples = opts.samples.min(affordable.max(3)).max(1);
+        let samples = affordable_samples(opts, warm_ms * per_sample as f64);
         let mut out = Vec::with_capacity(samples as usize);
         for _ in 0..samples {
             let ms = wall_batch(ctx, clock, w, iter, per_sample, &label).await;

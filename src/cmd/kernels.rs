@@ -480,10 +480,7 @@ fn gb(bytes: u64) -> String {
 /// The human-readable report.
 pub fn tables(r: &KernelReport) -> String {
     let mut s = String::new();
-    let timing = match r.timing {
-        tokenscope_core::kernels::TimingMethod::TimestampQuery => "GPU timestamp queries",
-        tokenscope_core::kernels::TimingMethod::WallClock => "wall clock around submit-and-wait",
-    };
+    let timing = r.timing.label();
     if let Some(b) = &r.bandwidth {
         let _ = writeln!(
             s,
@@ -496,49 +493,12 @@ pub fn tables(r: &KernelReport) -> String {
             b.read.samples
         );
     }
-    let mut rows = vec![
-        [
-            "kernel",
-            "dtype",
-            "shape",
-            "batch",
-            "median us",
-            "p25..p75 us",
-            "GB/s",
-            "% read",
-            "GFLOP/s",
-            "verified",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for k in &r.kernels {
-        let shape = k.shape_label();
-        rows.push(vec![
-            k.name.clone(),
-            k.dtype.clone(),
-            shape,
-            k.batch.to_string(),
-            format!("{:.1}", k.median_us),
-            format!("{:.1}..{:.1}", k.timing.p25_us, k.timing.p75_us),
-            k.gbps.map_or_else(|| "cache".into(), |g| format!("{g:.1}")),
-            format!(
-                "{:.0}%{}",
-                100.0 * k.fraction_of_read,
-                if k.cache_resident { "*" } else { "" }
-            ),
-            format!("{:.1}", k.gflops),
-            if k.verified {
-                "yes".into()
-            } else {
-                "NO".into()
-            },
-        ]);
-    }
+    let (headers, kernel_rows) = tokenscope_core::kernels::kernel_table(r);
+    let rows: Vec<Vec<String>> = std::iter::once(headers).chain(kernel_rows).collect();
     if !r.kernels.is_empty() {
-        s.push_str(&render(&rows, &[3, 4, 6, 7, 8]));
+        s.push_str(&render(&rows, &[3, 5, 6, 7, 8, 9, 10]));
         if r.kernels.iter().any(|k| k.cache_resident) {
-            s.push_str("* above 100%: the data sat in cache; not reported as bandwidth\n");
+            s.push_str("(cached): above 100%, the data sat in cache; not reported as bandwidth\n");
         }
         s.push('\n');
     }

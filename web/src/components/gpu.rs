@@ -14,7 +14,7 @@ use tokenscope_core::charts;
 use tokenscope_core::gpu_page::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
 };
-use tokenscope_core::kernels::{KernelReport, TimingMethod};
+use tokenscope_core::kernels::{KernelReport, TimingMethod, kernel_table};
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
@@ -479,18 +479,15 @@ fn Results(props: &ResultsProps) -> Html {
             </p>
         }
     });
-    let rows = r.kernels.iter().map(|k| {
+    // The same table as the CLI and the combined report (core::kernels::kernel_table).
+    let (headers, table) = kernel_table(r);
+    let verified_col = headers.iter().position(|h| h == "verified");
+    let head = headers.iter().map(|h| html! { <th>{ h.clone() }</th> });
+    let rows = table.into_iter().map(|row| {
+        let bad = verified_col.is_some_and(|c| row[c] == "NO");
         html! {
-            <tr class={classes!((!k.verified).then_some("bad"))}>
-                <td>{ k.name.clone() }</td>
-                <td>{ k.dtype.clone() }</td>
-                <td>{ k.shape_label() }</td>
-                <td class="num">{ k.batch }</td>
-                <td class="num">{ format!("{:.1}", k.median_us) }</td>
-                <td class="num">{ k.gbps.map_or_else(|| "cache".to_owned(), |g| format!("{g:.2}")) }</td>
-                <td class="num">{ format!("{:.0}%", 100.0 * k.fraction_of_read) }</td>
-                <td class="num">{ k.timing.calls_per_sample }</td>
-                <td>{ if k.verified { "yes" } else { "NO" } }</td>
+            <tr class={classes!(bad.then_some("bad"))}>
+                { for row.into_iter().map(|cell| html! { <td>{ cell }</td> }) }
             </tr>
         }
     });
@@ -524,10 +521,7 @@ fn Results(props: &ResultsProps) -> Html {
             { bandwidth.unwrap_or_default() }
             <Svg id="chart-gpu-kernels" svg={(*chart).clone()} />
             <table class="levels" id="gpu-kernels">
-                <thead><tr>
-                    <th>{ "kernel" }</th><th>{ "dtype" }</th><th>{ "shape" }</th><th>{ "batch" }</th>
-                    <th>{ "median µs" }</th><th>{ "GB/s" }</th><th>{ "% of read" }</th><th>{ "calls/sample" }</th><th>{ "verified" }</th>
-                </tr></thead>
+                <thead><tr>{ for head }</tr></thead>
                 <tbody>{ for rows }</tbody>
             </table>
             for s in r.skipped.iter() {
