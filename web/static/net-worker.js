@@ -50,10 +50,12 @@ async function send(m) {
     credentials: "omit",
   };
   let response;
+  // The request starts right after the stamp; telling the page comes after.
   const tSend = clock();
+  const pending = fetch(m.url, init);
   self.postMessage({ type: "sent", id: m.id, t: tSend });
   try {
-    response = await fetch(m.url, init);
+    response = await pending;
   } catch (err) {
     const t = clock();
     inflight.delete(m.id);

@@ -305,8 +305,11 @@ async fn drive(
                 let (t, read) = body.read().await;
                 match read {
                     Read::Bytes(bytes) => {
+                        // Parse cost only: `t` may be the worker's stamp, taken
+                        // before the bytes crossed to this thread.
+                        let t_parse = now();
                         let summary = tl.on_read(t, &bytes);
-                        parse.per_read_ms.push(now() - t);
+                        parse.per_read_ms.push(now() - t_parse);
                         if summary.token_events > 0
                             && let Some((p, lane)) = painter
                         {

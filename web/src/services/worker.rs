@@ -4,8 +4,8 @@
 //! On the main thread, a read can only be stamped between the page's own tasks, and
 //! the browser runs a due rendering update before queued network tasks: with
 //! several streams, the frame that paints one stream's token delays the next
-//! stream's stamp by the frame's length (up to ~10 ms measured on a busy 2-core
-//! machine). In the worker nothing renders, so a stamp is the arrival; the page then
+//! stream's stamp by the frame's length (`?net=main` selects that transport, to
+//! compare). In the worker nothing renders, so a stamp is the arrival; the page then
 //! parses and paints on the main thread, and whatever the main thread adds shows in
 //! the render delay, where the user feels it.
 //!
