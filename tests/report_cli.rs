@@ -130,16 +130,21 @@ fn bad_inputs_are_one_clear_line() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--client /nonexistent.json: cannot read"));
     let o = run(&["report"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("nothing to report"));
-    let good = dir.path().join("k.json");
-    std::fs::write(&good, "{}").unwrap();
+    // A good kernels report with an unknown model: the error names the flag, the
+    // value and the presets there are.
     let o = run(&[
         "report",
         "--kernels",
-        good.to_str().unwrap(),
+        "tests/fixtures/reports/kernels-lavapipe.json",
         "--model",
         "gpt-9",
     ]);
     assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--model \"gpt-9\": unknown model") && err.contains("llama-3.1-8b"),
+        "{err}"
+    );
 }
 
 /// The whole chain on this machine: simulated server, native bench, kernels on

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use tokenscope_core::combined::{self, ModelChoice, ReportInput};
-use tokenscope_core::floor::{ModelShape, Quant, preset_names};
+use tokenscope_core::floor::{ModelShape, Quant};
 use tokenscope_core::kernels::KernelReport;
 use tokenscope_core::report::ClientReport;
 
@@ -97,12 +97,9 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
         anyhow::bail!("--context: 0 must be at least 1");
     }
     let shape = match (&args.model, &args.model_config) {
-        (Some(name), _) => Some(ModelShape::preset(name).map_err(|e| {
-            anyhow::anyhow!(
-                "--model {name:?}: {e} (presets: {})",
-                preset_names().join(", ")
-            )
-        })?),
+        (Some(name), _) => {
+            Some(ModelShape::preset(name).map_err(|e| anyhow::anyhow!("--model {name:?}: {e}"))?)
+        }
         (None, Some(p)) => {
             let name = p
                 .parent()
