@@ -132,7 +132,7 @@ ensure_binary() {
     local build="$CACHE/build"
     local jobs
     jobs="$(nproc 2>/dev/null || echo 2)"
-    say "building llama-server (about 12 CPU-minutes on a cold cache; $jobs jobs)"
+    say "building llama-server (about 13 CPU-minutes on a cold cache; $jobs jobs)"
     local t0=$SECONDS
     rm -rf "$build"
     PATH="$VENV/bin:$PATH" cmake -S "$src/vendor/llama.cpp" -B "$build" -G Ninja \
