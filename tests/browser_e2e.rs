@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use chromium::{Browser, Serve, free_port, repo};
-use common::{Mock, assert_schema, bin, check_faults_against_log, median};
+use chromium::{Browser, Serve, repo};
+use common::{Mock, assert_schema, bin, check_faults_against_log, f, free_port, median};
 use serde_json::Value;
 
 /// One browser at a time: the timing checks should not share two cores with a
@@ -25,10 +25,6 @@ static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn json_of(text: &str, what: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON ({e}): {text:.300}"))
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
 fn validate_schema(report: &Value) {

@@ -7,6 +7,8 @@ mod common;
 
 use std::process::{Command, Output};
 
+use common::text;
+
 use serde_json::Value;
 use tokenscope_core::kernels::KernelReport;
 
@@ -18,15 +20,6 @@ fn tokenscope(args: &[&str], envs: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn validator() -> jsonschema::Validator {

@@ -33,7 +33,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use common::{median, read_jsonl, run, text};
+use common::{f, median, read_jsonl, run, text};
 use llama::{Engine, LogTask};
 use serde_json::Value;
 
@@ -108,11 +108,6 @@ fn bench(engine: &Engine, args: &[&str]) -> Run {
     };
     check_accounted(&run);
     run
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64()
-        .unwrap_or_else(|| panic!("expected a number, got {v}"))
 }
 
 fn u(v: &Value) -> u64 {

@@ -22,13 +22,9 @@ mod llama;
 use std::time::Duration;
 
 use chromium::{Browser, Serve};
-use common::median;
+use common::{f, median};
 use llama::Engine;
 use serde_json::Value;
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn page_measures_rendered_ttft_on_llama_server() {

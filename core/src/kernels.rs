@@ -305,6 +305,15 @@ pub struct VerificationReport {
     pub failure: Option<String>,
 }
 
+/// A buffer size as tables show it: `128 MiB`, or `2 GiB` when a whole number of GiB.
+pub fn mib_label(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
+        format!("{} GiB", bytes >> 30)
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
+}
+
 /// A matrix shape as tables show it: `4096x14336`.
 pub fn shape_label(shape: &[u64]) -> String {
     shape

@@ -19,6 +19,7 @@ pub mod gpu_page;
 pub mod kernels;
 pub mod metrics;
 pub mod openai;
+pub mod parse;
 pub mod plan;
 pub mod prompts;
 pub mod raw;

@@ -344,25 +344,31 @@ fn value_text(v: &serde_json::Value) -> String {
     }
 }
 
-/// Pull the first model id out of a `GET /v1/models` answer (OpenAI's `data[].id`;
-/// Ollama-style `models[].name` as a fallback).
-pub fn first_model_id(models_json: &str) -> Option<String> {
+/// The model ids in a `GET /v1/models` answer (OpenAI's `data[].id`; Ollama-style
+/// `models[].name` or `.model` when there is no `data`); `None` if none is listed.
+pub fn model_ids(models_json: &str) -> Option<Vec<String>> {
     let v: serde_json::Value = serde_json::from_str(models_json).ok()?;
-    if let Some(id) = v
-        .get("data")
-        .and_then(|d| d.as_array())
-        .and_then(|a| a.first())
-        .and_then(|m| m.get("id"))
-        .and_then(|id| id.as_str())
-    {
-        return Some(id.to_owned());
+    let list = |key: &str, fields: &[&str]| -> Vec<String> {
+        v.get(key)
+            .and_then(|d| d.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|m| fields.iter().find_map(|f| m.get(*f)?.as_str()))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut ids = list("data", &["id"]);
+    if ids.is_empty() {
+        ids = list("models", &["name", "model"]);
     }
-    v.get("models")
-        .and_then(|d| d.as_array())
-        .and_then(|a| a.first())
-        .and_then(|m| m.get("name").or_else(|| m.get("model")))
-        .and_then(|id| id.as_str())
-        .map(str::to_owned)
+    (!ids.is_empty()).then_some(ids)
+}
+
+/// The first model id in a `GET /v1/models` answer ([`model_ids`]).
+pub fn first_model_id(models_json: &str) -> Option<String> {
+    model_ids(models_json)?.into_iter().next()
 }
 
 /// Encoders for the wire format: what an OpenAI-compatible server writes. Used by
@@ -558,6 +564,15 @@ mod tests {
             Some("sim")
         );
         assert_eq!(first_model_id("{}"), None);
+        assert_eq!(
+            model_ids(r#"{"data":[{"id":"a"},{"id":"b"}]}"#),
+            Some(vec!["a".to_owned(), "b".to_owned()])
+        );
+        assert_eq!(
+            model_ids(r#"{"models":[{"name":"x"},{"model":"y"}]}"#),
+            Some(vec!["x".to_owned(), "y".to_owned()])
+        );
+        assert_eq!(model_ids(r#"{"data":[]}"#), None);
     }
 
     #[test]

@@ -104,7 +104,62 @@ fn presets(names: &[&str]) -> Vec<ModelShape> {
         .collect()
 }
 
+/// A group of kernels a run can be restricted to (`tokenscope kernels --only`, the
+/// page's `only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelGroup {
+    /// GEMV (batch 1).
+    Gemv,
+    /// Skinny matmul (batch 2..64).
+    Skinny,
+    /// Decode attention.
+    Attention,
+    /// The synthetic decode step.
+    Step,
+}
+
+impl KernelGroup {
+    /// Every group, by name.
+    pub const NAMES: [&'static str; 4] = ["gemv", "skinny", "attention", "step"];
+}
+
+impl std::str::FromStr for KernelGroup {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "gemv" => Ok(Self::Gemv),
+            "skinny" => Ok(Self::Skinny),
+            "attention" => Ok(Self::Attention),
+            "step" => Ok(Self::Step),
+            _ => Err(format!(
+                "unknown kernel group {s:?} (expected {})",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
 impl SuiteConfig {
+    /// Keeps only the kernel groups in `only`; an empty list keeps them all.
+    pub fn keep_only(&mut self, only: &[KernelGroup]) {
+        if only.is_empty() {
+            return;
+        }
+        let has = |g| only.contains(&g);
+        if !has(KernelGroup::Gemv) {
+            self.gemv_dtypes.clear();
+        }
+        if !has(KernelGroup::Skinny) {
+            self.skinny_dtypes.clear();
+        }
+        if !has(KernelGroup::Attention) {
+            self.attention_dtypes.clear();
+        }
+        if !has(KernelGroup::Step) {
+            self.step_models.clear();
+        }
+    }
+
     /// Adjusts the run to the adapter: on a CPU adapter (lavapipe) the skinny-matmul
     /// sweep skips the two largest shapes (a batch-64 call over the 128256-row LM head
     /// takes minutes there).

@@ -8,12 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
-use kernel_harness::suite::{self, Progress, SuiteConfig};
+use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::floor::{ModelShape, Quant, preset_names};
 use tokenscope_core::kernels::KernelReport;
+use tokenscope_core::kernels::mib_label;
 
 /// Options of `tokenscope kernels`.
 #[derive(Debug, clap::Args)]
@@ -52,8 +54,15 @@ pub struct KernelsArgs {
     /// Batches of the skinny matmul sweep [default: 2,4,8,16,32,64; --quick: 3,8,64].
     #[arg(long, value_delimiter = ',', value_name = "N,..")]
     pub batches: Vec<u32>,
-    /// Kernel groups to run [default: all].
-    #[arg(long, value_delimiter = ',', value_name = "gemv,skinny,attention")]
+    /// Kernel groups to run [default: all]: gemv (batch 1), skinny (matmul, batch
+    /// 2..64), attention (decode), step (the synthetic decode step).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "gemv,skinny,attention,step",
+        value_parser = clap::builder::PossibleValuesParser::new(KernelGroup::NAMES)
+            .map(|s| s.parse::<KernelGroup>().expect("a possible value"))
+    )]
     pub only: Vec<KernelGroup>,
     /// Write the tokenscope.kernels/1 JSON here (rewritten after every kernel).
     #[arg(long, value_name = "FILE")]
@@ -85,19 +94,6 @@ pub struct KernelsArgs {
     /// Testing aid: corrupt every GEMV's weights so verification fails.
     #[arg(long, hide = true)]
     pub inject_fault: bool,
-}
-
-/// Kernel groups for `--only`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum KernelGroup {
-    /// GEMV (batch 1).
-    Gemv,
-    /// Skinny matmul (batch 2..64).
-    Skinny,
-    /// Decode attention.
-    Attention,
-    /// The synthetic decode step.
-    Step,
 }
 
 fn parse_backend(s: &str) -> Result<BackendChoice, String> {
@@ -288,30 +284,8 @@ fn config(
     }
     cfg.models = models;
     cfg.inject_fault = args.inject_fault;
-    if !args.only.is_empty() {
-        let has = |g| args.only.contains(&g);
-        if !has(KernelGroup::Gemv) {
-            cfg.gemv_dtypes.clear();
-        }
-        if !has(KernelGroup::Skinny) {
-            cfg.skinny_dtypes.clear();
-        }
-        if !has(KernelGroup::Attention) {
-            cfg.attention_dtypes.clear();
-        }
-        if !has(KernelGroup::Step) {
-            cfg.step_models.clear();
-        }
-    }
+    cfg.keep_only(&args.only);
     Ok(cfg)
-}
-
-fn mib(b: u64) -> String {
-    if b >= 1 << 30 && b.is_multiple_of(1 << 30) {
-        format!("{} GiB", b >> 30)
-    } else {
-        format!("{} MiB", b >> 20)
-    }
 }
 
 fn header(ctx: &GpuContext, cfg: &SuiteConfig) -> String {
@@ -345,8 +319,8 @@ fn header(ctx: &GpuContext, cfg: &SuiteConfig) -> String {
     let _ = writeln!(
         s,
         "limits    (the adapter's, requested) storage binding {}, buffer {}, workgroup storage {} KiB, invocations {}, workgroups/dim {}",
-        mib(l.max_storage_buffer_binding_size),
-        mib(l.max_buffer_size),
+        mib_label(l.max_storage_buffer_binding_size),
+        mib_label(l.max_buffer_size),
         l.max_compute_workgroup_storage_size / 1024,
         l.max_compute_invocations_per_workgroup,
         l.max_compute_workgroups_per_dimension
@@ -355,13 +329,13 @@ fn header(ctx: &GpuContext, cfg: &SuiteConfig) -> String {
         let _ = writeln!(
             s,
             "          bindings capped at {} by --max-binding-mib",
-            mib(ctx.max_binding())
+            mib_label(ctx.max_binding())
         );
     }
     let _ = writeln!(
         s,
         "cache     {} ({}); working sets and rotations exceed it\n",
-        mib(cfg.cache_bytes),
+        mib_label(cfg.cache_bytes),
         cfg.cache_source
     );
     s
@@ -487,9 +461,9 @@ pub fn tables(r: &KernelReport) -> String {
             "Bandwidth ceiling: read {:.1} GB/s, copy {:.1} GB/s (working set {} in {} x {} buffers; median of {} samples, {timing})\n",
             b.read_gbps,
             b.copy_gbps,
-            mib(b.working_set_bytes),
+            mib_label(b.working_set_bytes),
             b.buffers,
-            mib(b.buffer_bytes),
+            mib_label(b.buffer_bytes),
             b.read.samples
         );
     }

@@ -39,15 +39,6 @@ pub fn out_dir() -> PathBuf {
     d
 }
 
-/// A free loopback port (nothing listens on it once returned).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A child process killed on drop.
 pub struct Proc(pub Child);
 
@@ -107,7 +98,7 @@ pub struct Browser {
 impl Browser {
     /// Headless Chromium with the usual quiet flags plus `extra`.
     pub async fn start(extra: &[&str]) -> Browser {
-        let port = free_port();
+        let port = crate::common::free_port();
         // Profile and TMPDIR in one temporary folder removed on drop: Chromium
         // leaves `org.chromium.Chromium.scoped_dir.*` folders in TMPDIR otherwise.
         let profile = tempfile::tempdir().unwrap();

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -53,15 +53,6 @@ pub fn require_installed(model: &str) {
     }
 }
 
-/// A free loopback port (bound, then released for the server to take).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// llama-server started by `scripts/real-engine.sh`, stopped on drop.
 pub struct Engine {
     pub script: Child,
@@ -82,7 +73,7 @@ impl Engine {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("llama-server.log");
         let script_err = dir.path().join("real-engine.stderr");
-        let port = free_port();
+        let port = crate::common::free_port();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-engine.sh");
         let mut child = Command::new("bash")
             .arg(&script)

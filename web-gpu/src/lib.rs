@@ -20,7 +20,7 @@
 //! browser's event loop (no `device.poll`).
 
 use kernel_harness::clock::Clock;
-use kernel_harness::suite::{self, Progress, SuiteConfig};
+use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::gpu_page::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
@@ -181,35 +181,14 @@ pub fn page_config(
     };
     cfg.fit_to(ctx);
     cfg.fit_to_page(ctx);
-    restrict(&mut cfg, &request.only)?;
+    let only = request
+        .only
+        .iter()
+        .map(|g| g.parse::<KernelGroup>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| GpuPageError::BadRequest(format!("`only`: {e}")))?;
+    cfg.keep_only(&only);
     Ok(cfg.for_browser(user_agent))
-}
-
-/// Keeps only the groups named (as `tokenscope kernels --only`).
-fn restrict(cfg: &mut SuiteConfig, only: &[String]) -> Result<(), GpuPageError> {
-    if only.is_empty() {
-        return Ok(());
-    }
-    const GROUPS: [&str; 4] = ["gemv", "skinny", "attention", "step"];
-    if let Some(bad) = only.iter().find(|g| !GROUPS.contains(&g.as_str())) {
-        return Err(GpuPageError::BadRequest(format!(
-            "unknown group {bad:?} in `only` (expected gemv, skinny, attention, step)"
-        )));
-    }
-    let has = |g: &str| only.iter().any(|o| o == g);
-    if !has("gemv") {
-        cfg.gemv_dtypes.clear();
-    }
-    if !has("skinny") {
-        cfg.skinny_dtypes.clear();
-    }
-    if !has("attention") {
-        cfg.attention_dtypes.clear();
-    }
-    if !has("step") {
-        cfg.step_models.clear();
-    }
-    Ok(())
 }
 
 /// Progress to a JS callback; cancellation from an `AbortSignal`.

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use tokenscope_core::kernels::KernelReport;
-use tokenscope_core::openai::first_model_id;
+use tokenscope_core::openai::model_ids;
 use tokenscope_core::report::ClientReport;
 use yew::prelude::*;
 
@@ -336,24 +336,5 @@ pub fn App(props: &AppProps) -> Html {
                 { format!("tokenscope {} · metric definitions: docs/metrics.md · the API key stays in this page", tokenscope_core::VERSION) }
             </footer>
         </div>
-    }
-}
-
-/// Every model id of a `/v1/models` answer.
-fn model_ids(text: &str) -> Option<Vec<String>> {
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let ids: Vec<String> = v
-        .get("data")
-        .and_then(|d| d.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    if ids.is_empty() {
-        first_model_id(text).map(|m| vec![m])
-    } else {
-        Some(ids)
     }
 }

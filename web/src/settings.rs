@@ -288,39 +288,24 @@ pub fn form_encode(s: &str) -> String {
     out
 }
 
-/// Parse a duration: `60`, `60s`, `500ms`, `2m`, `1.5s`; seconds.
+/// Parse a duration (`60`, `60s`, `500ms`, `2m`, `1h`: core's parser) in seconds.
 pub fn parse_duration_s(s: &str) -> Option<f64> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num.trim().parse().ok()?;
-    (v.is_finite() && v > 0.0).then_some(v * scale)
+    tokenscope_core::parse::parse_duration(s)
+        .ok()
+        .map(|d| d.as_secs_f64())
 }
 
-/// Parse a list of concurrencies (`1,4,16`).
+/// Parse a list of concurrencies (`1,4,16`: core's list parser), each at most
+/// [`MAX_CONCURRENCY`].
 pub fn parse_concurrency(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        match item.parse::<u32>() {
-            Ok(c) if (1..=MAX_CONCURRENCY).contains(&c) => out.push(c),
-            _ => {
-                return Err(format!(
-                    "concurrency {item:?}: expected whole numbers from 1 to {MAX_CONCURRENCY}, comma-separated"
-                ));
-            }
-        }
+    let levels =
+        tokenscope_core::parse::parse_u32_list(s).map_err(|e| format!("concurrency: {e}"))?;
+    match levels.iter().find(|&&c| c > MAX_CONCURRENCY) {
+        Some(c) => Err(format!(
+            "concurrency: {c} is more than the page runs ({MAX_CONCURRENCY})"
+        )),
+        None => Ok(levels),
     }
-    if out.is_empty() {
-        return Err("concurrency: give at least one level, e.g. 1,4,16".into());
-    }
-    Ok(out)
 }
 
 /// Normalize a typed base URL: trims, drops a trailing `/` and a pasted endpoint path
@@ -757,6 +742,12 @@ mod tests {
         assert_eq!(parse_duration_s("2m"), Some(120.0));
         assert_eq!(parse_duration_s("7"), Some(7.0));
         assert_eq!(parse_duration_s("0"), None);
+        assert_eq!(parse_duration_s("1h"), Some(3600.0));
+        assert_eq!(parse_concurrency("1, 4,16"), Ok(vec![1, 4, 16]));
+        assert!(parse_concurrency("1,0").unwrap_err().contains("\"0\""));
+        let over = (MAX_CONCURRENCY + 1).to_string();
+        assert!(parse_concurrency(&over).unwrap_err().contains(&over));
+        assert!(parse_concurrency("").is_err());
         assert_eq!(form_decode("a+b%3C%3d%zz"), "a b<=%zz");
         let s = Settings {
             url: "ftp://x".into(),

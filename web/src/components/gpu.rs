@@ -14,7 +14,7 @@ use tokenscope_core::charts;
 use tokenscope_core::gpu_page::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
 };
-use tokenscope_core::kernels::{KernelReport, TimingMethod, kernel_table};
+use tokenscope_core::kernels::{KernelReport, TimingMethod, kernel_table, mib_label};
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
@@ -361,14 +361,6 @@ struct AdapterProps {
     probe: Probe,
 }
 
-fn mib(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
-        format!("{} GiB", bytes >> 30)
-    } else {
-        format!("{} MiB", bytes >> 20)
-    }
-}
-
 #[function_component]
 fn Adapter(props: &AdapterProps) -> Html {
     match &props.probe {
@@ -422,8 +414,8 @@ fn Adapter(props: &AdapterProps) -> Html {
                     </p>
                     <p class="hint">{ format!(
                         "limits: storage binding {}, buffer {}, {} invocations per workgroup, {} KiB workgroup memory, {} storage buffers per stage",
-                        mib(l.max_storage_buffer_binding_size),
-                        mib(l.max_buffer_size),
+                        mib_label(l.max_storage_buffer_binding_size),
+                        mib_label(l.max_buffer_size),
                         l.max_compute_invocations_per_workgroup,
                         l.max_compute_workgroup_storage_size / 1024,
                         l.max_storage_buffers_per_shader_stage,
@@ -475,7 +467,7 @@ fn Results(props: &ResultsProps) -> Html {
         html! {
             <p id="gpu-bandwidth">
                 { "Bandwidth ceiling: " }<strong>{ format!("read {:.2} GB/s", b.read_gbps) }</strong>
-                { format!(", copy {:.2} GB/s (working set {} in {} buffers; {})", b.copy_gbps, mib(b.working_set_bytes), b.buffers, if b.read_verified && b.copy_verified { "verified" } else { "NOT verified" }) }
+                { format!(", copy {:.2} GB/s (working set {} in {} buffers; {})", b.copy_gbps, mib_label(b.working_set_bytes), b.buffers, if b.read_verified && b.copy_verified { "verified" } else { "NOT verified" }) }
             </p>
         }
     });

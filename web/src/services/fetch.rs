@@ -51,6 +51,13 @@ pub struct FetchTarget {
     pub send_request_id: bool,
 }
 
+/// What a request that got no response means in a browser, which does not say why.
+pub fn no_response_message(error: &str) -> String {
+    format!(
+        "no response ({error}): connection refused, DNS, TLS, or a CORS refusal (the browser does not say which; check that the endpoint allows this page's origin and the authorization, content-type and x-request-id headers)"
+    )
+}
+
 /// What a JS error says, without any URL.
 pub fn js_error_text(e: &JsValue) -> String {
     if let Some(err) = e.dyn_ref::<js_sys::Error>() {
@@ -124,13 +131,7 @@ impl FetchTarget {
             ),
             Err(e) if is_abort(&e) => return Err((ErrorKind::Cancelled, "aborted".into())),
             Err(e) => {
-                return Err((
-                    ErrorKind::Connect,
-                    format!(
-                        "no response ({}): connection refused, DNS, TLS, or a CORS refusal (the browser does not say which; check that the endpoint allows this page's origin and the authorization, content-type and x-request-id headers)",
-                        js_error_text(&e)
-                    ),
-                ));
+                return Err((ErrorKind::Connect, no_response_message(&js_error_text(&e))));
             }
         };
         let head = Head {

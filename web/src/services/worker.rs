@@ -273,9 +273,7 @@ impl WorkerTarget {
                 Some(Msg::Head(t, head)) => return Ok((t, head, body)),
                 Some(Msg::Error(_, kind, message)) => {
                     let message = if kind == ErrorKind::Connect {
-                        format!(
-                            "no response ({message}): connection refused, DNS, TLS, or a CORS refusal (the browser does not say which; check that the endpoint allows this page's origin and the authorization, content-type and x-request-id headers)"
-                        )
+                        super::fetch::no_response_message(&message)
                     } else {
                         message
                     };
