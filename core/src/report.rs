@@ -486,6 +486,57 @@ pub enum ReportError {
 }
 
 /// Check a document's `schema` field: same name, a major version we know.
+/// Event-loop lag above which a run's numbers are called client-bound (p99, ms):
+/// the native client's runtime and the page's main thread alike.
+pub const LAG_THRESHOLD_MS: f64 = 10.0;
+
+/// The `client_bound` warning when the event loop's lag p99 passes
+/// [`LAG_THRESHOLD_MS`]; `who` names the loop ("client", "page").
+pub fn event_loop_warning(lag: &Summary, who: &str) -> Option<ReportWarning> {
+    let p99 = lag.p99.filter(|p| *p > LAG_THRESHOLD_MS)?;
+    Some(ReportWarning {
+        kind: "client_bound".into(),
+        message: format!(
+            "the {who}'s event loop ran late (p99 {p99:.1} ms, max {:.1} ms, threshold {LAG_THRESHOLD_MS} ms): timings include the {who}'s own delays; use fewer concurrent streams or a faster machine",
+            lag.max.unwrap_or(p99)
+        ),
+    })
+}
+
+/// Warnings drawn from the levels: sends running late in rate mode (the client,
+/// not the server, limited the level) and levels where nothing succeeded.
+pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
+    let mut out = Vec::new();
+    for l in levels {
+        if let (Some(rate), Some(lag)) = (l.rate_per_s, &l.metrics.client_lag_ms) {
+            let gap_ms = 1000.0 / rate;
+            let p95 = lag.p95.unwrap_or(0.0);
+            if p95 > LAG_THRESHOLD_MS.max(0.1 * gap_ms) {
+                out.push(ReportWarning {
+                    kind: "client_bound".into(),
+                    message: format!(
+                        "{}: sends ran late (client lag p95 {:.1} ms, max {:.1} ms): the client, not the server, limited this level",
+                        l.load().label(),
+                        p95,
+                        lag.max.unwrap_or(p95)
+                    ),
+                });
+            }
+        }
+        if l.ok == 0 && l.sent > 0 {
+            out.push(ReportWarning {
+                kind: "no_success".into(),
+                message: format!(
+                    "{}: none of {} requests succeeded",
+                    l.load().label(),
+                    l.sent
+                ),
+            });
+        }
+    }
+    out
+}
+
 pub fn check_schema(found: &str, expected: &'static str) -> Result<(), ReportError> {
     let (name, version) = expected.split_once('/').expect("schema has a version");
     let ok = found
@@ -522,6 +573,25 @@ impl ClientReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_loop_lag_past_the_threshold_is_a_warning() {
+        let lag = |p99: f64| Summary {
+            p99: Some(p99),
+            max: Some(p99 + 5.0),
+            ..Summary::default()
+        };
+        assert_eq!(event_loop_warning(&lag(LAG_THRESHOLD_MS), "page"), None);
+        assert_eq!(event_loop_warning(&Summary::default(), "page"), None);
+        let w = event_loop_warning(&lag(25.0), "page").unwrap();
+        assert_eq!(w.kind, "client_bound");
+        assert!(
+            w.message
+                .starts_with("the page's event loop ran late (p99 25.0 ms, max 30.0 ms"),
+            "{}",
+            w.message
+        );
+    }
 
     #[test]
     fn schema_check() {

@@ -26,7 +26,7 @@ use tokenscope_core::plan;
 use tokenscope_core::prompts::synthetic_prompt;
 use tokenscope_core::report::{
     Arrival, CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, ReportWarning, RunConfig,
-    Source,
+    Source, event_loop_warning, level_warnings,
 };
 use tokenscope_core::rng::Rng;
 use tokenscope_core::slo::Slo;
@@ -427,17 +427,7 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
     let lag_summary = lag_monitor.stop().await;
     let mut warnings = pre.warnings;
     warnings.extend(level_warnings(&levels));
-    if let Some(p99) = lag_summary.p99
-        && p99 > LAG_THRESHOLD_MS
-    {
-        warnings.push(ReportWarning {
-            kind: "client_bound".into(),
-            message: format!(
-                "the client's event loop ran late (p99 {p99:.1} ms, max {:.1} ms, threshold {LAG_THRESHOLD_MS} ms): timings include the client's own delays; use fewer concurrent streams per client or a bigger machine",
-                lag_summary.max.unwrap_or(p99)
-            ),
-        });
-    }
+    warnings.extend(event_loop_warning(&lag_summary, "client"));
     if levels
         .iter()
         .any(|l| l.metrics.itl_ms.histogram || l.metrics.ttft_ms.histogram)
@@ -487,9 +477,6 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
     };
     Ok(RunOutput { report })
 }
-
-/// Event-loop lag above which a run's numbers are called client-bound, ms (p99).
-pub const LAG_THRESHOLD_MS: f64 = 10.0;
 
 /// Measures how late a 10 ms timer fires on the client's runtime, all run long.
 struct LagMonitor {
@@ -693,39 +680,6 @@ fn spawn_signal_handler(stop: CancellationToken, cancel: CancellationToken, grac
         }
         cancel.cancel();
     });
-}
-
-/// Warnings drawn from the levels: client lag in rate mode, levels with no success.
-fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
-    let mut out = Vec::new();
-    for l in levels {
-        if let (Some(rate), Some(lag)) = (l.rate_per_s, &l.metrics.client_lag_ms) {
-            let gap_ms = 1000.0 / rate;
-            let p95 = lag.p95.unwrap_or(0.0);
-            if p95 > 10.0_f64.max(0.1 * gap_ms) {
-                out.push(ReportWarning {
-                    kind: "client_bound".into(),
-                    message: format!(
-                        "{}: sends ran late (client lag p95 {:.1} ms, max {:.1} ms): the client, not the server, limited this level",
-                        l.load().label(),
-                        p95,
-                        lag.max.unwrap_or(p95)
-                    ),
-                });
-            }
-        }
-        if l.ok == 0 && l.sent > 0 {
-            out.push(ReportWarning {
-                kind: "no_success".into(),
-                message: format!(
-                    "{}: none of {} requests succeeded",
-                    l.load().label(),
-                    l.sent
-                ),
-            });
-        }
-    }
-    out
 }
 
 pub mod preflight;

@@ -40,9 +40,6 @@ use crate::settings::{NetMode, RunPlan, Settings};
 /// queue inside the browser, not at the server.
 pub const HTTP1_CONNECTIONS_PER_HOST: u32 = 6;
 
-/// Event-loop lag above which the run is called client-bound (p99, ms), as natively.
-pub const LAG_THRESHOLD_MS: f64 = 10.0;
-
 /// Finished requests after which an unreported protocol is taken as unknown.
 const PROTOCOL_CHECKS: u32 = 4;
 
@@ -415,17 +412,8 @@ pub async fn run(
     let lag_summary = lag.stop();
     let interrupted = ctx.input.cancel.is_cancelled();
     // Warnings drawn from the run.
-    for l in &levels {
-        if l.ok == 0 && l.sent > 0 {
-            ctx.warn(
-                "no_success",
-                format!(
-                    "{}: none of {} requests succeeded",
-                    l.load().label(),
-                    l.sent
-                ),
-            );
-        }
+    for w in tokenscope_core::report::level_warnings(&levels) {
+        ctx.warn(&w.kind, w.message);
     }
     let unpainted = ctx
         .records
@@ -450,16 +438,8 @@ pub async fn run(
             "the page was hidden during the run: browsers throttle timers in hidden tabs and paint nothing, so paint times and timings from then are not representative; keep the tab visible".into(),
         );
     }
-    if let Some(p99) = lag_summary.p99
-        && p99 > LAG_THRESHOLD_MS
-    {
-        ctx.warn(
-            "client_bound",
-            format!(
-                "the page's event loop ran late (p99 {p99:.1} ms, max {:.1} ms, threshold {LAG_THRESHOLD_MS} ms): timings include the page's own delays; use fewer concurrent streams or a faster machine",
-                lag_summary.max.unwrap_or(p99)
-            ),
-        );
+    if let Some(w) = tokenscope_core::report::event_loop_warning(&lag_summary, "page") {
+        ctx.warn(&w.kind, w.message);
     }
     let cost = ctx.input.painter.take_cost();
     let overhead = ctx.overhead.borrow();
