@@ -657,17 +657,10 @@ fn rule_client_bound(c: &ClientReport, who: &str) -> Option<Finding> {
         .filter(|w| w.kind == "client_bound")
         .map(|w| w.message.clone())
         .collect();
-    for l in &c.levels {
-        if let (Some(rate), Some(lag)) = (l.rate_per_s, &l.metrics.client_lag_ms)
-            && let Some(p95) = lag.p95
-            && p95 > 10.0_f64.max(100.0 / rate)
-            && !evidence.iter().any(|e| e.contains(&l.load().label()))
-        {
-            evidence.push(format!(
-                "{}: client lag p95 {} ms",
-                l.load().label(),
-                fmt_ms(Some(p95))
-            ));
+    // The levels' own check (a native report already carries it as a warning).
+    for w in crate::report::level_warnings(&c.levels) {
+        if w.kind == "client_bound" && !evidence.contains(&w.message) {
+            evidence.push(w.message);
         }
     }
     (!evidence.is_empty()).then(|| Finding {

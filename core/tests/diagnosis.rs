@@ -174,7 +174,23 @@ fn ttft_rising_with_load_means_prefill_or_queueing() {
         "{:?}",
         finding.evidence
     );
-    silent(&run(vec![healthy()]), "ttft_prefill_queueing");
+    // Near misses: TTFT 1.9x (under 2x); TTFT 8x while decode slowed 6x as well.
+    silent(
+        &run(vec![client(
+            Source::Native,
+            vec![level(&spec(1, 50.0)), level(&spec(16, 95.0))],
+        )]),
+        "ttft_prefill_queueing",
+    );
+    let mut slow_decode = spec(16, 400.0);
+    slow_decode.itl = 60.0;
+    silent(
+        &run(vec![client(
+            Source::Native,
+            vec![level(&spec(1, 50.0)), level(&slow_decode)],
+        )]),
+        "ttft_prefill_queueing",
+    );
 }
 
 #[test]
@@ -214,7 +230,14 @@ fn p99_far_above_p50_means_queueing() {
         "{:?}",
         finding.evidence
     );
-    silent(&run(vec![healthy()]), "tail_queueing");
+    // Near miss: the same tail at 2.9x p50.
+    let mut s = spec(4, 50.0);
+    s.ttft = vec![50.0; 40];
+    s.ttft.extend([145.0, 145.0]);
+    silent(
+        &run(vec![client(Source::Native, vec![level(&s)])]),
+        "tail_queueing",
+    );
 }
 
 #[test]
@@ -244,7 +267,32 @@ fn throughput_flat_while_latency_climbs() {
         "{:?}",
         finding.evidence
     );
-    silent(&run(vec![healthy()]), "past_the_knee");
+    // Near miss: the same knee, latency past it up 20% (under 25%).
+    let mut near = c_near_knee();
+    near.sweep.knee = find_knee(&near.levels);
+    assert_eq!(near.sweep.knee.as_ref().unwrap().concurrency, Some(16));
+    silent(&run(vec![near]), "past_the_knee");
+}
+
+/// The sweep of `throughput_flat_while_latency_climbs`, with p95 E2E past the knee
+/// up only 20%.
+fn c_near_knee() -> ClientReport {
+    let mut levels = vec![
+        level(&spec(1, 50.0)),
+        level(&spec(8, 55.0)),
+        level(&spec(16, 60.0)),
+        level(&spec(32, 60.0)),
+    ];
+    for (l, (thr, e2e)) in levels.iter_mut().zip([
+        (60.0, 200.0),
+        (450.0, 230.0),
+        (800.0, 260.0),
+        (820.0, 312.0),
+    ]) {
+        l.output_tokens_per_s = thr;
+        l.metrics.e2e_ms.p95 = Some(e2e);
+    }
+    client(Source::Native, levels)
 }
 
 #[test]
@@ -290,7 +338,20 @@ fn rounds_that_disagree() {
         "{:?}",
         finding.evidence
     );
-    silent(&run(vec![healthy()]), "rounds_disagree");
+    // Near miss: the third round 1.8x the median (under 2x).
+    let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());
+    for (round, ttft) in [(0usize, 100.0), (1, 104.0), (2, 190.0)] {
+        for k in 0..4 {
+            acc.push(
+                round,
+                &record(round as f64 * 1e6 + f64::from(k) * 1e4, ttft, 16, |_| 10.0),
+            );
+        }
+    }
+    silent(
+        &run(vec![client(Source::Native, vec![acc.finish()])]),
+        "rounds_disagree",
+    );
 }
 
 #[test]
@@ -327,7 +388,17 @@ fn client_lag_in_rate_mode() {
         message: "the client's event loop ran late (p99 40 ms)".into(),
     });
     fires(&run(vec![c]), "client_bound");
-    silent(&run(vec![healthy()]), "client_bound");
+    // Near miss: sends 5-8 ms late at 20/s (the bound is 10 ms).
+    let mut acc = LevelAccumulator::new(Load::Rate(20.0), LevelOptions::default());
+    for k in 0..20 {
+        let mut r = record(f64::from(k) * 50.0, 40.0, 8, |_| 10.0);
+        r.t_scheduled_ms = Some(r.t_send_ms - 5.0 - f64::from(k % 4));
+        acc.push(0, &r);
+    }
+    silent(
+        &run(vec![client(Source::Native, vec![acc.finish()])]),
+        "client_bound",
+    );
 }
 
 #[test]
