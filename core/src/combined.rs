@@ -881,20 +881,27 @@ fn floor_sentence(f: &FloorComparison) -> String {
 }
 
 /// The report as Markdown.
+// Sentences and headers the Markdown and the HTML renderings share.
+const NOTHING_TO_CONCLUDE: &str = "Nothing to conclude: no level had a successful request.";
+const NO_RULE_FIRED: &str = "No rule fired: none of the known symptoms is in the data.";
+const ROUND_SPREAD_NOTE: &str = "Times in ms. Round spread: (max - min) / median of the rounds' E2E medians; ! = a round more than 2x off.";
+const COMPARISON_HEADERS: [&str; 4] = ["stage", "native ms", "browser ms", "browser's own cost ms"];
+const GLOSSARY_HEADERS: [&str; 3] = ["metric", "definition", "other tools"];
+
 pub fn markdown(input: &ReportInput, c: &Combined) -> String {
     use std::fmt::Write as _;
     let mut out = String::from("# tokenscope report\n\n");
     let _ = writeln!(out, "{}\n", inputs_line(input));
     out.push_str("## Verdict\n\n");
     if c.verdict.is_empty() {
-        out.push_str("Nothing to conclude: no level had a successful request.\n");
+        let _ = writeln!(out, "{NOTHING_TO_CONCLUDE}");
     }
     for v in &c.verdict {
         let _ = writeln!(out, "- {v}");
     }
     out.push_str("\n## Diagnosis\n\n");
     if c.findings.is_empty() {
-        out.push_str("No rule fired: none of the known symptoms is in the data.\n");
+        let _ = writeln!(out, "{NO_RULE_FIRED}");
     }
     for f in &c.findings {
         let _ = writeln!(out, "### {}\n", f.title);
@@ -913,13 +920,11 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
         );
         let (h, rows) = level_rows(client);
         out.push_str(&crate::export::markdown_table(&h, &rows));
-        out.push_str("\nTimes in ms. Round spread: (max - min) / median of the rounds' E2E medians; ! = a round more than 2x off.\n");
+        let _ = writeln!(out, "\n{ROUND_SPREAD_NOTE}");
     }
     if let Some(cmp) = &c.comparison {
         let _ = writeln!(out, "\n## Native vs browser ({}, p50)\n", cmp.level);
-        let h: Vec<String> = ["stage", "native", "browser", "browser's own cost"]
-            .map(str::to_owned)
-            .to_vec();
+        let h = COMPARISON_HEADERS.map(str::to_owned);
         let rows = comparison_rows(cmp);
         out.push_str(&crate::export::markdown_table(&h, &rows));
     }
@@ -942,7 +947,11 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
             let _ = writeln!(out, "- {n}");
         }
     }
-    out.push_str("\n## Glossary\n\n| metric | definition | other tools |\n|---|---|---|\n");
+    let _ = writeln!(
+        out,
+        "\n## Glossary\n\n| {} |\n|---|---|---|",
+        GLOSSARY_HEADERS.join(" | ")
+    );
     for g in GLOSSARY {
         let _ = writeln!(out, "| {} | {} | {} |", g.name, g.definition, g.peers);
     }
@@ -1068,14 +1077,14 @@ pub fn html_body(input: &ReportInput, c: &Combined) -> String {
     );
     o.push_str("<h2 id=\"verdict\">Verdict</h2><ul class=\"verdict\">");
     if c.verdict.is_empty() {
-        o.push_str("<li>Nothing to conclude: no level had a successful request.</li>");
+        let _ = write!(o, "<li>{NOTHING_TO_CONCLUDE}</li>");
     }
     for v in &c.verdict {
         let _ = write!(o, "<li>{}</li>", escape_html(v));
     }
     o.push_str("</ul><h2 id=\"diagnosis\">Diagnosis</h2>");
     if c.findings.is_empty() {
-        o.push_str("<p>No rule fired: none of the known symptoms is in the data.</p>");
+        let _ = write!(o, "<p>{NO_RULE_FIRED}</p>");
     }
     for f in &c.findings {
         let _ = write!(
@@ -1108,7 +1117,11 @@ pub fn html_body(input: &ReportInput, c: &Combined) -> String {
         );
         let (h, rows) = level_rows(client);
         o.push_str(&html_table(&h, &rows));
-        o.push_str("<p class=\"from\">Times in ms. Round spread: (max - min) / median of the rounds' E2E medians; ! = a round more than 2x off.</p>");
+        let _ = write!(
+            o,
+            "<p class=\"from\">{}</p>",
+            escape_html(ROUND_SPREAD_NOTE)
+        );
     }
     if let Some(cmp) = &c.comparison {
         let _ = write!(
@@ -1116,9 +1129,7 @@ pub fn html_body(input: &ReportInput, c: &Combined) -> String {
             "<h2 id=\"comparison\">Native vs browser ({}, p50)</h2>",
             escape_html(&cmp.level)
         );
-        let h: Vec<String> = ["stage", "native ms", "browser ms", "browser's own cost ms"]
-            .map(str::to_owned)
-            .to_vec();
+        let h = COMPARISON_HEADERS.map(str::to_owned);
         let rows = comparison_rows(cmp);
         o.push_str(&html_table(&h, &rows));
         if let Some(p) = &cmp.browser_protocol {
@@ -1154,12 +1165,16 @@ pub fn html_body(input: &ReportInput, c: &Combined) -> String {
         }
         o.push_str("</ul>");
     }
-    o.push_str("<h2 id=\"glossary\">Glossary</h2><table><thead><tr><th>metric</th><th>definition</th><th>other tools</th></tr></thead><tbody>");
+    let _ = write!(
+        o,
+        "<h2 id=\"glossary\">Glossary</h2><table><thead><tr>{}</tr></thead><tbody>",
+        GLOSSARY_HEADERS.map(|h| format!("<th>{h}</th>")).concat()
+    );
     for g in GLOSSARY {
         let _ = write!(
             o,
             "<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
-            g.name,
+            escape_html(g.name),
             escape_html(g.definition),
             escape_html(g.peers)
         );
