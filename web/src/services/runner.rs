@@ -601,11 +601,17 @@ async fn run_closed(
                     last_live.set(now());
                     progress(finished.get());
                     if let Some(acc) = acc {
+                        // The live snapshot (a clone of the level's samples, sorted
+                        // for percentiles) runs as its own task once this stream
+                        // yields, not inline between a response and the next send.
+                        let (ctx, acc) = (Rc::clone(ctx), Rc::clone(acc));
                         let mut levels = done_levels.to_vec();
-                        levels.push(acc.borrow().clone().finish());
-                        ctx.emit(RunEvent::Levels {
-                            levels,
-                            settled: false,
+                        wasm_bindgen_futures::spawn_local(async move {
+                            levels.push(acc.borrow().clone().finish());
+                            ctx.emit(RunEvent::Levels {
+                                levels,
+                                settled: false,
+                            });
                         });
                     }
                 }
