@@ -3,15 +3,20 @@
 # Chromium + ChromeDriver, Mesa lavapipe, the wasm32 target, wasm-bindgen-cli,
 # wasm-opt; scripts/real-engine.sh: llama.cpp's llama-server and its models, cached
 # under ~/.cache/tokenscope/llama), builds the page, then runs:
-#   - the Rust workspace: core (unit, property and snapshot tests), the CLI end to
-#     end over loopback (fidelity vs the server's log, faults, reliability, report),
-#     the GPU kernels on Vulkan (lavapipe without a GPU), the page in headless
-#     Chromium against the mock, the page's GPU view running the same kernels
-#     through WebGPU (Chromium's SwiftShader, tests/browser_gpu.rs), and the native
-#     client and the page against llama-server with real models;
+#   - the Rust workspace with the opt-in suites switched on
+#     (`cargo test -- --include-ignored`): core (unit, property and snapshot tests),
+#     the CLI end to end over loopback (fidelity vs the server's log, faults,
+#     reliability, the raw rebuild, report), and the opt-in suites: the GPU kernels
+#     on Vulkan (lavapipe without a GPU), the page in headless Chromium against the
+#     mock, the page's GPU view through WebGPU (Chromium's SwiftShader), and the
+#     native client and the page against llama-server with real models;
+#   - a check that every opt-in test really ran and passed (none may skip);
 #   - core built for wasm32 (it stays portable);
 #   - the page's wasm-bindgen tests in headless Chromium;
 #   - cargo fuzz on the SSE decoder and the streaming path, 30 s each.
+#
+# A plain `cargo test` runs everything that needs nothing beyond Rust; the opt-in
+# suites are `#[ignore]`d with the reason (what they need) and run here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -34,8 +39,26 @@ scripts/real-engine.sh --install-only --model all
 step "build the page (dist/: the page and its GPU module)"
 scripts/build-web.sh
 
-step "cargo test (workspace)"
-cargo test --workspace --quiet --no-fail-fast
+step "cargo test (workspace, opt-in suites included)"
+log=$scratch/cargo-test.log
+cargo test --workspace --no-fail-fast -- --include-ignored 2>&1 | tee "$log"
+
+step "every opt-in suite ran"
+# The opt-in tests are the #[ignore]d ones; each must appear as passed above.
+cargo test --workspace --quiet -- --ignored --list 2>/dev/null |
+  sed -n 's/: test$//p' | sort >"$scratch/opt-in.txt"
+sed -n 's/^test \(.*\) \.\.\. ok$/\1/p' "$log" | sort >"$scratch/passed.txt"
+missing=$(comm -23 "$scratch/opt-in.txt" "$scratch/passed.txt")
+if [[ ! -s $scratch/opt-in.txt ]]; then
+  echo "no opt-in test was listed: the check itself is broken"
+  exit 1
+fi
+if [[ -n $missing ]]; then
+  echo "these opt-in tests did not run and pass:"
+  echo "$missing"
+  exit 1
+fi
+echo "$(wc -l <"$scratch/opt-in.txt") opt-in tests ran and passed"
 
 step "core builds for wasm32 (no I/O, portable)"
 cargo build -p tokenscope-core --target wasm32-unknown-unknown --quiet

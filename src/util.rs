@@ -1,4 +1,4 @@
-//! Small parsers shared by the subcommands: durations, lists, URLs, secrets.
+//! Small helpers shared by the subcommands: parsers (core's), URLs, secrets.
 
 pub use tokenscope_core::parse::{parse_duration, parse_f64_list, parse_u32_list};
 
@@ -26,47 +26,19 @@ impl std::fmt::Debug for Secret {
 
 /// A URL for reports and messages: no credentials, no query, no fragment.
 pub fn redact_url(url: &reqwest::Url) -> String {
-    let mut u = url.clone();
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
-    u.set_query(None);
-    u.set_fragment(None);
-    u.to_string().trim_end_matches('/').to_owned()
+    tokenscope_core::parse::redact_url(url.as_str())
+        .trim_end_matches('/')
+        .to_owned()
 }
 
-/// A URL string that may not parse, made safe to print: no query, no fragment, no
-/// `user:password@` (any of them may hold a key).
-pub fn redact_raw_url(s: &str) -> String {
-    let s = s.trim();
-    let s = s.split(['?', '#']).next().unwrap_or("");
-    match (s.find("://"), s.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            format!("{}{}", &s[..scheme_end + 3], &s[at + 1..])
-        }
-        _ => s.to_owned(),
-    }
-}
-
-/// Parse and normalize an OpenAI-compatible base URL: http(s) only; a URL without a
-/// path gets `/v1`; no trailing slash.
-pub fn parse_base_url(s: &str) -> Result<reqwest::Url, String> {
-    let mut url = reqwest::Url::parse(s.trim())
-        .map_err(|e| format!("{:?} is not a URL ({e})", redact_raw_url(s)))?;
-    if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(format!(
-            "{:?}: the scheme must be http or https",
-            redact_url(&url)
-        ));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("{:?} has no host", redact_raw_url(s)));
-    }
-    if url.path() == "/" || url.path().is_empty() {
-        url.set_path("/v1");
-    }
-    let path = url.path().trim_end_matches('/').to_owned();
-    url.set_path(&path);
-    Ok(url)
+/// Parse an OpenAI-compatible base URL (core's parser: the same rules as the
+/// page's) into the URL requests go to, and a note for the user when the URL was
+/// changed beyond trimming (a pasted `/chat/completions` removed, `/v1` added).
+pub fn parse_base_url(s: &str) -> Result<(reqwest::Url, Option<String>), String> {
+    let base = tokenscope_core::parse::parse_base_url(s)?;
+    let url = reqwest::Url::parse(&base.url)
+        .map_err(|e| format!("{:?} is not a URL ({e})", base.redacted()))?;
+    Ok((url, base.note()))
 }
 
 /// `base` + `/` + `path`, keeping the base's query (some gateways put the API
@@ -119,9 +91,17 @@ mod tests {
 
     #[test]
     fn urls() {
-        let u = parse_base_url("http://127.0.0.1:8000").unwrap();
+        let (u, note) = parse_base_url("http://127.0.0.1:8000").unwrap();
         assert_eq!(u.as_str(), "http://127.0.0.1:8000/v1");
-        let u = parse_base_url("https://user:pw@api.example.com/v1/?key=sk-123").unwrap();
+        assert!(note.unwrap().contains("/v1"));
+        let (u, note) = parse_base_url("http://127.0.0.1:8000/v1/chat/completions").unwrap();
+        assert_eq!(u.as_str(), "http://127.0.0.1:8000/v1");
+        assert!(
+            note.unwrap()
+                .contains("removed the endpoint path /chat/completions")
+        );
+        let (u, note) = parse_base_url("https://user:pw@api.example.com/v1/?key=sk-123").unwrap();
+        assert_eq!(note, None);
         assert_eq!(redact_url(&u), "https://api.example.com/v1");
         assert_eq!(
             join_url(&u, "chat/completions").path(),
@@ -130,7 +110,6 @@ mod tests {
         assert!(parse_base_url("ftp://x").is_err());
         let e = parse_base_url("http://u:sk-1@host:99999/v1?key=sk-2#sk-3").unwrap_err();
         assert!(!e.contains("sk-"), "{e}");
-        assert_eq!(redact_raw_url("https://a:b@h/p?q"), "https://h/p");
         assert!(parse_base_url("not a url").is_err());
         let s = Secret::new("sk-secret".into());
         assert_eq!(format!("{s:?}"), "Secret(***)");

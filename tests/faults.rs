@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Mock, check_faults_against_log, read_jsonl, run, text};
+use common::{Mock, check_faults_against_log, raw_requests, run, text};
 
 fn matrix(fault: &str) {
     let mock = Mock::start(&[
@@ -69,7 +69,7 @@ fn matrix(fault: &str) {
     assert_eq!(sent, 12, "{fault}");
     assert_eq!(sent, ok + errors + timeouts, "{fault}: nothing unaccounted");
 
-    let records: Vec<serde_json::Value> = read_jsonl(&raw).into_iter().skip(1).collect();
+    let records = raw_requests(&raw);
     assert_eq!(records.len(), 12, "{fault}: one raw line per request");
     let server = mock.log_records(12);
     let seen = check_faults_against_log(fault, &records, &server);

@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Mock, median, read_jsonl, run, text};
+use common::{Mock, median, raw_requests, run, text};
 
 struct Compared {
     client_ttft: Vec<f64>,
@@ -63,15 +63,12 @@ fn bench_and_compare(
         assert_eq!(sent, u64::from(requests));
     }
 
-    let raw_lines = read_jsonl(&raw);
-    assert_eq!(raw_lines[0]["schema"], "tokenscope.raw/1");
-    let measured: Vec<&serde_json::Value> = raw_lines[1..]
-        .iter()
-        .filter(|r| r["warmup"] == false)
-        .collect();
+    let raw_lines = raw_requests(&raw);
+    let measured: Vec<&serde_json::Value> =
+        raw_lines.iter().filter(|r| r["warmup"] == false).collect();
     assert_eq!(measured.len() as u32, requests);
     // Every request, warm-up included, reached the server's log (plus the pre-flight).
-    let server = mock.log_records(raw_lines.len() - 1);
+    let server = mock.log_records(raw_lines.len());
     let by_id: HashMap<&str, &serde_json::Value> = server
         .iter()
         .filter_map(|s| Some((s["request_id"].as_str()?, s)))

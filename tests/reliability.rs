@@ -7,7 +7,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Mock, bin, read_jsonl, run, text};
+use common::{Mock, bin, raw_requests, read_jsonl, run, text};
 
 fn wait_for_lines(path: &std::path::Path, n: usize, within: Duration) {
     let deadline = Instant::now() + within;
@@ -115,9 +115,8 @@ fn sigint_stops_sending_and_writes_the_report_of_what_ran() {
             + level["timeouts"].as_u64().unwrap()
     );
     // The report and the raw file agree on what was measured.
-    let measured = read_jsonl(&raw)
+    let measured = raw_requests(&raw)
         .iter()
-        .skip(1)
         .filter(|r| r["warmup"] == false)
         .count() as u64;
     assert_eq!(measured, sent);

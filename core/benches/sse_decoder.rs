@@ -9,8 +9,8 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use tokenscope_core::sse::Decoder;
-use tokenscope_core::timeline::RequestTimeline;
+use tokenscope_core::measure::sse::Decoder;
+use tokenscope_core::measure::timeline::RequestTimeline;
 
 fn stream() -> (Vec<u8>, u64) {
     let one = include_bytes!("../../tests/fixtures/sse/llama-server-chat-usage.sse");

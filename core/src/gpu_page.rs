@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernels::{AdapterReport, FeatureReport, LimitsReport};
+use crate::report::kernels::{AdapterReport, FeatureReport, LimitsReport};
 
 /// Which run the page asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -5,31 +5,36 @@
 //! one monotonic clock), so every metric can be tested on exact inputs and the same
 //! code runs natively and in the browser (wasm32).
 //!
-//! Data flow: [`sse::Decoder`] -> [`openai::parse_event`] -> [`timeline::RequestTimeline`]
-//! -> [`metrics::RequestMetrics`] -> [`stats::Summary`] -> [`analysis`] -> [`report::ClientReport`].
-//! The simulator's model ([`sim`]) and the GPU decode-floor arithmetic ([`floor`]) live here
-//! too, so the native CLI, the page and the report share one implementation.
+//! The modules are the layers of the data flow, in order:
+//!
+//! | layer | modules | what it does |
+//! |---|---|---|
+//! | [`measure`] | `sse`, `openai`, `timeline`, `metrics` | bytes stamped by the transport -> SSE events -> OpenAI chunks -> a request's record -> its metrics |
+//! | [`analyze`] | `stats`, `level`, `rounds`, `long_run`, `sweep`, `slo`, `floor`, `verdict`, `diagnosis` | records -> level and sweep results; the decode floor; the verdict and the diagnosis rules |
+//! | [`report`] | the client report, `warning`, `assemble`, `raw`, `kernels`, `combined` | the documents (`tokenscope.client/1`, `.raw/1`, `.kernels/1`) and the one function that assembles a client report |
+//! | [`render`] | `fmt`, `table`, `client`, `kernels`, `combined`, `glossary`, `charts` | reports -> terminal tables, Markdown, CSV, HTML and SVG charts |
+//!
+//! Beside them: [`workload`] (the run plan and the synthetic prompts both clients
+//! send), [`sim`] (the simulated server's model, driven by `tokenscope mock` and by
+//! the page), [`parse`] (what people type: durations, lists, base URLs, fault
+//! lists), [`rng`] (seeded randomness) and [`gpu_page`] (the page <-> GPU module
+//! messages).
+//!
+//! Data flow: [`measure::sse::Decoder`] -> [`measure::openai::parse_event`] ->
+//! [`measure::timeline::RequestTimeline`] -> [`measure::metrics::RequestMetrics`] ->
+//! [`analyze::level::LevelAccumulator`] -> [`report::assemble::RunRecorder`] ->
+//! [`report::ClientReport`] -> [`render`].
 
-pub mod analysis;
-pub mod charts;
-pub mod combined;
-pub mod export;
-pub mod floor;
+pub mod analyze;
 pub mod gpu_page;
-pub mod kernels;
-pub mod metrics;
-pub mod openai;
+pub mod measure;
 pub mod parse;
-pub mod plan;
-pub mod prompts;
-pub mod raw;
+pub mod render;
 pub mod report;
 pub mod rng;
 pub mod sim;
-pub mod slo;
-pub mod sse;
-pub mod stats;
-pub mod timeline;
+pub mod testing;
+pub mod workload;
 
 /// This crate's version (also tokenscope's).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,5 +1,6 @@
-//! Parsers of what people type, shared by the CLI and the page: durations and
-//! comma-separated lists. Errors name the bad value.
+//! Parsers of what people type, shared by the CLI and the page: durations,
+//! comma-separated lists and endpoint base URLs. Errors name the bad value (never
+//! a secret a URL may carry).
 
 use std::time::Duration;
 
@@ -65,6 +66,144 @@ pub fn parse_f64_list(s: &str) -> Result<Vec<f64>, String> {
     Ok(items)
 }
 
+/// An endpoint's base URL (`http://host:port/v1`), normalized from what was typed
+/// or pasted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl {
+    /// `scheme://[user:pass@]host[:port]/path`, no trailing slash, the query kept
+    /// (gateways take `?api-version=...`), no fragment: where requests go.
+    pub url: String,
+    /// An endpoint path pasted after the base and removed (`/chat/completions`).
+    pub stripped: Option<&'static str>,
+    /// `/v1` was added because the URL had no path.
+    pub added_v1: bool,
+    /// The URL carries `user:password@` (kept out of every output; the page
+    /// refuses it and asks for the key field instead).
+    pub has_credentials: bool,
+}
+
+/// Endpoint paths people paste after the base URL.
+const ENDPOINT_SUFFIXES: [&str; 3] = ["/chat/completions", "/completions", "/models"];
+
+impl BaseUrl {
+    /// The URL of `path` under the base (`chat/completions`), the query kept.
+    pub fn endpoint(&self, path: &str) -> String {
+        let (base, query) = split_query(&self.url);
+        let mut out = format!("{}/{}", base, path.trim_start_matches('/'));
+        if let Some(q) = query {
+            out.push('?');
+            out.push_str(q);
+        }
+        out
+    }
+
+    /// The URL for reports and messages: no credentials, no query.
+    pub fn redacted(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    /// A note for the user when the URL was changed beyond trimming, e.g.
+    /// `removed the endpoint path /chat/completions`.
+    pub fn note(&self) -> Option<String> {
+        match (self.stripped, self.added_v1) {
+            (Some(p), _) => Some(format!(
+                "removed the endpoint path {p} from the URL: using the base {}",
+                self.redacted()
+            )),
+            (None, true) => Some(format!(
+                "the URL has no path: using {} (OpenAI-compatible servers serve /v1)",
+                self.redacted()
+            )),
+            (None, false) => None,
+        }
+    }
+}
+
+fn split_query(url: &str) -> (&str, Option<&str>) {
+    match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    }
+}
+
+/// A URL made safe to print, even one that does not parse: no query, no
+/// fragment, no `user:password@` (any of them may hold a key).
+pub fn redact_url(s: &str) -> String {
+    let s = s.trim();
+    let s = s.split(['?', '#']).next().unwrap_or("");
+    match (s.find("://"), s.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}{}", &s[..scheme_end + 3], &s[at + 1..])
+        }
+        _ => s.to_owned(),
+    }
+}
+
+/// Parse an OpenAI-compatible base URL as typed: `http` or `https` with a host;
+/// surrounding spaces, a trailing `/` and a pasted endpoint path
+/// (`/chat/completions`, `/completions`, `/models`) removed; `/v1` added when
+/// there is no path; the query kept; the fragment dropped.
+pub fn parse_base_url(s: &str) -> Result<BaseUrl, String> {
+    let typed = s.trim();
+    let shown = redact_url(typed);
+    let without_fragment = typed.split('#').next().unwrap_or("");
+    let (rest, query) = split_query(without_fragment);
+    let Some((scheme, after)) = rest.split_once("://") else {
+        return Err(format!(
+            "{shown:?} is not a URL: expected http://HOST:PORT/v1 or https://..."
+        ));
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(format!("{shown:?}: the scheme must be http or https"));
+    }
+    let (authority, path) = match after.find('/') {
+        Some(i) => (&after[..i], &after[i..]),
+        None => (after, ""),
+    };
+    let has_credentials = authority.contains('@');
+    let host = authority.rsplit('@').next().unwrap_or("");
+    let host_name = if host.starts_with('[') {
+        host.split(']').next().unwrap_or("").trim_start_matches('[')
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    if host_name.is_empty() || host.contains(char::is_whitespace) {
+        return Err(format!("{shown:?} has no host"));
+    }
+    if let Some(port) = host
+        .rsplit_once("]:")
+        .map(|p| p.1)
+        .or_else(|| (!host.starts_with('[')).then(|| host.split_once(':').map(|p| p.1))?)
+        && port.parse::<u16>().is_err()
+    {
+        return Err(format!("{shown:?}: the port {port:?} is not a port number"));
+    }
+    let mut path = path.trim_end_matches('/').to_owned();
+    let mut stripped = None;
+    for suffix in ENDPOINT_SUFFIXES {
+        if let Some(p) = path.strip_suffix(suffix) {
+            path = p.trim_end_matches('/').to_owned();
+            stripped = Some(suffix);
+            break;
+        }
+    }
+    let added_v1 = path.is_empty();
+    if added_v1 {
+        path = "/v1".into();
+    }
+    let mut url = format!("{}://{authority}{path}", scheme.to_ascii_lowercase());
+    if let Some(q) = query.filter(|q| !q.is_empty()) {
+        url.push('?');
+        url.push_str(q);
+    }
+    Ok(BaseUrl {
+        url,
+        stripped,
+        added_v1: added_v1 && stripped.is_none(),
+        has_credentials,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +224,68 @@ mod tests {
         assert!(parse_u32_list("1,0").unwrap_err().contains("\"0\""));
         assert!(parse_f64_list("2.5,-5").unwrap_err().contains("\"-5\""));
         assert!(parse_u32_list("").is_err());
+    }
+
+    #[test]
+    fn base_urls() {
+        let b = parse_base_url(" http://127.0.0.1:8000 ").unwrap();
+        assert_eq!(b.url, "http://127.0.0.1:8000/v1");
+        assert!(b.added_v1 && b.stripped.is_none());
+        assert!(b.note().unwrap().contains("/v1"));
+        let b = parse_base_url("http://h:1/v1/chat/completions/").unwrap();
+        assert_eq!(b.url, "http://h:1/v1");
+        assert_eq!(b.stripped, Some("/chat/completions"));
+        assert!(!b.added_v1);
+        assert!(b.note().unwrap().contains("/chat/completions"));
+        let b = parse_base_url(
+            "https://gw.example.com/openai/deployments/x/completions?api-version=2024-02-01",
+        )
+        .unwrap();
+        assert_eq!(
+            b.url,
+            "https://gw.example.com/openai/deployments/x?api-version=2024-02-01"
+        );
+        assert_eq!(
+            b.endpoint("chat/completions"),
+            "https://gw.example.com/openai/deployments/x/chat/completions?api-version=2024-02-01"
+        );
+        assert_eq!(b.redacted(), "https://gw.example.com/openai/deployments/x");
+        // A paste of the models URL gives the base too.
+        assert_eq!(
+            parse_base_url("http://h/v1/models").unwrap().url,
+            "http://h/v1"
+        );
+        assert_eq!(parse_base_url("http://h/v1").unwrap().note(), None);
+        assert_eq!(
+            parse_base_url("http://[::1]:8000/v1#x").unwrap().url,
+            "http://[::1]:8000/v1"
+        );
+    }
+
+    #[test]
+    fn bad_base_urls_name_the_problem_and_never_a_secret() {
+        assert!(parse_base_url("ftp://x").unwrap_err().contains("scheme"));
+        assert!(
+            parse_base_url("not a url")
+                .unwrap_err()
+                .contains("not a URL")
+        );
+        assert!(
+            parse_base_url("http:///v1")
+                .unwrap_err()
+                .contains("no host")
+        );
+        for bad in [
+            "http://u:sk-1@host:99999/v1?key=sk-2#sk-3",
+            "gopher://u:sk-1@h/?key=sk-2",
+            "http://u:sk-1@/v1",
+        ] {
+            let e = parse_base_url(bad).unwrap_err();
+            assert!(!e.contains("sk-"), "{e}");
+        }
+        let b = parse_base_url("https://user:sk-9@api.example.com/v1/?key=sk-123").unwrap();
+        assert!(b.has_credentials);
+        assert_eq!(b.redacted(), "https://api.example.com/v1");
+        assert_eq!(redact_url("https://a:b@h/p?q"), "https://h/p");
     }
 }

@@ -1,13 +1,16 @@
 //! Every diagnosis rule fires on data built to trigger it, quotes its evidence,
 //! and stays silent on data that does not show the symptom.
 
-use tokenscope_core::analysis::{LevelAccumulator, LevelOptions, analyze_sweep, find_knee};
-use tokenscope_core::combined::{Finding, ReportInput, diagnose};
-use tokenscope_core::openai::{Api, ServerTimings, Usage};
+use tokenscope_core::analyze::diagnosis::diagnose;
+use tokenscope_core::analyze::level::{LevelAccumulator, LevelOptions};
+use tokenscope_core::analyze::sweep::{analyze_sweep, find_knee};
+use tokenscope_core::measure::openai::ServerTimings;
+use tokenscope_core::measure::timeline::{ErrorKind, Outcome, RequestRecord};
+use tokenscope_core::report::combined::{Finding, ReportInput};
 use tokenscope_core::report::{
-    CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, ReportWarning, RunConfig, Source,
+    ClientReport, LevelReport, Load, ReportWarning, Source, WarningKind,
 };
-use tokenscope_core::timeline::{ErrorKind, Outcome, RequestRecord};
+use tokenscope_core::testing;
 
 /// A request sent at `t0` whose first token comes after `ttft` and then one token
 /// every `itl(i)` ms.
@@ -18,26 +21,9 @@ fn record(t0: f64, ttft: f64, tokens: u64, itl: impl Fn(u64) -> f64) -> RequestR
         events.push(last + itl(i));
     }
     RequestRecord {
-        t_scheduled_ms: None,
-        t_send_ms: t0,
-        t_headers_ms: Some(t0 + 1.0),
-        status: Some(200),
         t_first_byte_ms: Some(t0 + 1.0),
-        t_done_ms: Some(*events.last().unwrap() + 1.0),
-        token_events_ms: events,
-        t_first_paint_ms: None,
-        paint_method: None,
-        shared_read_events: 0,
-        usage: Some(Usage {
-            prompt_tokens: Some(10),
-            completion_tokens: Some(tokens),
-        }),
-        server_timings: None,
         output_chars: tokens,
-        body_bytes: 0,
-        done_received: true,
-        finish_reason: Some("length".into()),
-        outcome: Outcome::Ok,
+        ..testing::record_with_events(t0, events)
     }
 }
 
@@ -69,39 +55,13 @@ fn level(spec: &Spec) -> LevelReport {
 }
 
 fn client(source: Source, levels: Vec<LevelReport>) -> ClientReport {
-    ClientReport {
-        schema: CLIENT_SCHEMA.into(),
-        source,
-        config: RunConfig {
-            url: "http://127.0.0.1:8000/v1".into(),
-            api: Api::Chat,
-            model: "m".into(),
-            mode: "concurrency".into(),
-            levels: levels.iter().map(|l| l.load().value()).collect(),
-            arrival: None,
-            requests_per_level: None,
-            duration_per_level_s: None,
-            rounds: 1,
-            warmup_requests: 0,
-            input_tokens: Some(256),
-            prompts_file: None,
-            max_tokens: 16,
-            ignore_eos: true,
-            min_tokens: None,
-            timeout_s: 60.0,
-            slos: vec![],
-            stall_threshold_ms: 250.0,
-            seed: 1,
-        },
-        environment: Environment {
-            tool_version: "test".into(),
-            ..Environment::default()
-        },
-        sweep: analyze_sweep(&levels, &[]),
-        levels,
-        warnings: vec![],
-        interrupted: false,
-    }
+    let mut c = testing::client_report(source, levels);
+    c.config.url = "http://127.0.0.1:8000/v1".into();
+    c.config.input_tokens = Some(256);
+    c.config.ignore_eos = true;
+    c.environment.tool_version = "test".into();
+    c.sweep = analyze_sweep(&c.levels, &[]);
+    c
 }
 
 fn spec(c: u32, ttft: f64) -> Spec {
@@ -129,7 +89,7 @@ fn run(clients: Vec<ClientReport>) -> Vec<Finding> {
 fn fires(findings: &[Finding], rule: &str) -> Finding {
     let f = findings
         .iter()
-        .find(|f| f.rule == rule)
+        .find(|f| f.rule.as_str() == rule)
         .unwrap_or_else(|| panic!("{rule} did not fire: {:?}", rules(findings)))
         .clone();
     assert!(!f.evidence.is_empty(), "{rule} quotes its evidence");
@@ -383,10 +343,10 @@ fn client_lag_in_rate_mode() {
     let f = run(vec![client(Source::Native, vec![acc.finish()])]);
     fires(&f, "client_bound");
     let mut c = healthy();
-    c.warnings.push(ReportWarning {
-        kind: "client_bound".into(),
-        message: "the client's event loop ran late (p99 40 ms)".into(),
-    });
+    c.warnings.push(ReportWarning::new(
+        WarningKind::ClientBound,
+        "the client's event loop ran late (p99 40 ms)",
+    ));
     fires(&run(vec![c]), "client_bound");
     // Near miss: sends 5-8 ms late at 20/s (the bound is 10 ms).
     let mut acc = LevelAccumulator::new(Load::Rate(20.0), LevelOptions::default());

@@ -4,10 +4,10 @@
 //! metrics are checked against times we know independently of our decoder.
 
 use base64::Engine as _;
-use tokenscope_core::metrics::{MetricOptions, RequestMetrics};
-use tokenscope_core::openai::{StreamItem, parse_event};
-use tokenscope_core::sse::decode_all;
-use tokenscope_core::timeline::{
+use tokenscope_core::measure::metrics::{MetricOptions, RequestMetrics};
+use tokenscope_core::measure::openai::{StreamItem, parse_event};
+use tokenscope_core::measure::sse::decode_all;
+use tokenscope_core::measure::timeline::{
     ErrorKind, HeaderVerdict, Outcome, RequestRecord, RequestTimeline,
 };
 
@@ -351,4 +351,97 @@ fn socket_recording_split_at_every_byte_gives_the_same_events() {
     assert_eq!(whole.token_events_ms.len(), split.token_events_ms.len());
     assert_eq!(whole.usage, split.usage);
     assert_eq!(whole.outcome, split.outcome);
+}
+
+/// Feed a stream as two reads split at `at` (and end it).
+fn replay_split(bytes: &[u8], at: usize) -> RequestRecord {
+    let mut tl = RequestTimeline::new(0.0, None);
+    tl.on_headers(1.0, 200, Some("text/event-stream"));
+    tl.on_read(2.0, &bytes[..at]);
+    tl.on_read(3.0, &bytes[at..]);
+    tl.on_end(4.0);
+    tl.finish()
+}
+
+/// How a stream's end is classified, at every split point of the body: the
+/// expected outcome kind (`None`: ok) and the tokens kept.
+fn assert_end(name: &str, expected: Option<ErrorKind>, tokens: usize) {
+    let bytes = fixture(name);
+    for at in 0..=bytes.len() {
+        let r = replay_split(&bytes, at);
+        let kind = match &r.outcome {
+            Outcome::Ok => None,
+            Outcome::Error { kind, .. } => Some(*kind),
+            other => panic!("{name} split at {at}: {other:?}"),
+        };
+        assert_eq!(kind, expected, "{name} split at {at}: {:?}", r.outcome);
+        assert_eq!(r.token_events_ms.len(), tokens, "{name} split at {at}");
+    }
+}
+
+#[test]
+fn a_clean_close_in_the_middle_of_an_event_is_truncated_not_malformed() {
+    // Two tokens, then the server closes after `data: {...{"content": " wor`:
+    // no blank line, so the last event is unfinished, not a malformed chunk.
+    assert_end(
+        "synthetic-chat-closed-mid-event.sse",
+        Some(ErrorKind::Truncated),
+        2,
+    );
+    // The same cut inside the [DONE] sentinel.
+    assert_end("synthetic-chat-done-cut.sse", Some(ErrorKind::Truncated), 2);
+    let r = replay_whole(&fixture("synthetic-chat-closed-mid-event.sse"));
+    match r.outcome {
+        Outcome::Error { message, .. } => {
+            assert!(message.contains("middle of an event"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A broken chunk that *is* closed by a blank line stays malformed.
+    let mut tl = RequestTimeline::new(0.0, None);
+    tl.on_headers(1.0, 200, Some("text/event-stream"));
+    tl.on_read(2.0, b"data: {\"choices\": [ {\"delta\": \n\n");
+    tl.on_end(3.0);
+    assert!(matches!(
+        tl.finish().outcome,
+        Outcome::Error {
+            kind: ErrorKind::MalformedChunk,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_discarded_block_leaves_nothing_to_the_next_event() {
+    // `event: <invalid UTF-8>` and `retry: 3000`, each closed by a blank line with
+    // no data: both blocks are discarded (the standard dispatches nothing without
+    // data), and neither the invalid-UTF-8 flag nor the retry reaches the clean
+    // events after them.
+    let bytes = fixture("synthetic-chat-discarded-blocks.sse");
+    let events = decode_all(&bytes).unwrap();
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| !e.invalid_utf8 && e.retry_ms.is_none())
+    );
+    assert_end("synthetic-chat-discarded-blocks.sse", None, 2);
+}
+
+#[test]
+fn done_without_the_final_blank_line_completes_the_request() {
+    // Servers end with `data: [DONE]` and a blank line (the llama-server fixtures
+    // here; vLLM, SGLang and OpenAI send the same). A close right after the
+    // sentinel's line, or after its last byte, loses nothing: the request is ok.
+    for name in [
+        "synthetic-chat-done-one-newline.sse",
+        "synthetic-chat-done-no-newline.sse",
+    ] {
+        assert_end(name, None, 2);
+        let r = replay_whole(&fixture(name));
+        assert!(r.done_received, "{name}");
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"), "{name}");
+    }
+    let real = fixture("llama-server-chat-usage.sse");
+    assert!(real.ends_with(b"data: [DONE]\n\n"));
 }

@@ -3,10 +3,12 @@
 //! the Markdown whole, the HTML by its structure. A change in either is a change a
 //! reviewer should see. Update with `INSTA_UPDATE=always cargo test --test report_snapshots`.
 
-use tokenscope_core::combined::{self, ModelChoice, ReportInput};
-use tokenscope_core::floor::{ModelShape, Quant};
-use tokenscope_core::kernels::KernelReport;
+use tokenscope_core::analyze::floor::{ModelShape, Quant};
+use tokenscope_core::analyze::verdict;
+use tokenscope_core::render::combined;
 use tokenscope_core::report::ClientReport;
+use tokenscope_core::report::combined::{ModelChoice, ReportInput};
+use tokenscope_core::report::kernels::KernelReport;
 
 fn fixture(name: &str) -> String {
     let path = format!(
@@ -71,14 +73,14 @@ fn structure(html: &str) -> String {
 #[test]
 fn markdown_snapshot() {
     let input = input();
-    let analysis = combined::analyze(&input);
+    let analysis = verdict::analyze(&input);
     insta::assert_snapshot!(combined::markdown(&input, &analysis));
 }
 
 #[test]
 fn html_structure_snapshot() {
     let input = input();
-    let analysis = combined::analyze(&input);
+    let analysis = verdict::analyze(&input);
     let html = combined::html(&input, &analysis);
     insta::assert_snapshot!(structure(&html));
 }
@@ -86,7 +88,7 @@ fn html_structure_snapshot() {
 #[test]
 fn the_analysis_of_the_fixtures() {
     let input = input();
-    let a = combined::analyze(&input);
+    let a = verdict::analyze(&input);
     // The simulator's TPOT is far below lavapipe's floor: the report must call that
     // impossible rather than print a ratio as if it meant something.
     assert!(

@@ -2,7 +2,7 @@
 //! the same events as feeding them whole.
 
 use proptest::prelude::*;
-use tokenscope_core::sse::{Decoder, Event};
+use tokenscope_core::measure::sse::{Decoder, Event};
 
 #[derive(Debug, Clone)]
 enum Line {

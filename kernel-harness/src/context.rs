@@ -8,7 +8,9 @@
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use tokenscope_core::kernels::{AdapterReport, AvailableFeatures, FeatureReport, LimitsReport};
+use tokenscope_core::report::kernels::{
+    AdapterReport, AvailableFeatures, FeatureReport, LimitsReport,
+};
 use wgpu::util::DeviceExt;
 
 use crate::error::{HarnessError, KernelId, Result};

@@ -2,8 +2,8 @@
 //! synthetic decode step and the decode floor, assembled into a
 //! `tokenscope.kernels/1` report.
 
-use tokenscope_core::floor::{ModelShape, Quant};
-use tokenscope_core::kernels::{
+use tokenscope_core::analyze::floor::{ModelShape, Quant};
+use tokenscope_core::report::kernels::{
     DecodeStepResult, FloorRow, GoalResult, KernelReport, KernelResult, RunConfig, RunEnvironment,
     SCHEMA, SkippedKernel, TimingMethod, VerificationReport,
 };
@@ -15,7 +15,7 @@ use crate::error::{HarnessError, Result};
 use crate::kernels::attention::{AttentionBench, AttentionSpec};
 use crate::kernels::bandwidth::{self, BandwidthPlan};
 use crate::kernels::gemv::{GemvBench, GemvSpec};
-use crate::kernels::{Outcome, ResultId, kernel_result, rotation_for};
+use crate::kernels::{Outcome, Reduction, ResultId, kernel_result, rotation_for};
 use crate::timing::{TimingOptions, measure};
 
 /// Attention head layout of the attention kernels.
@@ -205,7 +205,7 @@ impl SuiteConfig {
             }],
             attention_dtypes: vec![Quant::F16, Quant::F32],
             attention_contexts: vec![512, 2048, 8192, 32768],
-            models: presets(&tokenscope_core::floor::preset_names()),
+            models: presets(&tokenscope_core::analyze::floor::preset_names()),
             quants: vec![Quant::F16, Quant::Q8_0, Quant::Q4_0],
             contexts: vec![4096, 32768],
             kv_dtype: Quant::F16,
@@ -590,17 +590,12 @@ async fn run_gemv(
     let timing = measure(ctx, clock, &spec.id(), &bench, &cfg.timing)
         .await?
         .summary(&spec.id())?;
-    let mut notes = Vec::new();
-    if spec.dtype == Quant::F16 {
-        notes.push(
-            if ctx.caps.shader_f16 {
-                "f16 loads (shader-f16)"
-            } else {
-                "f16 via unpack2x16float"
-            }
-            .into(),
-        );
-    }
+    let mut notes: Vec<String> = bench
+        .kernel
+        .f16
+        .map(|p| p.note().into())
+        .into_iter()
+        .collect();
     if matches!(spec.dtype, Quant::Q8_0 | Quant::Q4_0) {
         notes.push("repacked GGUF blocks (quants and scales in separate arrays)".into());
     }
@@ -617,7 +612,7 @@ async fn run_gemv(
             verification: ver,
             bytes_moved: spec.bytes_moved(),
             flops: spec.flops(),
-            reduction: bench.kernel.reduction,
+            reduction: bench.kernel.reduction.as_str(),
             bindings: bench.matrices[0].chunks.len() as u32,
             rotation,
             notes,
@@ -649,17 +644,7 @@ async fn run_attention(
     let timing = measure(ctx, clock, &spec.id(), &bench, &cfg.timing)
         .await?
         .summary(&spec.id())?;
-    let mut notes = Vec::new();
-    if spec.kv_dtype == Quant::F16 {
-        notes.push(
-            if ctx.caps.shader_f16 {
-                "f16 loads (shader-f16)"
-            } else {
-                "f16 via unpack2x16float"
-            }
-            .into(),
-        );
-    }
+    let notes: Vec<String> = bench.f16().map(|p| p.note().into()).into_iter().collect();
     Ok(kernel_result(
         ResultId {
             name: spec.name().into(),
@@ -681,7 +666,7 @@ async fn run_attention(
             verification: ver,
             bytes_moved: spec.bytes_moved(),
             flops: spec.flops(),
-            reduction: "shared",
+            reduction: Reduction::Shared.as_str(),
             bindings: bench.caches[0].parts.len() as u32,
             rotation,
             notes,

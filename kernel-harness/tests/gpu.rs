@@ -13,10 +13,11 @@ use kernel_harness::kernels::bandwidth::{self, BandwidthPlan};
 use kernel_harness::kernels::fill::{FillJob, Filler};
 use kernel_harness::kernels::gemv::{GemvBench, GemvSpec, HostMatrix};
 use kernel_harness::kernels::glue::{self, RopeShape, reference};
+use kernel_harness::kernels::{F16Path, Reduction};
 use kernel_harness::quant;
 use kernel_harness::timing::TimingOptions;
 use kernel_harness::{AdapterOptions, GpuContext, HarnessError, KernelId};
-use tokenscope_core::floor::{ModelShape, Quant};
+use tokenscope_core::analyze::floor::{ModelShape, Quant};
 
 fn gpu(opts: AdapterOptions) -> GpuContext {
     match pollster::block_on(GpuContext::new(&opts)) {
@@ -25,17 +26,48 @@ fn gpu(opts: AdapterOptions) -> GpuContext {
     }
 }
 
-/// The variants to cover: as the adapter is, and with subgroups and shader-f16 off.
+/// The variants to cover: as the adapter is (on lavapipe, and on any GPU with
+/// both features: subgroups and shader-f16 on) and with subgroups and
+/// shader-f16 off. Each context's paths are checked here, and each kernel built
+/// on it is checked to have compiled for them.
 fn contexts() -> Vec<GpuContext> {
-    vec![
-        gpu(AdapterOptions::default()),
-        gpu(AdapterOptions {
-            disable_subgroups: true,
-            disable_f16: true,
-            disable_timestamps: true,
-            ..Default::default()
-        }),
-    ]
+    let full = gpu(AdapterOptions::default());
+    let bare = gpu(AdapterOptions {
+        disable_subgroups: true,
+        disable_f16: true,
+        disable_timestamps: true,
+        ..Default::default()
+    });
+    assert!(
+        full.caps.subgroups && full.caps.shader_f16,
+        "{} ({}) offers no subgroups or no shader-f16 ({:?}): these tests cover both \
+         reduction paths and both f16 paths, which needs an adapter with both (Mesa \
+         lavapipe: scripts/setup.sh installs it)",
+        full.adapter_report().name,
+        full.adapter_report().backend,
+        full.caps
+    );
+    assert!(
+        !bare.caps.subgroups && !bare.caps.shader_f16,
+        "{:?}",
+        bare.caps
+    );
+    vec![full, bare]
+}
+
+/// The reduction and f16 paths a kernel compiled on `ctx` must have taken.
+fn expected_paths(ctx: &GpuContext, reads_f16: bool) -> (Reduction, Option<F16Path>) {
+    let reduction = if ctx.caps.subgroups {
+        Reduction::Subgroup
+    } else {
+        Reduction::Shared
+    };
+    let f16 = reads_f16.then_some(if ctx.caps.shader_f16 {
+        F16Path::ShaderF16
+    } else {
+        F16Path::Unpack
+    });
+    (reduction, f16)
 }
 
 fn id(name: &str) -> KernelId {
@@ -47,6 +79,7 @@ fn id(name: &str) -> KernelId {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn fill_matches_the_cpu_twin() {
     let ctx = gpu(AdapterOptions::default());
     let k = id("fill");
@@ -79,6 +112,7 @@ fn fill_matches_the_cpu_twin() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn bandwidth_kernels_verify_on_both_reduction_paths() {
     for ctx in contexts() {
         let plan = BandwidthPlan {
@@ -102,6 +136,10 @@ fn bandwidth_kernels_verify_on_both_reduction_paths() {
         .unwrap();
         assert!(err.is_none(), "{err:?}");
         assert!(report.read_verified && report.copy_verified);
+        assert_eq!(
+            report.read_reduction.as_deref(),
+            Some(expected_paths(&ctx, false).0.as_str())
+        );
         assert!(report.read_gbps > 0.0 && report.copy_gbps > 0.0);
         assert_eq!(report.working_set_bytes, 12 << 20);
     }
@@ -109,6 +147,12 @@ fn bandwidth_kernels_verify_on_both_reduction_paths() {
 
 fn check_gemv(ctx: &GpuContext, spec: GemvSpec, rotation: u32) {
     let bench = pollster::block_on(GemvBench::new(ctx, spec, 42, rotation, None)).unwrap();
+    assert_eq!(
+        (bench.kernel.reduction, bench.kernel.f16),
+        expected_paths(ctx, spec.dtype == Quant::F16),
+        "{spec:?} on {:?}",
+        ctx.caps
+    );
     for slot in 0..rotation as usize {
         let (report, err) = pollster::block_on(bench.verify(ctx, slot, u64::MAX)).unwrap();
         assert!(
@@ -123,6 +167,7 @@ fn check_gemv(ctx: &GpuContext, spec: GemvSpec, rotation: u32) {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn gemv_every_format_small_and_odd_sizes() {
     for ctx in contexts() {
         for dtype in Quant::ALL {
@@ -145,6 +190,7 @@ fn gemv_every_format_small_and_odd_sizes() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn skinny_matmul_every_format_and_odd_batches() {
     for ctx in contexts() {
         for dtype in Quant::ALL {
@@ -165,6 +211,7 @@ fn skinny_matmul_every_format_and_odd_batches() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn gemv_split_across_bindings_and_rotated() {
     let mut ctx = gpu(AdapterOptions::default());
     // 4 KiB bindings: an f32 row of 256 is 1 KiB, so 4 rows per binding.
@@ -189,6 +236,7 @@ fn gemv_split_across_bindings_and_rotated() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn gemv_on_real_gguf_blocks() {
     let ctx = gpu(AdapterOptions::default());
     let (rows, cols) = (19u32, 256u32);
@@ -222,6 +270,7 @@ fn gemv_on_real_gguf_blocks() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn a_wrong_result_is_an_error_naming_the_index() {
     let ctx = gpu(AdapterOptions::default());
     let (rows, cols) = (8u32, 64u32);
@@ -256,6 +305,7 @@ fn a_wrong_result_is_an_error_naming_the_index() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn shapes_are_checked_before_gpu_work() {
     let bad = GemvSpec {
         dtype: Quant::Q4_0,
@@ -281,6 +331,12 @@ fn shapes_are_checked_before_gpu_work() {
 
 fn check_attention(ctx: &GpuContext, spec: AttentionSpec, rotation: u32) {
     let bench = pollster::block_on(AttentionBench::new(ctx, spec, 17, rotation)).unwrap();
+    assert_eq!(
+        bench.f16(),
+        expected_paths(ctx, spec.kv_dtype == Quant::F16).1,
+        "{spec:?} on {:?}",
+        ctx.caps
+    );
     for slot in 0..rotation as usize {
         let (report, err) = pollster::block_on(bench.verify(ctx, slot)).unwrap();
         assert!(err.is_none(), "{spec:?} ({:?}): {}", ctx.caps, err.unwrap());
@@ -289,6 +345,7 @@ fn check_attention(ctx: &GpuContext, spec: AttentionSpec, rotation: u32) {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn attention_single_pass_and_split_kv() {
     for ctx in contexts() {
         for kv_dtype in [Quant::F16, Quant::F32] {
@@ -319,6 +376,7 @@ fn attention_single_pass_and_split_kv() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn attention_split_across_bindings_and_rotated() {
     let mut ctx = gpu(AdapterOptions::default());
     // One KV head (100 positions x 64 dims x 4 bytes = 25 KiB) per binding.
@@ -366,6 +424,7 @@ fn run_ops(ctx: &GpuContext, ops: &[&glue::GlueOp]) {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn glue_kernels_match_their_references() {
     let ctx = gpu(AdapterOptions::default());
     let key = data::key(4, 4);
@@ -407,6 +466,7 @@ fn glue_kernels_match_their_references() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn rope_and_kv_append_match_the_reference() {
     let ctx = gpu(AdapterOptions::default());
     for kv_dtype in [Quant::F16, Quant::F32] {
@@ -462,6 +522,7 @@ fn rope_and_kv_append_match_the_reference() {
 }
 
 #[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn decode_step_runs_a_tiny_model() {
     let ctx = gpu(AdapterOptions::default());
     let json = r#"{"model_type": "gemma3_text", "hidden_size": 128, "intermediate_size": 256,

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use tokenscope_core::export;
-use tokenscope_core::openai::Api;
+use tokenscope_core::analyze::slo::Slo;
+use tokenscope_core::measure::openai::Api;
+use tokenscope_core::render;
 use tokenscope_core::report::{Arrival, ClientReport};
-use tokenscope_core::slo::Slo;
 
 use crate::engine::{self, BenchConfig, FilePrompt, LoadPlan, PerLevel, Prompts};
 use crate::util::{Secret, parse_base_url, parse_duration, parse_f64_list, parse_u32_list};
@@ -170,7 +170,7 @@ pub struct BenchArgs {
 
     /// Exact samples kept per metric and level; past it, percentiles come from an
     /// HdrHistogram (3 significant digits) so memory stays flat on long runs.
-    #[arg(long, default_value_t = tokenscope_core::stats::DEFAULT_SAMPLE_CAP, hide = true)]
+    #[arg(long, default_value_t = tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP, hide = true)]
     pub sample_cap: usize,
 }
 
@@ -231,7 +231,10 @@ pub fn read_prompts(path: &Path) -> anyhow::Result<Vec<FilePrompt>> {
 impl BenchArgs {
     /// Validate everything before anything is sent.
     pub fn into_config(self) -> anyhow::Result<(BenchConfig, Outputs)> {
-        let base_url = flag("url", parse_base_url(&self.url))?;
+        let (base_url, url_note) = flag("url", parse_base_url(&self.url))?;
+        if let Some(note) = url_note {
+            eprintln!("note: --url: {note}");
+        }
         let api_key = self
             .api_key
             .filter(|k| !k.is_empty())
@@ -397,11 +400,11 @@ impl Outputs {
                 .with_context(|| format!("--out {}: cannot write", p.display()))?;
         }
         if let Some(p) = &self.csv {
-            std::fs::write(p, export::csv(report))
+            std::fs::write(p, render::client::csv(report))
                 .with_context(|| format!("--csv {}: cannot write", p.display()))?;
         }
         if let Some(p) = &self.markdown {
-            std::fs::write(p, export::markdown(report))
+            std::fs::write(p, render::client::markdown(report))
                 .with_context(|| format!("--markdown {}: cannot write", p.display()))?;
         }
         Ok(())
@@ -426,7 +429,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })?;
     // Exports first (a failing terminal must not lose the files), then the table.
     outputs.write(&report)?;
-    print!("{}", export::text_summary(&report));
+    print!("{}", render::client::text_summary(&report));
     Ok(if report.interrupted {
         ExitCode::from(130)
     } else {

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::export::{fmt_ms, text_table};
-use tokenscope_core::openai::Api;
+use tokenscope_core::analyze::stats::percentile;
+use tokenscope_core::measure::openai::Api;
+use tokenscope_core::render::fmt::fmt_ms;
+use tokenscope_core::render::table::text_table;
 use tokenscope_core::sim::SimConfig;
-use tokenscope_core::stats::percentile;
 
 use crate::engine::{self, BenchConfig, LoadPlan, PerLevel, Prompts};
 use crate::util::parse_u32_list;
@@ -75,7 +76,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     for &c in &levels {
         let raw = dir.join(format!("raw-{c}.jsonl"));
         let cfg = BenchConfig {
-            base_url: crate::util::parse_base_url(&url).map_err(anyhow::Error::msg)?,
+            base_url: crate::util::parse_base_url(&url)
+                .map_err(anyhow::Error::msg)?
+                .0,
             api: Api::Completions,
             model: None,
             api_key: None,
@@ -97,7 +100,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             grace: Duration::from_secs(5),
             raw: Some(raw.clone()),
             progress: !args.quiet,
-            sample_cap: tokenscope_core::stats::DEFAULT_SAMPLE_CAP,
+            sample_cap: tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

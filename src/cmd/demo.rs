@@ -86,7 +86,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         csv: Some(args.dir.join("client.csv")),
         markdown: Some(args.dir.join("client.md")),
         quiet: args.quiet,
-        sample_cap: tokenscope_core::stats::DEFAULT_SAMPLE_CAP,
+        sample_cap: tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP,
     };
     let code = crate::cmd::bench::run(bench)?;
     let kernels = if args.no_kernels {
@@ -105,6 +105,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         context: 4096,
         out: Some(html.clone()),
         markdown: Some(args.dir.join("report.md")),
+        client_out: None,
     };
     println!();
     crate::cmd::report::run(report)?;
@@ -142,7 +143,18 @@ fn run_kernels(dir: &std::path::Path, quiet: bool) -> Option<PathBuf> {
         })
         .status();
     match status {
-        Ok(s) if s.success() => Some(out),
+        Ok(s) if s.success() => {
+            // Say so when the harness fell back to the CPU (GL llvmpipe without a
+            // Vulkan driver): its figures are not a GPU's.
+            let note = std::fs::read_to_string(&out)
+                .ok()
+                .and_then(|t| tokenscope_core::report::kernels::KernelReport::from_json(&t).ok())
+                .and_then(|k| k.adapter.fallback_note());
+            if let (Some(note), false) = (note, quiet) {
+                eprintln!("note: {note}");
+            }
+            Some(out)
+        }
         _ => {
             eprintln!(
                 "note: the GPU kernel harness did not run (no GPU or Vulkan driver? see `tokenscope kernels --help`); the report covers the client only"

@@ -13,9 +13,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
 use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
-use tokenscope_core::floor::{ModelShape, Quant, preset_names};
-use tokenscope_core::kernels::KernelReport;
-use tokenscope_core::kernels::mib_label;
+use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
+use tokenscope_core::render::kernels::mib_label;
+use tokenscope_core::render::table::{Align, text_table_with};
+use tokenscope_core::report::kernels::KernelReport;
 
 /// Options of `tokenscope kernels`.
 #[derive(Debug, clap::Args)]
@@ -131,7 +132,7 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.out {
         write_report(path, &report)?;
     }
-    print!("{}", tables(&report));
+    print!("{}", tokenscope_core::render::kernels::text(&report));
     if report.verified {
         Ok(ExitCode::SUCCESS)
     } else {
@@ -163,15 +164,17 @@ fn list(args: &KernelsArgs) -> anyhow::Result<ExitCode> {
             wanted: String::new(),
         }));
     }
-    let mut rows = vec![vec![
-        "name".to_string(),
-        "backend".into(),
-        "type".into(),
-        "driver".into(),
-        "timestamps".into(),
-        "shader-f16".into(),
-        "subgroups".into(),
-    ]];
+    let headers = [
+        "name",
+        "backend",
+        "type",
+        "driver",
+        "timestamps",
+        "shader-f16",
+        "subgroups",
+    ]
+    .map(String::from);
+    let mut rows = Vec::new();
     let yes = |b: bool| if b { "yes" } else { "no" }.to_string();
     for a in adapters {
         rows.push(vec![
@@ -184,7 +187,7 @@ fn list(args: &KernelsArgs) -> anyhow::Result<ExitCode> {
             yes(a.features.subgroups),
         ]);
     }
-    print!("{}", render(&rows, &[]));
+    print!("{}", text_table_with(&headers, &rows, |_| Align::Left));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -332,6 +335,9 @@ fn header(ctx: &GpuContext, cfg: &SuiteConfig) -> String {
             mib_label(ctx.max_binding())
         );
     }
+    if let Some(note) = a.fallback_note() {
+        let _ = writeln!(s, "note      {note}");
+    }
     let _ = writeln!(
         s,
         "cache     {} ({}); working sets and rotations exceed it\n",
@@ -407,263 +413,4 @@ fn write_report(path: &Path, report: &KernelReport) -> anyhow::Result<()> {
     std::fs::rename(&tmp, path)
         .with_context(|| format!("--out {}: cannot write", path.display()))?;
     Ok(())
-}
-
-/// Renders rows as an aligned text table; columns listed in `right` are right-aligned.
-fn render(rows: &[Vec<String>], right: &[usize]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for (i, row) in rows.iter().enumerate() {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let pad = widths[c] - cell.chars().count();
-            if c > 0 {
-                line.push_str("  ");
-            }
-            if right.contains(&c) {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
-            } else {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-        if i == 0 {
-            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * cols.saturating_sub(1)));
-            out.push('\n');
-        }
-    }
-    out
-}
-
-fn gb(bytes: u64) -> String {
-    format!("{:.2}", bytes as f64 / 1e9)
-}
-
-/// The human-readable report.
-pub fn tables(r: &KernelReport) -> String {
-    let mut s = String::new();
-    let timing = r.timing.label();
-    if let Some(b) = &r.bandwidth {
-        let _ = writeln!(
-            s,
-            "Bandwidth ceiling: read {:.1} GB/s, copy {:.1} GB/s (working set {} in {} x {} buffers; median of {} samples, {timing})\n",
-            b.read_gbps,
-            b.copy_gbps,
-            mib_label(b.working_set_bytes),
-            b.buffers,
-            mib_label(b.buffer_bytes),
-            b.read.samples
-        );
-    }
-    let (headers, kernel_rows) = tokenscope_core::kernels::kernel_table(r);
-    let rows: Vec<Vec<String>> = std::iter::once(headers).chain(kernel_rows).collect();
-    if !r.kernels.is_empty() {
-        s.push_str(&render(&rows, &[3, 5, 6, 7, 8, 9, 10]));
-        if r.kernels.iter().any(|k| k.cache_resident) {
-            s.push_str("(cached): above 100%, the data sat in cache; not reported as bandwidth\n");
-        }
-        s.push('\n');
-    }
-    for k in &r.skipped {
-        let _ = writeln!(
-            s,
-            "skipped {} {} {:?}: {}",
-            k.name, k.dtype, k.shape, k.reason
-        );
-    }
-    for e in &r.errors {
-        let _ = writeln!(s, "error: {e}");
-    }
-    if !r.skipped.is_empty() || !r.errors.is_empty() {
-        s.push('\n');
-    }
-
-    if !r.roofline.is_empty() {
-        let _ = writeln!(
-            s,
-            "Roofline turn: time per call relative to the GEMV (1.00 = the weights' bytes still dominate; turn = first batch above {:.2})",
-            tokenscope_core::kernels::ROOFLINE_TURN
-        );
-        let batches: std::collections::BTreeSet<u32> = r
-            .roofline
-            .iter()
-            .flat_map(|row| row.points.iter().map(|p| p.batch))
-            .collect();
-        let mut header = vec!["dtype".to_string(), "shape".into()];
-        header.extend(batches.iter().map(|b| format!("b={b}")));
-        header.push("turn".into());
-        let mut rows = vec![header];
-        for row in &r.roofline {
-            let mut line = vec![
-                row.dtype.clone(),
-                tokenscope_core::kernels::shape_label(&row.shape),
-            ];
-            for b in &batches {
-                line.push(
-                    row.points
-                        .iter()
-                        .find(|p| p.batch == *b)
-                        .map_or_else(|| "-".into(), |p| format!("{:.2}", p.time_vs_batch1)),
-                );
-            }
-            line.push(
-                row.turn_batch
-                    .map_or_else(|| "> max".into(), |b| format!("batch {b}")),
-            );
-            rows.push(line);
-        }
-        let right: Vec<usize> = (2..2 + batches.len()).collect();
-        s.push_str(&render(&rows, &right));
-        s.push('\n');
-    }
-
-    if !r.decode_steps.is_empty() {
-        let mut rows = vec![
-            [
-                "decode step",
-                "quant",
-                "context",
-                "layers (distinct)",
-                "dispatches",
-                "layers ms",
-                "lm head ms",
-                "step ms",
-                "floor ms",
-                "step/floor",
-                "GB/s",
-            ]
-            .map(String::from)
-            .to_vec(),
-        ];
-        for d in &r.decode_steps {
-            rows.push(vec![
-                d.model.clone(),
-                d.quant.to_string(),
-                d.context.to_string(),
-                format!("{} ({})", d.layers, d.distinct_layers),
-                d.dispatches.to_string(),
-                format!("{:.2}", d.layers_ms),
-                format!("{:.2}", d.lm_head_ms),
-                format!("{:.2}", d.step_ms),
-                format!("{:.2}", d.tpot_floor_ms),
-                format!("{:.2}x", d.gap),
-                format!("{:.1}", d.effective_gbps),
-            ]);
-        }
-        s.push_str(&render(&rows, &[2, 4, 5, 6, 7, 8, 9, 10]));
-        s.push('\n');
-    }
-
-    if !r.decode_floor.is_empty() {
-        let kv = r.decode_floor[0].estimate.kv_dtype;
-        let _ = writeln!(
-            s,
-            "Decode floor (batch 1, KV cache {kv}): TPOT_floor = weight_bytes / B_gemv + kv_bytes / B_attention"
-        );
-        let mut rows = vec![
-            [
-                "model",
-                "quant",
-                "context",
-                "weights GB",
-                "KV GB",
-                "GB/token",
-                "B_gemv",
-                "B_attn",
-                "TPOT floor ms",
-                "tok/s ceiling",
-                "step ms",
-            ]
-            .map(String::from)
-            .to_vec(),
-        ];
-        for f in &r.decode_floor {
-            let e = &f.estimate;
-            rows.push(vec![
-                e.model.clone(),
-                e.quant.to_string(),
-                e.context.to_string(),
-                gb(e.weight_bytes),
-                gb(e.kv_bytes),
-                gb(e.bytes_per_token),
-                format!("{:.1}", e.gemv_gbps),
-                format!("{:.1}", e.attention_gbps),
-                format!("{:.3}", e.tpot_floor_ms),
-                format!("{:.1}", e.tokens_per_s_ceiling),
-                f.decode_step_ms
-                    .map_or_else(|| "-".into(), |m| format!("{m:.2}")),
-            ]);
-        }
-        s.push_str(&render(&rows, &[2, 3, 4, 5, 6, 7, 8, 9, 10]));
-        let sources: std::collections::BTreeSet<String> = r
-            .decode_floor
-            .iter()
-            .map(|f| {
-                format!(
-                    "{} <- {}; B_attn <- {}",
-                    f.estimate.quant, f.gemv_source, f.attention_source
-                )
-            })
-            .collect();
-        for src in sources {
-            let _ = writeln!(s, "  B_gemv {src}");
-        }
-        s.push('\n');
-    }
-
-    if !r.goals.is_empty() {
-        let real_gpu = r.adapter.device_type != "Cpu";
-        let _ = writeln!(
-            s,
-            "Goals (fraction of measured read bandwidth){}",
-            if real_gpu {
-                ""
-            } else {
-                "; they apply to real GPUs, this adapter runs on the CPU"
-            }
-        );
-        let mut rows = vec![
-            ["goal", "target", "measured", "status", "from"]
-                .map(String::from)
-                .to_vec(),
-        ];
-        for g in &r.goals {
-            rows.push(vec![
-                g.goal.clone(),
-                format!(">= {:.0}%", 100.0 * g.target_fraction),
-                g.measured_fraction
-                    .map_or_else(|| "-".into(), |m| format!("{:.0}%", 100.0 * m)),
-                match g.met {
-                    Some(true) => "met".into(),
-                    Some(false) => "not met".into(),
-                    None => "not measured".into(),
-                },
-                g.source.clone(),
-            ]);
-        }
-        s.push_str(&render(&rows, &[1, 2]));
-        s.push('\n');
-    }
-    let _ = writeln!(
-        s,
-        "verified: {}",
-        if r.verified {
-            "every kernel matched its CPU reference"
-        } else {
-            "NO (see above)"
-        }
-    );
-    s
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::sim::{FaultKind, SimConfig};
+use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
 
 use crate::mock::{MockState, router, serve};
 use crate::util::parse_duration;
@@ -38,83 +38,72 @@ pub struct MockArgs {
 }
 
 /// The simulator's model parameters (shared by `mock`, `serve --mock` and `demo`).
+/// Every default is `SimConfig::default()`'s: the one definition the page's
+/// simulator uses too.
 #[derive(Debug, Clone, Args)]
 pub struct SimArgs {
     /// Model name served.
-    #[arg(long, default_value = "tokenscope-sim")]
+    #[arg(long, default_value_t = SimConfig::default().model)]
     pub model_name: String,
 
     /// Fixed prefill overhead of a step that admits requests (TTFT at concurrency 1
     /// for an empty prompt), ms.
-    #[arg(long, default_value_t = 40.0)]
+    #[arg(long, default_value_t = SimConfig::default().ttft_ms)]
     pub ttft_ms: f64,
 
     /// Decode step time at batch 1 (ITL at concurrency 1), ms.
-    #[arg(long, default_value_t = 15.0)]
+    #[arg(long, default_value_t = SimConfig::default().itl_ms)]
     pub itl_ms: f64,
 
     /// Prefill speed, prompt tokens per second.
-    #[arg(long, default_value_t = 8000.0)]
+    #[arg(long, default_value_t = SimConfig::default().prefill_tok_per_s)]
     pub prefill_tok_per_s: f64,
 
     /// Most requests decoding at once (continuous batching); more wait in a queue.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = SimConfig::default().max_batch)]
     pub max_batch: u32,
 
     /// Decode step time growth per extra sequence in the batch (0.03 = +3% each).
-    #[arg(long, default_value_t = 0.03)]
+    #[arg(long, default_value_t = SimConfig::default().step_growth)]
     pub step_growth: f64,
 
     /// Uniform step-time jitter, +/- ms.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = SimConfig::default().jitter_ms)]
     pub jitter_ms: f64,
 
     /// Tokens per streamed chunk.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = SimConfig::default().tokens_per_chunk)]
     pub tokens_per_chunk: u32,
 
     /// Probability that a request gets a fault.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = SimConfig::default().error_rate)]
     pub error_rate: f64,
 
     /// Faults drawn from (uniformly) for the requests that get one.
-    #[arg(long, default_value = "http_503", value_name = "KIND,..")]
+    #[arg(long, default_value_t = faults_label(&SimConfig::default().faults), value_name = "KIND,..")]
     pub faults: String,
 
     /// How long a `stall` fault holds the stream.
-    #[arg(long, default_value = "120s", value_name = "DURATION")]
+    #[arg(long, default_value_t = format!("{}s", SimConfig::default().stall_ms / 1000.0), value_name = "DURATION")]
     pub stall: String,
 
     /// Step-time drift, ms per minute of uptime (to test soak drift checks).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = SimConfig::default().itl_growth_ms_per_min)]
     pub itl_growth_ms_per_min: f64,
 
     /// Longest prompt + max_tokens accepted (HTTP 400 beyond).
-    #[arg(long, default_value_t = 32_768)]
+    #[arg(long, default_value_t = SimConfig::default().max_context_tokens)]
     pub max_context: u64,
 
     /// Seed of everything random.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = SimConfig::default().seed)]
     pub seed: u64,
 }
 
 impl SimArgs {
     /// Validate into the model's configuration.
     pub fn into_config(self) -> anyhow::Result<SimConfig> {
-        let faults = self
-            .faults
-            .split(',')
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-            .map(|f| {
-                FaultKind::parse(f).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "--faults: unknown fault {f:?} (known: {})",
-                        FaultKind::ALL.map(FaultKind::as_str).join(", ")
-                    )
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let faults = parse_faults(&self.faults).map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
         let stall = parse_duration(&self.stall).map_err(|e| anyhow::anyhow!("--stall: {e}"))?;
         let cfg = SimConfig {
             model: self.model_name,
@@ -128,11 +117,10 @@ impl SimArgs {
             error_rate: self.error_rate,
             faults,
             stall_ms: stall.as_secs_f64() * 1000.0,
-            retry_after_s: 1,
             itl_growth_ms_per_min: self.itl_growth_ms_per_min,
             max_context_tokens: self.max_context,
-            default_max_tokens: 128,
             seed: self.seed,
+            ..SimConfig::default()
         };
         cfg.validate().map_err(|e| anyhow::anyhow!("--{e}"))?;
         Ok(cfg)

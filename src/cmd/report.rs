@@ -6,10 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::combined::{self, ModelChoice, ReportInput};
-use tokenscope_core::floor::{ModelShape, Quant};
-use tokenscope_core::kernels::KernelReport;
+use tokenscope_core::analyze::floor::{ModelShape, Quant};
+use tokenscope_core::analyze::verdict;
+use tokenscope_core::render::combined;
 use tokenscope_core::report::ClientReport;
+use tokenscope_core::report::combined::{ModelChoice, ReportInput};
+use tokenscope_core::report::kernels::KernelReport;
 
 /// Combine client reports (native and/or browser) with a GPU kernels report into
 /// one verdict, diagnosis and set of charts: a self-contained HTML file and/or
@@ -19,7 +21,8 @@ use tokenscope_core::report::ClientReport;
   tokenscope report --client client.json --out report.html
   tokenscope report --client native.json --client browser.json --kernels kernels.json \\
       --model llama-3.1-8b --quant q4_0 --context 4096 --out report.html --markdown report.md
-  tokenscope report --raw requests.jsonl --markdown -      (a report from a raw file alone)")]
+  tokenscope report --raw requests.jsonl --markdown -      (a report from a raw file alone)
+  tokenscope report --raw requests.jsonl --client-out client.json   (the client report rebuilt)")]
 pub struct ReportArgs {
     /// A client report (tokenscope.client/1) from `bench --out` or the page's export.
     #[arg(long, value_name = "FILE")]
@@ -56,6 +59,11 @@ pub struct ReportArgs {
     /// Write the Markdown report here (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+
+    /// Write the client report rebuilt from the one --raw file here
+    /// (tokenscope.client/1: the same levels, sweep and warnings as the run's).
+    #[arg(long, value_name = "FILE")]
+    pub client_out: Option<PathBuf>,
 }
 
 fn read(path: &Path, what: &str) -> anyhow::Result<String> {
@@ -78,9 +86,9 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
     }
     for p in &args.raw {
         let text = read(p, "raw")?;
-        let raw = tokenscope_core::raw::parse(&text)
+        let raw = tokenscope_core::report::raw::parse(&text)
             .map_err(|e| anyhow::anyhow!("--raw {}: {e}", p.display()))?;
-        clients.push(tokenscope_core::raw::rebuild_report(&raw));
+        clients.push(tokenscope_core::report::raw::rebuild_report(&raw));
     }
     let kernels = match &args.kernels {
         Some(p) => Some(
@@ -128,8 +136,21 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
 /// Run the subcommand.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let input = inputs(&args)?;
-    let analysis = combined::analyze(&input);
     let mut wrote = false;
+    if let Some(p) = &args.client_out {
+        let [_] = args.raw.as_slice() else {
+            anyhow::bail!(
+                "--client-out: give exactly one --raw FILE (got {})",
+                args.raw.len()
+            );
+        };
+        let rebuilt = input.clients.last().expect("the --raw file's report");
+        std::fs::write(p, rebuilt.to_json() + "\n")
+            .with_context(|| format!("--client-out {}: cannot write", p.display()))?;
+        eprintln!("wrote {}", p.display());
+        wrote = true;
+    }
+    let analysis = verdict::analyze(&input);
     if let Some(p) = &args.out {
         std::fs::write(p, combined::html(&input, &analysis))
             .with_context(|| format!("--out {}: cannot write", p.display()))?;

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokenscope_core::openai::{RequestSpec, first_model_id, request_body};
-use tokenscope_core::report::ReportWarning;
-use tokenscope_core::timeline::{ErrorKind, Outcome};
+use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
+use tokenscope_core::measure::timeline::{ErrorKind, Outcome};
+use tokenscope_core::report::{ReportWarning, WarningKind};
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
@@ -124,7 +124,7 @@ pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
         }
         if !ok {
             warnings.push(ReportWarning {
-                kind: "preflight_failed".into(),
+                kind: WarningKind::PreflightFailed,
                 message: format!(
                     "the pre-flight request failed {ATTEMPTS} times (last: {last}); the run went ahead and counts such failures as data"
                 ),

@@ -4,8 +4,8 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use tokenscope_core::measure::timeline::RequestRecord;
 use tokenscope_core::report::LevelReport;
-use tokenscope_core::timeline::RequestRecord;
 
 /// Progress display of a run.
 pub struct Progress {
@@ -77,9 +77,9 @@ impl Progress {
                 l.load().label(),
                 l.ok,
                 l.sent,
-                tokenscope_core::export::fmt_ms(l.metrics.ttft_ms.p50),
-                tokenscope_core::export::fmt_ms(l.metrics.tpot_ms.p50),
-                tokenscope_core::export::fmt_rate(l.output_tokens_per_s)
+                tokenscope_core::render::fmt::fmt_ms(l.metrics.ttft_ms.p50),
+                tokenscope_core::render::fmt::fmt_ms(l.metrics.tpot_ms.p50),
+                tokenscope_core::render::fmt::fmt_rate(l.output_tokens_per_s)
             ));
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use tokenscope_core::timeline::{
+use tokenscope_core::measure::timeline::{
     ErrorKind, HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestRecord, RequestTimeline,
 };
 use tokio_util::sync::CancellationToken;

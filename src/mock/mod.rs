@@ -21,12 +21,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::stream::{self, Stream};
 use serde::Serialize;
-use tokenscope_core::openai::{Api, encode};
-use tokenscope_core::prompts::approx_tokens;
+use tokenscope_core::measure::openai::{Api, encode};
 use tokenscope_core::sim::{
     Admission, Emission, Engine, FaultAction, FaultKind, SimConfig, SimRequest, StreamWriter,
     context_exceeded_body, immediate_response,
 };
+use tokenscope_core::workload::prompts::approx_tokens;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::engine::clock::Clock;
@@ -568,12 +568,12 @@ async fn non_streaming(
         }
     }
     // Rebuild the text from the chunks the writer made (same words as streaming).
-    let text: String = tokenscope_core::sse::decode_all(text_events.as_bytes())
+    let text: String = tokenscope_core::measure::sse::decode_all(text_events.as_bytes())
         .unwrap_or_default()
         .iter()
         .filter_map(
-            |e| match tokenscope_core::openai::parse_event(&e.event, &e.data) {
-                Ok(tokenscope_core::openai::StreamItem::Chunk(c)) => Some(c.content),
+            |e| match tokenscope_core::measure::openai::parse_event(&e.event, &e.data) {
+                Ok(tokenscope_core::measure::openai::StreamItem::Chunk(c)) => Some(c.content),
                 _ => None,
             },
         )

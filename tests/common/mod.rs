@@ -106,6 +106,24 @@ pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The request lines of a raw file (`tokenscope.raw/1.1`): every line after the
+/// header that is a finished request, not an event (level start, warning, end).
+pub fn raw_requests(path: &Path) -> Vec<serde_json::Value> {
+    let lines = read_jsonl(path);
+    assert!(
+        lines
+            .first()
+            .is_some_and(|h| h["schema"] == "tokenscope.raw/1.1"),
+        "{} has no raw header",
+        path.display()
+    );
+    lines
+        .into_iter()
+        .skip(1)
+        .filter(|l| l.get("request_id").is_some())
+        .collect()
+}
+
 /// Median of values.
 pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();

@@ -25,7 +25,7 @@ use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::gpu_page::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
 };
-use tokenscope_core::kernels::KernelReport;
+use tokenscope_core::report::kernels::KernelReport;
 use wasm_bindgen::prelude::*;
 
 /// Why the GPU module gave no result.

@@ -3,9 +3,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use tokenscope_core::kernels::KernelReport;
-use tokenscope_core::openai::model_ids;
+use tokenscope_core::measure::openai::model_ids;
+use tokenscope_core::parse::parse_base_url;
 use tokenscope_core::report::ClientReport;
+use tokenscope_core::report::kernels::KernelReport;
 use yew::prelude::*;
 
 use crate::components::analysis::Analysis;
@@ -24,7 +25,7 @@ use crate::services::clock::CancelToken;
 use crate::services::fetch::FetchTarget;
 use crate::services::paint::Painter;
 use crate::services::runner::{self, RunInput};
-use crate::settings::{GpuSettings, Settings, View, normalize_url};
+use crate::settings::{GpuSettings, Settings, View};
 use crate::state::{Action, RunState, Shared, State};
 
 /// App props: the URL query to read the settings from.
@@ -61,16 +62,24 @@ fn start_run(
     if state.run == RunState::Running {
         return;
     }
+    let plan = match state.settings.validate() {
+        Ok(plan) => plan,
+        Err(e) => {
+            state.dispatch(Action::Start);
+            state.dispatch(Action::Failed(e));
+            return;
+        }
+    };
     let token = CancelToken::new();
     *cancel.borrow_mut() = Some(token.clone());
     state.dispatch(Action::Start);
     let painter = Painter::new(
         lanes.cast::<web_sys::Element>(),
-        state.settings.paint,
-        state.settings.paint_fallback,
+        plan.paint,
+        plan.paint_fallback,
     );
     let input = RunInput {
-        settings: state.settings.clone(),
+        plan,
         api_key: Some(state.api_key.clone()).filter(|k| !k.is_empty()),
         painter,
         cancel: token,
@@ -144,7 +153,7 @@ pub fn App(props: &AppProps) -> Html {
     };
     let onsettings = {
         let state = state.clone();
-        Callback::from(move |s: Settings| state.dispatch(Action::Settings(s)))
+        Callback::from(move |s: Settings| state.dispatch(Action::Settings(Box::new(s))))
     };
     let onkey = {
         let state = state.clone();
@@ -169,11 +178,17 @@ pub fn App(props: &AppProps) -> Html {
     let onlistmodels = {
         let state = state.clone();
         Callback::from(move |()| {
-            let base = normalize_url(&state.settings.url);
-            let key = Some(state.api_key.clone()).filter(|k| !k.is_empty());
             let d = state.dispatcher();
+            let url = match parse_base_url(&state.settings.url) {
+                Ok(base) => base.endpoint("models"),
+                Err(e) => {
+                    d.dispatch(Action::Models(Err(format!("endpoint URL {e}"))));
+                    return;
+                }
+            };
+            let key = Some(state.api_key.clone()).filter(|k| !k.is_empty());
             wasm_bindgen_futures::spawn_local(async move {
-                let r = FetchTarget::get_models(&base, key.as_deref())
+                let r = FetchTarget::get_models(&url, key.as_deref())
                     .await
                     .and_then(|text| model_ids(&text).ok_or_else(|| "no model listed".into()));
                 d.dispatch(Action::Models(r));
@@ -201,9 +216,9 @@ pub fn App(props: &AppProps) -> Html {
         let state = state.clone();
         Callback::from(move |()| {
             if let Some(f) = &state.finished
-                && let Some(h) = &f.raw_header
+                && let Some(raw) = &f.raw
             {
-                let text = runner::raw_jsonl(h, &f.records);
+                let text = runner::raw_jsonl(raw, &f.records);
                 let _ = browser::download(
                     "tokenscope-browser-raw.jsonl",
                     &text,
@@ -300,7 +315,7 @@ pub fn App(props: &AppProps) -> Html {
                     <RunControls
                         {running}
                         can_export={finished.is_some()}
-                        can_export_raw={finished.is_some_and(|f| f.raw_header.is_some())}
+                        can_export_raw={finished.is_some_and(|f| f.raw.is_some())}
                         {onrun} {onstop} {onexport} {onexportraw} {onload} {onlink}
                     />
                 </aside>

@@ -3,11 +3,10 @@
 
 use std::rc::Rc;
 
-use tokenscope_core::raw::RawHeader;
 use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
 use yew::Reducible;
 
-use crate::services::runner::{PageRecord, Progress, RunEvent, RunOutput};
+use crate::services::runner::{PageRaw, PageRecord, Progress, RunEvent, RunOutput};
 use crate::settings::Settings;
 
 /// Where the page is. Mirrored on `document.body` as `data-run-state`.
@@ -77,8 +76,8 @@ pub struct Finished {
     pub records: Shared<Vec<PageRecord>>,
     /// Their JSON (`#records-json`).
     pub records_json: Shared<String>,
-    /// The raw header, for a `tokenscope.raw/1` export (runs only).
-    pub raw_header: Option<Shared<RawHeader>>,
+    /// The raw file, for a `tokenscope.raw/1.1` export (runs only).
+    pub raw: Option<Shared<PageRaw>>,
     /// Loaded from a file rather than run here.
     pub loaded: bool,
 }
@@ -132,7 +131,7 @@ impl Default for Shared<Vec<LevelReport>> {
 #[derive(Debug, Clone)]
 pub enum Action {
     /// The form changed.
-    Settings(Settings),
+    Settings(Box<Settings>),
     /// The key field changed.
     ApiKey(String),
     /// "Remember in this tab" changed.
@@ -159,7 +158,7 @@ impl Reducible for State {
     fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
         let mut s = (*self).clone();
         match action {
-            Action::Settings(settings) => s.settings = settings,
+            Action::Settings(settings) => s.settings = *settings,
             Action::ApiKey(key) => s.api_key = key,
             Action::RememberKey(r) => s.remember_key = r,
             Action::Models(Ok(models)) => {
@@ -224,7 +223,7 @@ impl Reducible for State {
                     report: Shared::new(out.report),
                     records: Shared::new(out.records),
                     records_json: Shared::new(records_json),
-                    raw_header: Some(Shared::new(out.raw_header)),
+                    raw: Some(Shared::new(out.raw)),
                     loaded: false,
                 });
             }
@@ -249,7 +248,7 @@ impl Reducible for State {
                     report: Shared::new(report),
                     records: Shared::new(Vec::new()),
                     records_json: Shared::new("[]".into()),
-                    raw_header: None,
+                    raw: None,
                     loaded: true,
                 });
             }

@@ -7,10 +7,10 @@
 
 #![cfg(target_arch = "wasm32")]
 
-use tokenscope_core::openai::Api;
+use tokenscope_core::measure::openai::Api;
+use tokenscope_core::measure::timeline::{ErrorKind, Outcome, PaintMethod, TimeoutPhase};
 use tokenscope_core::report::Source;
 use tokenscope_core::sim::{FaultKind, SimConfig};
-use tokenscope_core::timeline::{ErrorKind, Outcome, PaintMethod, TimeoutPhase};
 use tokenscope_web::services::clock::{CancelToken, now, sleep_ms};
 use tokenscope_web::services::fetch::FetchTarget;
 use tokenscope_web::services::paint::{Fallback, Painter, element_timing_supported};
@@ -293,12 +293,13 @@ async fn a_run_on_the_built_in_simulator_gives_a_browser_report() {
         "concurrency=1,3&requests=6&rounds=2&warmup=1&max_tokens=6&input_tokens=16&sim_itl_ms=4&sim_ttft_ms=8&slo=ttft_ms:p95<=500",
     );
     assert!(notes.is_empty(), "{notes:?}");
-    let painter = Painter::new(Some(container()), settings.paint, settings.paint_fallback);
+    let plan = settings.validate().expect("valid settings");
+    let painter = Painter::new(Some(container()), plan.paint, plan.paint_fallback);
     let events = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let seen = events.clone();
     let out = runner::run(
         RunInput {
-            settings,
+            plan,
             api_key: None,
             painter,
             cancel: CancelToken::new(),
@@ -345,26 +346,19 @@ async fn a_run_on_the_built_in_simulator_gives_a_browser_report() {
     ids.dedup();
     assert_eq!(ids.len(), out.records.len());
     assert_eq!(out.sim_log.as_ref().unwrap().len(), out.records.len());
-    // The raw export is a tokenscope.raw/1 file core can rebuild the report from.
-    let raw = runner::raw_jsonl(&out.raw_header, &out.records);
-    let parsed = tokenscope_core::raw::parse(&raw).expect("a valid raw file");
-    let rebuilt = tokenscope_core::raw::rebuild_report(&parsed);
+    // The raw export is a tokenscope.raw/1.1 file from which core rebuilds the
+    // page's report exactly: everything but the environment (which the end line
+    // restores too, marked as rebuilt).
+    let raw = runner::raw_jsonl(&out.raw, &out.records);
+    let parsed = tokenscope_core::report::raw::parse(&raw).expect("a valid raw file");
+    let rebuilt = tokenscope_core::report::raw::rebuild_report(&parsed);
     assert_eq!(rebuilt.source, Source::Browser);
-    // Same samples, same summary (to the rounding of the raw file's times).
-    let (a, b) = (
-        &rebuilt.levels[1].metrics.ttft_ms,
-        &report.levels[1].metrics.ttft_ms,
+    tokenscope_core::testing::assert_same_but_environment(&rebuilt, report);
+    assert!(rebuilt.environment.rebuilt_from_raw);
+    assert_eq!(
+        rebuilt.environment.user_agent,
+        report.environment.user_agent
     );
-    assert_eq!(a.count, b.count);
-    for (x, y) in [
-        (a.min, b.min),
-        (a.p50, b.p50),
-        (a.p95, b.p95),
-        (a.max, b.max),
-    ] {
-        let (x, y) = (x.unwrap(), y.unwrap());
-        assert!((x - y).abs() < 1e-3, "rebuilt {x} vs measured {y}");
-    }
     // The page heard about the run as it went.
     let events = events.borrow();
     assert!(events.iter().any(|e| matches!(

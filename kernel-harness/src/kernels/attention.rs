@@ -7,14 +7,14 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::floor::Quant;
-use tokenscope_core::kernels::VerificationReport;
+use tokenscope_core::analyze::floor::Quant;
+use tokenscope_core::report::kernels::VerificationReport;
 
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};
 use crate::error::{HarnessError, KernelId, Result};
-use crate::kernels::Check;
 use crate::kernels::fill::{FillJob, Filler};
+use crate::kernels::{Check, F16Path};
 use crate::shader::{self, Binding, Defines, Kernel};
 use crate::timing::Workload;
 
@@ -194,6 +194,8 @@ pub struct AttentionKernels {
     pub decode: Arc<Kernel>,
     /// attention_combine.wgsl.
     pub combine: Arc<Kernel>,
+    /// How it reads an f16 KV cache (`None`: an f32 cache).
+    pub f16: Option<F16Path>,
 }
 
 impl AttentionKernels {
@@ -201,12 +203,10 @@ impl AttentionKernels {
     pub async fn new(ctx: &GpuContext, spec: &AttentionSpec) -> Result<Self> {
         spec.validate(ctx)?;
         let id = spec.id();
+        let f16 = F16Path::of(ctx, spec.kv_dtype == Quant::F16);
         let defines = Defines::new()
             .flag("KV_F16", spec.kv_dtype == Quant::F16)
-            .flag(
-                "SHADER_F16",
-                spec.kv_dtype == Quant::F16 && ctx.caps.shader_f16,
-            )
+            .flag("SHADER_F16", f16 == Some(F16Path::ShaderF16))
             .value("HEAD_DIM", spec.head_dim)
             .value("GROUP", spec.group())
             .value("LANES", spec.lanes());
@@ -239,7 +239,11 @@ impl AttentionKernels {
                 ],
             )
             .await?;
-        Ok(Self { decode, combine })
+        Ok(Self {
+            decode,
+            combine,
+            f16,
+        })
     }
 }
 
@@ -539,6 +543,11 @@ impl AttentionBench {
     /// Splits per KV head.
     pub fn splits(&self) -> u32 {
         self.ops.first().map_or(1, |o| o.splits)
+    }
+
+    /// How it reads its f16 KV cache (`None`: an f32 cache).
+    pub fn f16(&self) -> Option<F16Path> {
+        self.ops.first().and_then(|o| o.kernels.f16)
     }
 
     /// Runs slot `slot` once and compares the output with an f64 CPU reference for

@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::kernels::{BandwidthReport, TimingMethod};
+use tokenscope_core::report::kernels::{BandwidthReport, TimingMethod};
 
 use crate::clock::Clock;
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};
 use crate::error::{HarnessError, KernelId, Result};
-use crate::kernels::Check;
 use crate::kernels::fill::{FillJob, Filler};
+use crate::kernels::{Check, Reduction};
 use crate::shader::{self, Binding, Defines, Kernel};
 use crate::timing::{TimingOptions, Workload, measure, run_calls};
 
@@ -105,11 +105,12 @@ pub async fn run(
     let read_id = id("bandwidth_read", &plan);
     let copy_id = id("bandwidth_copy", &plan);
     let filler = Filler::new(ctx, &read_id).await?;
+    let reduction = Reduction::of(ctx);
     let read_k: Arc<Kernel> = ctx
         .kernel(
             &read_id,
             shader::BANDWIDTH_READ,
-            &Defines::new().flag("SUBGROUPS", ctx.caps.subgroups),
+            &Defines::new().flag("SUBGROUPS", reduction == Reduction::Subgroup),
             &[Binding::Uniform, Binding::Read, Binding::ReadWrite],
         )
         .await?;
@@ -222,6 +223,7 @@ pub async fn run(
         copy: copy_t,
         read_verified: read_ver.failure.is_none(),
         copy_verified: copy_ver.failure.is_none(),
+        read_reduction: Some(reduction.as_str().into()),
     };
     Ok((report, method, read_err.or(copy_err)))
 }

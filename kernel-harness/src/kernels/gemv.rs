@@ -8,13 +8,13 @@
 use std::sync::Arc;
 
 use half::f16;
-use tokenscope_core::floor::Quant;
+use tokenscope_core::analyze::floor::Quant;
 
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};
 use crate::error::{HarnessError, KernelId, Result};
 use crate::kernels::fill::{FillJob, Filler};
-use crate::kernels::{Check, sample_indices};
+use crate::kernels::{Check, F16Path, Reduction, sample_indices};
 use crate::quant::{BlockQ4_0, BlockQ8_0, QK, Repacked};
 use crate::shader::{self, Binding, Defines, Kernel, ShaderFile};
 use crate::timing::Workload;
@@ -198,8 +198,10 @@ impl GemvSpec {
 pub struct GemvKernel {
     /// The pipeline.
     pub kernel: Arc<Kernel>,
-    /// `subgroup` or `shared`.
-    pub reduction: &'static str,
+    /// The reduction path it was compiled for.
+    pub reduction: Reduction,
+    /// How it reads f16 weights (`None`: no f16 weights).
+    pub f16: Option<F16Path>,
     /// Rows per workgroup.
     pub rows_per_wg: u32,
 }
@@ -210,13 +212,16 @@ impl GemvKernel {
         spec.validate()?;
         let rows = spec.rows_per_wg();
         let acc = rows * spec.batch;
-        let pass = acc.min(if ctx.caps.subgroups { 16 } else { 8 });
+        let reduction = Reduction::of(ctx);
+        let f16 = F16Path::of(ctx, spec.dtype == Quant::F16);
+        let pass = acc.min(if reduction == Reduction::Subgroup {
+            16
+        } else {
+            8
+        });
         let defines = Defines::new()
-            .flag("SUBGROUPS", ctx.caps.subgroups)
-            .flag(
-                "SHADER_F16",
-                ctx.caps.shader_f16 && spec.dtype == Quant::F16,
-            )
+            .flag("SUBGROUPS", reduction == Reduction::Subgroup)
+            .flag("SHADER_F16", f16 == Some(F16Path::ShaderF16))
             .value("ROWS", rows)
             .value("BATCH", spec.batch)
             .value("ACC", acc)
@@ -226,11 +231,8 @@ impl GemvKernel {
             .await?;
         Ok(Self {
             kernel,
-            reduction: if ctx.caps.subgroups {
-                "subgroup"
-            } else {
-                "shared"
-            },
+            reduction,
+            f16,
             rows_per_wg: rows,
         })
     }
@@ -632,7 +634,7 @@ impl GemvBench {
         slot: usize,
         full_macs: u64,
     ) -> Result<(
-        tokenscope_core::kernels::VerificationReport,
+        tokenscope_core::report::kernels::VerificationReport,
         Option<HarnessError>,
     )> {
         let id = self.spec.id();

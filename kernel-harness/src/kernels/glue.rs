@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::floor::Quant;
+use tokenscope_core::analyze::floor::Quant;
 
 use crate::context::GpuContext;
 use crate::error::{KernelId, Result};

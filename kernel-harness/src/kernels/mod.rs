@@ -7,9 +7,67 @@ pub mod fill;
 pub mod gemv;
 pub mod glue;
 
-use tokenscope_core::kernels::{KernelResult, TimingSummary, VerificationReport};
+use tokenscope_core::report::kernels::{KernelResult, TimingSummary, VerificationReport};
 
+use crate::GpuContext;
 use crate::error::{HarnessError, KernelId, Mismatch};
+
+/// How a kernel sums across a workgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduction {
+    /// Subgroup operations, then shared memory across subgroups.
+    Subgroup,
+    /// Shared memory only (no subgroups on the device, or turned off).
+    Shared,
+}
+
+impl Reduction {
+    /// The path a kernel compiled for `ctx` takes.
+    pub fn of(ctx: &GpuContext) -> Self {
+        if ctx.caps.subgroups {
+            Reduction::Subgroup
+        } else {
+            Reduction::Shared
+        }
+    }
+
+    /// `subgroup` or `shared`, as in the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reduction::Subgroup => "subgroup",
+            Reduction::Shared => "shared",
+        }
+    }
+}
+
+/// How a kernel reads f16 data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum F16Path {
+    /// Native f16 loads (`enable f16;`, the `shader-f16` feature).
+    ShaderF16,
+    /// u32 words converted with `unpack2x16float` (no `shader-f16`).
+    Unpack,
+}
+
+impl F16Path {
+    /// The path a kernel reading f16 data (`reads_f16`) compiled for `ctx` takes;
+    /// `None` when it reads no f16.
+    pub fn of(ctx: &GpuContext, reads_f16: bool) -> Option<Self> {
+        reads_f16.then_some(if ctx.caps.shader_f16 {
+            F16Path::ShaderF16
+        } else {
+            F16Path::Unpack
+        })
+    }
+
+    /// The note the report carries for it.
+    pub fn note(self) -> &'static str {
+        match self {
+            F16Path::ShaderF16 => "f16 loads (shader-f16)",
+            F16Path::Unpack => "f16 via unpack2x16float",
+        }
+    }
+}
 
 /// Compares GPU outputs with CPU references and keeps the first failure.
 #[derive(Debug)]

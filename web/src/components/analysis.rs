@@ -1,15 +1,18 @@
-//! The combined view: this page's report (run here or opened) analysed by
-//! `core::combined` — the verdict, the diagnosis with its evidence, and, with a
-//! kernels report loaded beside it (`tokenscope kernels --out`, native or from a
-//! browser), the server's TPOT against the GPU's bandwidth floor for the model
-//! being served. The same code renders `tokenscope report`'s HTML: the fragment
-//! here is `combined::html_body`, and "Export combined report" saves
-//! `combined::html`.
+//! The combined view: this page's report (run here or opened) analysed by core
+//! (`analyze::verdict`) into the verdict, the diagnosis with its evidence, and,
+//! with a kernels report loaded beside it (`tokenscope kernels --out`, native or
+//! from a browser), the server's TPOT against the GPU's bandwidth floor for the
+//! model being served. The same code renders `tokenscope report`'s HTML: the
+//! fragment here is `render::combined::html_body` (without the run's own charts,
+//! which the page shows above it), and "Export combined report" saves
+//! `render::combined::html`.
 
-use tokenscope_core::combined::{self, ModelChoice, ReportInput};
-use tokenscope_core::floor::{ModelShape, Quant, preset_names};
-use tokenscope_core::kernels::KernelReport;
+use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
+use tokenscope_core::analyze::verdict;
+use tokenscope_core::render::combined::{self, BodyOptions};
 use tokenscope_core::report::ClientReport;
+use tokenscope_core::report::combined::{ModelChoice, ReportInput};
+use tokenscope_core::report::kernels::KernelReport;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -67,8 +70,16 @@ fn render(
         kernels: kernels.as_ref().map(|k| k.0.as_ref().clone()),
         model: model.choice(),
     };
-    let c = combined::analyze(&input);
-    Some((combined::html_body(&input, &c), combined::html(&input, &c)))
+    let c = verdict::analyze(&input);
+    // The page draws the run's own charts above: the fragment leaves them out.
+    let body = combined::html_body(
+        &input,
+        &c,
+        BodyOptions {
+            client_charts: false,
+        },
+    );
+    Some((body, combined::html(&input, &c)))
 }
 
 /// The combined view.

@@ -3,10 +3,10 @@
 //! level the TTFT CDF (network vs painted), the ITL histogram and a per-request
 //! timeline.
 
-use tokenscope_core::charts;
+use tokenscope_core::analyze::slo::Slo;
+use tokenscope_core::measure::timeline::RequestRecord;
+use tokenscope_core::render::charts;
 use tokenscope_core::report::{Knee, LevelReport};
-use tokenscope_core::slo::Slo;
-use tokenscope_core::timeline::RequestRecord;
 use yew::prelude::*;
 
 use crate::services::runner::PageRecord;

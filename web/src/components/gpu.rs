@@ -10,11 +10,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use tokenscope_core::charts;
 use tokenscope_core::gpu_page::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
 };
-use tokenscope_core::kernels::{KernelReport, TimingMethod, kernel_table, mib_label};
+use tokenscope_core::render::charts;
+use tokenscope_core::render::kernels::{kernel_table, mib_label};
+use tokenscope_core::report::kernels::{KernelReport, TimingMethod};
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
@@ -403,8 +404,8 @@ fn Adapter(props: &AdapterProps) -> Html {
                 <div class="gpu-adapter" id="gpu-adapter">
                     <p><strong id="gpu-adapter-name">{ if a.name.is_empty() { "(the browser does not name it)".to_owned() } else { a.name.clone() } }</strong>
                         { format!(" · {} · {}", a.backend, a.device_type) }
-                        if a.device_type == "Cpu" {
-                            <span class="hint">{ " (a fallback adapter running on the CPU: figures are the CPU's, not a GPU's)" }</span>
+                        if let Some(note) = a.fallback_note() {
+                            <span class="hint">{ format!(" ({note})") }</span>
                         }
                     </p>
                     <p>

@@ -214,7 +214,7 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
                         <label>{ "error rate" }<input name="sim_error_rate" type="number" step="any" min="0" max="1" value={s.sim.error_rate.to_string()} onchange={onfield.clone()} /></label>
                         <label>{ "tokens/chunk" }<input name="sim_tokens_per_chunk" type="number" min="1" value={s.sim.tokens_per_chunk.to_string()} onchange={onfield.clone()} /></label>
                     </div>
-                    <label>{ "faults" }<input name="sim_faults" value={s.sim.faults.clone()} onchange={onfield.clone()} spellcheck="false" /></label>
+                    <label>{ "faults" }<input name="sim_faults" value={s.sim_faults.clone()} onchange={onfield.clone()} spellcheck="false" /></label>
                 </fieldset>
             </details>
             if let Some(e) = &*error {

@@ -15,16 +15,16 @@ pub struct WarningsProps {
 /// The warnings.
 #[function_component]
 pub fn Warnings(props: &WarningsProps) -> Html {
+    // Nothing to say: no panel at all (an empty one sat between the results).
     if props.warnings.is_empty() && props.notes.is_empty() {
-        return html! { <section class="warnings empty"></section> };
+        return html! {};
     }
-    let info = |kind: &str| matches!(kind, "page_overhead" | "simulated_endpoint");
     html! {
         <section class="warnings" id="warnings">
             <ul>
                 { for props.notes.iter().map(|n| html! { <li class="note"><b>{ "URL: " }</b>{ n }</li> }) }
                 { for props.warnings.iter().map(|w| html! {
-                    <li class={ if info(&w.kind) { "info" } else { "warn" } } data-kind={ w.kind.clone() }>
+                    <li class={ if w.kind.is_info() { "info" } else { "warn" } } data-kind={ w.kind.as_str() }>
                         <b>{ format!("{}: ", w.kind) }</b>{ &w.message }
                     </li>
                 }) }

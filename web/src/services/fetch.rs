@@ -9,7 +9,7 @@
 //! `reset`.
 
 use js_sys::{Reflect, Uint8Array};
-use tokenscope_core::timeline::ErrorKind;
+use tokenscope_core::measure::timeline::ErrorKind;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -146,9 +146,8 @@ impl FetchTarget {
         Ok((t, head, FetchBody { reader }))
     }
 
-    /// `GET {base}/models`: the body text, or why it failed.
-    pub async fn get_models(base_url: &str, api_key: Option<&str>) -> Result<String, String> {
-        let url = format!("{}/models", base_url.trim_end_matches('/'));
+    /// `GET` the models URL (`{base}/models`): the body text, or why it failed.
+    pub async fn get_models(url: &str, api_key: Option<&str>) -> Result<String, String> {
         let init = RequestInit::new();
         init.set_method("GET");
         init.set_mode(web_sys::RequestMode::Cors);
@@ -160,12 +159,22 @@ impl FetchTarget {
             init.set_headers(&h);
         }
         let window = web_sys::window().ok_or("no window")?;
-        let resp: Response = JsFuture::from(window.fetch_with_str_and_init(&url, &init))
+        let resp: Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
             .await
-            .map_err(|e| format!("no response from {url} ({})", js_error_text(&e)))?
+            .map_err(|e| {
+                format!(
+                    "no response from {} ({})",
+                    tokenscope_core::parse::redact_url(url),
+                    js_error_text(&e)
+                )
+            })?
             .unchecked_into();
         if !resp.ok() {
-            return Err(format!("{url} answered HTTP {}", resp.status()));
+            return Err(format!(
+                "{} answered HTTP {}",
+                tokenscope_core::parse::redact_url(url),
+                resp.status()
+            ));
         }
         let text = JsFuture::from(resp.text().map_err(|e| js_error_text(&e))?)
             .await

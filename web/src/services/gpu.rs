@@ -7,7 +7,7 @@ use js_sys::{Function, Promise, Reflect};
 use tokenscope_core::gpu_page::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuRunRequest,
 };
-use tokenscope_core::kernels::KernelReport;
+use tokenscope_core::report::kernels::KernelReport;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod fetch;
 pub mod gpu;
 pub mod paint;
+pub mod records;
 pub mod runner;
 pub mod sim;
 pub mod transport;

@@ -1,40 +1,41 @@
 //! The page's benchmark run: levels, warm-up, rounds, closed loop; the same plan as
-//! the native client (`core::plan`), the same analysis (`core::analysis`), the same
-//! report (`tokenscope.client/1`, `"source": "browser"`).
+//! the native client (`core::workload::plan`), the same recorder and report
+//! assembly (`core::report::assemble`), the same report (`tokenscope.client/1`,
+//! `"source": "browser"`). It reads only the validated [`RunPlan`].
 //!
 //! Each level: warm-up requests (kept in the raw records, never measured), then the
 //! rounds, each keeping `c` requests in flight. A finished request is handed on at
 //! once and the worker sends its next one; the request's record is completed with
 //! its first-paint time when the paint is known (a few frames later) and only then
-//! pushed into the level's accumulator, so waiting for a paint never changes the
-//! load. Everything computed from records is computed by core.
+//! given to the recorder, so waiting for a paint never changes the load. Everything
+//! computed from records is computed by core.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
 use futures_util::future::join_all;
-use serde::Serialize;
-use tokenscope_core::analysis::{LevelAccumulator, LevelOptions, analyze_sweep};
-use tokenscope_core::metrics::MetricOptions;
-use tokenscope_core::openai::{RequestSpec, first_model_id, request_body};
-use tokenscope_core::plan;
-use tokenscope_core::prompts::{approx_tokens, synthetic_prompt};
-use tokenscope_core::raw::{RAW_SCHEMA, RawHeader, RawLine};
+use tokenscope_core::analyze::stats::{Samples, Summary};
+use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
+use tokenscope_core::measure::timeline::Outcome;
+use tokenscope_core::report::assemble::RunRecorder;
+use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
+use tokenscope_core::report::warning::event_loop_warning;
 use tokenscope_core::report::{
-    CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, ReportWarning, RunConfig, Source,
+    ClientReport, Environment, LevelReport, Load, ReportWarning, Source, WarningKind,
 };
-use tokenscope_core::stats::{Samples, Summary};
-use tokenscope_core::timeline::Outcome;
+use tokenscope_core::workload::plan;
+use tokenscope_core::workload::prompts::{approx_tokens, synthetic_prompt};
 
 use super::browser;
 use super::clock::{CancelToken, now, sleep_ms};
 use super::fetch::FetchTarget;
 use super::paint::Painter;
+pub use super::records::{PageEntry, PageRaw, PageRecord, raw_jsonl};
 use super::sim::{SimLog, SimServer};
 use super::transport::{Prepared, Transport, run_request};
 use super::worker::{NetWorker, WorkerTarget};
-use crate::settings::{NetMode, RunPlan, Settings};
+use crate::settings::{NetMode, RunPlan};
 
 /// Browsers open at most this many HTTP/1.1 connections per host; more requests
 /// queue inside the browser, not at the server.
@@ -45,24 +46,6 @@ const PROTOCOL_CHECKS: u32 = 4;
 
 /// How often the live table is refreshed, ms.
 const LIVE_EVERY_MS: f64 = 1000.0;
-
-/// One finished request as the page keeps it: a `tokenscope.raw/1` line plus what
-/// only the page knows.
-#[derive(Debug, Clone, Serialize)]
-pub struct PageRecord {
-    /// The raw line (request id, level, round, warm-up flag, the record).
-    #[serde(flatten)]
-    pub line: RawLine,
-    /// Which on-screen lane (concurrency slot) showed it.
-    pub lane: usize,
-    /// When the first-token element was inserted.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub paint_inserted_ms: Option<f64>,
-    /// The animation-frame fallback's reading, kept even when Element Timing gave
-    /// the paint time (to compare the two methods on one browser).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub paint_fallback_ms: Option<f64>,
-}
 
 /// Where the run is.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -116,8 +99,8 @@ pub struct RunOutput {
     pub report: ClientReport,
     /// Every request, warm-up included.
     pub records: Vec<PageRecord>,
-    /// The raw header (for a `tokenscope.raw/1` export).
-    pub raw_header: RawHeader,
+    /// The raw file (for a `tokenscope.raw/1.1` export).
+    pub raw: PageRaw,
     /// The simulator's own log (simulated runs).
     pub sim_log: Option<Vec<SimLog>>,
 }
@@ -125,8 +108,8 @@ pub struct RunOutput {
 /// A run to make.
 #[derive(Clone)]
 pub struct RunInput {
-    /// The settings.
-    pub settings: Settings,
+    /// The validated plan: the only configuration the run reads.
+    pub plan: RunPlan,
     /// The API key (memory only).
     pub api_key: Option<String>,
     /// The stream view and paint probe.
@@ -149,44 +132,37 @@ struct Overhead {
 /// Everything a run's workers share.
 struct Ctx {
     input: RunInput,
-    plan: RunPlan,
     transport: Transport,
     model: String,
     run_tag: String,
     next_index: Cell<u64>,
+    recorder: RefCell<RunRecorder>,
     records: RefCell<Vec<PageRecord>>,
+    entries: RefCell<Vec<PageEntry>>,
     overhead: RefCell<Overhead>,
     pending_paints: Cell<usize>,
     first_done: Cell<bool>,
     protocol_checks: Cell<u32>,
     protocol: RefCell<Option<String>>,
-    warnings: RefCell<Vec<ReportWarning>>,
     on_event: Box<dyn Fn(RunEvent)>,
     total_finished: Cell<u64>,
-}
-
-/// Which phase a request belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Warmup,
-    Round(u32),
 }
 
 impl Ctx {
     /// Build `n` requests (bodies before the round starts: building one never
     /// delays a send).
     fn prepare(&self, n: u64) -> Vec<Prepared> {
-        let s = &self.input.settings;
+        let p = &self.input.plan;
         (0..n)
             .map(|_| {
                 let index = self.next_index.get();
                 self.next_index.set(index + 1);
                 let spec = RequestSpec {
-                    api: s.api,
+                    api: p.api,
                     model: self.model.clone(),
-                    prompt: synthetic_prompt(s.input_tokens, s.seed, index),
-                    max_tokens: s.max_tokens,
-                    ignore_eos: s.ignore_eos,
+                    prompt: synthetic_prompt(p.input_tokens, p.seed, index),
+                    max_tokens: p.max_tokens,
+                    ignore_eos: p.ignore_eos,
                     min_tokens: None,
                     temperature: None,
                 };
@@ -195,8 +171,8 @@ impl Ctx {
                     prompt_tokens: approx_tokens(&spec.prompt).max(1),
                     body: serde_json::to_string(&request_body(&spec))
                         .expect("a JSON value serializes"),
-                    api: s.api,
-                    max_tokens: s.max_tokens,
+                    api: p.api,
+                    max_tokens: p.max_tokens,
                 }
             })
             .collect()
@@ -206,13 +182,25 @@ impl Ctx {
         (self.on_event)(e);
     }
 
-    fn warn(&self, kind: &str, message: String) {
-        let w = ReportWarning {
-            kind: kind.into(),
-            message,
-        };
+    fn event(&self, e: RawEvent) {
+        self.entries.borrow_mut().push(PageEntry::Event(e));
+    }
+
+    fn warn(&self, kind: WarningKind, message: String) {
+        let w = ReportWarning::new(kind, message);
         self.emit(RunEvent::Warning(w.clone()));
-        self.warnings.borrow_mut().push(w);
+        let e = self.recorder.borrow_mut().warn(w);
+        self.event(e);
+    }
+
+    /// A finished request (its paint known): to the recorder and the records.
+    fn finished(&self, page: PageRecord) {
+        self.recorder.borrow_mut().record(&page.line);
+        let mut records = self.records.borrow_mut();
+        self.entries
+            .borrow_mut()
+            .push(PageEntry::Request(records.len()));
+        records.push(page);
     }
 
     /// After each finished request until it is known: which protocol carried the
@@ -239,6 +227,7 @@ impl Ctx {
             .clone()
             .or_else(|| url.starts_with("http://").then(|| "http/1.1".to_owned()));
         let max_c = self
+            .input
             .plan
             .loads
             .iter()
@@ -251,7 +240,7 @@ impl Ctx {
                 self.emit(RunEvent::Protocol(p.clone()));
                 if (p == "http/1.1" || p == "http/1.0") && max_c > HTTP1_CONNECTIONS_PER_HOST {
                     self.warn(
-                        "http1_connection_limit",
+                        WarningKind::Http1ConnectionLimit,
                         format!(
                             "the endpoint speaks {p}{}: a browser opens at most {HTTP1_CONNECTIONS_PER_HOST} connections per host, so at concurrency above {HTTP1_CONNECTIONS_PER_HOST} (up to {max_c} here) the extra requests queue inside the browser, not at the server, and their latencies include that wait; serve the endpoint over HTTPS with HTTP/2, or keep the page's concurrency at {HTTP1_CONNECTIONS_PER_HOST} or less",
                             if seen.is_none() {
@@ -264,7 +253,7 @@ impl Ctx {
                 }
             }
             None if max_c > HTTP1_CONNECTIONS_PER_HOST => self.warn(
-                "protocol_unknown",
+                WarningKind::ProtocolUnknown,
                 format!(
                     "the browser did not say which protocol the endpoint uses (it sends no Timing-Allow-Origin header); if it is HTTP/1.1, requests beyond {HTTP1_CONNECTIONS_PER_HOST} per host (up to {max_c} here) queue inside the browser"
                 ),
@@ -279,43 +268,46 @@ pub async fn run(
     input: RunInput,
     on_event: impl Fn(RunEvent) + 'static,
 ) -> Result<RunOutput, String> {
-    let settings = input.settings.clone();
-    let plan = settings.validate()?;
     let started_at = browser::now_rfc3339();
     browser::grow_resource_timing_buffer();
     let run_tag = browser::run_tag();
-    let (transport, model) = match &plan.base_url {
+    let plan = &input.plan;
+    let (transport, model) = match &plan.base {
         None => {
             let sim = SimServer::new(plan.sim.clone());
-            let model = if settings.model.is_empty() {
-                sim.config().model.clone()
-            } else {
-                settings.model.clone()
-            };
+            let model = plan
+                .model
+                .clone()
+                .unwrap_or_else(|| sim.config().model.clone());
             (Transport::Sim(sim), model)
         }
         Some(base) => {
-            let model = if settings.model.is_empty() {
-                let text = FetchTarget::get_models(base, input.api_key.as_deref())
-                    .await
-                    .map_err(|e| format!("could not list the models: {e}; type the model name"))?;
-                first_model_id(&text)
-                    .ok_or_else(|| format!("{base}/models lists no model; type the model name"))?
-            } else {
-                settings.model.clone()
+            let model = match &plan.model {
+                Some(m) => m.clone(),
+                None => {
+                    let url = base.endpoint("models");
+                    let text = FetchTarget::get_models(&url, input.api_key.as_deref())
+                        .await
+                        .map_err(|e| {
+                            format!("could not list the models: {e}; type the model name")
+                        })?;
+                    first_model_id(&text).ok_or_else(|| {
+                        format!("{} lists no model; type the model name", base.redacted())
+                    })?
+                }
             };
-            let url = format!("{base}/{}", settings.api.path());
-            let transport = match (&input.worker_url, settings.net) {
+            let url = base.endpoint(plan.api.path());
+            let transport = match (&input.worker_url, plan.net) {
                 (Some(worker), NetMode::Worker) => Transport::Worker(WorkerTarget {
                     worker: NetWorker::start(worker)?,
                     url,
                     api_key: input.api_key.clone(),
-                    send_request_id: settings.request_ids,
+                    send_request_id: plan.request_ids,
                 }),
                 _ => Transport::Fetch(FetchTarget {
                     url,
                     api_key: input.api_key.clone(),
-                    send_request_id: settings.request_ids,
+                    send_request_id: plan.request_ids,
                 }),
             };
             (transport, model)
@@ -326,35 +318,74 @@ pub async fn run(
         model: model.clone(),
         run_tag: run_tag.clone(),
     });
+    let recorder = RunRecorder::new(Source::Browser, plan.run_config(&model));
     let ctx = Rc::new(Ctx {
-        input,
-        plan,
         transport,
         model,
         run_tag,
         next_index: Cell::new(0),
+        recorder: RefCell::new(recorder),
         records: RefCell::new(Vec::new()),
+        entries: RefCell::new(Vec::new()),
         overhead: RefCell::new(Overhead::default()),
         pending_paints: Cell::new(0),
         first_done: Cell::new(false),
         protocol_checks: Cell::new(0),
         protocol: RefCell::new(None),
-        warnings: RefCell::new(Vec::new()),
         on_event: Box::new(on_event),
         total_finished: Cell::new(0),
+        input,
     });
     if ctx.transport.is_simulated() {
         ctx.warn(
-            "simulated_endpoint",
+            WarningKind::SimulatedEndpoint,
             "the built-in simulated endpoint answered, inside the page (no network): the figures measure the simulator model and this browser's rendering, not a server".into(),
         );
     }
     let hidden = Rc::new(Cell::new(!browser::page_visible()));
     let lag = LagMonitor::start(Rc::clone(&hidden));
     ctx.input.painter.take_cost();
-    let mut levels: Vec<LevelReport> = Vec::new();
-    let mut warmup_used: Option<u32> = None;
-    for (li, load) in ctx.plan.loads.clone().into_iter().enumerate() {
+    run_levels(&ctx).await;
+    let lag_summary = lag.stop();
+    let interrupted = ctx.input.cancel.is_cancelled();
+    end_warnings(&ctx, hidden.get(), &lag_summary);
+    let environment = Environment {
+        tool_version: tokenscope_core::VERSION.into(),
+        user_agent: browser::user_agent(),
+        protocol: ctx.protocol.borrow().clone(),
+        cpus: browser::cpus(),
+        started_at: Some(started_at),
+        simulated: ctx.transport.is_simulated(),
+        event_loop_lag_ms: Some(lag_summary),
+        ..Environment::default()
+    };
+    ctx.event(RawEvent::end(&environment, interrupted));
+    let raw = PageRaw {
+        header: ctx.recorder.borrow().raw_header(),
+        entries: ctx.entries.borrow().clone(),
+    };
+    let report = ctx
+        .recorder
+        .borrow()
+        .clone()
+        .finish(environment, interrupted);
+    let sim_log = match &ctx.transport {
+        Transport::Sim(s) => Some(s.log()),
+        Transport::Fetch(_) | Transport::Worker(_) => None,
+    };
+    let records = ctx.records.borrow().clone();
+    Ok(RunOutput {
+        report,
+        records,
+        raw,
+        sim_log,
+    })
+}
+
+/// Every level: its warm-up, then its rounds.
+async fn run_levels(ctx: &Rc<Ctx>) {
+    let plan = &ctx.input.plan;
+    for (li, load) in plan.loads.iter().copied().enumerate() {
         if ctx.input.cancel.is_cancelled() {
             break;
         }
@@ -362,18 +393,7 @@ pub async fn run(
             continue;
         };
         ctx.input.painter.set_lanes(c as usize);
-        let opts = LevelOptions {
-            slos: ctx.plan.slos.clone(),
-            metric: MetricOptions {
-                stall_threshold_ms: settings.stall_threshold_ms,
-            },
-            ..LevelOptions::default()
-        };
-        let acc = Rc::new(RefCell::new(LevelAccumulator::new(load, opts)));
-        let warm_n = settings
-            .warmup
-            .unwrap_or_else(|| plan::default_warmup(load));
-        warmup_used.get_or_insert(warm_n);
+        let warm_n = plan.warmup_for(load);
         if warm_n > 0 {
             let phase = PhaseRun {
                 level: li,
@@ -383,10 +403,11 @@ pub async fn run(
                 phase: Phase::Warmup,
                 label: format!("{} warm-up", load.label()),
             };
-            run_closed(&ctx, &phase, None, &levels).await;
+            run_closed(ctx, &phase).await;
         }
-        acc.borrow_mut().set_start(now());
-        for round in 0..settings.rounds {
+        let e = ctx.recorder.borrow_mut().start_level(li, load, now());
+        ctx.event(e);
+        for round in 0..plan.rounds {
             if ctx.input.cancel.is_cancelled() {
                 break;
             }
@@ -394,27 +415,26 @@ pub async fn run(
                 level: li,
                 load,
                 concurrency: c,
-                requests: plan::round_requests(settings.requests, settings.rounds, round, load),
+                requests: plan::round_requests(plan.requests, plan.rounds, round, load),
                 phase: Phase::Round(round),
-                label: format!("{} round {}/{}", load.label(), round + 1, settings.rounds),
+                label: format!("{} round {}/{}", load.label(), round + 1, plan.rounds),
             };
-            run_closed(&ctx, &phase, Some(&acc), &levels).await;
+            run_closed(ctx, &phase).await;
         }
-        let report = acc.borrow().clone().finish();
-        if report.sent > 0 {
-            levels.push(report);
+        let ended = ctx.recorder.borrow_mut().end_level().is_some();
+        if ended {
+            let levels = ctx.recorder.borrow().levels().to_vec();
             ctx.emit(RunEvent::Levels {
-                levels: levels.clone(),
+                levels,
                 settled: true,
             });
         }
     }
-    let lag_summary = lag.stop();
-    let interrupted = ctx.input.cancel.is_cancelled();
-    // Warnings drawn from the run.
-    for w in tokenscope_core::report::level_warnings(&levels) {
-        ctx.warn(&w.kind, w.message);
-    }
+}
+
+/// The page's own checks once the run is over: paints not measured, a hidden
+/// page, its event loop's lag, its own costs.
+fn end_warnings(ctx: &Ctx, hidden: bool, lag: &Summary) {
     let unpainted = ctx
         .records
         .borrow()
@@ -428,95 +448,41 @@ pub async fn run(
         .count();
     if unpainted > 0 {
         ctx.warn(
-            "paint_unmeasured",
+            WarningKind::PaintUnmeasured,
             format!("{unpainted} successful requests have no first-paint time (the page was hidden, or their text was never painted)"),
         );
     }
-    if hidden.get() {
+    if hidden {
         ctx.warn(
-            "page_hidden",
+            WarningKind::PageHidden,
             "the page was hidden during the run: browsers throttle timers in hidden tabs and paint nothing, so paint times and timings from then are not representative; keep the tab visible".into(),
         );
     }
-    if let Some(w) = tokenscope_core::report::event_loop_warning(&lag_summary, "page") {
-        ctx.warn(&w.kind, w.message);
+    if let Some(w) = event_loop_warning(lag, "page") {
+        ctx.warn(w.kind, w.message);
     }
     let cost = ctx.input.painter.take_cost();
     let overhead = ctx.overhead.borrow();
     let parse = overhead.parse_per_read.summary();
     let insert = Summary::from_samples(&cost.insert_ms);
     let frame = Summary::from_samples(&cost.frame_ms);
-    let ms = tokenscope_core::export::fmt_ms;
-    ctx.warn(
-        "page_overhead",
-        format!(
-            "the page's own work (measured, not subtracted): decoding and parsing {} ms per read at p50 ({} at p99) over {} reads carrying {} token events; first-token insertion {} ms at p50 ({} at p99, {} requests); batched text updates {} ms per frame at p50 ({} at p99, {} frames, {} lane updates)",
-            ms(parse.p50),
-            ms(parse.p99),
-            overhead.reads,
-            overhead.events,
-            ms(insert.p50),
-            ms(insert.p99),
-            insert.count,
-            ms(frame.p50),
-            ms(frame.p99),
-            frame.count,
-            cost.batched_events
-        ),
+    let ms = tokenscope_core::render::fmt::fmt_ms;
+    let message = format!(
+        "the page's own work (measured, not subtracted): decoding and parsing {} ms per read at p50 ({} at p99) over {} reads carrying {} token events; first-token insertion {} ms at p50 ({} at p99, {} requests); batched text updates {} ms per frame at p50 ({} at p99, {} frames, {} lane updates)",
+        ms(parse.p50),
+        ms(parse.p99),
+        overhead.reads,
+        overhead.events,
+        ms(insert.p50),
+        ms(insert.p99),
+        insert.count,
+        ms(frame.p50),
+        ms(frame.p99),
+        frame.count,
+        cost.batched_events
     );
     drop(overhead);
-    let config = settings.run_config(&ctx.plan, &ctx.model, warmup_used.unwrap_or(0));
-    let report = ClientReport {
-        schema: CLIENT_SCHEMA.into(),
-        source: Source::Browser,
-        sweep: analyze_sweep(&levels, &ctx.plan.slos),
-        config: config.clone(),
-        environment: Environment {
-            tool_version: tokenscope_core::VERSION.into(),
-            user_agent: browser::user_agent(),
-            protocol: ctx.protocol.borrow().clone(),
-            cpus: browser::cpus(),
-            started_at: Some(started_at),
-            simulated: ctx.transport.is_simulated(),
-            event_loop_lag_ms: Some(lag_summary),
-            ..Environment::default()
-        },
-        levels,
-        warnings: ctx.warnings.borrow().clone(),
-        interrupted,
-    };
-    let sim_log = match &ctx.transport {
-        Transport::Sim(s) => Some(s.log()),
-        Transport::Fetch(_) | Transport::Worker(_) => None,
-    };
-    let records = ctx.records.borrow().clone();
-    Ok(RunOutput {
-        report,
-        records,
-        raw_header: raw_header(config),
-        sim_log,
-    })
-}
-
-/// The `tokenscope.raw/1` header of a browser run.
-pub fn raw_header(config: RunConfig) -> RawHeader {
-    RawHeader {
-        schema: RAW_SCHEMA.into(),
-        tool_version: tokenscope_core::VERSION.into(),
-        source: Source::Browser,
-        config,
-    }
-}
-
-/// The records as a `tokenscope.raw/1` JSONL file (header, then one line each).
-pub fn raw_jsonl(header: &RawHeader, records: &[PageRecord]) -> String {
-    let mut out = serde_json::to_string(header).unwrap_or_default();
-    out.push('\n');
-    for r in records {
-        out.push_str(&serde_json::to_string(r).unwrap_or_default());
-        out.push('\n');
-    }
-    out
+    ctx.warn(WarningKind::PageOverhead, message);
 }
 
 /// One phase of a level (warm-up or a round).
@@ -531,19 +497,15 @@ struct PhaseRun {
 
 /// Closed loop: `concurrency` workers, each sending its next request when its last
 /// one ends, until the phase's requests are all sent; then wait for their paints.
-async fn run_closed(
-    ctx: &Rc<Ctx>,
-    run: &PhaseRun,
-    acc: Option<&Rc<RefCell<LevelAccumulator>>>,
-    done_levels: &[LevelReport],
-) {
+async fn run_closed(ctx: &Rc<Ctx>, run: &PhaseRun) {
     let queue = RefCell::new(VecDeque::from(ctx.prepare(run.requests)));
     let finished = Cell::new(0u64);
     let last_live = Cell::new(now());
+    let measured = matches!(run.phase, Phase::Round(_));
     let progress = |finished: u64| {
         ctx.emit(RunEvent::Progress(Progress {
             level: run.level,
-            levels: ctx.plan.loads.len(),
+            levels: ctx.input.plan.loads.len(),
             phase: run.label.clone(),
             finished,
             planned: run.requests,
@@ -569,7 +531,7 @@ async fn run_closed(
                     &ctx.transport,
                     &req,
                     Some((&ctx.input.painter, lane)),
-                    ctx.plan.timeout_ms,
+                    ctx.input.plan.timeout_ms,
                     &ctx.input.cancel,
                 )
                 .await;
@@ -593,21 +555,19 @@ async fn run_closed(
                         phase: run.phase,
                         lane,
                     },
-                    acc.cloned(),
                 ));
                 finished.set(finished.get() + 1);
                 ctx.total_finished.set(ctx.total_finished.get() + 1);
                 if now() - last_live.get() >= LIVE_EVERY_MS {
                     last_live.set(now());
                     progress(finished.get());
-                    if let Some(acc) = acc {
+                    if measured {
                         // The live snapshot (a clone of the level's samples, sorted
                         // for percentiles) runs as its own task once this stream
                         // yields, not inline between a response and the next send.
-                        let (ctx, acc) = (Rc::clone(ctx), Rc::clone(acc));
-                        let mut levels = done_levels.to_vec();
+                        let ctx = Rc::clone(ctx);
                         wasm_bindgen_futures::spawn_local(async move {
-                            levels.push(acc.borrow().clone().finish());
+                            let levels = ctx.recorder.borrow().levels_so_far();
                             ctx.emit(RunEvent::Levels {
                                 levels,
                                 settled: false,
@@ -623,9 +583,8 @@ async fn run_closed(
         sleep_ms(10.0).await;
     }
     progress(finished.get());
-    if let Some(acc) = acc {
-        let mut levels = done_levels.to_vec();
-        levels.push(acc.borrow().clone().finish());
+    if measured {
+        let levels = ctx.recorder.borrow().levels_so_far();
         ctx.emit(RunEvent::Levels {
             levels,
             settled: false,
@@ -643,13 +602,7 @@ struct Where {
 }
 
 /// Complete a record with its paint (once known) and hand it on.
-async fn finalize(
-    ctx: Rc<Ctx>,
-    sent: super::transport::Sent,
-    request_id: String,
-    at: Where,
-    acc: Option<Rc<RefCell<LevelAccumulator>>>,
-) {
+async fn finalize(ctx: Rc<Ctx>, sent: super::transport::Sent, request_id: String, at: Where) {
     let paint = match sent.probe {
         Some(p) => Some(p.settle().await),
         None => None,
@@ -658,27 +611,8 @@ async fn finalize(
     if let Some((t, method)) = paint.and_then(|p| p.time) {
         tl.on_first_paint(t, method);
     }
-    let record = tl.finish();
-    if let (Phase::Round(r), Some(acc)) = (at.phase, &acc) {
-        acc.borrow_mut().push(r as usize, &record);
-    }
-    let (concurrency, rate_per_s) = match at.load {
-        Load::Concurrency(c) => (Some(c), None),
-        Load::Rate(r) => (None, Some(r)),
-    };
-    ctx.records.borrow_mut().push(PageRecord {
-        line: RawLine {
-            request_id,
-            level: at.level,
-            concurrency,
-            rate_per_s,
-            round: match at.phase {
-                Phase::Round(r) => Some(r + 1),
-                Phase::Warmup => None,
-            },
-            warmup: at.phase == Phase::Warmup,
-            record,
-        },
+    ctx.finished(PageRecord {
+        line: RawLine::new(request_id, at.level, at.load, at.phase, tl.finish()),
         lane: at.lane,
         paint_inserted_ms: paint.map(|p| p.inserted_ms),
         paint_fallback_ms: paint.and_then(|p| p.fallback_ms),

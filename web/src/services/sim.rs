@@ -15,11 +15,11 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
+use tokenscope_core::measure::timeline::ErrorKind;
 use tokenscope_core::sim::{
     Admission, Emission, Engine, FaultAction, SimConfig, SimRequest, StreamWriter,
     context_exceeded_body, immediate_response,
 };
-use tokenscope_core::timeline::ErrorKind;
 
 use super::clock::{now, sleep_ms};
 use super::transport::{Body, Head, LocalFuture, Prepared, Read};

@@ -8,8 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::export::fmt_rate;
-use crate::floor::{FloorBandwidth, FloorEstimate, ModelShape, Quant};
+use crate::analyze::floor::{FloorBandwidth, FloorEstimate, ModelShape, Quant};
 
 /// The schema id this build writes.
 pub const SCHEMA: &str = "tokenscope.kernels/1";
@@ -88,6 +87,32 @@ pub struct AdapterReport {
     /// Largest subgroup size the adapter reports (0 if unknown).
     #[serde(default)]
     pub subgroup_max_size: u32,
+}
+
+impl AdapterReport {
+    /// Whether the adapter runs on the CPU (Mesa lavapipe or llvmpipe, SwiftShader).
+    pub fn is_cpu(&self) -> bool {
+        self.device_type.eq_ignore_ascii_case("cpu")
+    }
+
+    /// What to tell the user when the adapter is a fallback, not a GPU: OpenGL's
+    /// llvmpipe (wgpu's last resort without a Vulkan driver) or a CPU Vulkan
+    /// driver. `None` for a GPU.
+    pub fn fallback_note(&self) -> Option<String> {
+        if self.is_cpu() && self.backend.eq_ignore_ascii_case("gl") {
+            Some(format!(
+                "{} through OpenGL is a fallback: no Vulkan driver was found, so the kernels ran on the CPU through GL, slower than Vulkan lavapipe and without shader-f16 or subgroups; the figures are the CPU memory's. For Vulkan install a driver (Debian/Ubuntu: apt install mesa-vulkan-drivers; on a GPU machine, its vendor's driver), then run again",
+                self.name
+            ))
+        } else if self.is_cpu() {
+            Some(format!(
+                "{} ({}) is a CPU adapter, not a GPU: the figures are the CPU memory's; run on a machine with a GPU for its floor",
+                self.name, self.backend
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// Optional features: what the adapter has and what the harness used.
@@ -237,7 +262,7 @@ impl TimingSummary {
             return None;
         }
         v.sort_by(f64::total_cmp);
-        let pct = |q: f64| crate::stats::percentile_sorted(&v, q);
+        let pct = |q: f64| crate::analyze::stats::percentile_sorted(&v, q);
         Some(TimingSummary {
             samples: v.len() as u32,
             median_us: pct(0.5),
@@ -287,6 +312,9 @@ pub struct BandwidthReport {
     pub read_verified: bool,
     /// Copy destination matched the source.
     pub copy_verified: bool,
+    /// The read kernel's reduction path (`subgroup` or `shared`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_reduction: Option<String>,
 }
 
 /// How a kernel's output was checked against its CPU reference.
@@ -303,92 +331,6 @@ pub struct VerificationReport {
     /// The first failure (kernel, shape, index, values), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
-}
-
-/// A buffer size as tables show it: `128 MiB`, or `2 GiB` when a whole number of GiB.
-pub fn mib_label(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
-        format!("{} GiB", bytes >> 30)
-    } else {
-        format!("{} MiB", bytes >> 20)
-    }
-}
-
-/// A matrix shape as tables show it: `4096x14336`.
-pub fn shape_label(shape: &[u64]) -> String {
-    shape
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join("x")
-}
-
-impl KernelResult {
-    /// The shape as tables show it: `4096x14336` for GEMV and skinny matmul;
-    /// `h32/kv8 d128 ctx 8192 (4 splits)` for attention.
-    pub fn shape_label(&self) -> String {
-        match (self.context, self.heads, self.kv_heads, self.head_dim) {
-            (Some(c), Some(h), Some(kv), Some(d)) => format!(
-                "h{h}/kv{kv} d{d} ctx {c}{}",
-                self.splits
-                    .filter(|s| *s > 1)
-                    .map_or(String::new(), |s| format!(" ({s} splits)"))
-            ),
-            _ => shape_label(&self.shape),
-        }
-    }
-}
-
-/// The per-kernel table every view shows (the CLI, the combined report, the page):
-/// headers and one row per kernel. A cache-resident kernel has no GB/s and its
-/// fraction of the read ceiling is marked `(cached)`.
-pub fn kernel_table(report: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
-    let headers = [
-        "kernel",
-        "dtype",
-        "shape",
-        "batch",
-        "reduction",
-        "median us",
-        "p25..p75 us",
-        "calls/sample",
-        "GB/s",
-        "of read bw",
-        "GFLOP/s",
-        "verified",
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    let rows = report
-        .kernels
-        .iter()
-        .map(|k| {
-            vec![
-                k.name.clone(),
-                k.dtype.clone(),
-                k.shape_label(),
-                k.batch.to_string(),
-                k.reduction.clone(),
-                format!("{:.1}", k.median_us),
-                format!("{:.1}..{:.1}", k.timing.p25_us, k.timing.p75_us),
-                k.timing.calls_per_sample.to_string(),
-                k.gbps.map_or_else(|| "cache".into(), fmt_rate),
-                format!(
-                    "{:.0}%{}",
-                    100.0 * k.fraction_of_read,
-                    if k.cache_resident { " (cached)" } else { "" }
-                ),
-                fmt_rate(k.gflops),
-                verified_label(k.verified).to_owned(),
-            ]
-        })
-        .collect();
-    (headers, rows)
-}
-
-/// `yes`, or a loud `NO` for a kernel that did not match its CPU reference.
-pub fn verified_label(verified: bool) -> &'static str {
-    if verified { "yes" } else { "NO" }
 }
 
 /// One kernel's result. GEMV and skinny matmul fill `shape` and `batch`; attention
@@ -698,7 +640,7 @@ impl KernelReport {
         Some(FloorRow {
             decode_step_ms: step.map(|s| s.step_ms),
             step_efficiency: step
-                .and_then(|s| crate::floor::efficiency(estimate.tpot_floor_ms, s.step_ms)),
+                .and_then(|s| crate::analyze::floor::efficiency(estimate.tpot_floor_ms, s.step_ms)),
             estimate,
             gemv_source,
             attention_source,
@@ -838,7 +780,7 @@ mod tests {
     fn older_reports_read_with_defaults_and_new_fields_round_trip() {
         // The lavapipe fixture predates `environment`, the batching settings and
         // `calls_per_sample`: it still reads, with the defaults.
-        let text = include_str!("../../tests/fixtures/reports/kernels-lavapipe.json");
+        let text = include_str!("../../../tests/fixtures/reports/kernels-lavapipe.json");
         let mut r = KernelReport::from_json(text).unwrap();
         assert_eq!(r.environment, None);
         assert_eq!(r.config.timestamp_batch_ms, 0.0);

@@ -12,8 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::openai::{self, ServerTimings, StreamItem, Usage};
-use crate::sse;
+use crate::measure::openai::{self, ServerTimings, StreamItem, Usage};
+use crate::measure::sse;
 
 /// How long a non-2xx or non-SSE body may be before the rest is ignored.
 pub const MAX_ERROR_BODY_BYTES: usize = 4096;
@@ -450,12 +450,27 @@ impl RequestTimeline {
                     self.record.finish_reason = chunk.finish_reason;
                 }
             }
+            // The body ended in the middle of this event (no blank line after it)
+            // and its data does not parse: the server stopped mid-event, the
+            // stream is cut short, not malformed.
+            Err(err) if !event.terminated => self.fail(
+                t_ms,
+                ErrorKind::Truncated,
+                format!("the body ended in the middle of an event ({err})"),
+            ),
             Err(err) => self.fail(t_ms, ErrorKind::MalformedChunk, err.to_string()),
         }
     }
 
     /// The body ended cleanly at `t_ms`. Decides the outcome if nothing else did:
     /// `[DONE]` or a `finish_reason` means success, otherwise the stream was truncated.
+    ///
+    /// An event the body ended in the middle of (no blank line after it) is still
+    /// applied: a complete chunk counts, and a complete `data: [DONE]` completes the
+    /// request (servers send `data: [DONE]` and a blank line: llama.cpp, vLLM, SGLang
+    /// and OpenAI alike; a close right after the sentinel loses nothing). Data that
+    /// does not parse there is the server stopping mid-event: `truncated`, not
+    /// `malformed_chunk`.
     pub fn on_end(&mut self, t_ms: f64) {
         if let Some(body) = self.error_body.take() {
             let status = self.record.status.unwrap_or(0);
@@ -663,7 +678,7 @@ mod tests {
         );
         tl.on_error_body(
             2.0,
-            include_bytes!("../../tests/fixtures/sse/llama-server-error-context-exceeded.json"),
+            include_bytes!("../../../tests/fixtures/sse/llama-server-error-context-exceeded.json"),
         );
         tl.on_end(2.5);
         let r = tl.finish();
@@ -736,7 +751,7 @@ mod tests {
         tl.on_headers(1.0, 200, Some("text/event-stream"));
         let s = tl.on_read(
             2.0,
-            include_bytes!("../../tests/fixtures/sse/synthetic-chat-error-midstream.sse"),
+            include_bytes!("../../../tests/fixtures/sse/synthetic-chat-error-midstream.sse"),
         );
         assert!(s.finished);
         tl.on_end(3.0);

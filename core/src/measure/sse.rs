@@ -242,7 +242,12 @@ impl Decoder {
             // type buffer to the empty string and return." (checked before the
             // trailing LF is removed, so `data:` alone dispatches an empty event)
             if self.data.is_empty() {
+                // The block is discarded: nothing of it may reach the next event
+                // (its event type, a `retry` seen in it, or invalid UTF-8 in one of
+                // its lines).
                 self.event_type.clear();
+                self.retry_ms = None;
+                self.invalid_utf8 = false;
                 self.pending_fields = false;
             } else {
                 out.push(self.take_event(true));
@@ -430,6 +435,17 @@ mod tests {
         assert_eq!(data(&[b"data:\n\n"]), [""]);
         // The event type of a block without data does not leak into the next event.
         let got = events(&[b"event: ping\n\ndata: x\n\n"]);
+        assert_eq!(got[0].event, "message");
+    }
+
+    #[test]
+    fn a_discarded_block_resets_its_flags() {
+        // A block without data is discarded whole: an invalid-UTF-8 event type and
+        // a retry in it do not carry over to the next, clean event.
+        let got = events(&[b"event: \xff\n\nretry: 5\n\ndata: x\n\n"]);
+        assert_eq!(got.len(), 1);
+        assert!(!got[0].invalid_utf8);
+        assert_eq!(got[0].retry_ms, None);
         assert_eq!(got[0].event, "message");
     }
 

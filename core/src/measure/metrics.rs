@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::timeline::RequestRecord;
+use crate::measure::timeline::RequestRecord;
 
 /// Default stall threshold, ms.
 pub const DEFAULT_STALL_THRESHOLD_MS: f64 = 250.0;
@@ -152,8 +152,8 @@ impl RequestMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::openai::Usage;
-    use crate::timeline::{Outcome, PaintMethod};
+    use crate::measure::openai::Usage;
+    use crate::measure::timeline::{Outcome, PaintMethod};
 
     fn record(events: &[f64], usage: Option<u64>) -> RequestRecord {
         RequestRecord {

@@ -1,49 +1,13 @@
-//! Exporters of the client report: JSON (see [`ClientReport::to_json`]), CSV, Markdown,
-//! and the aligned text table the CLI prints. All read the one model.
+//! The client report rendered: the level table (the CLI's summary, the combined
+//! report's level tables), the notes under it, the terminal summary, Markdown and
+//! CSV. JSON is [`ClientReport::to_json`]. All read the one model.
 
 use std::fmt::Write as _;
 
+use super::fmt::{fmt_ms, fmt_rate};
+use super::table::{markdown_table, text_table};
+use crate::analyze::stats::Summary;
 use crate::report::{ClientReport, LevelReport};
-use crate::stats::Summary;
-
-/// Format milliseconds for people: `0.42`, `12.3`, `420`, `1 234`.
-pub fn fmt_ms(v: Option<f64>) -> String {
-    match v {
-        None => "-".to_owned(),
-        Some(v) if v.abs() < 10.0 => format!("{v:.2}"),
-        Some(v) if v.abs() < 100.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.0}"),
-    }
-}
-
-/// Format a rate (tokens/s, req/s).
-pub fn fmt_rate(v: f64) -> String {
-    if v.abs() < 10.0 {
-        format!("{v:.2}")
-    } else if v.abs() < 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.0}")
-    }
-}
-
-/// Escape text for HTML and SVG content and attribute values; control characters
-/// other than newline and tab are dropped (XML does not allow them).
-pub fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' && c != '\t' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The summary table: headers and one row per level.
 pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
@@ -175,61 +139,6 @@ pub(crate) fn level_table(
     (headers.into_iter().map(str::to_owned).collect(), rows)
 }
 
-/// Render rows as a Markdown table.
-pub fn markdown_table(headers: &[String], rows: &[Vec<String>]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "| {} |", headers.join(" | "));
-    let _ = writeln!(
-        out,
-        "|{}|",
-        headers.iter().map(|_| "---:").collect::<Vec<_>>().join("|")
-    );
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    out
-}
-
-/// Render rows as an aligned text table (first column left-aligned, others right).
-pub fn text_table(headers: &[String], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", line(headers));
-    let _ = writeln!(
-        out,
-        "{}",
-        widths
-            .iter()
-            .map(|w| "-".repeat(*w))
-            .collect::<Vec<_>>()
-            .join("  ")
-    );
-    for row in rows {
-        let _ = writeln!(out, "{}", line(row));
-    }
-    out
-}
-
 /// Lines under the table: errors by kind, knee, SLO capacity, warnings.
 pub fn notes(report: &ClientReport) -> Vec<String> {
     let mut notes = Vec::new();
@@ -308,6 +217,11 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
     }
     if report.interrupted {
         notes.push("the run was interrupted: these are the levels that ran".into());
+    }
+    if report.environment.rebuilt_from_raw {
+        notes.push(
+            "rebuilt from the raw file alone: the same levels, sweep and warnings as the run; what it does not hold (the environment of a run killed before its end line) is missing".into(),
+        );
     }
     notes
 }
@@ -436,26 +350,4 @@ pub fn csv(report: &ClientReport) -> String {
         out.push('\n');
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn number_formats() {
-        assert_eq!(fmt_ms(Some(0.4234)), "0.42");
-        assert_eq!(fmt_ms(Some(12.34)), "12.3");
-        assert_eq!(fmt_ms(Some(420.4)), "420");
-        assert_eq!(fmt_ms(None), "-");
-        assert_eq!(fmt_rate(812.5), "812");
-    }
-
-    #[test]
-    fn text_table_aligns() {
-        let h = vec!["load".to_owned(), "x".to_owned()];
-        let rows = vec![vec!["c=1".to_owned(), "1234".to_owned()]];
-        let t = text_table(&h, &rows);
-        assert_eq!(t, "load     x\n----  ----\nc=1   1234\n");
-    }
 }

@@ -557,7 +557,7 @@ mod tests {
 
     #[test]
     fn models_list() {
-        let llama = include_str!("../../tests/fixtures/sse/llama-server-models.json");
+        let llama = include_str!("../../../tests/fixtures/sse/llama-server-models.json");
         assert_eq!(first_model_id(llama).as_deref(), Some("gemma-3-270m"));
         assert_eq!(
             first_model_id(&encode::models_body("sim")).as_deref(),
@@ -579,22 +579,23 @@ mod tests {
     fn encoded_events_parse_back() {
         for api in [Api::Chat, Api::Completions] {
             let ev = encode::content_event(api, 1, "m\"x", "a \"quoted\"\n", 0);
-            let events = crate::sse::decode_all(ev.as_bytes()).unwrap();
+            let events = crate::measure::sse::decode_all(ev.as_bytes()).unwrap();
             assert_eq!(chunk(&events[0].data).content, "a \"quoted\"\n");
             let ev = encode::usage_event(api, 1, "m", 5, 7, 0);
-            let events = crate::sse::decode_all(ev.as_bytes()).unwrap();
+            let events = crate::measure::sse::decode_all(ev.as_bytes()).unwrap();
             assert_eq!(
                 chunk(&events[0].data).usage.unwrap().completion_tokens,
                 Some(7)
             );
             let ev = encode::finish_event(api, 1, "m", "length", 0);
-            let events = crate::sse::decode_all(ev.as_bytes()).unwrap();
+            let events = crate::measure::sse::decode_all(ev.as_bytes()).unwrap();
             assert_eq!(
                 chunk(&events[0].data).finish_reason.as_deref(),
                 Some("length")
             );
         }
-        let events = crate::sse::decode_all(encode::role_event(1, "m", 0).as_bytes()).unwrap();
+        let events =
+            crate::measure::sse::decode_all(encode::role_event(1, "m", 0).as_bytes()).unwrap();
         assert!(!chunk(&events[0].data).carries_token());
     }
 

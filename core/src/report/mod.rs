@@ -1,18 +1,29 @@
-//! The client report (`tokenscope.client/1`): one serde model that every exporter
-//! (JSON, CSV, Markdown, the terminal table, the HTML report, the page) reads.
+//! The report models. This module is the client report (`tokenscope.client/1`):
+//! one serde model that every renderer (the terminal table, Markdown, CSV, the
+//! HTML report, the page) reads. Beside it: [`warning`] (typed run warnings),
+//! [`assemble`] (the one way a client report is put together, live or from a raw
+//! file), [`raw`] (`tokenscope.raw/1`), [`kernels`] (`tokenscope.kernels/1`) and
+//! [`combined`] (the combined report's analysed form).
 //!
 //! The committed JSON Schema is `schemas/client.schema.json`; a test checks that
 //! what we write validates against it. Readers refuse a document whose major
 //! schema version they do not know ([`ClientReport::from_json`]).
+
+pub mod assemble;
+pub mod combined;
+pub mod kernels;
+pub mod raw;
+pub mod warning;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::openai::Api;
-use crate::slo::Slo;
-use crate::stats::{LinearFit, Summary};
+pub use self::warning::{ReportWarning, WarningKind};
+use crate::analyze::slo::Slo;
+use crate::analyze::stats::{LinearFit, Summary};
+use crate::measure::openai::Api;
 
 /// The schema name and version this crate writes.
 pub const CLIENT_SCHEMA: &str = "tokenscope.client/1";
@@ -25,6 +36,42 @@ pub enum Source {
     Native,
     /// The web page.
     Browser,
+}
+
+impl Source {
+    /// `native` or `browser`, as in the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Native => "native",
+            Source::Browser => "browser",
+        }
+    }
+}
+
+/// How load was applied: closed loop (concurrency) or open loop (rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadMode {
+    /// A fixed number of requests in flight.
+    Concurrency,
+    /// Requests sent on a schedule.
+    Rate,
+}
+
+impl LoadMode {
+    /// `concurrency` or `rate`, as in the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadMode::Concurrency => "concurrency",
+            LoadMode::Rate => "rate",
+        }
+    }
+}
+
+impl std::fmt::Display for LoadMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// How load was applied at one level.
@@ -76,7 +123,7 @@ pub struct RunConfig {
     /// Model name.
     pub model: String,
     /// `concurrency` or `rate`.
-    pub mode: String,
+    pub mode: LoadMode,
     /// The levels swept (concurrencies or req/s).
     pub levels: Vec<f64>,
     /// Rate mode's arrival process.
@@ -114,6 +161,13 @@ pub struct RunConfig {
     pub stall_threshold_ms: f64,
     /// Seed of prompt generation and arrivals.
     pub seed: u64,
+    /// Long-run snapshot interval, seconds (soak runs); absent: no snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_interval_s: Option<f64>,
+    /// Exact samples kept per metric and level before the percentiles come from a
+    /// histogram; absent: the default (`stats::DEFAULT_SAMPLE_CAP`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_cap: Option<u64>,
 }
 
 /// Where and with what the run was made.
@@ -146,6 +200,10 @@ pub struct Environment {
     /// High values mean the client, not the server, was the bottleneck.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_loop_lag_ms: Option<Summary>,
+    /// This report was rebuilt from a raw file (`tokenscope report --raw`), not
+    /// written by the run: what the raw file did not record is missing here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rebuilt_from_raw: bool,
 }
 
 /// Summaries of every per-request metric at one level (successful requests only).
@@ -437,15 +495,6 @@ pub struct SweepReport {
     pub slo_capacity: Option<SloCapacity>,
 }
 
-/// A typed warning with a hint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReportWarning {
-    /// A stable key (`client_bound`, `http1_connection_limit`, ...).
-    pub kind: String,
-    /// What was seen, with numbers.
-    pub message: String,
-}
-
 /// The whole client report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientReport {
@@ -486,57 +535,6 @@ pub enum ReportError {
 }
 
 /// Check a document's `schema` field: same name, a major version we know.
-/// Event-loop lag above which a run's numbers are called client-bound (p99, ms):
-/// the native client's runtime and the page's main thread alike.
-pub const LAG_THRESHOLD_MS: f64 = 10.0;
-
-/// The `client_bound` warning when the event loop's lag p99 passes
-/// [`LAG_THRESHOLD_MS`]; `who` names the loop ("client", "page").
-pub fn event_loop_warning(lag: &Summary, who: &str) -> Option<ReportWarning> {
-    let p99 = lag.p99.filter(|p| *p > LAG_THRESHOLD_MS)?;
-    Some(ReportWarning {
-        kind: "client_bound".into(),
-        message: format!(
-            "the {who}'s event loop ran late (p99 {p99:.1} ms, max {:.1} ms, threshold {LAG_THRESHOLD_MS} ms): timings include the {who}'s own delays; use fewer concurrent streams or a faster machine",
-            lag.max.unwrap_or(p99)
-        ),
-    })
-}
-
-/// Warnings drawn from the levels: sends running late in rate mode (the client,
-/// not the server, limited the level) and levels where nothing succeeded.
-pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
-    let mut out = Vec::new();
-    for l in levels {
-        if let (Some(rate), Some(lag)) = (l.rate_per_s, &l.metrics.client_lag_ms) {
-            let gap_ms = 1000.0 / rate;
-            let p95 = lag.p95.unwrap_or(0.0);
-            if p95 > LAG_THRESHOLD_MS.max(0.1 * gap_ms) {
-                out.push(ReportWarning {
-                    kind: "client_bound".into(),
-                    message: format!(
-                        "{}: sends ran late (client lag p95 {:.1} ms, max {:.1} ms): the client, not the server, limited this level",
-                        l.load().label(),
-                        p95,
-                        lag.max.unwrap_or(p95)
-                    ),
-                });
-            }
-        }
-        if l.ok == 0 && l.sent > 0 {
-            out.push(ReportWarning {
-                kind: "no_success".into(),
-                message: format!(
-                    "{}: none of {} requests succeeded",
-                    l.load().label(),
-                    l.sent
-                ),
-            });
-        }
-    }
-    out
-}
-
 pub fn check_schema(found: &str, expected: &'static str) -> Result<(), ReportError> {
     let (name, version) = expected.split_once('/').expect("schema has a version");
     let ok = found
@@ -553,6 +551,14 @@ pub fn check_schema(found: &str, expected: &'static str) -> Result<(), ReportErr
 }
 
 impl ClientReport {
+    /// The lowest-load level with successes (where batch-1 decode is measured).
+    pub fn lowest_level(&self) -> Option<&LevelReport> {
+        self.levels
+            .iter()
+            .filter(|l| l.ok > 0)
+            .min_by(|a, b| a.load().value().total_cmp(&b.load().value()))
+    }
+
     /// Read a report, refusing unknown schemas or major versions.
     pub fn from_json(text: &str) -> Result<Self, ReportError> {
         let value: serde_json::Value = serde_json::from_str(text)?;
@@ -573,25 +579,6 @@ impl ClientReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn event_loop_lag_past_the_threshold_is_a_warning() {
-        let lag = |p99: f64| Summary {
-            p99: Some(p99),
-            max: Some(p99 + 5.0),
-            ..Summary::default()
-        };
-        assert_eq!(event_loop_warning(&lag(LAG_THRESHOLD_MS), "page"), None);
-        assert_eq!(event_loop_warning(&Summary::default(), "page"), None);
-        let w = event_loop_warning(&lag(25.0), "page").unwrap();
-        assert_eq!(w.kind, "client_bound");
-        assert!(
-            w.message
-                .starts_with("the page's event loop ran late (p99 25.0 ms, max 30.0 ms"),
-            "{}",
-            w.message
-        );
-    }
 
     #[test]
     fn schema_check() {

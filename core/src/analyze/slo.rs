@@ -10,8 +10,8 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::metrics::RequestMetrics;
-use crate::stats::percentile;
+use crate::analyze::stats::percentile;
+use crate::measure::metrics::RequestMetrics;
 
 /// A metric an SLO can bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

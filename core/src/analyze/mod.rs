@@ -1,0 +1,20 @@
+//! Analysing: from request records to level and sweep results, and from results to
+//! conclusions.
+//!
+//! - [`stats`]: summaries, percentiles, histograms, linear fits (pure maths);
+//! - [`level`]: one load level from its requests, with [`rounds`] and [`long_run`]
+//!   (snapshots, drift);
+//! - [`sweep`]: the knee and the SLO capacity across levels; [`slo`]: SLOs;
+//! - [`floor`]: model shapes, bytes per decode step and the bandwidth floor of TPOT;
+//! - [`verdict`] and [`diagnosis`]: the combined report's conclusions and the rules
+//!   whose findings quote their evidence.
+
+pub mod diagnosis;
+pub mod floor;
+pub mod level;
+pub mod long_run;
+pub mod rounds;
+pub mod slo;
+pub mod stats;
+pub mod sweep;
+pub mod verdict;

@@ -1,0 +1,301 @@
+//! The combined report's conclusions: the verdict in sentences with numbers (what
+//! users wait for the first token, TPOT against the GPU's floor, capacity at the
+//! SLO, the knee, failures), the native vs browser comparison per stage, and the
+//! notes carried from the runs. The diagnosis rules are [`super::diagnosis`].
+
+use super::diagnosis::diagnose;
+use crate::analyze::stats::Summary;
+use crate::render::fmt::{fmt_ms, fmt_rate};
+use crate::report::combined::{Combined, Comparison, FloorComparison, ReportInput, StageDelta};
+use crate::report::{ClientReport, LevelReport, Load, Source};
+
+/// The level the verdict speaks about: SLO capacity, else the knee, else the highest load.
+fn headline_level(c: &ClientReport) -> Option<&LevelReport> {
+    if let Some(cap) = &c.sweep.slo_capacity {
+        return c.levels.get(cap.level_index);
+    }
+    if let Some(k) = &c.sweep.knee {
+        return c.levels.get(k.level_index);
+    }
+    c.levels.iter().rev().find(|l| l.ok > 0)
+}
+
+/// Analyse the inputs.
+pub fn analyze(input: &ReportInput) -> Combined {
+    let mut verdict = Vec::new();
+    let mut notes = Vec::new();
+    let browser = input.clients.iter().find(|c| c.source == Source::Browser);
+    let native = input.clients.iter().find(|c| c.source == Source::Native);
+    let primary = browser.or(native);
+
+    // 1. What users wait for the first token.
+    if let Some(b) = browser
+        && let Some(l) = headline_level(b)
+    {
+        let m = &l.metrics;
+        let rendered = m.rendered_ttft_ms.as_ref().and_then(|s| s.get("p95"));
+        let ttft = m.ttft_ms.get("p95");
+        match (rendered, ttft) {
+            (Some(r), Some(t)) => verdict.push(format!(
+                "At {}, users wait {} ms for the first token at p95 (user-perceived, painted), of which {} ms is browser rendering and {} ms waiting for the response headers{}.",
+                l.load().label(),
+                fmt_ms(Some(r)),
+                fmt_ms(Some((r - t).max(0.0))),
+                fmt_ms(m.time_to_headers_ms.get("p95")),
+                if b.environment.simulated { " (against the page's simulated endpoint)" } else { "" }
+            )),
+            (None, Some(t)) => verdict.push(format!(
+                "At {}, p95 TTFT in the browser is {} ms (no paint times were recorded).",
+                l.load().label(),
+                fmt_ms(Some(t))
+            )),
+            _ => {}
+        }
+    } else if let Some(n) = native
+        && let Some(l) = headline_level(n)
+    {
+        let m = &l.metrics;
+        verdict.push(format!(
+            "At {}, p95 TTFT is {} ms ({} ms waiting for the response headers) and TPOT p50 is {} ms; rendering is not included (native client: add a browser run for user-perceived TTFT).",
+            l.load().label(),
+            fmt_ms(m.ttft_ms.get("p95")),
+            fmt_ms(m.time_to_headers_ms.get("p95")),
+            fmt_ms(m.tpot_ms.get("p50")),
+        ));
+    }
+
+    // 2. TPOT against the GPU floor.
+    let floor = floor_comparison(input, native.or(browser));
+    if let Some(f) = floor.as_ref().filter(|f| f.ratio < BELOW_FLOOR_RATIO) {
+        verdict.push(format!(
+            "TPOT p50 {} ms at {} is below the bandwidth floor ({} ms) of {} for {} {} at {} context, which no server on that GPU can do: the model, quantization or GPU given does not match what served these requests.",
+            fmt_ms(Some(f.tpot_p50_ms)),
+            f.level,
+            fmt_ms(Some(f.floor.estimate.tpot_floor_ms)),
+            f.gpu,
+            f.floor.estimate.model,
+            f.floor.estimate.quant,
+            context_label(f.floor.estimate.context)
+        ));
+    } else if let Some(f) = &floor {
+        verdict.push(format!(
+            "TPOT p50 {} ms at {} is {:.1}x the bandwidth floor ({} ms) of {} for {} {} at {} context.",
+            fmt_ms(Some(f.tpot_p50_ms)),
+            f.level,
+            f.ratio,
+            fmt_ms(Some(f.floor.estimate.tpot_floor_ms)),
+            f.gpu,
+            f.floor.estimate.model,
+            f.floor.estimate.quant,
+            context_label(f.floor.estimate.context)
+        ));
+    } else if input.kernels.is_some() && input.model.is_none() {
+        notes
+            .push("a kernels report was given without --model/--quant: no floor comparison".into());
+    } else if input.model.is_some() && input.kernels.is_none() {
+        notes.push("--model was given without a kernels report: no floor comparison (run tokenscope kernels --out kernels.json)".into());
+    }
+
+    // 3. Capacity.
+    if let Some(c) = primary {
+        if let Some(cap) = &c.sweep.slo_capacity {
+            let level = &c.levels[cap.level_index];
+            verdict.push(format!(
+                "Capacity at your SLO ({}): {} ({} tok/s, {} req/s).",
+                cap.slos.join(", "),
+                capacity_label(level.load()),
+                fmt_rate(cap.output_tokens_per_s),
+                fmt_rate(cap.requests_per_s)
+            ));
+        } else if !c.config.slos.is_empty() {
+            verdict.push(format!(
+                "No load level met your SLO ({}).",
+                c.config
+                    .slos
+                    .iter()
+                    .map(crate::analyze::slo::Slo::label)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if let Some(k) = &c.sweep.knee {
+            let level = &c.levels[k.level_index];
+            verdict.push(format!(
+                "Throughput stops scaling past {} (the knee): {} tok/s there; beyond it latency grows faster than throughput.",
+                level.load().label(),
+                fmt_rate(level.output_tokens_per_s)
+            ));
+        } else if c.levels.len() > 1 {
+            verdict.push(format!(
+                "No knee within the levels tried (up to {}): latency never grew faster than throughput.",
+                c.levels.last().map(|l| l.load().label()).unwrap_or_default()
+            ));
+        }
+        let sent: u64 = c.levels.iter().map(|l| l.sent).sum();
+        let errors: u64 = c.levels.iter().map(|l| l.errors).sum();
+        let timeouts: u64 = c.levels.iter().map(|l| l.timeouts).sum();
+        if errors + timeouts > 0 && sent > 0 {
+            let mut kinds: std::collections::BTreeMap<&str, u64> = Default::default();
+            for l in &c.levels {
+                for (k, n) in &l.error_kinds {
+                    *kinds.entry(k.as_str()).or_default() += n;
+                }
+            }
+            verdict.push(format!(
+                "{:.1}% of {} requests failed ({}) and {:.1}% timed out.",
+                100.0 * errors as f64 / sent as f64,
+                sent,
+                kinds
+                    .iter()
+                    .map(|(k, n)| format!("{k}: {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                100.0 * timeouts as f64 / sent as f64
+            ));
+        }
+    }
+    if let Some(note) = input
+        .kernels
+        .as_ref()
+        .and_then(|k| k.adapter.fallback_note())
+    {
+        notes.push(format!("GPU kernels: {note}"));
+    }
+    for c in &input.clients {
+        for w in &c.warnings {
+            notes.push(format!("{} run: {}", c.source.as_str(), w.message));
+        }
+        if c.interrupted {
+            notes.push(format!(
+                "{} run was interrupted: partial results",
+                c.source.as_str()
+            ));
+        }
+        if c.environment.rebuilt_from_raw {
+            notes.push(format!(
+                "{} run was rebuilt from the raw file alone (tokenscope report --raw)",
+                c.source.as_str()
+            ));
+        }
+    }
+    let comparison = match (native, browser) {
+        (Some(n), Some(b)) => compare(n, b),
+        _ => None,
+    };
+    Combined {
+        verdict,
+        findings: diagnose(input),
+        comparison,
+        floor,
+        notes,
+    }
+}
+
+/// A measured TPOT under this fraction of the bandwidth floor is impossible for the
+/// model on that GPU (the floor or the model is wrong); a little under 1 is noise.
+pub const BELOW_FLOOR_RATIO: f64 = 0.95;
+
+fn capacity_label(load: Load) -> String {
+    match load {
+        Load::Concurrency(c) => format!("{c} concurrent users"),
+        Load::Rate(r) => format!("{r} requests/s"),
+    }
+}
+
+fn context_label(c: u64) -> String {
+    if c >= 1024 && c.is_multiple_of(1024) {
+        format!("{}k", c / 1024)
+    } else {
+        c.to_string()
+    }
+}
+
+fn floor_comparison(input: &ReportInput, client: Option<&ClientReport>) -> Option<FloorComparison> {
+    let kernels = input.kernels.as_ref()?;
+    let model = input.model.as_ref()?;
+    let client = client?;
+    let level = client.lowest_level()?;
+    let tpot = level.metrics.tpot_ms.get("p50")?;
+    let (row, source) = match kernels.decode_floor.iter().find(|r| {
+        r.estimate.model == model.shape.name
+            && r.estimate.quant == model.quant
+            && r.estimate.context == model.context
+    }) {
+        Some(r) => (r.clone(), "from the kernels report".to_owned()),
+        None => {
+            let row = kernels.floor_for(&model.shape, model.quant, model.context)?;
+            (
+                row,
+                "computed from the kernels report's measured bandwidths".to_owned(),
+            )
+        }
+    };
+    let ratio = tpot / row.estimate.tpot_floor_ms;
+    Some(FloorComparison {
+        gpu: kernels.adapter.name.clone(),
+        tpot_p50_ms: tpot,
+        level: level.load().label(),
+        ratio,
+        floor: row,
+        source,
+    })
+}
+
+fn compare(native: &ClientReport, browser: &ClientReport) -> Option<Comparison> {
+    // The lowest load both ran.
+    let (n, b) = browser
+        .levels
+        .iter()
+        .filter(|b| b.ok > 0)
+        .filter_map(|b| {
+            native
+                .levels
+                .iter()
+                .find(|n| n.ok > 0 && n.load() == b.load())
+                .map(|n| (n, b))
+        })
+        .min_by(|x, y| x.0.load().value().total_cmp(&y.0.load().value()))?;
+    let stage = |name: &str, ns: Option<&Summary>, bs: Option<&Summary>| {
+        let nv = ns.and_then(|s| s.p50);
+        let bv = bs.and_then(|s| s.p50);
+        StageDelta {
+            stage: name.to_owned(),
+            native_ms: nv,
+            browser_ms: bv,
+            delta_ms: match (nv, bv) {
+                (Some(a), Some(b)) => Some(b - a),
+                _ => None,
+            },
+        }
+    };
+    let (nm, bm) = (&n.metrics, &b.metrics);
+    Some(Comparison {
+        level: n.load().label(),
+        stages: vec![
+            stage(
+                "time to headers",
+                Some(&nm.time_to_headers_ms),
+                Some(&bm.time_to_headers_ms),
+            ),
+            stage(
+                "time to first byte",
+                Some(&nm.time_to_first_byte_ms),
+                Some(&bm.time_to_first_byte_ms),
+            ),
+            stage(
+                "TTFT (first token parsed)",
+                Some(&nm.ttft_ms),
+                Some(&bm.ttft_ms),
+            ),
+            stage(
+                "rendered TTFT (first token painted)",
+                Some(&nm.ttft_ms),
+                bm.rendered_ttft_ms.as_ref(),
+            ),
+            stage("ITL", Some(&nm.itl_ms), Some(&bm.itl_ms)),
+            stage("TPOT", Some(&nm.tpot_ms), Some(&bm.tpot_ms)),
+            stage("E2E", Some(&nm.e2e_ms), Some(&bm.e2e_ms)),
+        ],
+        browser_protocol: browser.environment.protocol.clone(),
+    })
+}

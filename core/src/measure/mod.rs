@@ -1,0 +1,12 @@
+//! Measuring: from the bytes a transport read (each stamped on arrival, before
+//! anything else) to one request's record and its metrics.
+//!
+//! [`sse::Decoder`] (the event-stream grammar) -> [`openai::parse_event`] (the
+//! chunks of OpenAI-compatible servers) -> [`timeline::RequestTimeline`] (the
+//! request's timestamps and outcome) -> [`metrics::RequestMetrics`] (TTFT, TPOT,
+//! ITL, E2E, ... as `docs/metrics.md` defines them).
+
+pub mod metrics;
+pub mod openai;
+pub mod sse;
+pub mod timeline;

@@ -1,0 +1,327 @@
+//! The kernels report rendered: the per-kernel table every view shows (the CLI,
+//! the combined report, the page's GPU view), the labels it uses, and the whole
+//! report as text for the terminal (`tokenscope kernels`).
+
+use std::fmt::Write as _;
+
+use super::fmt::fmt_rate;
+use super::table::{Align, text_table_with};
+use crate::report::kernels::{KernelReport, KernelResult, ROOFLINE_TURN};
+
+/// A buffer size as tables show it: `128 MiB`, or `2 GiB` when a whole number of GiB.
+pub fn mib_label(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
+        format!("{} GiB", bytes >> 30)
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
+}
+
+/// A matrix shape as tables show it: `4096x14336`.
+pub fn shape_label(shape: &[u64]) -> String {
+    shape
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+/// A kernel's shape as tables show it: `4096x14336` for GEMV and skinny
+/// matmul; `h32/kv8 d128 ctx 8192 (4 splits)` for attention.
+pub fn kernel_shape_label(k: &KernelResult) -> String {
+    match (k.context, k.heads, k.kv_heads, k.head_dim) {
+        (Some(c), Some(h), Some(kv), Some(d)) => format!(
+            "h{h}/kv{kv} d{d} ctx {c}{}",
+            k.splits
+                .filter(|s| *s > 1)
+                .map_or(String::new(), |s| format!(" ({s} splits)"))
+        ),
+        _ => shape_label(&k.shape),
+    }
+}
+
+/// The per-kernel table every view shows (the CLI, the combined report, the page):
+/// headers and one row per kernel. A cache-resident kernel has no GB/s and its
+/// fraction of the read ceiling is marked `(cached)`.
+pub fn kernel_table(report: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let headers = [
+        "kernel",
+        "dtype",
+        "shape",
+        "batch",
+        "reduction",
+        "median us",
+        "p25..p75 us",
+        "calls/sample",
+        "GB/s",
+        "of read bw",
+        "GFLOP/s",
+        "verified",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let rows = report
+        .kernels
+        .iter()
+        .map(|k| {
+            vec![
+                k.name.clone(),
+                k.dtype.clone(),
+                kernel_shape_label(k),
+                k.batch.to_string(),
+                k.reduction.clone(),
+                format!("{:.1}", k.median_us),
+                format!("{:.1}..{:.1}", k.timing.p25_us, k.timing.p75_us),
+                k.timing.calls_per_sample.to_string(),
+                k.gbps.map_or_else(|| "cache".into(), fmt_rate),
+                format!(
+                    "{:.0}%{}",
+                    100.0 * k.fraction_of_read,
+                    if k.cache_resident { " (cached)" } else { "" }
+                ),
+                fmt_rate(k.gflops),
+                verified_label(k.verified).to_owned(),
+            ]
+        })
+        .collect();
+    (headers, rows)
+}
+
+/// `yes`, or a loud `NO` for a kernel that did not match its CPU reference.
+pub fn verified_label(verified: bool) -> &'static str {
+    if verified { "yes" } else { "NO" }
+}
+
+/// A table whose first row is its headers; columns listed in `right` are
+/// right-aligned, the others left-aligned.
+fn rows_table(rows: &[Vec<String>], right: &[usize]) -> String {
+    let Some((headers, body)) = rows.split_first() else {
+        return String::new();
+    };
+    text_table_with(headers, body, |c| {
+        if right.contains(&c) {
+            Align::Right
+        } else {
+            Align::Left
+        }
+    })
+}
+
+fn gb(bytes: u64) -> String {
+    format!("{:.2}", bytes as f64 / 1e9)
+}
+
+/// The kernels report as the terminal shows it: the bandwidth ceiling, the kernel
+/// table, the roofline turn, the decode steps, the decode floor and the goals.
+pub fn text(r: &KernelReport) -> String {
+    let mut s = String::new();
+    let timing = r.timing.label();
+    if let Some(b) = &r.bandwidth {
+        let _ = writeln!(
+            s,
+            "Bandwidth ceiling: read {:.1} GB/s, copy {:.1} GB/s (working set {} in {} x {} buffers; median of {} samples, {timing})\n",
+            b.read_gbps,
+            b.copy_gbps,
+            mib_label(b.working_set_bytes),
+            b.buffers,
+            mib_label(b.buffer_bytes),
+            b.read.samples
+        );
+    }
+    let (headers, kernel_rows) = kernel_table(r);
+    let rows: Vec<Vec<String>> = std::iter::once(headers).chain(kernel_rows).collect();
+    if !r.kernels.is_empty() {
+        s.push_str(&rows_table(&rows, &[3, 5, 6, 7, 8, 9, 10]));
+        if r.kernels.iter().any(|k| k.cache_resident) {
+            s.push_str("(cached): above 100%, the data sat in cache; not reported as bandwidth\n");
+        }
+        s.push('\n');
+    }
+    for k in &r.skipped {
+        let _ = writeln!(
+            s,
+            "skipped {} {} {:?}: {}",
+            k.name, k.dtype, k.shape, k.reason
+        );
+    }
+    for e in &r.errors {
+        let _ = writeln!(s, "error: {e}");
+    }
+    if !r.skipped.is_empty() || !r.errors.is_empty() {
+        s.push('\n');
+    }
+
+    if !r.roofline.is_empty() {
+        let _ = writeln!(
+            s,
+            "Roofline turn: time per call relative to the GEMV (1.00 = the weights' bytes still dominate; turn = first batch above {:.2})",
+            ROOFLINE_TURN
+        );
+        let batches: std::collections::BTreeSet<u32> = r
+            .roofline
+            .iter()
+            .flat_map(|row| row.points.iter().map(|p| p.batch))
+            .collect();
+        let mut header = vec!["dtype".to_string(), "shape".into()];
+        header.extend(batches.iter().map(|b| format!("b={b}")));
+        header.push("turn".into());
+        let mut rows = vec![header];
+        for row in &r.roofline {
+            let mut line = vec![row.dtype.clone(), shape_label(&row.shape)];
+            for b in &batches {
+                line.push(
+                    row.points
+                        .iter()
+                        .find(|p| p.batch == *b)
+                        .map_or_else(|| "-".into(), |p| format!("{:.2}", p.time_vs_batch1)),
+                );
+            }
+            line.push(
+                row.turn_batch
+                    .map_or_else(|| "> max".into(), |b| format!("batch {b}")),
+            );
+            rows.push(line);
+        }
+        let right: Vec<usize> = (2..2 + batches.len()).collect();
+        s.push_str(&rows_table(&rows, &right));
+        s.push('\n');
+    }
+
+    if !r.decode_steps.is_empty() {
+        let mut rows = vec![
+            [
+                "decode step",
+                "quant",
+                "context",
+                "layers (distinct)",
+                "dispatches",
+                "layers ms",
+                "lm head ms",
+                "step ms",
+                "floor ms",
+                "step/floor",
+                "GB/s",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for d in &r.decode_steps {
+            rows.push(vec![
+                d.model.clone(),
+                d.quant.to_string(),
+                d.context.to_string(),
+                format!("{} ({})", d.layers, d.distinct_layers),
+                d.dispatches.to_string(),
+                format!("{:.2}", d.layers_ms),
+                format!("{:.2}", d.lm_head_ms),
+                format!("{:.2}", d.step_ms),
+                format!("{:.2}", d.tpot_floor_ms),
+                format!("{:.2}x", d.gap),
+                format!("{:.1}", d.effective_gbps),
+            ]);
+        }
+        s.push_str(&rows_table(&rows, &[2, 4, 5, 6, 7, 8, 9, 10]));
+        s.push('\n');
+    }
+
+    if !r.decode_floor.is_empty() {
+        let kv = r.decode_floor[0].estimate.kv_dtype;
+        let _ = writeln!(
+            s,
+            "Decode floor (batch 1, KV cache {kv}): TPOT_floor = weight_bytes / B_gemv + kv_bytes / B_attention"
+        );
+        let mut rows = vec![
+            [
+                "model",
+                "quant",
+                "context",
+                "weights GB",
+                "KV GB",
+                "GB/token",
+                "B_gemv",
+                "B_attn",
+                "TPOT floor ms",
+                "tok/s ceiling",
+                "step ms",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for f in &r.decode_floor {
+            let e = &f.estimate;
+            rows.push(vec![
+                e.model.clone(),
+                e.quant.to_string(),
+                e.context.to_string(),
+                gb(e.weight_bytes),
+                gb(e.kv_bytes),
+                gb(e.bytes_per_token),
+                format!("{:.1}", e.gemv_gbps),
+                format!("{:.1}", e.attention_gbps),
+                format!("{:.3}", e.tpot_floor_ms),
+                format!("{:.1}", e.tokens_per_s_ceiling),
+                f.decode_step_ms
+                    .map_or_else(|| "-".into(), |m| format!("{m:.2}")),
+            ]);
+        }
+        s.push_str(&rows_table(&rows, &[2, 3, 4, 5, 6, 7, 8, 9, 10]));
+        let sources: std::collections::BTreeSet<String> = r
+            .decode_floor
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} <- {}; B_attn <- {}",
+                    f.estimate.quant, f.gemv_source, f.attention_source
+                )
+            })
+            .collect();
+        for src in sources {
+            let _ = writeln!(s, "  B_gemv {src}");
+        }
+        s.push('\n');
+    }
+
+    if !r.goals.is_empty() {
+        let real_gpu = r.adapter.device_type != "Cpu";
+        let _ = writeln!(
+            s,
+            "Goals (fraction of measured read bandwidth){}",
+            if real_gpu {
+                ""
+            } else {
+                "; they apply to real GPUs, this adapter runs on the CPU"
+            }
+        );
+        let mut rows = vec![
+            ["goal", "target", "measured", "status", "from"]
+                .map(String::from)
+                .to_vec(),
+        ];
+        for g in &r.goals {
+            rows.push(vec![
+                g.goal.clone(),
+                format!(">= {:.0}%", 100.0 * g.target_fraction),
+                g.measured_fraction
+                    .map_or_else(|| "-".into(), |m| format!("{:.0}%", 100.0 * m)),
+                match g.met {
+                    Some(true) => "met".into(),
+                    Some(false) => "not met".into(),
+                    None => "not measured".into(),
+                },
+                g.source.clone(),
+            ]);
+        }
+        s.push_str(&rows_table(&rows, &[1, 2]));
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "verified: {}",
+        if r.verified {
+            "every kernel matched its CPU reference"
+        } else {
+            "NO (see above)"
+        }
+    );
+    s
+}

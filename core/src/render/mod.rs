@@ -1,0 +1,17 @@
+//! Rendering: reports to what people read. Pure functions, data in, text out.
+//!
+//! - [`fmt`]: numbers and escaped text; [`table`]: the one table builder (text,
+//!   Markdown, HTML);
+//! - [`client`]: the client report's level table, terminal summary, Markdown, CSV;
+//! - [`kernels`]: the kernels report's tables and terminal text;
+//! - [`combined`]: the combined report as Markdown and self-contained HTML, with
+//!   its [`glossary`];
+//! - [`charts`]: SVG charts (sweeps, distributions, requests, kernels).
+
+pub mod charts;
+pub mod client;
+pub mod combined;
+pub mod fmt;
+pub mod glossary;
+pub mod kernels;
+pub mod table;

@@ -1,0 +1,207 @@
+//! Typed run warnings: what a run saw that affects how its figures read, each with
+//! the numbers and a hint. The kinds are an enum ([`WarningKind`]); the JSON carries
+//! their snake_case names.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyze::stats::Summary;
+use crate::report::LevelReport;
+
+/// The kinds of run warning, by their stable names in the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningKind {
+    /// The client, not the server, limited the figures (late sends, a late event loop).
+    ClientBound,
+    /// A level where no request succeeded.
+    NoSuccess,
+    /// Some percentiles come from a histogram (the sample cap was passed).
+    HistogramSummaries,
+    /// The pre-flight request failed; the run went ahead.
+    PreflightFailed,
+    /// The raw file's last line was cut off (the run was killed).
+    RawTruncated,
+    /// The page's built-in simulator answered, not a server.
+    SimulatedEndpoint,
+    /// HTTP/1.1 with more than 6 streams: the browser queued requests itself.
+    Http1ConnectionLimit,
+    /// The browser did not say which protocol carried the requests.
+    ProtocolUnknown,
+    /// Successful requests without a first-paint time.
+    PaintUnmeasured,
+    /// The page was hidden during the run.
+    PageHidden,
+    /// The page's own measured costs (informational).
+    PageOverhead,
+    /// A kind this build does not know (written by a newer tokenscope).
+    #[serde(other)]
+    Unknown,
+}
+
+impl WarningKind {
+    /// The stable name, as in the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarningKind::ClientBound => "client_bound",
+            WarningKind::NoSuccess => "no_success",
+            WarningKind::HistogramSummaries => "histogram_summaries",
+            WarningKind::PreflightFailed => "preflight_failed",
+            WarningKind::RawTruncated => "raw_truncated",
+            WarningKind::SimulatedEndpoint => "simulated_endpoint",
+            WarningKind::Http1ConnectionLimit => "http1_connection_limit",
+            WarningKind::ProtocolUnknown => "protocol_unknown",
+            WarningKind::PaintUnmeasured => "paint_unmeasured",
+            WarningKind::PageHidden => "page_hidden",
+            WarningKind::PageOverhead => "page_overhead",
+            WarningKind::Unknown => "unknown",
+        }
+    }
+
+    /// Informational (the page shows it quietly): not a problem with the figures.
+    pub fn is_info(self) -> bool {
+        matches!(
+            self,
+            WarningKind::PageOverhead | WarningKind::SimulatedEndpoint
+        )
+    }
+}
+
+impl std::fmt::Display for WarningKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl ReportWarning {
+    /// A warning of `kind` saying `message`.
+    pub fn new(kind: WarningKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// A typed warning with a hint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportWarning {
+    /// What kind of problem (`client_bound`, `http1_connection_limit`, ...).
+    pub kind: WarningKind,
+    /// What was seen, with numbers.
+    pub message: String,
+}
+
+/// Event-loop lag above which a run's numbers are called client-bound (p99, ms):
+/// the native client's runtime and the page's main thread alike.
+pub const LAG_THRESHOLD_MS: f64 = 10.0;
+
+/// The `client_bound` warning when the event loop's lag p99 passes
+/// [`LAG_THRESHOLD_MS`]; `who` names the loop ("client", "page").
+pub fn event_loop_warning(lag: &Summary, who: &str) -> Option<ReportWarning> {
+    let p99 = lag.p99.filter(|p| *p > LAG_THRESHOLD_MS)?;
+    Some(ReportWarning {
+        kind: WarningKind::ClientBound,
+        message: format!(
+            "the {who}'s event loop ran late (p99 {p99:.1} ms, max {:.1} ms, threshold {LAG_THRESHOLD_MS} ms): timings include the {who}'s own delays; use fewer concurrent streams or a faster machine",
+            lag.max.unwrap_or(p99)
+        ),
+    })
+}
+
+/// Warnings drawn from the levels: sends running late in rate mode (the client,
+/// not the server, limited the level) and levels where nothing succeeded.
+pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
+    let mut out = Vec::new();
+    for l in levels {
+        if let (Some(rate), Some(lag)) = (l.rate_per_s, &l.metrics.client_lag_ms) {
+            let gap_ms = 1000.0 / rate;
+            let p95 = lag.p95.unwrap_or(0.0);
+            if p95 > LAG_THRESHOLD_MS.max(0.1 * gap_ms) {
+                out.push(ReportWarning {
+                    kind: WarningKind::ClientBound,
+                    message: format!(
+                        "{}: sends ran late (client lag p95 {:.1} ms, max {:.1} ms): the client, not the server, limited this level",
+                        l.load().label(),
+                        p95,
+                        lag.max.unwrap_or(p95)
+                    ),
+                });
+            }
+        }
+        if l.ok == 0 && l.sent > 0 {
+            out.push(ReportWarning {
+                kind: WarningKind::NoSuccess,
+                message: format!(
+                    "{}: none of {} requests succeeded",
+                    l.load().label(),
+                    l.sent
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// The `histogram_summaries` warning when some level's percentiles come from a
+/// histogram because more than `sample_cap` samples of a metric were recorded.
+pub fn histogram_warning(levels: &[LevelReport], sample_cap: usize) -> Option<ReportWarning> {
+    levels
+        .iter()
+        .any(|l| l.metrics.itl_ms.histogram || l.metrics.ttft_ms.histogram)
+        .then(|| {
+            ReportWarning::new(
+                WarningKind::HistogramSummaries,
+                format!(
+                    "some levels recorded more than {sample_cap} samples of a metric: their percentiles come from a histogram (3 significant digits) to keep memory flat"
+                ),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_loop_lag_past_the_threshold_is_a_warning() {
+        let lag = |p99: f64| Summary {
+            p99: Some(p99),
+            max: Some(p99 + 5.0),
+            ..Summary::default()
+        };
+        assert_eq!(event_loop_warning(&lag(LAG_THRESHOLD_MS), "page"), None);
+        assert_eq!(event_loop_warning(&Summary::default(), "page"), None);
+        let w = event_loop_warning(&lag(25.0), "page").unwrap();
+        assert_eq!(w.kind, WarningKind::ClientBound);
+        assert!(
+            w.message
+                .starts_with("the page's event loop ran late (p99 25.0 ms, max 30.0 ms"),
+            "{}",
+            w.message
+        );
+    }
+
+    #[test]
+    fn kinds_serialize_as_their_names_and_unknown_ones_still_read() {
+        for k in [
+            WarningKind::ClientBound,
+            WarningKind::NoSuccess,
+            WarningKind::HistogramSummaries,
+            WarningKind::PreflightFailed,
+            WarningKind::RawTruncated,
+            WarningKind::SimulatedEndpoint,
+            WarningKind::Http1ConnectionLimit,
+            WarningKind::ProtocolUnknown,
+            WarningKind::PaintUnmeasured,
+            WarningKind::PageHidden,
+            WarningKind::PageOverhead,
+        ] {
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+            assert_eq!(serde_json::from_str::<WarningKind>(&json).unwrap(), k);
+        }
+        let w: ReportWarning =
+            serde_json::from_str(r#"{"kind": "from_the_future", "message": "m"}"#).unwrap();
+        assert_eq!(w.kind, WarningKind::Unknown);
+    }
+}

@@ -1,0 +1,179 @@
+//! The validated benchmark configuration (what `tokenscope bench`'s flags become)
+//! and the report's record of it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokenscope_core::analyze::slo::Slo;
+use tokenscope_core::measure::openai::Api;
+use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig};
+use tokenscope_core::workload::plan;
+
+use crate::util::Secret;
+
+/// How load is applied.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadPlan {
+    /// Closed loop at each concurrency.
+    Concurrency(Vec<u32>),
+    /// Open loop at each rate (req/s).
+    Rate {
+        /// Rates, req/s.
+        rates: Vec<f64>,
+        /// Inter-arrival distribution.
+        arrival: Arrival,
+    },
+}
+
+impl LoadPlan {
+    /// The levels, in order.
+    pub fn loads(&self) -> Vec<Load> {
+        match self {
+            LoadPlan::Concurrency(cs) => cs.iter().map(|&c| Load::Concurrency(c)).collect(),
+            LoadPlan::Rate { rates, .. } => rates.iter().map(|&r| Load::Rate(r)).collect(),
+        }
+    }
+}
+
+/// How much each level measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PerLevel {
+    /// This many measured requests, split over the rounds.
+    Requests(u64),
+    /// This long, split over the rounds.
+    Duration(Duration),
+    /// The default: per round `max(10, 2 x concurrency)` requests (rate: 10 s worth, at least 10).
+    Auto,
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompts {
+    /// Generated prompts of about this many tokens.
+    Synthetic {
+        /// Approximate tokens.
+        tokens: u32,
+    },
+    /// Prompts read from a JSONL file, used in turn.
+    File {
+        /// The file, for the report.
+        path: PathBuf,
+        /// The prompts.
+        prompts: Vec<FilePrompt>,
+    },
+}
+
+/// One prompt from a prompts file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilePrompt {
+    /// The text.
+    pub prompt: String,
+    /// Its own `max_tokens`, if the line gave one.
+    pub max_tokens: Option<u32>,
+}
+
+/// A validated benchmark configuration.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Base URL (`.../v1`).
+    pub base_url: reqwest::Url,
+    /// Endpoint kind.
+    pub api: Api,
+    /// Model (None: the first from `GET /models`).
+    pub model: Option<String>,
+    /// API key.
+    pub api_key: Option<Secret>,
+    /// Load.
+    pub load: LoadPlan,
+    /// Requests or duration per level.
+    pub per_level: PerLevel,
+    /// Rounds per level.
+    pub rounds: u32,
+    /// Warm-up requests per level (None: one per concurrency slot, or 1 s of rate).
+    pub warmup: Option<u32>,
+    /// Prompts.
+    pub prompts: Prompts,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+    /// Send `ignore_eos`.
+    pub ignore_eos: bool,
+    /// Send `min_tokens`.
+    pub min_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// SLOs.
+    pub slos: Vec<Slo>,
+    /// Stall threshold, ms.
+    pub stall_threshold_ms: f64,
+    /// Seed for prompts and arrivals.
+    pub seed: u64,
+    /// Snapshot interval for long runs.
+    pub snapshot_interval: Option<Duration>,
+    /// Send a pre-flight request before the run.
+    pub preflight: bool,
+    /// How long Ctrl-C waits for in-flight requests.
+    pub grace: Duration,
+    /// Raw JSONL output.
+    pub raw: Option<PathBuf>,
+    /// Show a progress bar.
+    pub progress: bool,
+    /// Exact samples kept per metric and level before switching to a histogram.
+    pub sample_cap: usize,
+}
+
+impl BenchConfig {
+    /// The report's record of this configuration (no key).
+    pub fn run_config(&self, model: &str) -> RunConfig {
+        let (mode, levels, arrival) = match &self.load {
+            LoadPlan::Concurrency(cs) => (
+                LoadMode::Concurrency,
+                cs.iter().map(|&c| f64::from(c)).collect(),
+                None,
+            ),
+            LoadPlan::Rate { rates, arrival } => (LoadMode::Rate, rates.clone(), Some(*arrival)),
+        };
+        RunConfig {
+            url: crate::util::redact_url(&self.base_url),
+            api: self.api,
+            model: model.to_owned(),
+            mode,
+            levels,
+            arrival,
+            requests_per_level: match self.per_level {
+                PerLevel::Requests(n) => Some(n),
+                _ => None,
+            },
+            duration_per_level_s: match self.per_level {
+                PerLevel::Duration(d) => Some(d.as_secs_f64()),
+                _ => None,
+            },
+            rounds: self.rounds,
+            // The default is per level; the report records the first level's.
+            warmup_requests: self.warmup.unwrap_or_else(|| {
+                self.load
+                    .loads()
+                    .first()
+                    .map_or(0, |l| plan::default_warmup(*l))
+            }),
+            input_tokens: match &self.prompts {
+                Prompts::Synthetic { tokens } => Some(*tokens),
+                Prompts::File { .. } => None,
+            },
+            prompts_file: match &self.prompts {
+                Prompts::File { path, .. } => Some(path.display().to_string()),
+                Prompts::Synthetic { .. } => None,
+            },
+            max_tokens: self.max_tokens,
+            ignore_eos: self.ignore_eos,
+            min_tokens: self.min_tokens,
+            timeout_s: self.timeout.as_secs_f64(),
+            slos: self.slos.clone(),
+            stall_threshold_ms: self.stall_threshold_ms,
+            seed: self.seed,
+            snapshot_interval_s: self.snapshot_interval.map(|d| d.as_secs_f64()),
+            sample_cap: Some(self.sample_cap as u64),
+        }
+    }
+}

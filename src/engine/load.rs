@@ -1,0 +1,162 @@
+//! How load is applied within a round: closed loop (`c` workers, each sending its
+//! next request when its last one ends) and open loop (sends on a precomputed
+//! schedule whatever the responses, latencies measured from the scheduled time:
+//! no coordinated omission).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use tokenscope_core::report::raw::Phase;
+use tokenscope_core::report::{Arrival, Load};
+use tokenscope_core::rng::Rng;
+use tokenscope_core::workload::plan;
+use tokio::sync::mpsc;
+
+use super::{BenchConfig, Ctx, Finished, PerLevel};
+
+/// How much a round sends.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Quota {
+    /// This many requests.
+    Count(u64),
+    /// New requests for this long (ms) from the round's start; in-flight ones finish.
+    For(f64),
+}
+
+pub(super) fn quota_for(cfg: &BenchConfig, load: Load, round: u32) -> Quota {
+    match cfg.per_level {
+        PerLevel::Requests(n) => Quota::Count(plan::split(n, cfg.rounds, round)),
+        PerLevel::Duration(d) => {
+            Quota::For(d.as_secs_f64() * 1000.0 / f64::from(cfg.rounds.max(1)))
+        }
+        PerLevel::Auto => Quota::Count(plan::default_round_requests(load)),
+    }
+}
+
+/// Closed loop: `c` workers, each sending its next request when its last one ends.
+///
+/// With a request count, every body is built before the round starts, so building
+/// one request's prompt never delays another's send (a round starts with a burst of
+/// `c` sends at once).
+pub(super) async fn run_closed(
+    ctx: &Arc<Ctx>,
+    c: u32,
+    quota: Quota,
+    phase: Phase,
+    mut sink: impl FnMut(Finished),
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let started = Arc::new(AtomicU64::new(0));
+    let prebuilt: Arc<Vec<(u64, Bytes)>> = Arc::new(match quota {
+        Quota::Count(n) => (0..n)
+            .map(|_| {
+                let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+                (index, ctx.body(index))
+            })
+            .collect(),
+        Quota::For(_) => Vec::new(),
+    });
+    let deadline_ms = match quota {
+        Quota::For(ms) => Some(ctx.clock.now_ms() + ms),
+        Quota::Count(_) => None,
+    };
+    for _ in 0..c {
+        let ctx = Arc::clone(ctx);
+        let tx = tx.clone();
+        let started = Arc::clone(&started);
+        let prebuilt = Arc::clone(&prebuilt);
+        tokio::spawn(async move {
+            loop {
+                if ctx.stop.is_cancelled() {
+                    break;
+                }
+                let (index, body) = match quota {
+                    Quota::Count(_) => {
+                        let k = started.fetch_add(1, Ordering::Relaxed) as usize;
+                        match prebuilt.get(k) {
+                            Some((index, body)) => (*index, body.clone()),
+                            None => break,
+                        }
+                    }
+                    Quota::For(_) => {
+                        if deadline_ms.is_some_and(|d| ctx.clock.now_ms() >= d) {
+                            break;
+                        }
+                        let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+                        (index, ctx.body(index))
+                    }
+                };
+                let f = ctx.one(None, phase, body, index).await;
+                if tx.send(f).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    while let Some(f) = rx.recv().await {
+        sink(f);
+    }
+}
+
+/// Open loop: sends on a schedule at `rate` req/s regardless of responses.
+pub(super) async fn run_open(
+    ctx: &Arc<Ctx>,
+    rate: f64,
+    arrival: Arrival,
+    quota: Quota,
+    round: u32,
+    mut sink: impl FnMut(Finished),
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let ctx2 = Arc::clone(ctx);
+    let scheduler = tokio::spawn(async move {
+        let ctx = ctx2;
+        let mut rng = Rng::for_stream(ctx.cfg.seed, 0xA11 + u64::from(round));
+        let start = ctx.clock.now_ms();
+        let until = match quota {
+            Quota::For(ms) => Some(start + ms),
+            Quota::Count(_) => None,
+        };
+        let mean_gap_ms = 1000.0 / rate;
+        let mut t_next = start;
+        let mut sent = 0u64;
+        loop {
+            if let Quota::Count(n) = quota
+                && sent >= n
+            {
+                break;
+            }
+            if until.is_some_and(|u| t_next >= u) || ctx.stop.is_cancelled() {
+                break;
+            }
+            // Build the body before the scheduled time, so the send is on time.
+            let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+            let body = ctx.body(index);
+            tokio::select! {
+                () = tokio::time::sleep_until(ctx.clock.instant_at(t_next)) => {}
+                () = ctx.stop.cancelled() => break,
+            }
+            let t_sched = t_next;
+            let ctx3 = Arc::clone(&ctx);
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let f = ctx3
+                    .one(Some(t_sched), Phase::Round(round), body, index)
+                    .await;
+                let _ = tx.send(f);
+            });
+            sent += 1;
+            t_next += match arrival {
+                Arrival::Poisson => rng.exponential(mean_gap_ms),
+                Arrival::Constant => mean_gap_ms,
+            };
+        }
+    });
+    // The scheduler holds the last sender clone until it ends; each request holds one.
+    while let Some(f) = rx.recv().await {
+        sink(f);
+    }
+    let _ = scheduler.await;
+}

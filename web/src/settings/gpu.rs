@@ -1,0 +1,63 @@
+//! The view the page opens on, and the GPU view's settings, from the URL.
+
+use super::query::form_decode;
+
+/// The page's two views.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    /// Benchmark an endpoint (the default).
+    #[default]
+    Bench,
+    /// The GPU kernels, measured through WebGPU.
+    Gpu,
+}
+
+/// The view and the GPU view's settings, from the URL: `view=gpu`,
+/// `preset=quick|full`, `timestamps=0` (wall clock), and `autorun=1` (which starts
+/// the view the URL opens).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GpuSettings {
+    /// The view the page opens on.
+    pub view: View,
+    /// The kernel preset.
+    pub preset: tokenscope_core::gpu_page::GpuPreset,
+    /// Allow timestamp queries (false: wall clock).
+    pub timestamps: bool,
+    /// Start the GPU run at once (`view=gpu&autorun=1`).
+    pub autorun: bool,
+}
+
+impl GpuSettings {
+    /// Reads the view's parameters; anything invalid is a note and ignored.
+    pub fn from_query(query: &str) -> (GpuSettings, Vec<String>) {
+        let mut s = GpuSettings {
+            timestamps: true,
+            ..GpuSettings::default()
+        };
+        let mut notes = Vec::new();
+        let mut autorun = false;
+        let query = query.strip_prefix('?').unwrap_or(query);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = form_decode(v);
+            match form_decode(k).as_str() {
+                "view" => match value.trim() {
+                    "gpu" | "kernels" => s.view = View::Gpu,
+                    "bench" | "benchmark" | "" => s.view = View::Bench,
+                    other => notes.push(format!("view={other:?}: expected bench or gpu: ignored")),
+                },
+                "preset" => match value.parse() {
+                    Ok(p) => s.preset = p,
+                    Err(e) => notes.push(format!("{e}: ignored")),
+                },
+                "timestamps" => {
+                    s.timestamps = !matches!(value.trim(), "0" | "false" | "no" | "off")
+                }
+                "autorun" => autorun = matches!(value.trim(), "1" | "true" | "yes" | "on" | ""),
+                _ => {}
+            }
+        }
+        s.autorun = autorun && s.view == View::Gpu;
+        (s, notes)
+    }
+}

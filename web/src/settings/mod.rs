@@ -1,0 +1,367 @@
+//! The page's settings: read from the URL query (the automation contract, see
+//! `docs/url.md`), edited in the form, validated into a [`RunPlan`]. The runner
+//! reads only the plan: configuration flows one way, settings -> plan -> run.
+//!
+//! Pure Rust (no browser API), so it is unit-tested natively. The API key is never
+//! part of the settings: it is held by the page in memory only, and a `key` or
+//! `api_key` in the URL is ignored with a note.
+
+mod gpu;
+mod query;
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests;
+
+pub use gpu::{GpuSettings, View};
+pub use query::{form_decode, form_encode};
+use tokenscope_core::analyze::slo::Slo;
+use tokenscope_core::measure::metrics::DEFAULT_STALL_THRESHOLD_MS;
+use tokenscope_core::measure::openai::Api;
+use tokenscope_core::parse::{BaseUrl, parse_base_url};
+use tokenscope_core::report::{Load, LoadMode, RunConfig};
+use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
+use tokenscope_core::workload::plan;
+
+/// Prompt-length tiers offered in the form (any value works from the URL).
+pub const INPUT_TIERS: [(u32, &str); 6] = [
+    (16, "16 tokens (chat turn)"),
+    (64, "64 tokens"),
+    (256, "256 tokens (short prompt)"),
+    (1024, "1024 tokens (document)"),
+    (4096, "4096 tokens (long context)"),
+    (16384, "16384 tokens (very long)"),
+];
+
+/// Most concurrent streams the page accepts per level.
+pub const MAX_CONCURRENCY: u32 = 256;
+
+/// How the first paint is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PaintMode {
+    /// Element Timing where the browser has it, else the animation-frame fallback.
+    #[default]
+    Auto,
+    /// Always the animation-frame fallback (to compare the two on one browser).
+    Raf,
+}
+
+impl PaintMode {
+    /// The query value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaintMode::Auto => "auto",
+            PaintMode::Raf => "raf",
+        }
+    }
+}
+
+/// Where the page streams real endpoints from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NetMode {
+    /// `fetch` in a dedicated worker: reads stamped off the main thread (default).
+    #[default]
+    Worker,
+    /// `fetch` on the main thread (to compare; the page's own frames then delay
+    /// the stamps of concurrent streams).
+    Main,
+}
+
+impl NetMode {
+    /// The query value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetMode::Worker => "worker",
+            NetMode::Main => "main",
+        }
+    }
+}
+
+/// How the animation-frame fallback reads the paint time (diagnostic setting
+/// `paint_fallback`; the default was chosen by comparing each with Element Timing
+/// in Chromium, see `docs/web.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PaintFallback {
+    /// `performance.now()` inside the first rAF callback after the update (before
+    /// that frame's rendering: a lower bound).
+    Raf,
+    /// `performance.now()` in a task posted from that rAF callback: after the
+    /// frame's style, layout and paint.
+    #[default]
+    RafTask,
+    /// `performance.now()` inside the second rAF callback (a frame later: an upper bound).
+    DoubleRaf,
+}
+
+impl PaintFallback {
+    /// The query value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaintFallback::Raf => "raf",
+            PaintFallback::RafTask => "raf_task",
+            PaintFallback::DoubleRaf => "double_raf",
+        }
+    }
+
+    /// Parse a query value.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            PaintFallback::Raf,
+            PaintFallback::RafTask,
+            PaintFallback::DoubleRaf,
+        ]
+        .into_iter()
+        .find(|f| f.as_str() == s.trim())
+    }
+}
+
+/// Everything the form edits (never the API key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Base URL (`http://host:port/v1`); empty: the built-in simulated endpoint.
+    pub url: String,
+    /// Endpoint kind.
+    pub api: Api,
+    /// Model; empty: the first one `/v1/models` lists.
+    pub model: String,
+    /// Concurrency levels, as typed (`1,4,16`).
+    pub concurrency: String,
+    /// Measured requests per level; `None`: `max(10, 2 x concurrency)` per round.
+    pub requests: Option<u64>,
+    /// Rounds per level.
+    pub rounds: u32,
+    /// Warm-up requests per level; `None`: one per concurrency slot.
+    pub warmup: Option<u32>,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+    /// Approximate prompt length, tokens.
+    pub input_tokens: u32,
+    /// Per-request timeout, seconds.
+    pub timeout_s: f64,
+    /// SLOs, as typed (`ttft_ms:p95<=500,...`).
+    pub slo: String,
+    /// Send `ignore_eos: true`.
+    pub ignore_eos: bool,
+    /// Stall threshold, ms.
+    pub stall_threshold_ms: f64,
+    /// Seed of the prompts (and of the simulator).
+    pub seed: u64,
+    /// How the first paint is measured.
+    pub paint: PaintMode,
+    /// How the fallback reads the paint time.
+    pub paint_fallback: PaintFallback,
+    /// Where real endpoints are streamed from.
+    pub net: NetMode,
+    /// Send an `x-request-id` header per request (turn off for endpoints whose CORS
+    /// policy does not allow it).
+    pub request_ids: bool,
+    /// Start at once (`autorun=1`).
+    pub autorun: bool,
+    /// The built-in simulator's parameters (`sim_*`): core's [`SimConfig`], whose
+    /// defaults are also `tokenscope mock`'s. Its `faults` and `seed` come from
+    /// [`Settings::sim_faults`] and [`Settings::seed`] when the plan is made.
+    pub sim: SimConfig,
+    /// The simulator's faults as typed (`sim_faults`: `http_503,reset`).
+    pub sim_faults: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let sim = SimConfig::default();
+        Self {
+            url: String::new(),
+            api: Api::Chat,
+            model: String::new(),
+            concurrency: "1,4,16".into(),
+            requests: None,
+            rounds: 3,
+            warmup: None,
+            max_tokens: 32,
+            input_tokens: 256,
+            timeout_s: 60.0,
+            slo: String::new(),
+            ignore_eos: false,
+            stall_threshold_ms: DEFAULT_STALL_THRESHOLD_MS,
+            seed: 1,
+            paint: PaintMode::Auto,
+            paint_fallback: PaintFallback::default(),
+            net: NetMode::default(),
+            request_ids: true,
+            autorun: false,
+            sim_faults: faults_label(&sim.faults),
+            sim,
+        }
+    }
+}
+
+/// A validated run: everything the runner reads, and nothing else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPlan {
+    /// The endpoint: `None` for the built-in simulator.
+    pub base: Option<BaseUrl>,
+    /// Endpoint kind.
+    pub api: Api,
+    /// The model; `None`: the first one the endpoint lists (the simulator's name).
+    pub model: Option<String>,
+    /// The levels, in order.
+    pub loads: Vec<Load>,
+    /// Measured requests per level (`None`: the default per round).
+    pub requests: Option<u64>,
+    /// Rounds per level.
+    pub rounds: u32,
+    /// Warm-up requests per level (`None`: one per concurrency slot).
+    pub warmup: Option<u32>,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+    /// Approximate prompt length, tokens.
+    pub input_tokens: u32,
+    /// Send `ignore_eos: true`.
+    pub ignore_eos: bool,
+    /// Timeout, ms.
+    pub timeout_ms: f64,
+    /// SLOs.
+    pub slos: Vec<Slo>,
+    /// Stall threshold, ms.
+    pub stall_threshold_ms: f64,
+    /// Seed of the prompts.
+    pub seed: u64,
+    /// How the first paint is measured.
+    pub paint: PaintMode,
+    /// How the fallback reads the paint time.
+    pub paint_fallback: PaintFallback,
+    /// Where real endpoints are streamed from.
+    pub net: NetMode,
+    /// Send an `x-request-id` per request.
+    pub request_ids: bool,
+    /// The simulator's configuration (used when `base` is `None`).
+    pub sim: SimConfig,
+}
+
+/// Parse a duration (`60`, `60s`, `500ms`, `2m`, `1h`: core's parser) in seconds.
+pub fn parse_duration_s(s: &str) -> Option<f64> {
+    tokenscope_core::parse::parse_duration(s)
+        .ok()
+        .map(|d| d.as_secs_f64())
+}
+
+/// Parse a list of concurrencies (`1,4,16`: core's list parser), each at most
+/// [`MAX_CONCURRENCY`].
+pub fn parse_concurrency(s: &str) -> Result<Vec<u32>, String> {
+    let levels =
+        tokenscope_core::parse::parse_u32_list(s).map_err(|e| format!("concurrency: {e}"))?;
+    match levels.iter().find(|&&c| c > MAX_CONCURRENCY) {
+        Some(c) => Err(format!(
+            "concurrency: {c} is more than the page runs ({MAX_CONCURRENCY})"
+        )),
+        None => Ok(levels),
+    }
+}
+
+/// The base URL as the form keeps it: core's normalized URL when it parses (a
+/// pasted `/chat/completions` removed), else the text trimmed (validation then
+/// says what is wrong with it).
+pub fn normalize_url(url: &str) -> String {
+    match parse_base_url(url) {
+        Ok(b) => b.url,
+        Err(_) => url.trim().to_owned(),
+    }
+}
+
+impl Settings {
+    /// Whether the run uses the built-in simulated endpoint.
+    pub fn is_simulated(&self) -> bool {
+        self.url.trim().is_empty()
+    }
+
+    /// The simulator's configuration.
+    fn sim_config(&self) -> Result<SimConfig, String> {
+        let cfg = SimConfig {
+            faults: parse_faults(&self.sim_faults).map_err(|e| format!("sim_faults: {e}"))?,
+            seed: self.seed,
+            ..self.sim.clone()
+        };
+        cfg.validate().map_err(|e| format!("sim_{e}"))?;
+        Ok(cfg)
+    }
+
+    /// Check everything and build the plan.
+    pub fn validate(&self) -> Result<RunPlan, String> {
+        let levels = parse_concurrency(&self.concurrency)?;
+        let slos = Slo::parse_list(&self.slo).map_err(|e| e.to_string())?;
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err("timeout: must be more than 0 seconds".into());
+        }
+        if !(self.stall_threshold_ms.is_finite() && self.stall_threshold_ms > 0.0) {
+            return Err("stall threshold: must be more than 0 ms".into());
+        }
+        let base = if self.is_simulated() {
+            None
+        } else {
+            let b = parse_base_url(&self.url).map_err(|e| format!("endpoint URL {e}"))?;
+            if b.has_credentials {
+                return Err(
+                    "endpoint URL: credentials in the URL are not allowed; use the API key field"
+                        .into(),
+                );
+            }
+            Some(b)
+        };
+        Ok(RunPlan {
+            base,
+            api: self.api,
+            model: Some(self.model.trim().to_owned()).filter(|m| !m.is_empty()),
+            loads: levels.into_iter().map(Load::Concurrency).collect(),
+            requests: self.requests,
+            rounds: self.rounds.max(1),
+            warmup: self.warmup,
+            max_tokens: self.max_tokens,
+            input_tokens: self.input_tokens,
+            ignore_eos: self.ignore_eos,
+            timeout_ms: self.timeout_s * 1000.0,
+            slos,
+            stall_threshold_ms: self.stall_threshold_ms,
+            seed: self.seed,
+            paint: self.paint,
+            paint_fallback: self.paint_fallback,
+            net: self.net,
+            request_ids: self.request_ids,
+            sim: self.sim_config()?,
+        })
+    }
+}
+
+impl RunPlan {
+    /// Warm-up requests before `load` (the user's count, or one per slot).
+    pub fn warmup_for(&self, load: Load) -> u32 {
+        self.warmup.unwrap_or_else(|| plan::default_warmup(load))
+    }
+
+    /// The report's record of this run (never the key), for `model`.
+    pub fn run_config(&self, model: &str) -> RunConfig {
+        RunConfig {
+            url: self
+                .base
+                .as_ref()
+                .map_or_else(|| "builtin:simulated".into(), BaseUrl::redacted),
+            api: self.api,
+            model: model.to_owned(),
+            mode: LoadMode::Concurrency,
+            levels: self.loads.iter().map(Load::value).collect(),
+            arrival: None,
+            requests_per_level: self.requests,
+            duration_per_level_s: None,
+            rounds: self.rounds,
+            // The default is per level; the report records the first level's.
+            warmup_requests: self.loads.first().map_or(0, |l| self.warmup_for(*l)),
+            input_tokens: Some(self.input_tokens),
+            prompts_file: None,
+            max_tokens: self.max_tokens,
+            ignore_eos: self.ignore_eos,
+            min_tokens: None,
+            timeout_s: self.timeout_ms / 1000.0,
+            slos: self.slos.clone(),
+            stall_threshold_ms: self.stall_threshold_ms,
+            seed: self.seed,
+            snapshot_interval_s: None,
+            sample_cap: Some(tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP as u64),
+        }
+    }
+}

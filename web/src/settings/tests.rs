@@ -1,0 +1,243 @@
+//! The settings on exact inputs: the URL contract, round trips, validation.
+
+use tokenscope_core::report::Load;
+use tokenscope_core::sim::SimConfig;
+
+use super::*;
+
+#[test]
+fn gpu_view_query() {
+    use tokenscope_core::gpu_page::GpuPreset;
+    let q = "?view=gpu&autorun=1&preset=full&timestamps=0";
+    let (g, notes) = GpuSettings::from_query(q);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(
+        (g.view, g.preset, g.timestamps, g.autorun),
+        (View::Gpu, GpuPreset::Full, false, true)
+    );
+    // The benchmark's settings take no offence at the view's parameters.
+    let (s, notes) = Settings::from_query(q);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert!(s.autorun);
+    // autorun starts only the view the URL opens; bad values are notes.
+    let (g, notes) = GpuSettings::from_query("?autorun=1&preset=huge&view=cpu");
+    assert_eq!(
+        (g.view, g.autorun, g.preset),
+        (View::Bench, false, GpuPreset::Quick)
+    );
+    assert!(g.timestamps);
+    assert_eq!(notes.len(), 2, "{notes:?}");
+}
+
+#[test]
+fn contract_query() {
+    let (s, notes) = Settings::from_query(
+        "?url=http%3A%2F%2F127.0.0.1%3A8000%2Fv1%2F&api=completions&concurrency=1,4&requests=20&max_tokens=64&input_tokens=64&warmup=2&autorun=1&timeout=30s&slo=ttft_ms:p95%3C%3D500&rounds=2&seed=9",
+    );
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(s.url, "http://127.0.0.1:8000/v1");
+    assert_eq!(s.api, Api::Completions);
+    assert_eq!(s.concurrency, "1,4");
+    assert_eq!(s.requests, Some(20));
+    assert_eq!(s.max_tokens, 64);
+    assert_eq!(s.input_tokens, 64);
+    assert_eq!(s.warmup, Some(2));
+    assert!(s.autorun);
+    assert_eq!(s.timeout_s, 30.0);
+    assert_eq!(s.rounds, 2);
+    assert_eq!(s.seed, 9);
+    let plan = s.validate().unwrap();
+    assert_eq!(plan.loads, vec![Load::Concurrency(1), Load::Concurrency(4)]);
+    assert_eq!(plan.slos.len(), 1);
+    assert_eq!(plan.timeout_ms, 30_000.0);
+    let cfg = plan.run_config("m");
+    assert_eq!(cfg.levels, vec![1.0, 4.0]);
+    assert_eq!(cfg.warmup_requests, 2);
+}
+
+#[test]
+fn the_key_is_never_read_from_the_url() {
+    let (s, notes) = Settings::from_query("key=sk-secret&api_key=sk-2&concurrency=2");
+    assert_eq!(notes.len(), 2);
+    assert!(notes[0].contains("never read"));
+    let q = s.to_query();
+    assert!(!q.contains("sk-"), "{q}");
+    assert!(!format!("{s:?}").contains("sk-"));
+}
+
+#[test]
+fn bad_values_are_reported_and_ignored() {
+    let (s, notes) =
+        Settings::from_query("concurrency=0,x&requests=abc&api=grpc&timeout=-1&slo=bogus&zzz=1");
+    assert_eq!(notes.len(), 6, "{notes:?}");
+    assert_eq!(s.concurrency, Settings::default().concurrency);
+    assert!(notes.iter().any(|n| n.contains("unknown setting \"zzz\"")));
+}
+
+#[test]
+fn query_round_trips() {
+    let mut s = Settings {
+        url: "https://api.example.com/v1".into(),
+        model: "llama 3".into(),
+        requests: Some(40),
+        slo: "ttft_ms:p95<=500,tpot_ms:p95<=50".into(),
+        paint: PaintMode::Raf,
+        request_ids: false,
+        ..Settings::default()
+    };
+    let (back, notes) = Settings::from_query(&s.to_query());
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(back, s);
+    s.url.clear();
+    s.sim.itl_ms = 9.5;
+    s.sim_faults = "reset,http_429".into();
+    let (back, _) = Settings::from_query(&s.to_query());
+    assert_eq!(back, s);
+}
+
+/// Every setting the URL carries, each set to a value other than its default:
+/// the link written for them reads back to the same settings, so no field is
+/// silently dropped by `to_query` or misread by `set`.
+#[test]
+fn every_field_survives_the_url() {
+    let d = Settings::default();
+    let ds = SimConfig::default();
+    let benchmark = Settings {
+        url: "https://gw.example.com/openai/v1?api-version=2024-02-01".into(),
+        api: Api::Completions,
+        model: "gemma 3".into(),
+        concurrency: "2,8".into(),
+        requests: Some(24),
+        rounds: 4,
+        warmup: Some(3),
+        max_tokens: 77,
+        input_tokens: 1024,
+        timeout_s: 12.5,
+        slo: "ttft_ms:p95<=400".into(),
+        ignore_eos: true,
+        stall_threshold_ms: 333.0,
+        seed: 42,
+        paint: PaintMode::Raf,
+        paint_fallback: PaintFallback::DoubleRaf,
+        net: NetMode::Main,
+        request_ids: false,
+        autorun: false,
+        ..d.clone()
+    };
+    // The simulator's parameters are written only for the built-in endpoint.
+    let simulated = Settings {
+        url: String::new(),
+        sim: SimConfig {
+            ttft_ms: 11.0,
+            itl_ms: 7.5,
+            prefill_tok_per_s: 1234.0,
+            max_batch: 5,
+            step_growth: 0.5,
+            jitter_ms: 0.25,
+            tokens_per_chunk: 3,
+            error_rate: 0.2,
+            stall_ms: 900.0,
+            ..ds.clone()
+        },
+        sim_faults: "reset,stall".into(),
+        ..benchmark.clone()
+    };
+    for s in [benchmark, simulated] {
+        // Each field really is off its default (a field left at its default
+        // would pass the round trip without being read at all).
+        macro_rules! differs {
+            ($($f:ident),*) => {$(assert_ne!(s.$f, d.$f, stringify!($f));)*};
+        }
+        differs!(
+            api,
+            model,
+            concurrency,
+            requests,
+            rounds,
+            warmup,
+            max_tokens,
+            input_tokens,
+            timeout_s,
+            slo,
+            ignore_eos,
+            stall_threshold_ms,
+            seed,
+            paint,
+            paint_fallback,
+            net,
+            request_ids
+        );
+        let q = s.to_query();
+        let (back, notes) = Settings::from_query(&q);
+        assert!(notes.is_empty(), "{q}: {notes:?}");
+        assert_eq!(back, s, "{q}");
+        if s.url.is_empty() {
+            macro_rules! sim_differs {
+                ($($f:ident),*) => {$(assert_ne!(s.sim.$f, ds.$f, stringify!($f));)*};
+            }
+            sim_differs!(
+                ttft_ms,
+                itl_ms,
+                prefill_tok_per_s,
+                max_batch,
+                step_growth,
+                jitter_ms,
+                tokens_per_chunk,
+                error_rate,
+                stall_ms
+            );
+            assert_ne!(s.sim_faults, d.sim_faults);
+        } else {
+            assert_ne!(s.url, d.url);
+        }
+    }
+}
+
+#[test]
+fn the_simulator_defaults_are_the_mocks() {
+    // One definition: core's SimConfig (the CLI's `mock` flags default to it too).
+    let s = Settings::default();
+    assert_eq!(s.sim, SimConfig::default());
+    let plan = s.validate().unwrap();
+    assert_eq!(plan.sim.stall_ms, SimConfig::default().stall_ms);
+    assert_eq!(plan.sim.faults, SimConfig::default().faults);
+    assert_eq!(plan.sim.seed, s.seed);
+}
+
+#[test]
+fn urls_and_durations() {
+    assert_eq!(
+        normalize_url(" http://h:1/v1/chat/completions/ "),
+        "http://h:1/v1"
+    );
+    assert_eq!(parse_duration_s("500ms"), Some(0.5));
+    assert_eq!(parse_duration_s("2m"), Some(120.0));
+    assert_eq!(parse_duration_s("7"), Some(7.0));
+    assert_eq!(parse_duration_s("0"), None);
+    assert_eq!(parse_duration_s("1h"), Some(3600.0));
+    assert_eq!(parse_concurrency("1, 4,16"), Ok(vec![1, 4, 16]));
+    assert!(parse_concurrency("1,0").unwrap_err().contains("\"0\""));
+    let over = (MAX_CONCURRENCY + 1).to_string();
+    assert!(parse_concurrency(&over).unwrap_err().contains(&over));
+    assert!(parse_concurrency("").is_err());
+    assert_eq!(form_decode("a+b%3C%3d%zz"), "a b<=%zz");
+    let s = Settings {
+        url: "ftp://x".into(),
+        ..Settings::default()
+    };
+    assert!(
+        s.validate()
+            .unwrap_err()
+            .contains("scheme must be http or https")
+    );
+    let s = Settings {
+        url: "http://user:pw@host/v1".into(),
+        ..Settings::default()
+    };
+    assert!(s.validate().unwrap_err().contains("credentials"));
+    let s = Settings {
+        sim_faults: "nope".into(),
+        ..Settings::default()
+    };
+    assert!(s.validate().unwrap_err().contains("nope"));
+}
