@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Mock, median, raw_requests, run, text};
+use common::{Mock, median, raw_requests, read_jsonl, run, text};
 
 struct Compared {
     client_ttft: Vec<f64>,

@@ -7,7 +7,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Mock, bin, raw_requests, read_jsonl, run, text};
+use common::{Mock, bin, raw_requests, run, text};
 
 fn wait_for_lines(path: &std::path::Path, n: usize, within: Duration) {
     let deadline = Instant::now() + within;
