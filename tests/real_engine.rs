@@ -33,7 +33,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use common::{f, median, raw_requests, read_jsonl, run, text};
+use common::{f, median, raw_requests, run, text};
 use llama::{Engine, LogTask};
 use serde_json::Value;
 
