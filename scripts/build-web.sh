@@ -6,12 +6,14 @@
 #   -> wasm-opt -Oz (binaryen from tools/, when present) -> dist/ with
 #   content-hashed file names and index.html rewritten to point at them.
 #
-# Two wasm modules: the page (web/, tokenscope_web) loads first; the GPU module
+# Three wasm modules: the page (web/, tokenscope_web) loads first; the GPU module
 # (web-gpu/, tokenscope_gpu: the kernel harness on WebGPU) is imported by boot.js's
-# window.tokenscopeGpu() only when the GPU view opens.
+# window.tokenscopeGpu() only when the GPU view opens, and the report module
+# (web-report/, tokenscope_report_view: the combined report's analysis) by
+# window.tokenscopeReport() only when there is a report to analyse.
 #
 # Env: CARGO_TARGET_DIR (default target), DIST_DIR (default dist).
-# Prints each wasm's raw and gzipped sizes, the first load and the GPU module.
+# Prints each wasm's raw and gzipped sizes: the first load and the lazy modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,7 @@ target_dir=${CARGO_TARGET_DIR:-target}
 dist=${DIST_DIR:-dist}
 crate=tokenscope_web
 gpu=tokenscope_gpu
+rep=tokenscope_report_view
 
 command -v wasm-bindgen >/dev/null || { say "wasm-bindgen not found: run scripts/setup.sh"; exit 1; }
 want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)
@@ -29,8 +32,9 @@ if [[ -n $want && $have != "$want" ]]; then
   exit 1
 fi
 
-say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web, tokenscope-gpu"
-cargo build -p tokenscope-web -p tokenscope-gpu --target wasm32-unknown-unknown --profile web-release --quiet
+say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web, tokenscope-gpu, tokenscope-report-view"
+cargo build -p tokenscope-web -p tokenscope-gpu -p tokenscope-report-view \
+  --target wasm32-unknown-unknown --profile web-release --quiet
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -52,6 +56,7 @@ bindgen() {
 }
 bindgen "$crate"
 bindgen "$gpu"
+bindgen "$rep"
 
 hash() { sha256sum "$1" | cut -c1-12; }
 rm -rf "$dist"
@@ -64,6 +69,10 @@ gpu_wasm_name="${gpu}_bg-$(hash "$stage/${gpu}_bg.wasm").wasm"
 gpu_js_name="${gpu}-$(hash "$stage/$gpu.js").js"
 cp "$stage/${gpu}_bg.wasm" "$dist/$gpu_wasm_name"
 cp "$stage/$gpu.js" "$dist/$gpu_js_name"
+rep_wasm_name="${rep}_bg-$(hash "$stage/${rep}_bg.wasm").wasm"
+rep_js_name="${rep}-$(hash "$stage/$rep.js").js"
+cp "$stage/${rep}_bg.wasm" "$dist/$rep_wasm_name"
+cp "$stage/$rep.js" "$dist/$rep_js_name"
 if [[ -d $stage/snippets ]]; then cp -r "$stage/snippets" "$dist/"; fi
 
 worker_name="net-worker-$(hash web/static/net-worker.js).js"
@@ -71,6 +80,7 @@ cp web/static/net-worker.js "$dist/$worker_name"
 sed -e "s#\"./$crate.js\"#\"./$js_name\"#" -e "s#\"./${crate}_bg.wasm\"#\"./$wasm_name\"#" \
   -e "s#\"./net-worker.js\"#\"./$worker_name\"#" \
   -e "s#\"./$gpu.js\"#\"./$gpu_js_name\"#" -e "s#\"./${gpu}_bg.wasm\"#\"./$gpu_wasm_name\"#" \
+  -e "s#\"./$rep.js\"#\"./$rep_js_name\"#" -e "s#\"./${rep}_bg.wasm\"#\"./$rep_wasm_name\"#" \
   web/static/boot.js >"$stage/boot.js"
 boot_name="boot-$(hash "$stage/boot.js").js"
 cp "$stage/boot.js" "$dist/$boot_name"
@@ -87,6 +97,7 @@ fi
 grep -q "$js_name" "$dist/$boot_name" && grep -q "$wasm_name" "$dist/$boot_name" \
   && grep -q "$worker_name" "$dist/$boot_name" \
   && grep -q "$gpu_js_name" "$dist/$boot_name" && grep -q "$gpu_wasm_name" "$dist/$boot_name" \
+  && grep -q "$rep_js_name" "$dist/$boot_name" && grep -q "$rep_wasm_name" "$dist/$boot_name" \
   || { say "boot.js was not rewritten"; exit 1; }
 
 gz() { gzip -9 -c "$1" | wc -c; }
@@ -95,14 +106,19 @@ raw=$(stat -c %s "$dist/$wasm_name")
 gzw=$(gz "$dist/$wasm_name")
 gpu_raw=$(stat -c %s "$dist/$gpu_wasm_name")
 gpu_gz=$(( $(gz "$dist/$gpu_wasm_name") + $(gz "$dist/$gpu_js_name") ))
+rep_raw=$(stat -c %s "$dist/$rep_wasm_name")
+rep_gz=$(( $(gz "$dist/$rep_wasm_name") + $(gz "$dist/$rep_js_name") ))
 # Each file gzipped on its own, as a server sends it (one gzip of all files
 # together would depend on the order `find` lists them in).
 first_gz=0
 while IFS= read -r f; do
   first_gz=$(( first_gz + $(gz "$f") ))
-done < <(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name")
+done < <(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name" \
+  ! -name "$rep_wasm_name" ! -name "$rep_js_name")
 printf 'dist/ built: %s\n' "$(ls "$dist" | tr '\n' ' ')"
-printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everything but the GPU module) %s KB gz\n' \
+printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everything but the lazy modules) %s KB gz\n' \
   "$raw" "$gzw" "$(kb "$gzw")" "$(kb "$first_gz")"
 printf 'GPU module (loaded when the GPU view opens): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
   "$gpu_raw" "$gpu_gz" "$(kb "$gpu_gz")"
+printf 'report module (loaded when there is a report to analyse): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
+  "$rep_raw" "$rep_gz" "$(kb "$rep_gz")"

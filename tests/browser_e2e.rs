@@ -574,3 +574,88 @@ async fn page_classifies_every_fault_like_the_server_logged_it() {
         "most fault kinds came up (seeded): {seen:?}"
     );
 }
+
+/// The page's layout as a person sees it: no empty panel before there is anything
+/// to say, the Analysis without the charts the page already shows above it, and
+/// the wide tables (levels, glossary) scrolling inside their panels on a narrow
+/// window instead of overflowing them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn the_layout_shows_each_thing_once_and_wide_tables_scroll() {
+    let _one = lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    let count = |sel: &str| format!("return document.querySelectorAll({sel:?}).length;");
+
+    // Before a run, with nothing to warn about: no warnings panel at all.
+    browser.client.goto(&serve.url).await.unwrap();
+    browser
+        .wait_for(
+            "document.querySelector('.tables') !== null",
+            Duration::from_secs(20),
+        )
+        .await;
+    assert_eq!(browser.js(&count("section.warnings")).await, 0);
+
+    // A run on the page's simulator: the analysis comes without the run's charts.
+    let url = format!(
+        "{}?concurrency=1,2,4&requests=6&rounds=1&warmup=0&max_tokens=6&autorun=1",
+        serve.url
+    );
+    assert_eq!(browser.run(&url, Duration::from_secs(60)).await, "done");
+    browser
+        .wait_for(
+            "document.getElementById('combined-report') !== null",
+            Duration::from_secs(20),
+        )
+        .await;
+    assert_eq!(browser.js(&count("section.warnings")).await, 1);
+    assert!(
+        browser
+            .js(&count("#chart-throughput-latency svg"))
+            .await
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(
+        browser.js(&count("#combined-report svg")).await,
+        0,
+        "the Analysis repeats a chart shown above it"
+    );
+    let titles = browser
+        .js("return [...document.querySelectorAll('svg > title')].filter(t => t.textContent === 'Throughput vs latency').length;")
+        .await;
+    assert_eq!(titles, 1, "the throughput-latency chart is drawn once");
+
+    // A narrow window: the page never scrolls sideways; the wide tables do,
+    // inside their panels.
+    browser.client.set_window_size(560, 2400).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let page = browser
+        .js("const d = document.documentElement; return [d.scrollWidth, d.clientWidth];")
+        .await;
+    let (scroll, client) = (page[0].as_f64().unwrap(), page[1].as_f64().unwrap());
+    assert!(
+        scroll <= client + 1.0,
+        "the page overflows sideways: {scroll} > {client}"
+    );
+    for sel in ["#summary-table", "#combined-report .table-wrap table"] {
+        let fits = browser
+            .js(&format!(
+                "const t = document.querySelector({sel:?}); const w = t.closest('.scroll, .table-wrap'); const p = t.closest('.panel').getBoundingClientRect(); const r = w.getBoundingClientRect(); return [t.scrollWidth > w.clientWidth, r.right <= p.right + 1, getComputedStyle(w).overflowX];"
+            ))
+            .await;
+        assert_eq!(
+            fits[0], true,
+            "{sel} is wide enough to need scrolling here: {fits}"
+        );
+        assert_eq!(
+            fits[1], true,
+            "{sel}'s scroller stays inside its panel: {fits}"
+        );
+        assert_eq!(fits[2], "auto", "{sel} scrolls: {fits}");
+    }
+    browser.screenshot("narrow-layout").await;
+    browser.close().await;
+}

@@ -17,8 +17,8 @@
 //! Beside them: [`workload`] (the run plan and the synthetic prompts both clients
 //! send), [`sim`] (the simulated server's model, driven by `tokenscope mock` and by
 //! the page), [`parse`] (what people type: durations, lists, base URLs, fault
-//! lists), [`rng`] (seeded randomness) and [`gpu_page`] (the page <-> GPU module
-//! messages).
+//! lists), [`rng`] (seeded randomness) and [`page`] (the messages between the page
+//! and its lazily loaded modules: the GPU harness and the report renderer).
 //!
 //! Data flow: [`measure::sse::Decoder`] -> [`measure::openai::parse_event`] ->
 //! [`measure::timeline::RequestTimeline`] -> [`measure::metrics::RequestMetrics`] ->
@@ -26,8 +26,8 @@
 //! [`report::ClientReport`] -> [`render`].
 
 pub mod analyze;
-pub mod gpu_page;
 pub mod measure;
+pub mod page;
 pub mod parse;
 pub mod render;
 pub mod report;

@@ -5,7 +5,7 @@
 //! page loads only when its GPU view opens, so the first load stays light.
 //!
 //! Two exports, both async (JS promises), talking in the JSON shapes of
-//! [`tokenscope_core::gpu_page`]:
+//! [`tokenscope_core::page::gpu`]:
 //!
 //! - [`adapter_info`] resolves to an [`AdapterProbe`] (the adapter, its features and
 //!   limits) or rejects with a [`GpuFailure`] (no WebGPU, no adapter);
@@ -22,7 +22,7 @@
 use kernel_harness::clock::Clock;
 use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
-use tokenscope_core::gpu_page::{
+use tokenscope_core::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
 };
 use tokenscope_core::report::kernels::KernelReport;

@@ -6,7 +6,6 @@ use std::rc::Rc;
 use tokenscope_core::measure::openai::model_ids;
 use tokenscope_core::parse::parse_base_url;
 use tokenscope_core::report::ClientReport;
-use tokenscope_core::report::kernels::KernelReport;
 use yew::prelude::*;
 
 use crate::components::analysis::Analysis;
@@ -26,7 +25,7 @@ use crate::services::fetch::FetchTarget;
 use crate::services::paint::Painter;
 use crate::services::runner::{self, RunInput};
 use crate::settings::{GpuSettings, Settings, View};
-use crate::state::{Action, RunState, Shared, State};
+use crate::state::{Action, KernelsFile, RunState, Shared, State};
 
 /// App props: the URL query to read the settings from.
 #[derive(Properties, PartialEq, Default)]
@@ -115,7 +114,7 @@ pub fn App(props: &AppProps) -> Html {
         use_state(move || v)
     };
     // The kernels report measured in the GPU view, for the Analysis.
-    let measured = use_state(|| None::<Shared<KernelReport>>);
+    let measured = use_state(|| None::<KernelsFile>);
 
     // The automation contract: `data-run-state` follows the run (after the DOM
     // holding #report-json is committed), while the benchmark view is shown (the
@@ -287,7 +286,7 @@ pub fn App(props: &AppProps) -> Html {
     };
     let onkernels = {
         let measured = measured.clone();
-        Callback::from(move |r: Option<Shared<KernelReport>>| measured.set(r))
+        Callback::from(move |r: Option<KernelsFile>| measured.set(r))
     };
     html! {
         <div class="page">
@@ -340,7 +339,7 @@ pub fn App(props: &AppProps) -> Html {
                         view_level={state.view_level}
                         {onlevel}
                     />
-                    <Analysis report={finished.map(|f| f.report.clone())} measured={(*measured).clone()} />
+                    <Analysis report_json={finished.map(|f| f.report_json.clone())} measured={(*measured).clone()} />
                     <Outputs
                         report_json={finished.map(|f| f.report_json.clone())}
                         records_json={finished.map(|f| f.records_json.clone())}

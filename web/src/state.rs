@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use tokenscope_core::report::kernels::KernelReport;
 use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
 use yew::Reducible;
 
@@ -33,6 +34,16 @@ impl RunState {
             RunState::Failed => "failed",
         }
     }
+}
+
+/// A kernels report and the JSON it was read from (the report module and the
+/// exports take the text as it is).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelsFile {
+    /// The report.
+    pub report: Shared<KernelReport>,
+    /// Its JSON.
+    pub json: Shared<String>,
 }
 
 /// An `Rc` compared by pointer: cheap props for big values.

@@ -9,20 +9,33 @@ function fail(message) {
   if (el) el.textContent = message;
 }
 
-// The GPU module (the kernel harness on WebGPU) is a second wasm, imported only
-// when the GPU view opens: window.tokenscopeGpu() resolves to its exports
-// (adapter_info, run_kernels), loading and instantiating it once.
-let gpuModule;
-window.tokenscopeGpu = () =>
-  (gpuModule ??= import("./tokenscope_gpu.js")
-    .then(async (m) => {
-      await m.default({ module_or_path: new URL("./tokenscope_gpu_bg.wasm", import.meta.url) });
-      return m;
-    })
-    .catch((e) => {
-      gpuModule = undefined; // a later try may succeed (e.g. after a network error)
-      throw e;
-    }));
+// Two more wasm modules are imported only when needed, each loaded and
+// instantiated once: the GPU module (the kernel harness on WebGPU) when the GPU
+// view opens, window.tokenscopeGpu() resolving to its exports (adapter_info,
+// run_kernels); the report module (the combined report's analysis) when there is
+// a report to analyse, window.tokenscopeReport() resolving to its exports
+// (render_report).
+function lazyModule(load, wasmUrl) {
+  let module;
+  return () =>
+    (module ??= load()
+      .then(async (m) => {
+        await m.default({ module_or_path: wasmUrl });
+        return m;
+      })
+      .catch((e) => {
+        module = undefined; // a later try may succeed (e.g. after a network error)
+        throw e;
+      }));
+}
+window.tokenscopeGpu = lazyModule(
+  () => import("./tokenscope_gpu.js"),
+  new URL("./tokenscope_gpu_bg.wasm", import.meta.url),
+);
+window.tokenscopeReport = lazyModule(
+  () => import("./tokenscope_report_view.js"),
+  new URL("./tokenscope_report_view_bg.wasm", import.meta.url),
+);
 
 try {
   await init({ module_or_path: new URL("./tokenscope_web_bg.wasm", import.meta.url) });

@@ -7,26 +7,23 @@
 //! which the page shows above it), and "Export combined report" saves
 //! `render::combined::html`.
 
-use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
-use tokenscope_core::analyze::verdict;
-use tokenscope_core::render::combined::{self, BodyOptions};
-use tokenscope_core::report::ClientReport;
-use tokenscope_core::report::combined::{ModelChoice, ReportInput};
+use tokenscope_core::analyze::floor::{Quant, preset_names};
+use tokenscope_core::page::report::{ModelPick, Rendered, ReportRequest};
 use tokenscope_core::report::kernels::KernelReport;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
-use crate::services::browser;
-use crate::state::Shared;
+use crate::services::{browser, report};
+use crate::state::{KernelsFile, Shared};
 
 /// Analysis props.
 #[derive(Properties, PartialEq)]
 pub struct AnalysisProps {
-    /// The page's report (a finished run, or one opened).
-    pub report: Option<Shared<ClientReport>>,
+    /// The page's report as JSON (a finished run, or one opened).
+    pub report_json: Option<Shared<String>>,
     /// A kernels report measured in this page's GPU view, used when none is loaded.
     #[prop_or_default]
-    pub measured: Option<Shared<KernelReport>>,
+    pub measured: Option<KernelsFile>,
 }
 
 /// The model being served, as picked in the form.
@@ -48,44 +45,32 @@ impl Default for ModelForm {
 }
 
 impl ModelForm {
-    fn choice(&self) -> Option<ModelChoice> {
-        let shape = ModelShape::preset(&self.preset).ok()?;
-        Some(ModelChoice {
-            shape,
+    fn pick(&self) -> Option<ModelPick> {
+        (!self.preset.is_empty()).then(|| ModelPick {
+            preset: self.preset.clone(),
             quant: self.quant,
             context: self.context.max(1),
         })
     }
 }
 
-/// The analysis input and its two renderings (fragment, whole document).
-fn render(
-    report: &Option<Shared<ClientReport>>,
-    kernels: &Option<Shared<KernelReport>>,
-    model: &ModelForm,
-) -> Option<(String, String)> {
-    let report = report.as_ref()?;
-    let input = ReportInput {
-        clients: vec![report.0.as_ref().clone()],
-        kernels: kernels.as_ref().map(|k| k.0.as_ref().clone()),
-        model: model.choice(),
-    };
-    let c = verdict::analyze(&input);
-    // The page draws the run's own charts above: the fragment leaves them out.
-    let body = combined::html_body(
-        &input,
-        &c,
-        BodyOptions {
-            client_charts: false,
-        },
-    );
-    Some((body, combined::html(&input, &c)))
+/// Where the rendering is.
+#[derive(Clone, PartialEq)]
+enum View {
+    /// Nothing to analyse.
+    Empty,
+    /// The report module is loading or working.
+    Working,
+    /// The analysis.
+    Done(Shared<Rendered>),
+    /// Why there is none.
+    Failed(String),
 }
 
 /// The combined view.
 #[function_component]
 pub fn Analysis(props: &AnalysisProps) -> Html {
-    let kernels = use_state(|| None::<Shared<KernelReport>>);
+    let kernels = use_state(|| None::<KernelsFile>);
     let kernels_error = use_state(|| None::<String>);
     let model = use_state(ModelForm::default);
 
@@ -99,13 +84,17 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
             input.set_value("");
             let (kernels, kernels_error) = (kernels.clone(), kernels_error.clone());
             wasm_bindgen_futures::spawn_local(async move {
-                let r = browser::read_file(file).await.and_then(|text| {
-                    KernelReport::from_json(&text)
+                let r = browser::read_file(file).await.and_then(|json| {
+                    KernelReport::from_json(&json)
+                        .map(|report| KernelsFile {
+                            report: Shared::new(report),
+                            json: Shared::new(json),
+                        })
                         .map_err(|e| format!("could not open the kernels report: {e}"))
                 });
                 match r {
                     Ok(k) => {
-                        kernels.set(Some(Shared(std::rc::Rc::new(k))));
+                        kernels.set(Some(k));
                         kernels_error.set(None);
                     }
                     Err(e) => kernels_error.set(Some(e)),
@@ -153,20 +142,57 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
     // A loaded file wins over the GPU view's measurement.
     let from_gpu_view = kernels.is_none() && props.measured.is_some();
     let effective = (*kernels).clone().or_else(|| props.measured.clone());
-    let rendered = {
-        let deps = (props.report.clone(), effective.clone(), (*model).clone());
-        use_memo(deps, |(r, k, m)| render(r, k, m))
+    // The report module renders the analysis whenever the report, the kernels or
+    // the model change (the module loads on the first report).
+    let view = use_state(|| View::Empty);
+    // Only the latest request's answer is shown (an earlier one may come later).
+    let generation = use_mut_ref(|| 0u64);
+    {
+        let view = view.clone();
+        let deps = (
+            props.report_json.clone(),
+            effective.clone(),
+            (*model).clone(),
+        );
+        use_effect_with(deps, move |(r, k, m)| {
+            *generation.borrow_mut() += 1;
+            let mine = *generation.borrow();
+            match r {
+                None => view.set(View::Empty),
+                Some(r) => {
+                    view.set(View::Working);
+                    let request = ReportRequest {
+                        client_json: r.0.as_ref().clone(),
+                        kernels_json: k.as_ref().map(|k| k.json.0.as_ref().clone()),
+                        model: m.pick(),
+                    };
+                    wasm_bindgen_futures::spawn_local(async move {
+                        let out = report::render(&request).await;
+                        if *generation.borrow() == mine {
+                            view.set(match out {
+                                Ok(out) => View::Done(Shared::new(out)),
+                                Err(e) => View::Failed(e),
+                            });
+                        }
+                    });
+                }
+            }
+        });
+    }
+    let rendered = match &*view {
+        View::Done(r) => Some(r.clone()),
+        _ => None,
     };
     let on_export = {
         let rendered = rendered.clone();
         Callback::from(move |_: MouseEvent| {
-            if let Some((_, doc)) = rendered.as_ref() {
-                let _ = browser::download("tokenscope-report.html", doc, "text/html");
+            if let Some(r) = &rendered {
+                let _ = browser::download("tokenscope-report.html", &r.html, "text/html");
             }
         })
     };
 
-    let kernels_line = match &effective {
+    let kernels_line = match effective.as_ref().map(|k| &*k.report) {
         Some(k) => format!(
             "{} ({}, {} kernels{}){}",
             k.adapter.name,
@@ -230,12 +256,15 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
             if let Some(h) = floor_hint {
                 <p class="hint">{ h }</p>
             }
-            if let Some((body, _)) = rendered.as_ref() {
+            { match &*view {
                 // core's fragment: every text escaped, no script, no style attribute.
-                <div id="combined-report" class="combined">{ Html::from_html_unchecked(AttrValue::from(body.clone())) }</div>
-            } else {
-                <p class="hint">{ "Run a benchmark or open a saved report to see the analysis." }</p>
-            }
+                View::Done(r) => html! {
+                    <div id="combined-report" class="combined">{ Html::from_html_unchecked(AttrValue::from(r.body.clone())) }</div>
+                },
+                View::Working => html! { <p class="hint" id="analysis-working">{ "Analysing…" }</p> },
+                View::Failed(e) => html! { <p class="error" role="alert" id="analysis-error">{ e.clone() }</p> },
+                View::Empty => html! { <p class="hint">{ "Run a benchmark or open a saved report to see the analysis." }</p> },
+            } }
         </section>
     }
 }

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use tokenscope_core::gpu_page::{
+use tokenscope_core::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
 };
 use tokenscope_core::render::charts;
@@ -22,7 +22,7 @@ use yew::prelude::*;
 use crate::components::charts::Svg;
 use crate::services::{browser, gpu};
 use crate::settings::GpuSettings;
-use crate::state::{RunState, Shared};
+use crate::state::{KernelsFile, RunState, Shared};
 
 /// Lines of the progress log kept on screen.
 const LOG_LINES: usize = 8;
@@ -133,7 +133,7 @@ pub struct GpuViewProps {
     #[prop_or_default]
     pub notes: Vec<String>,
     /// The finished run's report (for the Analysis view).
-    pub onreport: Callback<Option<Shared<KernelReport>>>,
+    pub onreport: Callback<Option<KernelsFile>>,
 }
 
 fn start_run(
@@ -229,7 +229,10 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             .report
             .as_ref()
             .filter(|_| state.finished)
-            .map(|(r, _)| r.clone());
+            .map(|(report, json)| KernelsFile {
+                report: report.clone(),
+                json: json.clone(),
+            });
         let onreport = props.onreport.clone();
         use_effect_with(report, move |r| onreport.emit(r.clone()));
     }

@@ -1,10 +1,10 @@
 //! The page's side of the GPU module: `web-gpu/` (the kernel harness on WebGPU) is a
 //! second wasm that `boot.js` imports only when asked (`window.tokenscopeGpu()`),
 //! so none of wgpu or the harness weighs on the first load. The two modules talk in
-//! the JSON shapes of `tokenscope_core::gpu_page`.
+//! the JSON shapes of `tokenscope_core::page::gpu`.
 
 use js_sys::{Function, Promise, Reflect};
-use tokenscope_core::gpu_page::{
+use tokenscope_core::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuRunRequest,
 };
 use tokenscope_core::report::kernels::KernelReport;

@@ -8,6 +8,7 @@ pub mod fetch;
 pub mod gpu;
 pub mod paint;
 pub mod records;
+pub mod report;
 pub mod runner;
 pub mod sim;
 pub mod transport;

@@ -20,7 +20,7 @@ pub struct GpuSettings {
     /// The view the page opens on.
     pub view: View,
     /// The kernel preset.
-    pub preset: tokenscope_core::gpu_page::GpuPreset,
+    pub preset: tokenscope_core::page::gpu::GpuPreset,
     /// Allow timestamp queries (false: wall clock).
     pub timestamps: bool,
     /// Start the GPU run at once (`view=gpu&autorun=1`).

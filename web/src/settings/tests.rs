@@ -7,7 +7,7 @@ use super::*;
 
 #[test]
 fn gpu_view_query() {
-    use tokenscope_core::gpu_page::GpuPreset;
+    use tokenscope_core::page::gpu::GpuPreset;
     let q = "?view=gpu&autorun=1&preset=full&timestamps=0";
     let (g, notes) = GpuSettings::from_query(q);
     assert!(notes.is_empty(), "{notes:?}");

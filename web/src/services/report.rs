@@ -1,0 +1,45 @@
+//! The page's side of the report module: `web-report/` (core's verdict, diagnosis
+//! and combined-report renderer) is a wasm of its own that `boot.js` imports only
+//! when asked (`window.tokenscopeReport()`), so none of it weighs on the first
+//! load. The two talk in the JSON shapes of `tokenscope_core::page::report`.
+
+use js_sys::{Function, Promise, Reflect};
+use tokenscope_core::page::report::{Rendered, ReportRequest};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::services::fetch::js_error_text;
+
+/// Loads the module (once; `boot.js` caches it) and returns its exports.
+async fn module() -> Result<JsValue, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let loader = Reflect::get(&window, &JsValue::from_str("tokenscopeReport"))
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+        .ok_or(
+            "this build of the page has no report module (window.tokenscopeReport is missing: build the page with scripts/build-web.sh)",
+        )?;
+    let promise: Promise = loader
+        .call0(&JsValue::NULL)
+        .and_then(|p| p.dyn_into::<Promise>())
+        .map_err(|e| format!("could not load the report module: {}", js_error_text(&e)))?;
+    JsFuture::from(promise)
+        .await
+        .map_err(|e| format!("could not load the report module: {}", js_error_text(&e)))
+}
+
+/// The analysis of `request`, rendered by the report module (loaded on first use).
+pub async fn render(request: &ReportRequest) -> Result<Rendered, String> {
+    let m = module().await?;
+    let f = Reflect::get(&m, &JsValue::from_str("render_report"))
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+        .ok_or("the report module has no `render_report` export")?;
+    let request = serde_json::to_string(request).map_err(|e| e.to_string())?;
+    let text = f
+        .call1(&JsValue::NULL, &JsValue::from_str(&request))
+        .map_err(|e| e.as_string().unwrap_or_else(|| js_error_text(&e)))?
+        .as_string()
+        .ok_or("the report module answered with something other than text")?;
+    serde_json::from_str(&text).map_err(|e| format!("the report module's answer: {e}"))
+}
