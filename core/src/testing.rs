@@ -8,7 +8,7 @@
 
 use crate::analyze::level::{LevelAccumulator, LevelOptions};
 use crate::measure::openai::{Api, Usage};
-use crate::measure::timeline::{ErrorKind, Outcome, RequestRecord, TimeoutPhase};
+use crate::measure::record::{ErrorKind, Outcome, RequestRecord, TimeoutPhase};
 use crate::report::{
     CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, LoadMode, RunConfig, Source,
     SweepReport,

@@ -5,7 +5,7 @@ use tokenscope_core::analyze::diagnosis::diagnose;
 use tokenscope_core::analyze::level::{LevelAccumulator, LevelOptions};
 use tokenscope_core::analyze::sweep::{analyze_sweep, find_knee};
 use tokenscope_core::measure::openai::ServerTimings;
-use tokenscope_core::measure::timeline::{ErrorKind, Outcome, RequestRecord};
+use tokenscope_core::measure::record::{ErrorKind, Outcome, RequestRecord};
 use tokenscope_core::report::combined::{Finding, ReportInput};
 use tokenscope_core::report::{
     ClientReport, LevelReport, Load, ReportWarning, Source, WarningKind,

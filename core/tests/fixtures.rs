@@ -6,10 +6,9 @@
 use base64::Engine as _;
 use tokenscope_core::measure::metrics::{MetricOptions, RequestMetrics};
 use tokenscope_core::measure::openai::{StreamItem, parse_event};
+use tokenscope_core::measure::record::{ErrorKind, Outcome, RequestRecord};
 use tokenscope_core::measure::sse::decode_all;
-use tokenscope_core::measure::timeline::{
-    ErrorKind, HeaderVerdict, Outcome, RequestRecord, RequestTimeline,
-};
+use tokenscope_core::measure::timeline::{HeaderVerdict, RequestTimeline};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!(

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokenscope_core::measure::openai::{RequestSpec, request_body};
-use tokenscope_core::measure::timeline::RequestRecord;
+use tokenscope_core::measure::record::RequestRecord;
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEntry, RawEvent, RawLine};
 use tokenscope_core::report::warning::event_loop_warning;

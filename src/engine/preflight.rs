@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
-use tokenscope_core::measure::timeline::{ErrorKind, Outcome};
+use tokenscope_core::measure::record::{ErrorKind, Outcome};
 use tokenscope_core::report::{ReportWarning, WarningKind};
 use tokio_util::sync::CancellationToken;
 

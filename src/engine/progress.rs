@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use tokenscope_core::measure::timeline::RequestRecord;
+use tokenscope_core::measure::record::RequestRecord;
 use tokenscope_core::report::LevelReport;
 
 /// Progress display of a run.

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use tokenscope_core::measure::timeline::{
-    ErrorKind, HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestRecord, RequestTimeline,
-};
+use tokenscope_core::measure::record::{ErrorKind, RequestRecord};
+use tokenscope_core::measure::timeline::{HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline};
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;

@@ -6,12 +6,10 @@
 //! chunk to the HTTP layer (`--log`): the ground truth the fidelity tests compare
 //! the client against.
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -19,27 +17,22 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures_util::stream::{self, Stream};
 use serde::Serialize;
 use tokenscope_core::measure::openai::{Api, encode};
 use tokenscope_core::sim::{
-    Admission, Emission, Engine, FaultAction, FaultKind, SimConfig, SimRequest, StreamWriter,
-    context_exceeded_body, immediate_response,
+    Admission, Engine, FaultKind, SimConfig, SimRequest, StreamWriter, context_exceeded_body,
+    immediate_response,
 };
 use tokenscope_core::workload::prompts::approx_tokens;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::engine::clock::Clock;
 
-/// Messages to the engine task.
-enum EngineMsg {
-    Submit {
-        req: SimRequest,
-        reply: oneshot::Sender<Admission>,
-        tokens: mpsc::UnboundedSender<Emission>,
-    },
-    Cancel(u64),
-}
+mod answer;
+mod engine;
+
+use answer::{non_streaming, sse_stream};
+use engine::{EngineMsg, engine_task};
 
 /// Shared server state.
 #[derive(Clone)]
@@ -442,220 +435,6 @@ impl Drop for LogOnDrop {
             log.t_end_ms = self.state.clock.now_ms();
             let _ = self.state.engine.send(EngineMsg::Cancel(log.id));
             self.state.write_log(log);
-        }
-    }
-}
-
-struct StreamState {
-    rx: mpsc::UnboundedReceiver<Emission>,
-    writer: StreamWriter,
-    guard: LogOnDrop,
-    started: bool,
-    done: bool,
-    reset_next: bool,
-    /// Hold the stream this long before the next chunk (a `stall` fault).
-    stall_next: Option<f64>,
-    stall_ms: f64,
-}
-
-/// How long a reset waits after the last chunk, so the HTTP layer flushes that
-/// chunk before the connection is cut (a reset *after* k tokens, not during).
-const RESET_AFTER_MS: u64 = 30;
-
-fn sse_stream(
-    s: MockState,
-    rx: mpsc::UnboundedReceiver<Emission>,
-    writer: StreamWriter,
-    log: LogRecord,
-) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
-    let stall_ms = s.cfg.stall_ms;
-    let st = StreamState {
-        rx,
-        writer,
-        guard: LogOnDrop {
-            state: s,
-            log: Some(log),
-        },
-        started: false,
-        done: false,
-        reset_next: false,
-        stall_next: None,
-        stall_ms,
-    };
-    stream::unfold(st, |mut st| async move {
-        if st.done {
-            return None;
-        }
-        if st.reset_next {
-            st.done = true;
-            // Pending here lets hyper flush the chunk before; then cut the connection.
-            tokio::time::sleep(Duration::from_millis(RESET_AFTER_MS)).await;
-            if let Some(mut log) = st.guard.log.take() {
-                log.t_end_ms = st.guard.state.clock.now_ms();
-                st.guard.state.write_log(log);
-            }
-            return Some((
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionReset,
-                    "simulated reset",
-                )),
-                st,
-            ));
-        }
-        if let Some(ms) = st.stall_next.take() {
-            tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
-        }
-        // None: the engine dropped us; the body ends without [DONE].
-        let em = st.rx.recv().await?;
-        let mut out = String::new();
-        if !st.started {
-            out.push_str(&st.writer.start());
-            st.started = true;
-        }
-        out.push_str(&st.writer.tokens(em.tokens));
-        if let Some(fault) = em.fault {
-            if let Some(log) = st.guard.log.as_mut() {
-                log.fault = Some(fault);
-                log.outcome = "fault";
-            }
-            match st.writer.fault(fault, st.stall_ms) {
-                FaultAction::SendThenEnd(bytes) => {
-                    out.push_str(&bytes);
-                    st.done = true;
-                }
-                FaultAction::Reset => st.reset_next = true,
-                FaultAction::Stall { ms } => st.stall_next = Some(ms),
-            }
-        } else if em.finished {
-            out.push_str(&st.writer.finish());
-            st.done = true;
-        }
-        // Server truth: the moment the chunk is handed to the HTTP layer.
-        let t = st.guard.state.clock.now_ms();
-        if let Some(log) = st.guard.log.as_mut() {
-            if em.tokens > 0 {
-                log.chunk_times_ms.push(t);
-                log.chunk_tokens.push(em.tokens);
-            }
-            log.completion_tokens = st.writer.sent_tokens();
-        }
-        if st.done
-            && let Some(mut log) = st.guard.log.take()
-        {
-            log.t_end_ms = t;
-            st.guard.state.write_log(log);
-        }
-        Some((Ok(Bytes::from(out)), st))
-    })
-}
-
-async fn non_streaming(
-    s: MockState,
-    api: Api,
-    id: u64,
-    mut rx: mpsc::UnboundedReceiver<Emission>,
-    mut log: LogRecord,
-    prompt_tokens: u64,
-) -> Response {
-    let mut writer = StreamWriter::new(api, id, &s.cfg.model, false, prompt_tokens, s.cfg.seed);
-    let mut tokens = 0u64;
-    let mut text_events = String::new();
-    while let Some(em) = rx.recv().await {
-        text_events.push_str(&writer.tokens(em.tokens));
-        tokens += u64::from(em.tokens);
-        if em.finished || em.fault.is_some() {
-            break;
-        }
-    }
-    // Rebuild the text from the chunks the writer made (same words as streaming).
-    let text: String = tokenscope_core::measure::sse::decode_all(text_events.as_bytes())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(
-            |e| match tokenscope_core::measure::openai::parse_event(&e.event, &e.data) {
-                Ok(tokenscope_core::measure::openai::StreamItem::Chunk(c)) => Some(c.content),
-                _ => None,
-            },
-        )
-        .collect();
-    log.completion_tokens = tokens;
-    log.t_end_ms = s.clock.now_ms();
-    log.t_headers_ms = Some(log.t_end_ms);
-    s.write_log(log);
-    let usage = serde_json::json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens});
-    let body = match api {
-        Api::Chat => serde_json::json!({
-            "id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": 0, "model": s.cfg.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
-            "usage": usage,
-        }),
-        Api::Completions => serde_json::json!({
-            "id": format!("cmpl-{id}"), "object": "text_completion", "created": 0, "model": s.cfg.model,
-            "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
-            "usage": usage,
-        }),
-    };
-    axum::Json(body).into_response()
-}
-
-/// The engine loop: admit, step, sleep, emit.
-async fn engine_task(mut engine: Engine, mut rx: mpsc::UnboundedReceiver<EngineMsg>, clock: Clock) {
-    let mut senders: HashMap<u64, mpsc::UnboundedSender<Emission>> = HashMap::new();
-    // Steps are scheduled back to back from the previous step's end, so timer
-    // lateness does not accumulate; after idling, the next step starts now.
-    let mut next_start: Option<f64> = None;
-    loop {
-        if !engine.has_work() {
-            next_start = None;
-            match rx.recv().await {
-                Some(msg) => apply(&mut engine, &mut senders, msg),
-                None => return,
-            }
-        }
-        while let Ok(msg) = rx.try_recv() {
-            apply(&mut engine, &mut senders, msg);
-        }
-        let now = clock.now_ms();
-        let start = next_start.map_or(now, |s: f64| s.max(now - 1.0));
-        let Some(ms) = engine.start_step(start) else {
-            continue;
-        };
-        let end = start + ms;
-        tokio::time::sleep_until(clock.instant_at(end)).await;
-        next_start = Some(end);
-        for em in engine.finish_step() {
-            let last = em.finished || em.fault.is_some_and(|f| f != FaultKind::Stall);
-            if let Some(tx) = senders.get(&em.id)
-                && tx.send(em.clone()).is_err()
-            {
-                // The client left: free the slot.
-                engine.cancel(em.id);
-                senders.remove(&em.id);
-                continue;
-            }
-            if last {
-                senders.remove(&em.id);
-            }
-        }
-    }
-}
-
-fn apply(
-    engine: &mut Engine,
-    senders: &mut HashMap<u64, mpsc::UnboundedSender<Emission>>,
-    msg: EngineMsg,
-) {
-    match msg {
-        EngineMsg::Submit { req, reply, tokens } => {
-            let adm = engine.submit(req);
-            if let Admission::Accepted { id } = adm {
-                senders.insert(id, tokens);
-            }
-            let _ = reply.send(adm);
-        }
-        EngineMsg::Cancel(id) => {
-            engine.cancel(id);
-            senders.remove(&id);
         }
     }
 }

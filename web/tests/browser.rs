@@ -8,7 +8,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use tokenscope_core::measure::openai::Api;
-use tokenscope_core::measure::timeline::{ErrorKind, Outcome, PaintMethod, TimeoutPhase};
+use tokenscope_core::measure::record::{ErrorKind, Outcome, PaintMethod, TimeoutPhase};
 use tokenscope_core::report::Source;
 use tokenscope_core::sim::{FaultKind, SimConfig};
 use tokenscope_web::services::clock::{CancelToken, now, sleep_ms};

@@ -15,7 +15,7 @@ use super::rounds::{RoundAcc, analyze_rounds};
 use crate::analyze::slo::{Slo, SloMetric};
 use crate::analyze::stats::{self, Samples, Summary};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
-use crate::measure::timeline::{Outcome, PaintMethod, RequestRecord};
+use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
 use crate::report::{
     LevelMetrics, LevelReport, Load, PositionBucket, RunConfig, SloCheck, StallReport,
 };
@@ -450,7 +450,7 @@ fn pct_key(pct: f64) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::timeline::{ErrorKind, TimeoutPhase};
+    use crate::measure::record::{ErrorKind, TimeoutPhase};
     use crate::testing;
 
     #[test]

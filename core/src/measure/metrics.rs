@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::timeline::RequestRecord;
+use crate::measure::record::RequestRecord;
 
 /// Default stall threshold, ms.
 pub const DEFAULT_STALL_THRESHOLD_MS: f64 = 250.0;
@@ -153,7 +153,7 @@ impl RequestMetrics {
 mod tests {
     use super::*;
     use crate::measure::openai::Usage;
-    use crate::measure::timeline::{Outcome, PaintMethod};
+    use crate::measure::record::{Outcome, PaintMethod};
 
     fn record(events: &[f64], usage: Option<u64>) -> RequestRecord {
         RequestRecord {

@@ -2,11 +2,13 @@
 //! anything else) to one request's record and its metrics.
 //!
 //! [`sse::Decoder`] (the event-stream grammar) -> [`openai::parse_event`] (the
-//! chunks of OpenAI-compatible servers) -> [`timeline::RequestTimeline`] (the
-//! request's timestamps and outcome) -> [`metrics::RequestMetrics`] (TTFT, TPOT,
-//! ITL, E2E, ... as `docs/metrics.md` defines them).
+//! chunks of OpenAI-compatible servers) -> [`timeline::RequestTimeline`] (follows
+//! the request) -> [`record::RequestRecord`] (its timestamps and outcome) ->
+//! [`metrics::RequestMetrics`] (TTFT, TPOT, ITL, E2E, ... as `docs/metrics.md`
+//! defines them).
 
 pub mod metrics;
 pub mod openai;
+pub mod record;
 pub mod sse;
 pub mod timeline;

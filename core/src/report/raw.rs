@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::assemble::RunRecorder;
-use crate::measure::timeline::RequestRecord;
+use crate::measure::record::RequestRecord;
 use crate::report::{
     ClientReport, Environment, Load, ReportWarning, RunConfig, Source, WarningKind, check_schema,
 };

@@ -4,7 +4,7 @@
 //! timeline.
 
 use tokenscope_core::analyze::slo::Slo;
-use tokenscope_core::measure::timeline::RequestRecord;
+use tokenscope_core::measure::record::RequestRecord;
 use tokenscope_core::render::charts;
 use tokenscope_core::report::{Knee, LevelReport};
 use yew::prelude::*;

@@ -9,7 +9,7 @@
 //! `reset`.
 
 use js_sys::{Reflect, Uint8Array};
-use tokenscope_core::measure::timeline::ErrorKind;
+use tokenscope_core::measure::record::ErrorKind;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

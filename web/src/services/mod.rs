@@ -12,4 +12,5 @@ pub mod report;
 pub mod runner;
 pub mod sim;
 pub mod transport;
+pub mod watch;
 pub mod worker;

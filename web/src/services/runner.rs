@@ -17,10 +17,8 @@ use std::rc::Rc;
 use futures_util::future::join_all;
 use tokenscope_core::analyze::stats::{Samples, Summary};
 use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
-use tokenscope_core::measure::timeline::Outcome;
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
-use tokenscope_core::report::warning::event_loop_warning;
 use tokenscope_core::report::{
     ClientReport, Environment, LevelReport, Load, ReportWarning, Source, WarningKind,
 };
@@ -34,12 +32,9 @@ use super::paint::Painter;
 pub use super::records::{PageEntry, PageRaw, PageRecord, raw_jsonl};
 use super::sim::{SimLog, SimServer};
 use super::transport::{Prepared, Transport, run_request};
+use super::watch::{self, LagMonitor};
 use super::worker::{NetWorker, WorkerTarget};
 use crate::settings::{NetMode, RunPlan};
-
-/// Browsers open at most this many HTTP/1.1 connections per host; more requests
-/// queue inside the browser, not at the server.
-pub const HTTP1_CONNECTIONS_PER_HOST: u32 = 6;
 
 /// Finished requests after which an unreported protocol is taken as unknown.
 const PROTOCOL_CHECKS: u32 = 4;
@@ -222,10 +217,6 @@ impl Ctx {
             return;
         }
         self.first_done.set(true);
-        // Browsers speak only HTTP/1.1 in clear text (no h2c).
-        let proto = seen
-            .clone()
-            .or_else(|| url.starts_with("http://").then(|| "http/1.1".to_owned()));
         let max_c = self
             .input
             .plan
@@ -234,31 +225,13 @@ impl Ctx {
             .map(|l| l.value() as u32)
             .max()
             .unwrap_or(1);
-        match &proto {
-            Some(p) => {
-                *self.protocol.borrow_mut() = Some(p.clone());
-                self.emit(RunEvent::Protocol(p.clone()));
-                if (p == "http/1.1" || p == "http/1.0") && max_c > HTTP1_CONNECTIONS_PER_HOST {
-                    self.warn(
-                        WarningKind::Http1ConnectionLimit,
-                        format!(
-                            "the endpoint speaks {p}{}: a browser opens at most {HTTP1_CONNECTIONS_PER_HOST} connections per host, so at concurrency above {HTTP1_CONNECTIONS_PER_HOST} (up to {max_c} here) the extra requests queue inside the browser, not at the server, and their latencies include that wait; serve the endpoint over HTTPS with HTTP/2, or keep the page's concurrency at {HTTP1_CONNECTIONS_PER_HOST} or less",
-                            if seen.is_none() {
-                                " (clear-text http: browsers never use HTTP/2 there)"
-                            } else {
-                                ""
-                            }
-                        ),
-                    );
-                }
-            }
-            None if max_c > HTTP1_CONNECTIONS_PER_HOST => self.warn(
-                WarningKind::ProtocolUnknown,
-                format!(
-                    "the browser did not say which protocol the endpoint uses (it sends no Timing-Allow-Origin header); if it is HTTP/1.1, requests beyond {HTTP1_CONNECTIONS_PER_HOST} per host (up to {max_c} here) queue inside the browser"
-                ),
-            ),
-            None => {}
+        let (proto, warning) = watch::protocol(seen, url, max_c);
+        if let Some(p) = proto {
+            *self.protocol.borrow_mut() = Some(p.clone());
+            self.emit(RunEvent::Protocol(p));
+        }
+        if let Some(w) = warning {
+            self.warn(w.kind, w.message);
         }
     }
 }
@@ -432,57 +405,24 @@ async fn run_levels(ctx: &Rc<Ctx>) {
     }
 }
 
-/// The page's own checks once the run is over: paints not measured, a hidden
-/// page, its event loop's lag, its own costs.
+/// The page's own checks once the run is over ([`watch`]): paints not measured,
+/// a hidden page, its event loop's lag, its own costs.
 fn end_warnings(ctx: &Ctx, hidden: bool, lag: &Summary) {
-    let unpainted = ctx
-        .records
-        .borrow()
-        .iter()
-        .filter(|r| {
-            !r.line.warmup
-                && r.line.record.outcome == Outcome::Ok
-                && !r.line.record.token_events_ms.is_empty()
-                && r.line.record.t_first_paint_ms.is_none()
-        })
-        .count();
-    if unpainted > 0 {
-        ctx.warn(
-            WarningKind::PaintUnmeasured,
-            format!("{unpainted} successful requests have no first-paint time (the page was hidden, or their text was never painted)"),
-        );
-    }
-    if hidden {
-        ctx.warn(
-            WarningKind::PageHidden,
-            "the page was hidden during the run: browsers throttle timers in hidden tabs and paint nothing, so paint times and timings from then are not representative; keep the tab visible".into(),
-        );
-    }
-    if let Some(w) = event_loop_warning(lag, "page") {
-        ctx.warn(w.kind, w.message);
-    }
+    let unpainted = watch::unpainted(&ctx.records.borrow());
     let cost = ctx.input.painter.take_cost();
     let overhead = ctx.overhead.borrow();
-    let parse = overhead.parse_per_read.summary();
-    let insert = Summary::from_samples(&cost.insert_ms);
-    let frame = Summary::from_samples(&cost.frame_ms);
-    let ms = tokenscope_core::render::fmt::fmt_ms;
-    let message = format!(
-        "the page's own work (measured, not subtracted): decoding and parsing {} ms per read at p50 ({} at p99) over {} reads carrying {} token events; first-token insertion {} ms at p50 ({} at p99, {} requests); batched text updates {} ms per frame at p50 ({} at p99, {} frames, {} lane updates)",
-        ms(parse.p50),
-        ms(parse.p99),
-        overhead.reads,
-        overhead.events,
-        ms(insert.p50),
-        ms(insert.p99),
-        insert.count,
-        ms(frame.p50),
-        ms(frame.p99),
-        frame.count,
-        cost.batched_events
-    );
+    let own = watch::PageCosts {
+        parse_per_read: overhead.parse_per_read.summary(),
+        reads: overhead.reads,
+        events: overhead.events,
+        insert: Summary::from_samples(&cost.insert_ms),
+        frame: Summary::from_samples(&cost.frame_ms),
+        batched_events: cost.batched_events,
+    };
     drop(overhead);
-    ctx.warn(WarningKind::PageOverhead, message);
+    for w in watch::end_warnings(unpainted, hidden, lag, &own) {
+        ctx.warn(w.kind, w.message);
+    }
 }
 
 /// One phase of a level (warm-up or a round).
@@ -619,36 +559,4 @@ async fn finalize(ctx: Rc<Ctx>, sent: super::transport::Sent, request_id: String
     });
     ctx.pending_paints
         .set(ctx.pending_paints.get().saturating_sub(1));
-}
-
-/// Measures how late a 10 ms timer fires on the page's event loop, all run long
-/// (as the native client does on its runtime), and whether the page was hidden.
-struct LagMonitor {
-    stop: Rc<Cell<bool>>,
-    samples: Rc<RefCell<Samples>>,
-}
-
-impl LagMonitor {
-    fn start(hidden: Rc<Cell<bool>>) -> Self {
-        let stop = Rc::new(Cell::new(false));
-        let samples = Rc::new(RefCell::new(Samples::with_cap(100_000)));
-        let (s, out) = (Rc::clone(&stop), Rc::clone(&samples));
-        wasm_bindgen_futures::spawn_local(async move {
-            const PERIOD_MS: f64 = 10.0;
-            while !s.get() {
-                let start = now();
-                sleep_ms(PERIOD_MS).await;
-                if !browser::page_visible() {
-                    hidden.set(true);
-                }
-                out.borrow_mut().push((now() - start - PERIOD_MS).max(0.0));
-            }
-        });
-        Self { stop, samples }
-    }
-
-    fn stop(self) -> Summary {
-        self.stop.set(true);
-        self.samples.borrow().summary()
-    }
 }

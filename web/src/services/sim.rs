@@ -15,7 +15,7 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
-use tokenscope_core::measure::timeline::ErrorKind;
+use tokenscope_core::measure::record::ErrorKind;
 use tokenscope_core::sim::{
     Admission, Emission, Engine, FaultAction, SimConfig, SimRequest, StreamWriter,
     context_exceeded_body, immediate_response,

@@ -13,9 +13,8 @@ use std::pin::{Pin, pin};
 
 use futures_util::future::{Either, select};
 use tokenscope_core::measure::openai::Api;
-use tokenscope_core::measure::timeline::{
-    ErrorKind, HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline,
-};
+use tokenscope_core::measure::record::ErrorKind;
+use tokenscope_core::measure::timeline::{HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline};
 
 use super::clock::{CancelToken, now, sleep_ms};
 use super::fetch::FetchTarget;

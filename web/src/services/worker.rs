@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use js_sys::{Array, Reflect, Uint8Array};
-use tokenscope_core::measure::timeline::ErrorKind;
+use tokenscope_core::measure::record::ErrorKind;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 

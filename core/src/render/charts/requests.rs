@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::svg::*;
-use crate::measure::timeline::{Outcome, RequestRecord};
+use crate::measure::record::{Outcome, RequestRecord};
 use crate::render::fmt::escape_html;
 
 /// A per-request timeline: one row per request (the first `max_requests` by send

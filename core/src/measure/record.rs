@@ -1,0 +1,220 @@
+//! One request's record: every timestamp the metrics need, how it ended (the
+//! error taxonomy), and what the server said about itself. The `--raw` file holds
+//! these; every metric is derived from them ([`crate::measure::metrics`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::openai::{ServerTimings, Usage};
+
+/// Why a request failed (the error taxonomy). Serialized as a short snake_case key,
+/// e.g. `http_503`, `reset`, `malformed_chunk`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// The server answered with this non-2xx HTTP status.
+    Http(u16),
+    /// No connection could be made (refused, DNS, TLS).
+    Connect,
+    /// The connection broke while the body was streaming.
+    Reset,
+    /// The server sent an error object inside the stream.
+    StreamError,
+    /// An event's data was not a valid chunk.
+    MalformedChunk,
+    /// A 2xx answer that is not `text/event-stream`.
+    NonSse,
+    /// The body ended without `[DONE]` and without a `finish_reason`.
+    Truncated,
+    /// The stream held invalid UTF-8.
+    InvalidUtf8,
+    /// An event grew past the decoder's size cap without ending.
+    EventTooLarge,
+    /// The run was stopped (Ctrl-C) before this request finished.
+    Cancelled,
+    /// Anything else the transport reported.
+    Other,
+}
+
+impl ErrorKind {
+    /// The key used in reports (`error_kinds`) and raw records.
+    pub fn key(&self) -> String {
+        match self {
+            ErrorKind::Http(status) => format!("http_{status}"),
+            other => other.static_key().to_owned(),
+        }
+    }
+
+    fn static_key(&self) -> &'static str {
+        match self {
+            ErrorKind::Http(_) => "http",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Reset => "reset",
+            ErrorKind::StreamError => "stream_error",
+            ErrorKind::MalformedChunk => "malformed_chunk",
+            ErrorKind::NonSse => "non_sse",
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::InvalidUtf8 => "invalid_utf8",
+            ErrorKind::EventTooLarge => "event_too_large",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// Parse a key written by [`ErrorKind::key`].
+    pub fn from_key(key: &str) -> Option<Self> {
+        if let Some(status) = key.strip_prefix("http_") {
+            return status.parse().ok().map(ErrorKind::Http);
+        }
+        Some(match key {
+            "connect" => ErrorKind::Connect,
+            "reset" => ErrorKind::Reset,
+            "stream_error" => ErrorKind::StreamError,
+            "malformed_chunk" => ErrorKind::MalformedChunk,
+            "non_sse" => ErrorKind::NonSse,
+            "truncated" => ErrorKind::Truncated,
+            "invalid_utf8" => ErrorKind::InvalidUtf8,
+            "event_too_large" => ErrorKind::EventTooLarge,
+            "cancelled" => ErrorKind::Cancelled,
+            "other" => ErrorKind::Other,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.key())
+    }
+}
+
+impl Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.key())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(d)?;
+        ErrorKind::from_key(&key)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown error kind {key:?}")))
+    }
+}
+
+/// Where a request was when its client timeout fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutPhase {
+    /// Before the response headers came.
+    Headers,
+    /// Headers came, the first token did not.
+    FirstToken,
+    /// While tokens were streaming.
+    Stream,
+}
+
+/// How a request ended. Every request ends in exactly one of these.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Completed: `[DONE]` (or a `finish_reason` and a clean end of body).
+    Ok,
+    /// Failed; `kind` is the taxonomy key, `message` says what happened (never a secret).
+    Error {
+        /// The class of failure.
+        kind: ErrorKind,
+        /// A short human-readable detail.
+        message: String,
+    },
+    /// The client's timeout fired.
+    Timeout {
+        /// Where the request was.
+        phase: TimeoutPhase,
+    },
+}
+
+impl Outcome {
+    /// Whether the request succeeded.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Ok)
+    }
+}
+
+/// How the first token's paint time was measured (browser only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaintMethod {
+    /// Element Timing `renderTime` of the element holding the first token.
+    ElementTiming,
+    /// `performance.now()` inside the requestAnimationFrame callback after the DOM update.
+    RequestAnimationFrame,
+}
+
+/// Everything recorded about one request: the raw record (`--raw` JSONL) from which
+/// every metric is derived. Times are ms on the client's monotonic clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Scheduled send time (open-loop rate mode only): the reference for latencies there,
+    /// so a late send is charged to the request (no coordinated omission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_scheduled_ms: Option<f64>,
+    /// When the request was handed to the HTTP stack.
+    pub t_send_ms: f64,
+    /// Response status and headers received.
+    pub t_headers_ms: Option<f64>,
+    /// HTTP status.
+    pub status: Option<u16>,
+    /// First body bytes received.
+    pub t_first_byte_ms: Option<f64>,
+    /// Arrival time of each content-bearing event (the read that completed it).
+    pub token_events_ms: Vec<f64>,
+    /// `[DONE]` received, or the body ended (or the failure time).
+    pub t_done_ms: Option<f64>,
+    /// Browser only: when the first token was painted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_first_paint_ms: Option<f64>,
+    /// Browser only: how `t_first_paint_ms` was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paint_method: Option<PaintMethod>,
+    /// Content events that arrived in the same read as another content event.
+    pub shared_read_events: u32,
+    /// `usage` as the server sent it (the last one seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// llama.cpp's own timings, when it sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timings: Option<ServerTimings>,
+    /// Characters of generated text received.
+    pub output_chars: u64,
+    /// Body bytes received.
+    pub body_bytes: u64,
+    /// Whether `[DONE]` was received.
+    pub done_received: bool,
+    /// The last `finish_reason` seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// How the request ended.
+    pub outcome: Outcome,
+}
+
+impl RequestRecord {
+    /// The time latencies are measured from: the scheduled send time in rate mode,
+    /// else the actual send time.
+    pub fn t_reference_ms(&self) -> f64 {
+        self.t_scheduled_ms.unwrap_or(self.t_send_ms)
+    }
+
+    /// First content event's arrival.
+    pub fn t_first_token_ms(&self) -> Option<f64> {
+        self.token_events_ms.first().copied()
+    }
+
+    /// Last content event's arrival.
+    pub fn t_last_token_ms(&self) -> Option<f64> {
+        self.token_events_ms.last().copied()
+    }
+
+    /// Actual minus scheduled send time (rate mode), ms.
+    pub fn client_lag_ms(&self) -> Option<f64> {
+        self.t_scheduled_ms.map(|s| self.t_send_ms - s)
+    }
+}

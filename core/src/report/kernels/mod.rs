@@ -1,0 +1,361 @@
+//! The `tokenscope.kernels/1` report: what `tokenscope kernels` writes with `--out`
+//! and what `tokenscope report` and the web page read.
+//!
+//! The contract (`docs/json.md`) fixes the field names shown there; this model adds
+//! fields but never renames one. Units are in the names (`_us`, `_gbps`, `_bytes`). [`KernelReport::from_json`] refuses a document whose major
+//! schema version it does not know.
+
+mod device;
+mod results;
+
+pub use device::{
+    AdapterReport, AvailableFeatures, FeatureReport, LimitsReport, RunConfig, RunEnvironment,
+    TimingMethod,
+};
+pub use results::{
+    BandwidthReport, DecodeStepResult, FloorRow, GoalResult, KernelResult, ROOFLINE_TURN,
+    RooflinePoint, RooflineRow, SkippedKernel, TimingSummary, VerificationReport,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::analyze::floor::{FloorBandwidth, ModelShape, Quant};
+
+/// The schema id this build writes.
+pub const SCHEMA: &str = "tokenscope.kernels/1";
+/// The schema family prefix (before the version).
+pub const SCHEMA_PREFIX: &str = "tokenscope.kernels/";
+/// The major version this build reads and writes.
+pub const SCHEMA_MAJOR: u32 = 1;
+
+/// Errors reading a kernels report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Not JSON, or JSON that does not match the model.
+    #[error("kernels report is not valid: {0}")]
+    Json(String),
+    /// No `schema` string.
+    #[error("kernels report has no `schema` field (expected \"{SCHEMA}\")")]
+    MissingSchema,
+    /// A `schema` of another document type.
+    #[error("`schema` is \"{0}\", not a tokenscope kernels report (expected \"{SCHEMA}\")")]
+    WrongSchema(String),
+    /// A major version this build does not know.
+    #[error(
+        "kernels report has schema \"{found}\" (major version {major}); this build of tokenscope reads major version {SCHEMA_MAJOR} only: upgrade tokenscope to read it"
+    )]
+    UnsupportedVersion {
+        /// The schema string found.
+        found: String,
+        /// Its major version.
+        major: u32,
+    },
+}
+
+/// The whole `tokenscope.kernels/1` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelReport {
+    /// Always [`SCHEMA`] when written by this build.
+    pub schema: String,
+    /// Version of the tool that wrote it.
+    pub tool_version: String,
+    /// The adapter.
+    pub adapter: AdapterReport,
+    /// Features used.
+    pub features: FeatureReport,
+    /// Limits requested.
+    pub limits: LimitsReport,
+    /// How times were taken.
+    pub timing: TimingMethod,
+    /// Where the harness ran (native or a browser, with its user agent); absent in
+    /// reports written before it was added.
+    #[serde(default)]
+    pub environment: Option<RunEnvironment>,
+    /// Settings of the run.
+    pub config: RunConfig,
+    /// Memory-bandwidth ceiling; `null` until measured.
+    pub bandwidth: Option<BandwidthReport>,
+    /// Kernel results.
+    pub kernels: Vec<KernelResult>,
+    /// Kernels not run, with reasons.
+    #[serde(default)]
+    pub skipped: Vec<SkippedKernel>,
+    /// Decode floor per model, quant and context.
+    pub decode_floor: Vec<FloorRow>,
+    /// Synthetic decode steps.
+    #[serde(default)]
+    pub decode_steps: Vec<DecodeStepResult>,
+    /// Skinny-matmul batch sweeps against the GEMV: the roofline turn.
+    #[serde(default)]
+    pub roofline: Vec<RooflineRow>,
+    /// Standing against the goals.
+    #[serde(default)]
+    pub goals: Vec<GoalResult>,
+    /// Errors that stopped a kernel (wgpu errors, failed readbacks); any makes
+    /// `verified` false.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Every kernel (and the bandwidth kernels) matched its CPU reference.
+    pub verified: bool,
+}
+
+impl KernelReport {
+    /// GEMV bandwidth for a format: total bytes over total time of the verified,
+    /// non-cache-resident batch-1 GEMVs (the mix of shapes a model reads), else the
+    /// read bandwidth. Returns the GB/s and where they came from.
+    pub fn gemv_bandwidth(&self, dtype: Quant) -> (f64, String) {
+        let ks: Vec<&KernelResult> = self
+            .kernels
+            .iter()
+            .filter(|k| {
+                k.name == "gemv" && k.dtype == dtype.as_str() && k.verified && !k.cache_resident
+            })
+            .collect();
+        let time: f64 = ks.iter().map(|k| k.median_us).sum();
+        if ks.is_empty() || time <= 0.0 {
+            let read = self.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
+            return (read, format!("read (no GEMV {dtype} measured)"));
+        }
+        let bytes: u64 = ks.iter().map(|k| k.bytes_moved).sum();
+        (
+            bytes as f64 / (time * 1e-6) / 1e9,
+            format!("gemv {dtype} ({} shapes)", ks.len()),
+        )
+    }
+
+    /// Attention bandwidth at `context`: the split-KV kernel with the KV format at
+    /// the measured context nearest (in log scale), else any attention kernel, else
+    /// the read bandwidth. Returns the GB/s and where they came from.
+    pub fn attention_bandwidth(&self, kv: Quant, context: u64) -> (f64, String) {
+        let usable =
+            |k: &&KernelResult| k.name.starts_with("attention") && k.verified && !k.cache_resident;
+        let nearest = |pred: &dyn Fn(&KernelResult) -> bool| {
+            self.kernels
+                .iter()
+                .filter(usable)
+                .filter(|k| pred(k))
+                .min_by(|a, b| {
+                    let d = |k: &KernelResult| {
+                        (k.context.unwrap_or(1).max(1) as f64 / context.max(1) as f64)
+                            .ln()
+                            .abs()
+                    };
+                    d(a).total_cmp(&d(b))
+                })
+        };
+        let pick = nearest(&|k| k.name == "attention_decode_split" && k.dtype == kv.as_str())
+            .or_else(|| nearest(&|_| true));
+        match pick {
+            Some(k) => (
+                k.effective_gbps,
+                format!("{} {} context {}", k.name, k.dtype, k.context.unwrap_or(0)),
+            ),
+            None => (
+                self.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps),
+                "read (no attention measured)".into(),
+            ),
+        }
+    }
+
+    /// The decode floor of `model` at `quant` and `context` from this report's
+    /// measured bandwidths (with the synthetic decode step, if one ran there).
+    /// `None` when no bandwidth was measured.
+    pub fn floor_row(
+        &self,
+        model: &ModelShape,
+        quant: Quant,
+        context: u64,
+        kv: Quant,
+    ) -> Option<FloorRow> {
+        let (gemv, gemv_source) = self.gemv_bandwidth(quant);
+        let (attn, attention_source) = self.attention_bandwidth(kv, context);
+        let bw = FloorBandwidth {
+            gemv_gbps: gemv,
+            attention_gbps: attn,
+        };
+        let estimate = model.floor(quant, context, kv, bw).ok()?;
+        let step = self
+            .decode_steps
+            .iter()
+            .find(|s| s.model == model.name && s.quant == quant && s.context == context);
+        Some(FloorRow {
+            decode_step_ms: step.map(|s| s.step_ms),
+            step_efficiency: step
+                .and_then(|s| crate::analyze::floor::efficiency(estimate.tpot_floor_ms, s.step_ms)),
+            estimate,
+            gemv_source,
+            attention_source,
+        })
+    }
+
+    /// [`KernelReport::floor_row`] with the KV format the report's own floor used
+    /// (f16 if it has none): what `tokenscope report` calls for the served model.
+    pub fn floor_for(&self, model: &ModelShape, quant: Quant, context: u64) -> Option<FloorRow> {
+        let kv = self
+            .decode_floor
+            .first()
+            .map_or(Quant::F16, |r| r.estimate.kv_dtype);
+        self.floor_row(model, quant, context, kv)
+    }
+
+    /// Reads a report, refusing unknown major schema versions with a clear error.
+    /// Minor additions (unknown fields) are ignored.
+    pub fn from_json(text: &str) -> Result<KernelReport, ReportError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ReportError::Json(e.to_string()))?;
+        let schema = value
+            .get("schema")
+            .and_then(serde_json::Value::as_str)
+            .ok_or(ReportError::MissingSchema)?;
+        check_schema(schema)?;
+        serde_json::from_value(value).map_err(|e| ReportError::Json(e.to_string()))
+    }
+
+    /// Serializes as pretty JSON.
+    pub fn to_json_pretty(&self) -> String {
+        // A struct of plain data always serializes.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The batch sweeps of the skinny matmul, each against the GEMV of the same format
+    /// and shape (sweeps without a verified GEMV are left out).
+    pub fn roofline_rows(&self) -> Vec<RooflineRow> {
+        let mut rows: Vec<RooflineRow> = Vec::new();
+        for k in self
+            .kernels
+            .iter()
+            .filter(|k| k.name == "matmul_skinny" && k.verified)
+        {
+            let Some(base) = self.kernels.iter().find(|g| {
+                g.name == "gemv" && g.verified && g.dtype == k.dtype && g.shape == k.shape
+            }) else {
+                continue;
+            };
+            let point = |x: &KernelResult| RooflinePoint {
+                batch: x.batch,
+                median_us: x.median_us,
+                time_vs_batch1: if base.median_us > 0.0 {
+                    x.median_us / base.median_us
+                } else {
+                    0.0
+                },
+                gflops: x.gflops,
+            };
+            match rows
+                .iter_mut()
+                .find(|r| r.dtype == k.dtype && r.shape == k.shape)
+            {
+                Some(r) => r.points.push(point(k)),
+                None => rows.push(RooflineRow {
+                    dtype: k.dtype.clone(),
+                    shape: k.shape.clone(),
+                    points: vec![point(base), point(k)],
+                    turn_batch: None,
+                }),
+            }
+        }
+        for r in &mut rows {
+            r.points.sort_by_key(|p| p.batch);
+            r.turn_batch = r
+                .points
+                .iter()
+                .find(|p| p.time_vs_batch1 > ROOFLINE_TURN)
+                .map(|p| p.batch);
+        }
+        rows
+    }
+
+    /// Recomputes `verified` from the parts: the bandwidth kernels and every kernel
+    /// matched their CPU references and no kernel stopped with an error.
+    pub fn all_verified(&self) -> bool {
+        let bw = self
+            .bandwidth
+            .as_ref()
+            .is_none_or(|b| b.read_verified && b.copy_verified);
+        bw && self.kernels.iter().all(|k| k.verified) && self.errors.is_empty()
+    }
+}
+
+/// Checks a `schema` string: `tokenscope.kernels/<major>[.<minor>]` with a known major.
+pub fn check_schema(schema: &str) -> Result<(), ReportError> {
+    let version = schema
+        .strip_prefix(SCHEMA_PREFIX)
+        .ok_or_else(|| ReportError::WrongSchema(schema.to_string()))?;
+    let major_text = version.split('.').next().unwrap_or("");
+    let major: u32 = major_text
+        .parse()
+        .map_err(|_| ReportError::WrongSchema(schema.to_string()))?;
+    if major != SCHEMA_MAJOR {
+        return Err(ReportError::UnsupportedVersion {
+            found: schema.to_string(),
+            major,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate() {
+        let s = TimingSummary::from_samples(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!(s.samples, 4);
+        assert_eq!(s.min_us, 1.0);
+        assert_eq!(s.max_us, 4.0);
+        assert!((s.median_us - 2.5).abs() < 1e-12);
+        assert!((s.p25_us - 1.75).abs() < 1e-12);
+        assert!((s.p75_us - 3.25).abs() < 1e-12);
+        assert!((s.mean_us - 2.5).abs() < 1e-12);
+        let one = TimingSummary::from_samples(&[7.0, f64::NAN]).unwrap();
+        assert_eq!((one.samples, one.median_us, one.p25_us), (1, 7.0, 7.0));
+        assert!(TimingSummary::from_samples(&[]).is_none());
+        assert!((s.relative_iqr() - 0.6).abs() < 1e-12);
+        assert_eq!(s.calls_per_sample, 1);
+        assert_eq!(s.with_calls_per_sample(12).calls_per_sample, 12);
+        assert_eq!(s.with_calls_per_sample(0).calls_per_sample, 1);
+    }
+
+    #[test]
+    fn older_reports_read_with_defaults_and_new_fields_round_trip() {
+        // The lavapipe fixture predates `environment`, the batching settings and
+        // `calls_per_sample`: it still reads, with the defaults.
+        let text = include_str!("../../../../tests/fixtures/reports/kernels-lavapipe.json");
+        let mut r = KernelReport::from_json(text).unwrap();
+        assert_eq!(r.environment, None);
+        assert_eq!(r.config.timestamp_batch_ms, 0.0);
+        assert!(r.kernels.iter().all(|k| k.timing.calls_per_sample == 1));
+        r.environment = Some(RunEnvironment::browser(Some("Mozilla/5.0 test".into())));
+        r.config.timestamp_batch_ms = 10.0;
+        r.kernels[0].timing = r.kernels[0].timing.with_calls_per_sample(7);
+        let back = KernelReport::from_json(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let env = back.environment.unwrap();
+        assert_eq!(env.runtime, "browser");
+        assert_eq!(env.clock, "performance.now()");
+        assert_eq!(env.user_agent.as_deref(), Some("Mozilla/5.0 test"));
+    }
+
+    #[test]
+    fn schema_versions() {
+        assert!(check_schema("tokenscope.kernels/1").is_ok());
+        assert!(check_schema("tokenscope.kernels/1.3").is_ok());
+        let e = check_schema("tokenscope.kernels/2").unwrap_err();
+        assert!(matches!(
+            e,
+            ReportError::UnsupportedVersion { major: 2, .. }
+        ));
+        assert!(e.to_string().contains("major version 1"), "{e}");
+        assert!(matches!(
+            check_schema("tokenscope.client/1"),
+            Err(ReportError::WrongSchema(_))
+        ));
+        assert!(matches!(
+            KernelReport::from_json(r#"{"kernels": []}"#),
+            Err(ReportError::MissingSchema)
+        ));
+        let e = KernelReport::from_json(r#"{"schema": "tokenscope.kernels/7", "kernels": []}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("tokenscope.kernels/7"), "{e}");
+    }
+}

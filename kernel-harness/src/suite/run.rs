@@ -1,0 +1,389 @@
+//! Running the suite: every item in order (bandwidth, GEMV and skinny matmul,
+//! attention, decode steps), each fitted to the device's limits and the memory
+//! budget, measured, verified and added to the report.
+
+use tokenscope_core::analyze::floor::Quant;
+use tokenscope_core::report::kernels::{
+    KernelReport, KernelResult, RunConfig, SCHEMA, SkippedKernel, TimingMethod, VerificationReport,
+};
+
+use super::{Progress, SuiteConfig, finish};
+use crate::clock::Clock;
+use crate::context::GpuContext;
+use crate::decode::{self, DecodeStepSpec};
+use crate::error::{HarnessError, Result};
+use crate::kernels::attention::{AttentionBench, AttentionSpec};
+use crate::kernels::bandwidth::{self, BandwidthPlan};
+use crate::kernels::gemv::{GemvBench, GemvSpec};
+use crate::kernels::{Outcome, Reduction, ResultId, kernel_result, rotation_for};
+use crate::timing::measure;
+
+fn merge(a: VerificationReport, b: VerificationReport) -> VerificationReport {
+    VerificationReport {
+        checked: a.checked + b.checked,
+        outputs: a.outputs.max(b.outputs),
+        max_abs_err: a.max_abs_err.max(b.max_abs_err),
+        max_err_over_tol: a.max_err_over_tol.max(b.max_err_over_tol),
+        failure: a.failure.or(b.failure),
+    }
+}
+
+fn summary_line(k: &KernelResult) -> String {
+    let status = if k.verified { "ok" } else { "FAILED" };
+    let bw = match k.gbps {
+        Some(g) => format!("{g:.1} GB/s ({:.0}% of read)", 100.0 * k.fraction_of_read),
+        None => format!(
+            "cache-resident ({:.0}% of read)",
+            100.0 * k.fraction_of_read
+        ),
+    };
+    format!("{status}: {:.1} us, {bw}", k.median_us)
+}
+
+enum Item {
+    Gemv(GemvSpec),
+    Attention(AttentionSpec),
+    Step(DecodeStepSpec),
+}
+
+/// Runs everything in `cfg` and returns the report. Verification failures do not stop
+/// the run (they are in the report, `verified: false`); a kernel that cannot run here
+/// (out of memory, too large a binding, missing feature) is listed under `skipped`.
+pub async fn run_suite(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    cfg: &SuiteConfig,
+    progress: &mut dyn Progress,
+) -> Result<KernelReport> {
+    let mut report = KernelReport {
+        schema: SCHEMA.into(),
+        tool_version: cfg.tool_version.clone(),
+        adapter: ctx.adapter_report(),
+        features: ctx.features_report(),
+        limits: ctx.limits_report(),
+        timing: if ctx.caps.timestamp_query {
+            TimingMethod::TimestampQuery
+        } else {
+            TimingMethod::WallClock
+        },
+        environment: Some(cfg.environment.clone()),
+        config: RunConfig {
+            quick: cfg.quick,
+            samples: cfg.timing.samples,
+            warmup: cfg.timing.warmup,
+            seed: cfg.seed,
+            force_shared_reduction: ctx.available.subgroups && !ctx.caps.subgroups,
+            models: cfg.models.iter().map(|m| m.name.clone()).collect(),
+            quants: cfg.quants.clone(),
+            contexts: cfg.contexts.iter().map(|&c| u64::from(c)).collect(),
+            cache_bytes: cfg.cache_bytes,
+            cache_source: cfg.cache_source.clone(),
+            timestamp_batch_ms: cfg.timing.min_timestamp_sample_ms,
+            wall_batch_ms: cfg.timing.min_sample_ms,
+        },
+        bandwidth: None,
+        kernels: Vec::new(),
+        skipped: Vec::new(),
+        decode_floor: Vec::new(),
+        decode_steps: Vec::new(),
+        roofline: Vec::new(),
+        goals: Vec::new(),
+        errors: Vec::new(),
+        verified: false,
+    };
+
+    // 1. The ceiling everything else is divided by.
+    if progress.cancelled() {
+        return Err(HarnessError::Cancelled);
+    }
+    let label = "bandwidth (read, copy)";
+    progress.start(label);
+    let plan = BandwidthPlan::new(
+        ctx,
+        cfg.cache_bytes,
+        cfg.bandwidth_multiple,
+        cfg.bandwidth_cap_bytes,
+    );
+    let (bw, method, bw_err) = bandwidth::run(ctx, clock, plan, cfg.seed, &cfg.timing).await?;
+    report.timing = method;
+    if let Some(e) = bw_err {
+        report.errors.push(e.to_string());
+    }
+    progress.done(
+        label,
+        &format!(
+            "read {:.1} GB/s, copy {:.1} GB/s over {} MiB",
+            bw.read_gbps,
+            bw.copy_gbps,
+            bw.working_set_bytes >> 20
+        ),
+    );
+    let read_gbps = bw.read_gbps;
+    report.bandwidth = Some(bw);
+    finish::finish(&mut report, cfg);
+    progress.report(&report);
+
+    // 2..5. Kernels and decode steps.
+    let mut items = Vec::new();
+    for &dtype in &cfg.gemv_dtypes {
+        for &(rows, cols) in &cfg.gemv_shapes {
+            items.push(Item::Gemv(GemvSpec {
+                dtype,
+                rows,
+                cols,
+                batch: 1,
+            }));
+        }
+    }
+    for &dtype in &cfg.skinny_dtypes {
+        for &(rows, cols) in &cfg.skinny_shapes {
+            for &batch in &cfg.skinny_batches {
+                items.push(Item::Gemv(GemvSpec {
+                    dtype,
+                    rows,
+                    cols,
+                    batch,
+                }));
+            }
+        }
+    }
+    for layout in &cfg.attention_layouts {
+        for &kv_dtype in &cfg.attention_dtypes {
+            for &context in &cfg.attention_contexts {
+                for split in [false, true] {
+                    items.push(Item::Attention(AttentionSpec {
+                        kv_dtype,
+                        heads: layout.heads,
+                        kv_heads: layout.kv_heads,
+                        head_dim: layout.head_dim,
+                        context,
+                        split,
+                    }));
+                }
+            }
+        }
+    }
+    for model in &cfg.step_models {
+        for &quant in &cfg.step_quants {
+            for &context in &cfg.contexts {
+                items.push(Item::Step(DecodeStepSpec {
+                    model: model.clone(),
+                    quant,
+                    kv_dtype: cfg.kv_dtype,
+                    context,
+                }));
+            }
+        }
+    }
+
+    let mut steps = Vec::new();
+    for item in items {
+        if progress.cancelled() {
+            return Err(HarnessError::Cancelled);
+        }
+        let (label, shape) = match &item {
+            Item::Gemv(s) => (
+                s.id().to_string(),
+                vec![u64::from(s.rows), u64::from(s.cols)],
+            ),
+            Item::Attention(s) => (
+                s.id().to_string(),
+                vec![
+                    u64::from(s.heads),
+                    u64::from(s.context),
+                    u64::from(s.head_dim),
+                ],
+            ),
+            Item::Step(s) => (s.id().to_string(), vec![u64::from(s.context)]),
+        };
+        progress.start(&label);
+        let outcome = match (&item, over_budget(&item, cfg)) {
+            (_, Some(e)) => Err(e),
+            (Item::Gemv(s), None) => run_gemv(ctx, clock, cfg, *s, read_gbps).await.map(Some),
+            (Item::Attention(s), None) => run_attention(ctx, clock, cfg, *s, read_gbps)
+                .await
+                .map(Some),
+            (Item::Step(s), None) => {
+                match decode::run(ctx, clock, s, cfg.seed, cfg.cache_bytes, &cfg.timing).await {
+                    Ok(t) => {
+                        steps.push((s.clone(), t));
+                        Ok(None)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        // Anything an item left behind in wgpu's error sink belongs to it.
+        let stray = ctx.take_uncaptured_errors();
+        match outcome {
+            Ok(Some(k)) => {
+                progress.done(&label, &summary_line(&k));
+                report.kernels.push(k);
+            }
+            Ok(None) => progress.done(&label, "timed"),
+            Err(
+                e @ (HarnessError::OutOfMemory { .. }
+                | HarnessError::BindingTooLarge { .. }
+                | HarnessError::MissingFeature { .. }
+                | HarnessError::DeviceLimit { .. }
+                | HarnessError::OverBudget { .. }
+                | HarnessError::InvalidShape { .. }),
+            ) => {
+                progress.done(&label, &format!("skipped: {e}"));
+                let (name, dtype) = match &item {
+                    Item::Gemv(s) => (s.name().to_string(), s.dtype.to_string()),
+                    Item::Attention(s) => (s.name().to_string(), s.kv_dtype.to_string()),
+                    Item::Step(s) => ("decode_step".to_string(), s.quant.to_string()),
+                };
+                report.skipped.push(SkippedKernel {
+                    name,
+                    dtype,
+                    shape,
+                    reason: e.to_string(),
+                });
+            }
+            Err(e) => {
+                progress.done(&label, &format!("error: {e}"));
+                report.errors.push(e.to_string());
+            }
+        }
+        for s in stray {
+            report.errors.push(format!("{label}: wgpu error: {s}"));
+        }
+        report.decode_steps = finish::step_results(&report, &steps);
+        finish::finish(&mut report, cfg);
+        progress.report(&report);
+    }
+    Ok(report)
+}
+
+/// The item's largest operand, when it exceeds the run's memory budget.
+fn over_budget(item: &Item, cfg: &SuiteConfig) -> Option<HarnessError> {
+    let budget = cfg.memory_budget_bytes?;
+    let (kernel, bytes) = match item {
+        Item::Gemv(s) => (s.id(), s.weight_bytes()),
+        Item::Attention(s) => (s.id(), s.kv_bytes()),
+        Item::Step(s) => (s.id(), s.largest_operand_bytes()),
+    };
+    (bytes > budget).then_some(HarnessError::OverBudget {
+        kernel,
+        bytes,
+        budget,
+    })
+}
+
+async fn run_gemv(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    cfg: &SuiteConfig,
+    spec: GemvSpec,
+    read_gbps: f64,
+) -> Result<KernelResult> {
+    spec.validate()?;
+    let rotation = rotation_for(
+        spec.weight_bytes(),
+        cfg.cache_bytes,
+        cfg.max_rotation,
+        cfg.rotation_budget_bytes,
+    );
+    let bench = GemvBench::new(ctx, spec, cfg.seed, rotation, None).await?;
+    if cfg.inject_fault {
+        for m in &bench.matrices {
+            let c = &m.chunks[0];
+            ctx.queue.write_buffer(&c.main, 0, &[0x5a; 16]);
+        }
+    }
+    let (mut ver, _) = bench.verify(ctx, 0, cfg.verify_full_macs).await?;
+    if rotation > 1 {
+        let (v2, _) = bench
+            .verify(ctx, rotation as usize - 1, cfg.verify_full_macs)
+            .await?;
+        ver = merge(ver, v2);
+    }
+    let timing = measure(ctx, clock, &spec.id(), &bench, &cfg.timing)
+        .await?
+        .summary(&spec.id())?;
+    let mut notes: Vec<String> = bench
+        .kernel
+        .f16
+        .map(|p| p.note().into())
+        .into_iter()
+        .collect();
+    if matches!(spec.dtype, Quant::Q8_0 | Quant::Q4_0) {
+        notes.push("repacked GGUF blocks (quants and scales in separate arrays)".into());
+    }
+    Ok(kernel_result(
+        ResultId {
+            name: spec.name().into(),
+            dtype: spec.dtype.to_string(),
+            shape: vec![u64::from(spec.rows), u64::from(spec.cols)],
+            batch: spec.batch,
+            ..Default::default()
+        },
+        Outcome {
+            timing,
+            verification: ver,
+            bytes_moved: spec.bytes_moved(),
+            flops: spec.flops(),
+            reduction: bench.kernel.reduction.as_str(),
+            bindings: bench.matrices[0].chunks.len() as u32,
+            rotation,
+            notes,
+        },
+        read_gbps,
+    ))
+}
+
+async fn run_attention(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    cfg: &SuiteConfig,
+    spec: AttentionSpec,
+    read_gbps: f64,
+) -> Result<KernelResult> {
+    spec.validate(ctx)?;
+    let rotation = rotation_for(
+        spec.kv_bytes(),
+        cfg.cache_bytes,
+        cfg.max_rotation,
+        cfg.rotation_budget_bytes,
+    );
+    let bench = AttentionBench::new(ctx, spec, cfg.seed, rotation).await?;
+    let (mut ver, _) = bench.verify(ctx, 0).await?;
+    if rotation > 1 {
+        let (v2, _) = bench.verify(ctx, rotation as usize - 1).await?;
+        ver = merge(ver, v2);
+    }
+    let timing = measure(ctx, clock, &spec.id(), &bench, &cfg.timing)
+        .await?
+        .summary(&spec.id())?;
+    let notes: Vec<String> = bench.f16().map(|p| p.note().into()).into_iter().collect();
+    Ok(kernel_result(
+        ResultId {
+            name: spec.name().into(),
+            dtype: spec.kv_dtype.to_string(),
+            shape: vec![
+                u64::from(spec.heads),
+                u64::from(spec.context),
+                u64::from(spec.head_dim),
+            ],
+            batch: 1,
+            context: Some(u64::from(spec.context)),
+            heads: Some(spec.heads),
+            kv_heads: Some(spec.kv_heads),
+            head_dim: Some(spec.head_dim),
+            splits: Some(bench.splits()),
+        },
+        Outcome {
+            timing,
+            verification: ver,
+            bytes_moved: spec.bytes_moved(),
+            flops: spec.flops(),
+            reduction: Reduction::Shared.as_str(),
+            bindings: bench.caches[0].parts.len() as u32,
+            rotation,
+            notes,
+        },
+        read_gbps,
+    ))
+}

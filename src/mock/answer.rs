@@ -1,0 +1,166 @@
+//! One request's answer: the SSE stream fed by the engine's emissions (faults
+//! performed where the model placed them), or the whole answer at once for a
+//! non-streaming request.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::{self, Stream};
+use tokenscope_core::measure::openai::Api;
+use tokenscope_core::sim::{Emission, FaultAction, StreamWriter};
+use tokio::sync::mpsc;
+
+use super::{LogOnDrop, LogRecord, MockState};
+
+struct StreamState {
+    rx: mpsc::UnboundedReceiver<Emission>,
+    writer: StreamWriter,
+    guard: LogOnDrop,
+    started: bool,
+    done: bool,
+    reset_next: bool,
+    /// Hold the stream this long before the next chunk (a `stall` fault).
+    stall_next: Option<f64>,
+    stall_ms: f64,
+}
+
+/// How long a reset waits after the last chunk, so the HTTP layer flushes that
+/// chunk before the connection is cut (a reset *after* k tokens, not during).
+const RESET_AFTER_MS: u64 = 30;
+
+pub(super) fn sse_stream(
+    s: MockState,
+    rx: mpsc::UnboundedReceiver<Emission>,
+    writer: StreamWriter,
+    log: LogRecord,
+) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
+    let stall_ms = s.cfg.stall_ms;
+    let st = StreamState {
+        rx,
+        writer,
+        guard: LogOnDrop {
+            state: s,
+            log: Some(log),
+        },
+        started: false,
+        done: false,
+        reset_next: false,
+        stall_next: None,
+        stall_ms,
+    };
+    stream::unfold(st, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        if st.reset_next {
+            st.done = true;
+            // Pending here lets hyper flush the chunk before; then cut the connection.
+            tokio::time::sleep(Duration::from_millis(RESET_AFTER_MS)).await;
+            if let Some(mut log) = st.guard.log.take() {
+                log.t_end_ms = st.guard.state.clock.now_ms();
+                st.guard.state.write_log(log);
+            }
+            return Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "simulated reset",
+                )),
+                st,
+            ));
+        }
+        if let Some(ms) = st.stall_next.take() {
+            tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
+        }
+        // None: the engine dropped us; the body ends without [DONE].
+        let em = st.rx.recv().await?;
+        let mut out = String::new();
+        if !st.started {
+            out.push_str(&st.writer.start());
+            st.started = true;
+        }
+        out.push_str(&st.writer.tokens(em.tokens));
+        if let Some(fault) = em.fault {
+            if let Some(log) = st.guard.log.as_mut() {
+                log.fault = Some(fault);
+                log.outcome = "fault";
+            }
+            match st.writer.fault(fault, st.stall_ms) {
+                FaultAction::SendThenEnd(bytes) => {
+                    out.push_str(&bytes);
+                    st.done = true;
+                }
+                FaultAction::Reset => st.reset_next = true,
+                FaultAction::Stall { ms } => st.stall_next = Some(ms),
+            }
+        } else if em.finished {
+            out.push_str(&st.writer.finish());
+            st.done = true;
+        }
+        // Server truth: the moment the chunk is handed to the HTTP layer.
+        let t = st.guard.state.clock.now_ms();
+        if let Some(log) = st.guard.log.as_mut() {
+            if em.tokens > 0 {
+                log.chunk_times_ms.push(t);
+                log.chunk_tokens.push(em.tokens);
+            }
+            log.completion_tokens = st.writer.sent_tokens();
+        }
+        if st.done
+            && let Some(mut log) = st.guard.log.take()
+        {
+            log.t_end_ms = t;
+            st.guard.state.write_log(log);
+        }
+        Some((Ok(Bytes::from(out)), st))
+    })
+}
+
+pub(super) async fn non_streaming(
+    s: MockState,
+    api: Api,
+    id: u64,
+    mut rx: mpsc::UnboundedReceiver<Emission>,
+    mut log: LogRecord,
+    prompt_tokens: u64,
+) -> Response {
+    let mut writer = StreamWriter::new(api, id, &s.cfg.model, false, prompt_tokens, s.cfg.seed);
+    let mut tokens = 0u64;
+    let mut text_events = String::new();
+    while let Some(em) = rx.recv().await {
+        text_events.push_str(&writer.tokens(em.tokens));
+        tokens += u64::from(em.tokens);
+        if em.finished || em.fault.is_some() {
+            break;
+        }
+    }
+    // Rebuild the text from the chunks the writer made (same words as streaming).
+    let text: String = tokenscope_core::measure::sse::decode_all(text_events.as_bytes())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(
+            |e| match tokenscope_core::measure::openai::parse_event(&e.event, &e.data) {
+                Ok(tokenscope_core::measure::openai::StreamItem::Chunk(c)) => Some(c.content),
+                _ => None,
+            },
+        )
+        .collect();
+    log.completion_tokens = tokens;
+    log.t_end_ms = s.clock.now_ms();
+    log.t_headers_ms = Some(log.t_end_ms);
+    s.write_log(log);
+    let usage = serde_json::json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens});
+    let body = match api {
+        Api::Chat => serde_json::json!({
+            "id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": 0, "model": s.cfg.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+            "usage": usage,
+        }),
+        Api::Completions => serde_json::json!({
+            "id": format!("cmpl-{id}"), "object": "text_completion", "created": 0, "model": s.cfg.model,
+            "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+            "usage": usage,
+        }),
+    };
+    axum::Json(body).into_response()
+}
