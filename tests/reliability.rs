@@ -9,6 +9,15 @@ use std::time::{Duration, Instant};
 
 use common::{Mock, bin, raw_requests, run, text};
 
+/// The steady soak must not see a trend that other tests' load makes (a machine
+/// getting quieter looks like decode speeding up): it runs alone, the other tests
+/// of this file run beside each other.
+static QUIET: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    QUIET.read().unwrap_or_else(|e| e.into_inner())
+}
+
 fn wait_for_lines(path: &std::path::Path, n: usize, within: Duration) {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
@@ -56,6 +65,7 @@ fn long_bench(mock: &Mock, raw: &std::path::Path, out: &std::path::Path) -> std:
 
 #[test]
 fn sigkill_leaves_a_raw_file_whose_complete_lines_parse() {
+    let _shared = shared();
     let mock = Mock::start(&["--itl-ms", "5", "--ttft-ms", "5"]);
     let dir = tempfile::tempdir().unwrap();
     let raw = dir.path().join("raw.jsonl");
@@ -83,6 +93,7 @@ fn sigkill_leaves_a_raw_file_whose_complete_lines_parse() {
 
 #[test]
 fn sigint_stops_sending_and_writes_the_report_of_what_ran() {
+    let _shared = shared();
     let mock = Mock::start(&["--itl-ms", "5", "--ttft-ms", "5"]);
     let dir = tempfile::tempdir().unwrap();
     let raw = dir.path().join("raw.jsonl");
@@ -124,6 +135,7 @@ fn sigint_stops_sending_and_writes_the_report_of_what_ran() {
 
 #[test]
 fn the_api_key_never_reaches_any_output() {
+    let _shared = shared();
     const KEY: &str = "sk-tokenscope-FAKE-4242-secret-key";
     let mock = Mock::start(&[
         "--error-rate",
@@ -251,6 +263,7 @@ fn tpot_drift(report: &serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn soak_drift_is_flagged_when_decode_slows() {
+    let _shared = shared();
     // +2 ms per second of uptime: 5 ms -> ~33 ms over the run.
     let r = soak(&[
         "--itl-ms",
@@ -273,6 +286,7 @@ fn soak_drift_is_flagged_when_decode_slows() {
 
 #[test]
 fn soak_drift_is_silent_when_decode_is_steady() {
+    let _alone = QUIET.write().unwrap_or_else(|e| e.into_inner());
     let r = soak(&["--itl-ms", "5", "--ttft-ms", "5", "--jitter-ms", "0.5"]);
     let d = tpot_drift(&r);
     assert_eq!(d["flagged"], false, "{d}");
@@ -280,6 +294,7 @@ fn soak_drift_is_silent_when_decode_is_steady() {
 
 #[test]
 fn past_the_sample_cap_summaries_come_from_histograms_and_say_so() {
+    let _shared = shared();
     let mock = Mock::start(&["--itl-ms", "2", "--ttft-ms", "5"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");

@@ -170,19 +170,14 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         cfg,
     });
     let cfg = &ctx.cfg;
-    let mut rec = RunRecorder::new(Source::Native, cfg.run_config(&ctx.model));
-    let mut raw = match &cfg.raw {
+    let rec = RunRecorder::new(Source::Native, cfg.run_config(&ctx.model));
+    let raw = match &cfg.raw {
         Some(path) => Some(RawWriter::create(path, &rec.raw_header())?),
         None => None,
     };
-    let log = |raw: &mut Option<RawWriter>, entry: RawEntry| {
-        if let Some(w) = raw.as_mut() {
-            w.write(&entry);
-        }
-    };
+    let mut run = Recording { rec, raw };
     for w in pre.warnings {
-        let e = rec.warn(w);
-        log(&mut raw, RawEntry::Event(e));
+        run.warn(w);
     }
     spawn_signal_handler(ctx.stop.clone(), ctx.cancel.clone(), cfg.grace);
     let lag_monitor = LagMonitor::spawn();
@@ -191,66 +186,13 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         if ctx.stop.is_cancelled() {
             break;
         }
-        // Warm-up: closed loop at the level's concurrency (rate: ~1 s worth).
-        let warm_n = cfg.warmup.unwrap_or(plan::default_warmup(*load));
-        if warm_n > 0 {
-            progress.phase(
-                &format!("{} warm-up", load.label()),
-                Some(u64::from(warm_n)),
-            );
-            let quota = Quota::Count(u64::from(warm_n));
-            let warm_c = plan::warmup_concurrency(*load);
-            run_closed(&ctx, warm_c, quota, Phase::Warmup, |f| {
-                progress.tick(&f.record);
-                let line = f.into_line(li, *load);
-                rec.record(&line);
-                log(&mut raw, RawEntry::Request(Box::new(line)));
-            })
-            .await;
-        }
-        let e = rec.start_level(li, *load, ctx.clock.now_ms());
-        log(&mut raw, RawEntry::Event(e));
-        for round in 0..cfg.rounds {
-            if ctx.stop.is_cancelled() {
-                break;
-            }
-            let quota = quota_for(cfg, *load, round);
-            progress.phase(
-                &format!("{} round {}/{}", load.label(), round + 1, cfg.rounds),
-                match quota {
-                    Quota::Count(n) => Some(n),
-                    Quota::For(_) => None,
-                },
-            );
-            let mut sink = |f: Finished| {
-                progress.tick(&f.record);
-                let line = f.into_line(li, *load);
-                rec.record(&line);
-                log(&mut raw, RawEntry::Request(Box::new(line)));
-            };
-            match load {
-                Load::Concurrency(c) => {
-                    run_closed(&ctx, *c, quota, Phase::Round(round), &mut sink).await;
-                }
-                Load::Rate(r) => {
-                    let arrival = match &cfg.load {
-                        LoadPlan::Rate { arrival, .. } => *arrival,
-                        LoadPlan::Concurrency(_) => Arrival::Poisson,
-                    };
-                    run_open(&ctx, *r, arrival, quota, round, &mut sink).await;
-                }
-            }
-        }
-        if let Some(level) = rec.end_level() {
-            progress.level_done(level);
-        }
+        run_level(&ctx, li, *load, &mut run, &progress).await;
     }
     progress.finish();
     let interrupted = ctx.stop.is_cancelled();
     let lag_summary = lag_monitor.stop().await;
     if let Some(w) = event_loop_warning(&lag_summary, "client") {
-        let e = rec.warn(w);
-        log(&mut raw, RawEntry::Event(e));
+        run.warn(w);
     }
     let environment = Environment {
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -273,13 +215,96 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         event_loop_lag_ms: Some(lag_summary),
         rebuilt_from_raw: false,
     };
-    log(
-        &mut raw,
-        RawEntry::Event(RawEvent::end(&environment, interrupted)),
-    );
+    run.log(RawEntry::Event(RawEvent::end(&environment, interrupted)));
     Ok(RunOutput {
-        report: rec.finish(environment, interrupted),
+        report: run.rec.finish(environment, interrupted),
     })
+}
+
+/// The run's record as it happens: core's recorder (which makes the report) and
+/// the raw file (which gets every step as it happens).
+struct Recording {
+    rec: RunRecorder,
+    raw: Option<RawWriter>,
+}
+
+impl Recording {
+    fn log(&mut self, entry: RawEntry) {
+        if let Some(w) = self.raw.as_mut() {
+            w.write(&entry);
+        }
+    }
+
+    fn warn(&mut self, w: ReportWarning) {
+        let e = self.rec.warn(w);
+        self.log(RawEntry::Event(e));
+    }
+
+    fn finished(&mut self, f: Finished, level: usize, load: Load) {
+        let line = f.into_line(level, load);
+        self.rec.record(&line);
+        self.log(RawEntry::Request(Box::new(line)));
+    }
+}
+
+/// One level: its warm-up (closed loop at the level's concurrency; rate: about
+/// one second's worth), then its rounds.
+async fn run_level(
+    ctx: &Arc<Ctx>,
+    li: usize,
+    load: Load,
+    run: &mut Recording,
+    progress: &Progress,
+) {
+    let cfg = &ctx.cfg;
+    let warm_n = cfg.warmup.unwrap_or(plan::default_warmup(load));
+    if warm_n > 0 {
+        progress.phase(
+            &format!("{} warm-up", load.label()),
+            Some(u64::from(warm_n)),
+        );
+        let quota = Quota::Count(u64::from(warm_n));
+        let warm_c = plan::warmup_concurrency(load);
+        run_closed(ctx, warm_c, quota, Phase::Warmup, |f| {
+            progress.tick(&f.record);
+            run.finished(f, li, load);
+        })
+        .await;
+    }
+    let e = run.rec.start_level(li, load, ctx.clock.now_ms());
+    run.log(RawEntry::Event(e));
+    for round in 0..cfg.rounds {
+        if ctx.stop.is_cancelled() {
+            break;
+        }
+        let quota = quota_for(cfg, load, round);
+        progress.phase(
+            &format!("{} round {}/{}", load.label(), round + 1, cfg.rounds),
+            match quota {
+                Quota::Count(n) => Some(n),
+                Quota::For(_) => None,
+            },
+        );
+        let mut sink = |f: Finished| {
+            progress.tick(&f.record);
+            run.finished(f, li, load);
+        };
+        match load {
+            Load::Concurrency(c) => {
+                run_closed(ctx, c, quota, Phase::Round(round), &mut sink).await;
+            }
+            Load::Rate(r) => {
+                let arrival = match &cfg.load {
+                    LoadPlan::Rate { arrival, .. } => *arrival,
+                    LoadPlan::Concurrency(_) => Arrival::Poisson,
+                };
+                run_open(ctx, r, arrival, quota, round, &mut sink).await;
+            }
+        }
+    }
+    if let Some(level) = run.rec.end_level() {
+        progress.level_done(level);
+    }
 }
 
 /// Measures how late a 10 ms timer fires on the client's runtime, all run long.

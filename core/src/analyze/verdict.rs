@@ -26,9 +26,33 @@ pub fn analyze(input: &ReportInput) -> Combined {
     let mut notes = Vec::new();
     let browser = input.clients.iter().find(|c| c.source == Source::Browser);
     let native = input.clients.iter().find(|c| c.source == Source::Native);
-    let primary = browser.or(native);
+    ttft_sentence(browser, native, &mut verdict);
+    let floor = floor_comparison(input, native.or(browser));
+    floor_sentence(input, floor.as_ref(), &mut verdict, &mut notes);
+    if let Some(c) = browser.or(native) {
+        capacity_sentences(c, &mut verdict);
+    }
+    input_notes(input, &mut notes);
+    let comparison = match (native, browser) {
+        (Some(n), Some(b)) => compare(n, b),
+        _ => None,
+    };
+    Combined {
+        verdict,
+        findings: diagnose(input),
+        comparison,
+        floor,
+        notes,
+    }
+}
 
-    // 1. What users wait for the first token.
+/// What users wait for the first token: the browser's painted TTFT where there is
+/// a browser run, else the native one.
+fn ttft_sentence(
+    browser: Option<&ClientReport>,
+    native: Option<&ClientReport>,
+    verdict: &mut Vec<String>,
+) {
     if let Some(b) = browser
         && let Some(l) = headline_level(b)
     {
@@ -63,10 +87,16 @@ pub fn analyze(input: &ReportInput) -> Combined {
             fmt_ms(m.tpot_ms.get("p50")),
         ));
     }
+}
 
-    // 2. TPOT against the GPU floor.
-    let floor = floor_comparison(input, native.or(browser));
-    if let Some(f) = floor.as_ref().filter(|f| f.ratio < BELOW_FLOOR_RATIO) {
+/// TPOT against the GPU's bandwidth floor (or why there is no comparison).
+fn floor_sentence(
+    input: &ReportInput,
+    floor: Option<&FloorComparison>,
+    verdict: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
+    if let Some(f) = floor.filter(|f| f.ratio < BELOW_FLOOR_RATIO) {
         verdict.push(format!(
             "TPOT p50 {} ms at {} is below the bandwidth floor ({} ms) of {} for {} {} at {} context, which no server on that GPU can do: the model, quantization or GPU given does not match what served these requests.",
             fmt_ms(Some(f.tpot_p50_ms)),
@@ -77,7 +107,7 @@ pub fn analyze(input: &ReportInput) -> Combined {
             f.floor.estimate.quant,
             context_label(f.floor.estimate.context)
         ));
-    } else if let Some(f) = &floor {
+    } else if let Some(f) = floor {
         verdict.push(format!(
             "TPOT p50 {} ms at {} is {:.1}x the bandwidth floor ({} ms) of {} for {} {} at {} context.",
             fmt_ms(Some(f.tpot_p50_ms)),
@@ -95,65 +125,70 @@ pub fn analyze(input: &ReportInput) -> Combined {
     } else if input.model.is_some() && input.kernels.is_none() {
         notes.push("--model was given without a kernels report: no floor comparison (run tokenscope kernels --out kernels.json)".into());
     }
+}
 
-    // 3. Capacity.
-    if let Some(c) = primary {
-        if let Some(cap) = &c.sweep.slo_capacity {
-            let level = &c.levels[cap.level_index];
-            verdict.push(format!(
-                "Capacity at your SLO ({}): {} ({} tok/s, {} req/s).",
-                cap.slos.join(", "),
-                capacity_label(level.load()),
-                fmt_rate(cap.output_tokens_per_s),
-                fmt_rate(cap.requests_per_s)
-            ));
-        } else if !c.config.slos.is_empty() {
-            verdict.push(format!(
-                "No load level met your SLO ({}).",
-                c.config
-                    .slos
-                    .iter()
-                    .map(crate::analyze::slo::Slo::label)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        if let Some(k) = &c.sweep.knee {
-            let level = &c.levels[k.level_index];
-            verdict.push(format!(
-                "Throughput stops scaling past {} (the knee): {} tok/s there; beyond it latency grows faster than throughput.",
-                level.load().label(),
-                fmt_rate(level.output_tokens_per_s)
-            ));
-        } else if c.levels.len() > 1 {
-            verdict.push(format!(
-                "No knee within the levels tried (up to {}): latency never grew faster than throughput.",
-                c.levels.last().map(|l| l.load().label()).unwrap_or_default()
-            ));
-        }
-        let sent: u64 = c.levels.iter().map(|l| l.sent).sum();
-        let errors: u64 = c.levels.iter().map(|l| l.errors).sum();
-        let timeouts: u64 = c.levels.iter().map(|l| l.timeouts).sum();
-        if errors + timeouts > 0 && sent > 0 {
-            let mut kinds: std::collections::BTreeMap<&str, u64> = Default::default();
-            for l in &c.levels {
-                for (k, n) in &l.error_kinds {
-                    *kinds.entry(k.as_str()).or_default() += n;
-                }
-            }
-            verdict.push(format!(
-                "{:.1}% of {} requests failed ({}) and {:.1}% timed out.",
-                100.0 * errors as f64 / sent as f64,
-                sent,
-                kinds
-                    .iter()
-                    .map(|(k, n)| format!("{k}: {n}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                100.0 * timeouts as f64 / sent as f64
-            ));
-        }
+/// Capacity at the SLO, the knee, and the failures, of the primary run.
+fn capacity_sentences(c: &ClientReport, verdict: &mut Vec<String>) {
+    if let Some(cap) = &c.sweep.slo_capacity {
+        let level = &c.levels[cap.level_index];
+        verdict.push(format!(
+            "Capacity at your SLO ({}): {} ({} tok/s, {} req/s).",
+            cap.slos.join(", "),
+            capacity_label(level.load()),
+            fmt_rate(cap.output_tokens_per_s),
+            fmt_rate(cap.requests_per_s)
+        ));
+    } else if !c.config.slos.is_empty() {
+        verdict.push(format!(
+            "No load level met your SLO ({}).",
+            c.config
+                .slos
+                .iter()
+                .map(crate::analyze::slo::Slo::label)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
+    if let Some(k) = &c.sweep.knee {
+        let level = &c.levels[k.level_index];
+        verdict.push(format!(
+            "Throughput stops scaling past {} (the knee): {} tok/s there; beyond it latency grows faster than throughput.",
+            level.load().label(),
+            fmt_rate(level.output_tokens_per_s)
+        ));
+    } else if c.levels.len() > 1 {
+        verdict.push(format!(
+            "No knee within the levels tried (up to {}): latency never grew faster than throughput.",
+            c.levels.last().map(|l| l.load().label()).unwrap_or_default()
+        ));
+    }
+    let sent: u64 = c.levels.iter().map(|l| l.sent).sum();
+    let errors: u64 = c.levels.iter().map(|l| l.errors).sum();
+    let timeouts: u64 = c.levels.iter().map(|l| l.timeouts).sum();
+    if errors + timeouts > 0 && sent > 0 {
+        let mut kinds: std::collections::BTreeMap<&str, u64> = Default::default();
+        for l in &c.levels {
+            for (k, n) in &l.error_kinds {
+                *kinds.entry(k.as_str()).or_default() += n;
+            }
+        }
+        verdict.push(format!(
+            "{:.1}% of {} requests failed ({}) and {:.1}% timed out.",
+            100.0 * errors as f64 / sent as f64,
+            sent,
+            kinds
+                .iter()
+                .map(|(k, n)| format!("{k}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            100.0 * timeouts as f64 / sent as f64
+        ));
+    }
+}
+
+/// Notes carried from the inputs: the kernels' adapter when it is a fallback,
+/// every run's warnings, interrupted and rebuilt runs.
+fn input_notes(input: &ReportInput, notes: &mut Vec<String>) {
     if let Some(note) = input
         .kernels
         .as_ref()
@@ -177,17 +212,6 @@ pub fn analyze(input: &ReportInput) -> Combined {
                 c.source.as_str()
             ));
         }
-    }
-    let comparison = match (native, browser) {
-        (Some(n), Some(b)) => compare(n, b),
-        _ => None,
-    };
-    Combined {
-        verdict,
-        findings: diagnose(input),
-        comparison,
-        floor,
-        notes,
     }
 }
 

@@ -115,6 +115,26 @@ fn gb(bytes: u64) -> String {
 /// table, the roofline turn, the decode steps, the decode floor and the goals.
 pub fn text(r: &KernelReport) -> String {
     let mut s = String::new();
+    bandwidth_section(&mut s, r);
+    kernels_section(&mut s, r);
+    roofline_section(&mut s, r);
+    decode_steps_section(&mut s, r);
+    floor_section(&mut s, r);
+    goals_section(&mut s, r);
+    let _ = writeln!(
+        s,
+        "verified: {}",
+        if r.verified {
+            "every kernel matched its CPU reference"
+        } else {
+            "NO (see above)"
+        }
+    );
+    s
+}
+
+/// The read and copy ceiling.
+fn bandwidth_section(s: &mut String, r: &KernelReport) {
     let timing = r.timing.label();
     if let Some(b) = &r.bandwidth {
         let _ = writeln!(
@@ -128,6 +148,10 @@ pub fn text(r: &KernelReport) -> String {
             b.read.samples
         );
     }
+}
+
+/// The per-kernel table, the skipped kernels and the errors.
+fn kernels_section(s: &mut String, r: &KernelReport) {
     let (headers, kernel_rows) = kernel_table(r);
     let rows: Vec<Vec<String>> = std::iter::once(headers).chain(kernel_rows).collect();
     if !r.kernels.is_empty() {
@@ -150,7 +174,10 @@ pub fn text(r: &KernelReport) -> String {
     if !r.skipped.is_empty() || !r.errors.is_empty() {
         s.push('\n');
     }
+}
 
+/// Time per call against batch, relative to the GEMV: where the roofline turns.
+fn roofline_section(s: &mut String, r: &KernelReport) {
     if !r.roofline.is_empty() {
         let _ = writeln!(
             s,
@@ -186,7 +213,10 @@ pub fn text(r: &KernelReport) -> String {
         s.push_str(&rows_table(&rows, &right));
         s.push('\n');
     }
+}
 
+/// The synthetic decode steps against their floor.
+fn decode_steps_section(s: &mut String, r: &KernelReport) {
     if !r.decode_steps.is_empty() {
         let mut rows = vec![
             [
@@ -223,7 +253,10 @@ pub fn text(r: &KernelReport) -> String {
         s.push_str(&rows_table(&rows, &[2, 4, 5, 6, 7, 8, 9, 10]));
         s.push('\n');
     }
+}
 
+/// The decode floor of every model, quant and context.
+fn floor_section(s: &mut String, r: &KernelReport) {
     if !r.decode_floor.is_empty() {
         let kv = r.decode_floor[0].estimate.kv_dtype;
         let _ = writeln!(
@@ -280,7 +313,10 @@ pub fn text(r: &KernelReport) -> String {
         }
         s.push('\n');
     }
+}
 
+/// The bandwidth goals, met or not.
+fn goals_section(s: &mut String, r: &KernelReport) {
     if !r.goals.is_empty() {
         let real_gpu = r.adapter.device_type != "Cpu";
         let _ = writeln!(
@@ -314,14 +350,32 @@ pub fn text(r: &KernelReport) -> String {
         s.push_str(&rows_table(&rows, &[1, 2]));
         s.push('\n');
     }
-    let _ = writeln!(
-        s,
-        "verified: {}",
-        if r.verified {
-            "every kernel matched its CPU reference"
-        } else {
-            "NO (see above)"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_terminal_text_has_every_section_of_a_real_report() {
+        let r = KernelReport::from_json(include_str!(
+            "../../../tests/fixtures/reports/kernels-lavapipe.json"
+        ))
+        .unwrap();
+        let t = text(&r);
+        for part in [
+            "Bandwidth ceiling: read ",
+            "kernel                  dtype  shape",
+            "Roofline turn:",
+            "Decode floor (batch 1, KV cache ",
+            "verified: every kernel matched its CPU reference",
+        ] {
+            assert!(t.contains(part), "{part:?} missing:\n{t}");
         }
-    );
-    s
+        // Every table line ends without padding.
+        assert!(t.lines().all(|l| !l.ends_with(' ')), "{t}");
+        // One row per kernel in the kernel table.
+        let (_, rows) = kernel_table(&r);
+        assert_eq!(rows.len(), r.kernels.len());
+    }
 }
