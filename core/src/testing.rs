@@ -117,6 +117,39 @@ pub fn level(load: Load, records: &[RequestRecord]) -> LevelReport {
     acc.finish()
 }
 
+/// A soak at concurrency 1 for `minutes`, one snapshot a minute: requests back to
+/// back, each with TTFT 50 ms and `tokens` tokens whose ITL is
+/// `20 + grow_ms_per_min x minutes since the start`, alternately `+jitter_ms` and
+/// `-jitter_ms`.
+pub fn soak_level(minutes: f64, grow_ms_per_min: f64, jitter_ms: f64, tokens: u64) -> LevelReport {
+    let mut acc = LevelAccumulator::new(
+        Load::Concurrency(1),
+        LevelOptions {
+            snapshot_interval_ms: Some(60_000.0),
+            ..LevelOptions::default()
+        },
+    );
+    acc.set_start(0.0);
+    let (mut t, mut i) = (0.0, 0u32);
+    while t < minutes * 60_000.0 {
+        let jitter = if i.is_multiple_of(2) {
+            jitter_ms
+        } else {
+            -jitter_ms
+        };
+        let r = record(
+            t,
+            50.0,
+            20.0 + grow_ms_per_min * t / 60_000.0 + jitter,
+            tokens,
+        );
+        t = r.t_done_ms.expect("a finished record");
+        acc.push(0, &r);
+        i += 1;
+    }
+    acc.finish()
+}
+
 /// A client report from `source` holding `levels` (concurrency levels as found in
 /// them), with no sweep analysis and no warnings.
 pub fn client_report(source: Source, levels: Vec<LevelReport>) -> ClientReport {

@@ -364,25 +364,10 @@ fn client_lag_in_rate_mode() {
 #[test]
 fn drift_over_a_soak() {
     let run_soak = |grow: f64| {
-        let mut acc = LevelAccumulator::new(
-            Load::Concurrency(1),
-            LevelOptions {
-                snapshot_interval_ms: Some(60_000.0),
-                ..LevelOptions::default()
-            },
-        );
-        acc.set_start(0.0);
-        let mut t = 0.0;
-        let mut k = 0u32;
-        while t < 15.0 * 60_000.0 {
-            let jitter = if k.is_multiple_of(2) { 0.5 } else { -0.5 };
-            let itl = 20.0 + grow * t / 60_000.0 + jitter;
-            let r = record(t, 50.0, 32, |_| itl);
-            t = r.t_done_ms.unwrap();
-            acc.push(0, &r);
-            k += 1;
-        }
-        client(Source::Native, vec![acc.finish()])
+        client(
+            Source::Native,
+            vec![testing::soak_level(15.0, grow, 0.5, 32)],
+        )
     };
     fires(&run(vec![run_soak(2.0)]), "drift");
     silent(&run(vec![run_soak(0.0)]), "drift");

@@ -72,33 +72,11 @@ pub(crate) fn drift(snaps: &[Snapshot]) -> Vec<Drift> {
 
 #[cfg(test)]
 mod tests {
-    use crate::analyze::level::{LevelAccumulator, LevelOptions};
-    use crate::report::Load;
     use crate::testing;
 
     #[test]
     fn drift_is_flagged_only_when_there_is_a_trend() {
-        let run = |grow: f64| {
-            let mut acc = LevelAccumulator::new(
-                Load::Concurrency(1),
-                LevelOptions {
-                    snapshot_interval_ms: Some(60_000.0),
-                    ..LevelOptions::default()
-                },
-            );
-            acc.set_start(0.0);
-            let mut t = 0.0;
-            let mut i = 0u32;
-            while t < 20.0 * 60_000.0 {
-                let jitter = if i.is_multiple_of(2) { 1.0 } else { -1.0 };
-                let itl = 20.0 + grow * t / 60_000.0 + jitter;
-                let r = testing::record(t, 50.0, itl, 20);
-                t = r.t_done_ms.unwrap();
-                acc.push(0, &r);
-                i += 1;
-            }
-            acc.finish()
-        };
+        let run = |grow: f64| testing::soak_level(20.0, grow, 1.0, 20);
         let flat = run(0.0);
         assert!(flat.snapshots.len() >= 19);
         let tpot = flat.drift.iter().find(|d| d.metric == "tpot_ms").unwrap();
