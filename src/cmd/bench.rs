@@ -229,22 +229,10 @@ pub fn read_prompts(path: &Path) -> anyhow::Result<Vec<FilePrompt>> {
 }
 
 impl BenchArgs {
-    /// Validate everything before anything is sent.
-    pub fn into_config(self) -> anyhow::Result<(BenchConfig, Outputs)> {
-        let (base_url, url_note) = flag("url", parse_base_url(&self.url))?;
-        if let Some(note) = url_note {
-            eprintln!("note: --url: {note}");
-        }
-        let api_key = self
-            .api_key
-            .filter(|k| !k.is_empty())
-            .or_else(|| {
-                std::env::var("OPENAI_API_KEY")
-                    .ok()
-                    .filter(|k| !k.is_empty())
-            })
-            .map(Secret::new);
-        let load = match (&self.concurrency, &self.rate) {
+    /// The load levels: `--rate` (open loop) or `--concurrency` (closed loop,
+    /// default 1,4,8,16,32).
+    fn load_plan(&self) -> anyhow::Result<LoadPlan> {
+        Ok(match (&self.concurrency, &self.rate) {
             (_, Some(r)) => LoadPlan::Rate {
                 rates: flag("rate", parse_f64_list(r))?,
                 arrival: match self.arrival {
@@ -254,24 +242,60 @@ impl BenchArgs {
             },
             (Some(c), None) => LoadPlan::Concurrency(flag("concurrency", parse_u32_list(c))?),
             (None, None) => LoadPlan::Concurrency(vec![1, 4, 8, 16, 32]),
-        };
+        })
+    }
+
+    /// How much each level measures: `--requests` (at least one per round),
+    /// `--duration`, or the default.
+    fn per_level(&self) -> anyhow::Result<PerLevel> {
         if self.rounds == 0 {
             anyhow::bail!("--rounds: 0 must be at least 1");
         }
-        let per_level = match (self.requests, &self.duration) {
+        Ok(match (self.requests, &self.duration) {
             (Some(0), _) => anyhow::bail!("--requests: 0 must be at least 1"),
-            (Some(n), _) => {
-                if n < u64::from(self.rounds) {
-                    anyhow::bail!(
-                        "--requests: {n} is fewer than --rounds {}: each round needs at least one request",
-                        self.rounds
-                    );
-                }
-                PerLevel::Requests(n)
-            }
+            (Some(n), _) if n < u64::from(self.rounds) => anyhow::bail!(
+                "--requests: {n} is fewer than --rounds {}: each round needs at least one request",
+                self.rounds
+            ),
+            (Some(n), _) => PerLevel::Requests(n),
             (None, Some(d)) => PerLevel::Duration(flag("duration", parse_duration(d))?),
             (None, None) => PerLevel::Auto,
-        };
+        })
+    }
+
+    /// Say so when a round sends fewer requests than a level's concurrency: that
+    /// level never has them all in flight.
+    fn warn_thin_rounds(&self, per_level: &PerLevel, load: &LoadPlan) {
+        if let (PerLevel::Requests(n), LoadPlan::Concurrency(cs)) = (per_level, load) {
+            let per_round = n / u64::from(self.rounds);
+            if let Some(c) = cs.iter().find(|&&c| u64::from(c) > per_round) {
+                eprintln!(
+                    "warning: --requests {n} over {} rounds sends {per_round} per round, fewer than concurrency {c}: that level never has {c} requests in flight (use --requests {} or more)",
+                    self.rounds,
+                    u64::from(*c) * u64::from(self.rounds)
+                );
+            }
+        }
+    }
+
+    /// Validate everything before anything is sent.
+    pub fn into_config(self) -> anyhow::Result<(BenchConfig, Outputs)> {
+        let (base_url, url_note) = flag("url", parse_base_url(&self.url))?;
+        if let Some(note) = url_note {
+            eprintln!("note: --url: {note}");
+        }
+        let api_key = self
+            .api_key
+            .clone()
+            .filter(|k| !k.is_empty())
+            .or_else(|| {
+                std::env::var("OPENAI_API_KEY")
+                    .ok()
+                    .filter(|k| !k.is_empty())
+            })
+            .map(Secret::new);
+        let load = self.load_plan()?;
+        let per_level = self.per_level()?;
         if self.max_tokens == 0 {
             anyhow::bail!("--max-tokens: 0 must be at least 1");
         }
@@ -292,16 +316,7 @@ impl BenchArgs {
                 tokens: self.input_tokens,
             },
         };
-        if let (PerLevel::Requests(n), LoadPlan::Concurrency(cs)) = (&per_level, &load) {
-            let per_round = n / u64::from(self.rounds);
-            if let Some(c) = cs.iter().find(|&&c| u64::from(c) > per_round) {
-                eprintln!(
-                    "warning: --requests {n} over {} rounds sends {per_round} per round, fewer than concurrency {c}: that level never has {c} requests in flight (use --requests {} or more)",
-                    self.rounds,
-                    u64::from(*c) * u64::from(self.rounds)
-                );
-            }
-        }
+        self.warn_thin_rounds(&per_level, &load);
         let slos = match &self.slo {
             Some(s) => Slo::parse_list(s).map_err(|e| anyhow::anyhow!("--slo: {e}"))?,
             None => Vec::new(),

@@ -3,11 +3,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use tokenscope_core::measure::openai::model_ids;
-use tokenscope_core::parse::parse_base_url;
-use tokenscope_core::report::ClientReport;
 use yew::prelude::*;
 
+use crate::actions::{FileActions, SettingsActions};
 use crate::components::analysis::Analysis;
 use crate::components::charts::Charts;
 use crate::components::gpu::GpuView;
@@ -21,7 +19,6 @@ use crate::components::streams::Streams;
 use crate::components::warnings::Warnings;
 use crate::services::browser;
 use crate::services::clock::CancelToken;
-use crate::services::fetch::FetchTarget;
 use crate::services::paint::Painter;
 use crate::services::runner::{self, RunInput};
 use crate::settings::{GpuSettings, Settings, View};
@@ -150,106 +147,18 @@ pub fn App(props: &AppProps) -> Html {
             }
         })
     };
-    let onsettings = {
-        let state = state.clone();
-        Callback::from(move |s: Settings| state.dispatch(Action::Settings(Box::new(s))))
-    };
-    let onkey = {
-        let state = state.clone();
-        Callback::from(move |k: String| {
-            if state.remember_key {
-                browser::store_key(Some(&k));
-            }
-            state.dispatch(Action::ApiKey(k));
-        })
-    };
-    let onremember = {
-        let state = state.clone();
-        Callback::from(move |r: bool| {
-            browser::store_key(if r {
-                Some(state.api_key.as_str())
-            } else {
-                None
-            });
-            state.dispatch(Action::RememberKey(r));
-        })
-    };
-    let onlistmodels = {
-        let state = state.clone();
-        Callback::from(move |()| {
-            let d = state.dispatcher();
-            let url = match parse_base_url(&state.settings.url) {
-                Ok(base) => base.endpoint("models"),
-                Err(e) => {
-                    d.dispatch(Action::Models(Err(format!("endpoint URL {e}"))));
-                    return;
-                }
-            };
-            let key = Some(state.api_key.clone()).filter(|k| !k.is_empty());
-            wasm_bindgen_futures::spawn_local(async move {
-                let r = FetchTarget::get_models(&url, key.as_deref())
-                    .await
-                    .and_then(|text| model_ids(&text).ok_or_else(|| "no model listed".into()));
-                d.dispatch(Action::Models(r));
-            });
-        })
-    };
-    let onexport = {
-        let state = state.clone();
-        Callback::from(move |()| {
-            if let Some(f) = &state.finished {
-                let name = format!(
-                    "tokenscope-browser-{}.json",
-                    f.report
-                        .environment
-                        .started_at
-                        .as_deref()
-                        .unwrap_or("report")
-                        .replace([':', '.'], "-")
-                );
-                let _ = browser::download(&name, &f.report_json, "application/json");
-            }
-        })
-    };
-    let onexportraw = {
-        let state = state.clone();
-        Callback::from(move |()| {
-            if let Some(f) = &state.finished
-                && let Some(raw) = &f.raw
-            {
-                let text = runner::raw_jsonl(raw, &f.records);
-                let _ = browser::download(
-                    "tokenscope-browser-raw.jsonl",
-                    &text,
-                    "application/x-ndjson",
-                );
-            }
-        })
-    };
-    let onload = {
-        let state = state.clone();
-        Callback::from(move |file: web_sys::File| {
-            let d = state.dispatcher();
-            wasm_bindgen_futures::spawn_local(async move {
-                let r = browser::read_file(file).await.and_then(|text| {
-                    ClientReport::from_json(&text)
-                        .map(Box::new)
-                        .map_err(|e| format!("could not open the report: {e}"))
-                });
-                d.dispatch(Action::Loaded(r));
-            });
-        })
-    };
-    let onlink = {
-        let state = state.clone();
-        Callback::from(move |()| {
-            browser::copy_text(&format!(
-                "{}?{}",
-                browser::location_base(),
-                state.settings.to_query()
-            ));
-        })
-    };
+    let SettingsActions {
+        onsettings,
+        onkey,
+        onremember,
+        onlistmodels,
+    } = SettingsActions::new(&state);
+    let FileActions {
+        onexport,
+        onexportraw,
+        onload,
+        onlink,
+    } = FileActions::new(&state);
     let onlevel = {
         let state = state.clone();
         Callback::from(move |i: usize| state.dispatch(Action::ViewLevel(i)))

@@ -14,6 +14,7 @@
 //! `scripts/build-web.sh` builds the page into `dist/`; `docs/web.md` explains how
 //! it measures and the URL automation contract.
 
+pub mod actions;
 pub mod app;
 pub mod components;
 pub mod services;

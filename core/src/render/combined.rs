@@ -258,33 +258,7 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
         "<p class=\"from\">{}</p>",
         escape_html(&inputs_line(input))
     );
-    o.push_str("<h2 id=\"verdict\">Verdict</h2><ul class=\"verdict\">");
-    if c.verdict.is_empty() {
-        let _ = write!(o, "<li>{NOTHING_TO_CONCLUDE}</li>");
-    }
-    for v in &c.verdict {
-        let _ = write!(o, "<li>{}</li>", escape_html(v));
-    }
-    o.push_str("</ul><h2 id=\"diagnosis\">Diagnosis</h2>");
-    if c.findings.is_empty() {
-        let _ = write!(o, "<p>{NO_RULE_FIRED}</p>");
-    }
-    for f in &c.findings {
-        let _ = write!(
-            o,
-            "<div class=\"finding\" data-rule=\"{}\"><h3>{}</h3><ul>",
-            f.rule.as_str(),
-            escape_html(&f.title)
-        );
-        for e in &f.evidence {
-            let _ = write!(o, "<li>{}</li>", escape_html(e));
-        }
-        let _ = write!(
-            o,
-            "</ul><p class=\"advice\">{}</p></div>",
-            escape_html(&f.advice)
-        );
-    }
+    html_verdict_and_diagnosis(&mut o, c);
     let charts = charts(input, c, opts);
     if !charts.is_empty() {
         o.push_str("<h2 id=\"charts\">Charts</h2><div class=\"charts\">");
@@ -351,6 +325,43 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
         }
         o.push_str("</ul>");
     }
+    html_glossary(&mut o);
+    o
+}
+
+/// The verdict's sentences and the diagnosis's findings, each with its evidence.
+fn html_verdict_and_diagnosis(o: &mut String, c: &Combined) {
+    o.push_str("<h2 id=\"verdict\">Verdict</h2><ul class=\"verdict\">");
+    if c.verdict.is_empty() {
+        let _ = write!(o, "<li>{NOTHING_TO_CONCLUDE}</li>");
+    }
+    for v in &c.verdict {
+        let _ = write!(o, "<li>{}</li>", escape_html(v));
+    }
+    o.push_str("</ul><h2 id=\"diagnosis\">Diagnosis</h2>");
+    if c.findings.is_empty() {
+        let _ = write!(o, "<p>{NO_RULE_FIRED}</p>");
+    }
+    for f in &c.findings {
+        let _ = write!(
+            o,
+            "<div class=\"finding\" data-rule=\"{}\"><h3>{}</h3><ul>",
+            f.rule.as_str(),
+            escape_html(&f.title)
+        );
+        for e in &f.evidence {
+            let _ = write!(o, "<li>{}</li>", escape_html(e));
+        }
+        let _ = write!(
+            o,
+            "</ul><p class=\"advice\">{}</p></div>",
+            escape_html(&f.advice)
+        );
+    }
+}
+
+/// The glossary table.
+fn html_glossary(o: &mut String) {
     let _ = write!(
         o,
         "<h2 id=\"glossary\">Glossary</h2><div class=\"table-wrap\"><table><thead><tr>{}</tr></thead><tbody>",
@@ -366,7 +377,6 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
         );
     }
     o.push_str("</tbody></table></div>");
-    o
 }
 
 /// The charts of the HTML report, as inline SVG.

@@ -55,129 +55,15 @@ pub async fn run_suite(
     cfg: &SuiteConfig,
     progress: &mut dyn Progress,
 ) -> Result<KernelReport> {
-    let mut report = KernelReport {
-        schema: SCHEMA.into(),
-        tool_version: cfg.tool_version.clone(),
-        adapter: ctx.adapter_report(),
-        features: ctx.features_report(),
-        limits: ctx.limits_report(),
-        timing: if ctx.caps.timestamp_query {
-            TimingMethod::TimestampQuery
-        } else {
-            TimingMethod::WallClock
-        },
-        environment: Some(cfg.environment.clone()),
-        config: RunConfig {
-            quick: cfg.quick,
-            samples: cfg.timing.samples,
-            warmup: cfg.timing.warmup,
-            seed: cfg.seed,
-            force_shared_reduction: ctx.available.subgroups && !ctx.caps.subgroups,
-            models: cfg.models.iter().map(|m| m.name.clone()).collect(),
-            quants: cfg.quants.clone(),
-            contexts: cfg.contexts.iter().map(|&c| u64::from(c)).collect(),
-            cache_bytes: cfg.cache_bytes,
-            cache_source: cfg.cache_source.clone(),
-            timestamp_batch_ms: cfg.timing.min_timestamp_sample_ms,
-            wall_batch_ms: cfg.timing.min_sample_ms,
-        },
-        bandwidth: None,
-        kernels: Vec::new(),
-        skipped: Vec::new(),
-        decode_floor: Vec::new(),
-        decode_steps: Vec::new(),
-        roofline: Vec::new(),
-        goals: Vec::new(),
-        errors: Vec::new(),
-        verified: false,
-    };
-
+    let mut report = empty_report(ctx, cfg);
     // 1. The ceiling everything else is divided by.
     if progress.cancelled() {
         return Err(HarnessError::Cancelled);
     }
-    let label = "bandwidth (read, copy)";
-    progress.start(label);
-    let plan = BandwidthPlan::new(
-        ctx,
-        cfg.cache_bytes,
-        cfg.bandwidth_multiple,
-        cfg.bandwidth_cap_bytes,
-    );
-    let (bw, method, bw_err) = bandwidth::run(ctx, clock, plan, cfg.seed, &cfg.timing).await?;
-    report.timing = method;
-    if let Some(e) = bw_err {
-        report.errors.push(e.to_string());
-    }
-    progress.done(
-        label,
-        &format!(
-            "read {:.1} GB/s, copy {:.1} GB/s over {} MiB",
-            bw.read_gbps,
-            bw.copy_gbps,
-            bw.working_set_bytes >> 20
-        ),
-    );
-    let read_gbps = bw.read_gbps;
-    report.bandwidth = Some(bw);
-    finish::finish(&mut report, cfg);
-    progress.report(&report);
-
+    let read_gbps = run_bandwidth(ctx, clock, cfg, progress, &mut report).await?;
     // 2..5. Kernels and decode steps.
-    let mut items = Vec::new();
-    for &dtype in &cfg.gemv_dtypes {
-        for &(rows, cols) in &cfg.gemv_shapes {
-            items.push(Item::Gemv(GemvSpec {
-                dtype,
-                rows,
-                cols,
-                batch: 1,
-            }));
-        }
-    }
-    for &dtype in &cfg.skinny_dtypes {
-        for &(rows, cols) in &cfg.skinny_shapes {
-            for &batch in &cfg.skinny_batches {
-                items.push(Item::Gemv(GemvSpec {
-                    dtype,
-                    rows,
-                    cols,
-                    batch,
-                }));
-            }
-        }
-    }
-    for layout in &cfg.attention_layouts {
-        for &kv_dtype in &cfg.attention_dtypes {
-            for &context in &cfg.attention_contexts {
-                for split in [false, true] {
-                    items.push(Item::Attention(AttentionSpec {
-                        kv_dtype,
-                        heads: layout.heads,
-                        kv_heads: layout.kv_heads,
-                        head_dim: layout.head_dim,
-                        context,
-                        split,
-                    }));
-                }
-            }
-        }
-    }
-    for model in &cfg.step_models {
-        for &quant in &cfg.step_quants {
-            for &context in &cfg.contexts {
-                items.push(Item::Step(DecodeStepSpec {
-                    model: model.clone(),
-                    quant,
-                    kv_dtype: cfg.kv_dtype,
-                    context,
-                }));
-            }
-        }
-    }
-
     let mut steps = Vec::new();
-    for item in items {
+    for item in items(cfg) {
         if progress.cancelled() {
             return Err(HarnessError::Cancelled);
         }
@@ -255,6 +141,139 @@ pub async fn run_suite(
         progress.report(&report);
     }
     Ok(report)
+}
+
+/// The report before anything ran: where, with what, and how it will be timed.
+fn empty_report(ctx: &GpuContext, cfg: &SuiteConfig) -> KernelReport {
+    KernelReport {
+        schema: SCHEMA.into(),
+        tool_version: cfg.tool_version.clone(),
+        adapter: ctx.adapter_report(),
+        features: ctx.features_report(),
+        limits: ctx.limits_report(),
+        timing: if ctx.caps.timestamp_query {
+            TimingMethod::TimestampQuery
+        } else {
+            TimingMethod::WallClock
+        },
+        environment: Some(cfg.environment.clone()),
+        config: RunConfig {
+            quick: cfg.quick,
+            samples: cfg.timing.samples,
+            warmup: cfg.timing.warmup,
+            seed: cfg.seed,
+            force_shared_reduction: ctx.available.subgroups && !ctx.caps.subgroups,
+            models: cfg.models.iter().map(|m| m.name.clone()).collect(),
+            quants: cfg.quants.clone(),
+            contexts: cfg.contexts.iter().map(|&c| u64::from(c)).collect(),
+            cache_bytes: cfg.cache_bytes,
+            cache_source: cfg.cache_source.clone(),
+            timestamp_batch_ms: cfg.timing.min_timestamp_sample_ms,
+            wall_batch_ms: cfg.timing.min_sample_ms,
+        },
+        bandwidth: None,
+        kernels: Vec::new(),
+        skipped: Vec::new(),
+        decode_floor: Vec::new(),
+        decode_steps: Vec::new(),
+        roofline: Vec::new(),
+        goals: Vec::new(),
+        errors: Vec::new(),
+        verified: false,
+    }
+}
+
+/// The bandwidth ceiling, into the report; returns the read bandwidth.
+async fn run_bandwidth(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    cfg: &SuiteConfig,
+    progress: &mut dyn Progress,
+    report: &mut KernelReport,
+) -> Result<f64> {
+    let label = "bandwidth (read, copy)";
+    progress.start(label);
+    let plan = BandwidthPlan::new(
+        ctx,
+        cfg.cache_bytes,
+        cfg.bandwidth_multiple,
+        cfg.bandwidth_cap_bytes,
+    );
+    let (bw, method, bw_err) = bandwidth::run(ctx, clock, plan, cfg.seed, &cfg.timing).await?;
+    report.timing = method;
+    if let Some(e) = bw_err {
+        report.errors.push(e.to_string());
+    }
+    progress.done(
+        label,
+        &format!(
+            "read {:.1} GB/s, copy {:.1} GB/s over {} MiB",
+            bw.read_gbps,
+            bw.copy_gbps,
+            bw.working_set_bytes >> 20
+        ),
+    );
+    let read_gbps = bw.read_gbps;
+    report.bandwidth = Some(bw);
+    finish::finish(report, cfg);
+    progress.report(report);
+    Ok(read_gbps)
+}
+
+/// Every kernel and decode step the configuration asks for, in order.
+fn items(cfg: &SuiteConfig) -> Vec<Item> {
+    let mut items = Vec::new();
+    for &dtype in &cfg.gemv_dtypes {
+        for &(rows, cols) in &cfg.gemv_shapes {
+            items.push(Item::Gemv(GemvSpec {
+                dtype,
+                rows,
+                cols,
+                batch: 1,
+            }));
+        }
+    }
+    for &dtype in &cfg.skinny_dtypes {
+        for &(rows, cols) in &cfg.skinny_shapes {
+            for &batch in &cfg.skinny_batches {
+                items.push(Item::Gemv(GemvSpec {
+                    dtype,
+                    rows,
+                    cols,
+                    batch,
+                }));
+            }
+        }
+    }
+    for layout in &cfg.attention_layouts {
+        for &kv_dtype in &cfg.attention_dtypes {
+            for &context in &cfg.attention_contexts {
+                for split in [false, true] {
+                    items.push(Item::Attention(AttentionSpec {
+                        kv_dtype,
+                        heads: layout.heads,
+                        kv_heads: layout.kv_heads,
+                        head_dim: layout.head_dim,
+                        context,
+                        split,
+                    }));
+                }
+            }
+        }
+    }
+    for model in &cfg.step_models {
+        for &quant in &cfg.step_quants {
+            for &context in &cfg.contexts {
+                items.push(Item::Step(DecodeStepSpec {
+                    model: model.clone(),
+                    quant,
+                    kv_dtype: cfg.kv_dtype,
+                    context,
+                }));
+            }
+        }
+    }
+    items
 }
 
 /// The item's largest operand, when it exceeds the run's memory budget.
