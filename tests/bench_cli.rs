@@ -305,3 +305,41 @@ fn mock_binds_loopback_unless_told_and_warns_when_told() {
         "{err}"
     );
 }
+
+#[test]
+fn a_pasted_endpoint_path_is_removed_and_said() {
+    // The page strips a pasted `/chat/completions`; the CLI does the same (core's
+    // one parser) and says what it did. The query is kept and sent.
+    let mock = Mock::start(&["--itl-ms", "2", "--ttft-ms", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let pasted = format!("{}/chat/completions?api-version=2024-02-01", mock.url);
+    let o = run(&[
+        "bench",
+        "--url",
+        &pasted,
+        "--concurrency",
+        "1",
+        "--requests",
+        "2",
+        "--rounds",
+        "1",
+        "--max-tokens",
+        "4",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("note: --url: removed the endpoint path /chat/completions"),
+        "{err}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(
+        report["config"]["url"], mock.url,
+        "the base, without the query"
+    );
+    assert_eq!(report["levels"][0]["ok"], 2);
+}

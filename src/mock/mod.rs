@@ -254,46 +254,18 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     s.served.fetch_add(1, Ordering::Relaxed);
-    let v: serde_json::Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return json_error(
-                StatusCode::BAD_REQUEST,
-                &format!("the body is not JSON: {e}"),
-                "invalid_request_error",
-            );
-        }
+    let asked = match read_request(&s, api, &headers, &body) {
+        Ok(a) => a,
+        Err(why) => return json_error(StatusCode::BAD_REQUEST, &why, "invalid_request_error"),
     };
-    let Some(prompt) = prompt_text(api, &v) else {
-        let field = match api {
-            Api::Chat => "messages",
-            Api::Completions => "prompt",
-        };
-        return json_error(
-            StatusCode::BAD_REQUEST,
-            &format!("missing or invalid \"{field}\""),
-            "invalid_request_error",
-        );
-    };
-    let max_tokens = v
-        .get("max_tokens")
-        .or_else(|| v.get("max_completion_tokens"))
-        .and_then(|m| m.as_u64())
-        .map_or(s.cfg.default_max_tokens, |m| m.clamp(1, 1 << 20) as u32);
-    let streaming = v.get("stream").and_then(|b| b.as_bool()).unwrap_or(false);
-    let include_usage = v
-        .get("stream_options")
-        .and_then(|o| o.get("include_usage"))
-        .and_then(|b| b.as_bool())
-        .unwrap_or(false);
-    let request_id = headers
-        .get("x-request-id")
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_owned);
-    let authorized = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .is_some_and(|v| v.starts_with("Bearer ") && v.len() > 7);
+    let Asked {
+        prompt,
+        max_tokens,
+        streaming,
+        include_usage,
+        request_id,
+        authorized,
+    } = asked;
     let prompt_tokens = approx_tokens(&prompt).max(1);
     let (reply_tx, reply_rx) = oneshot::channel();
     let (tok_tx, tok_rx) = mpsc::unbounded_channel();
@@ -356,38 +328,7 @@ async fn handle(
             )
                 .into_response();
         }
-        Admission::Fault { id, fault } => {
-            log.id = id;
-            log.fault = Some(fault);
-            log.outcome = "fault";
-            return match immediate_response(fault, s.cfg.retry_after_s) {
-                Some(r) => {
-                    log.t_headers_ms = Some(s.clock.now_ms());
-                    log.t_end_ms = s.clock.now_ms();
-                    s.write_log(log);
-                    let mut resp = (
-                        StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-                        [(header::CONTENT_TYPE, r.content_type)],
-                        r.body,
-                    )
-                        .into_response();
-                    if let Some(secs) = r.retry_after_s {
-                        resp.headers_mut()
-                            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-                    }
-                    resp
-                }
-                None => {
-                    // Headers never come: hold the request until the client gives up.
-                    let _guard = LogOnDrop {
-                        state: s.clone(),
-                        log: Some(log),
-                    };
-                    std::future::pending::<()>().await;
-                    unreachable!("pending never resolves")
-                }
-            };
-        }
+        Admission::Fault { id, fault } => return answer_fault(s, log, id, fault).await,
     };
     log.id = id;
     let writer = StreamWriter::new(
@@ -410,6 +351,97 @@ async fn handle(
         .header("x-accel-buffering", "no")
         .body(body)
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// What a request asks for.
+struct Asked {
+    prompt: String,
+    max_tokens: u32,
+    streaming: bool,
+    include_usage: bool,
+    request_id: Option<String>,
+    authorized: bool,
+}
+
+/// Read a request's body and headers, or say why it is not a request (an HTTP
+/// 400 then).
+fn read_request(
+    s: &MockState,
+    api: Api,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Asked, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let Some(prompt) = prompt_text(api, &v) else {
+        let field = match api {
+            Api::Chat => "messages",
+            Api::Completions => "prompt",
+        };
+        return Err(format!("missing or invalid \"{field}\""));
+    };
+    let max_tokens = v
+        .get("max_tokens")
+        .or_else(|| v.get("max_completion_tokens"))
+        .and_then(|m| m.as_u64())
+        .map_or(s.cfg.default_max_tokens, |m| m.clamp(1, 1 << 20) as u32);
+    let streaming = v.get("stream").and_then(|b| b.as_bool()).unwrap_or(false);
+    let include_usage = v
+        .get("stream_options")
+        .and_then(|o| o.get("include_usage"))
+        .and_then(|b| b.as_bool())
+        .unwrap_or(false);
+    let request_id = headers
+        .get("x-request-id")
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned);
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer ") && v.len() > 7);
+    Ok(Asked {
+        prompt,
+        max_tokens,
+        streaming,
+        include_usage,
+        request_id,
+        authorized,
+    })
+}
+
+/// The answer to a request drawn a fault before any token: an HTTP error, an
+/// HTML page, or headers that never come (held until the client gives up).
+async fn answer_fault(s: MockState, mut log: LogRecord, id: u64, fault: FaultKind) -> Response {
+    log.id = id;
+    log.fault = Some(fault);
+    log.outcome = "fault";
+    match immediate_response(fault, s.cfg.retry_after_s) {
+        Some(r) => {
+            log.t_headers_ms = Some(s.clock.now_ms());
+            log.t_end_ms = s.clock.now_ms();
+            s.write_log(log);
+            let mut resp = (
+                StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                [(header::CONTENT_TYPE, r.content_type)],
+                r.body,
+            )
+                .into_response();
+            if let Some(secs) = r.retry_after_s {
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            resp
+        }
+        None => {
+            // Headers never come: hold the request until the client gives up.
+            let _guard = LogOnDrop {
+                state: s.clone(),
+                log: Some(log),
+            };
+            std::future::pending::<()>().await;
+            unreachable!("pending never resolves")
+        }
+    }
 }
 
 impl MockState {

@@ -153,30 +153,22 @@ impl RequestMetrics {
 mod tests {
     use super::*;
     use crate::measure::openai::Usage;
-    use crate::measure::record::{Outcome, PaintMethod};
+    use crate::measure::record::PaintMethod;
 
+    /// Sent at 1000 ms, headers at 1010, first byte at 1012, done at 1500, with
+    /// content events at `events` and `usage` of that many tokens (or none).
     fn record(events: &[f64], usage: Option<u64>) -> RequestRecord {
         RequestRecord {
-            t_scheduled_ms: None,
-            t_send_ms: 1000.0,
             t_headers_ms: Some(1010.0),
-            status: Some(200),
             t_first_byte_ms: Some(1012.0),
-            token_events_ms: events.to_vec(),
             t_done_ms: Some(1500.0),
-            t_first_paint_ms: None,
-            paint_method: None,
-            shared_read_events: 0,
             usage: usage.map(|n| Usage {
                 prompt_tokens: Some(5),
                 completion_tokens: Some(n),
             }),
-            server_timings: None,
             output_chars: 0,
-            body_bytes: 0,
-            done_received: true,
             finish_reason: None,
-            outcome: Outcome::Ok,
+            ..crate::testing::record_with_events(1000.0, events.to_vec())
         }
     }
 
