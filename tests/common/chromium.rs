@@ -259,6 +259,21 @@ impl Browser {
     }
 
     pub async fn close(self) {
-        let _ = self.client.close().await;
+        let _ = self.client.clone().close().await;
+    }
+}
+
+impl Drop for Browser {
+    /// A test that fails before `close` must not leave its Chromium running: an
+    /// orphaned browser loads the CPU under every later timing test. Chromium's
+    /// processes all carry this session's own profile folder on their command
+    /// line, so they are found by it and killed (before the folder is removed).
+    fn drop(&mut self) {
+        let profile = self._profile.path().to_string_lossy().into_owned();
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-f", &profile])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
