@@ -101,9 +101,12 @@ fn report_from_a_run_and_from_its_raw_file_agree() {
     assert!(o.status.success(), "{}", text(&o));
     let from_raw = String::from_utf8_lossy(&o.stdout);
     let c: serde_json::Value = serde_json::from_slice(&std::fs::read(&client).unwrap()).unwrap();
-    for level in c["levels"].as_array().unwrap() {
+    let knee = c["sweep"]["knee"]["level_index"].as_u64();
+    for (i, level) in c["levels"].as_array().unwrap().iter().enumerate() {
+        // The knee's level is marked in the table, wherever the run put it.
+        let marker = if knee == Some(i as u64) { " (knee)" } else { "" };
         let row = format!(
-            "| c={} | {} | {} |",
+            "| c={}{marker} | {} | {} |",
             level["concurrency"], level["sent"], level["ok"]
         );
         assert!(
