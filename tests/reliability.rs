@@ -287,7 +287,10 @@ fn soak_drift_is_flagged_when_decode_slows() {
 #[test]
 fn soak_drift_is_silent_when_decode_is_steady() {
     let _alone = QUIET.write().unwrap_or_else(|e| e.into_inner());
-    let r = soak(&["--itl-ms", "5", "--ttft-ms", "5", "--jitter-ms", "0.5"]);
+    // A 20 ms decode step: a host that warms up or slows down by a millisecond per
+    // token over the run (seen on a shared 2-core machine: 6.6 -> 5.6 ms at a 5 ms
+    // step, flagged as a 15% drift) stays well under the 10% the check flags.
+    let r = soak(&["--itl-ms", "20", "--ttft-ms", "5", "--jitter-ms", "0.5"]);
     let d = tpot_drift(&r);
     assert_eq!(d["flagged"], false, "{d}");
 }
