@@ -104,7 +104,11 @@ fn report_from_a_run_and_from_its_raw_file_agree() {
     let knee = c["sweep"]["knee"]["level_index"].as_u64();
     for (i, level) in c["levels"].as_array().unwrap().iter().enumerate() {
         // The knee's level is marked in the table, wherever the run put it.
-        let marker = if knee == Some(i as u64) { " (knee)" } else { "" };
+        let marker = if knee == Some(i as u64) {
+            " (knee)"
+        } else {
+            ""
+        };
         let row = format!(
             "| c={}{marker} | {} | {} |",
             level["concurrency"], level["sent"], level["ok"]
