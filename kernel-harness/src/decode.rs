@@ -174,39 +174,7 @@ pub async fn run(
         ));
     }
     let (d, h, hkv, dh, ff) = (m.hidden, m.heads, m.kv_heads, m.head_dim, m.intermediate);
-    let qkv_rows = (h + 2 * hkv) * dh;
-    let specs = [
-        GemvSpec {
-            dtype: spec.quant,
-            rows: qkv_rows,
-            cols: d,
-            batch: 1,
-        },
-        GemvSpec {
-            dtype: spec.quant,
-            rows: d,
-            cols: h * dh,
-            batch: 1,
-        },
-        GemvSpec {
-            dtype: spec.quant,
-            rows: 2 * ff,
-            cols: d,
-            batch: 1,
-        },
-        GemvSpec {
-            dtype: spec.quant,
-            rows: d,
-            cols: ff,
-            batch: 1,
-        },
-    ];
-    let head_spec = GemvSpec {
-        dtype: spec.quant,
-        rows: m.vocab,
-        cols: d,
-        batch: 1,
-    };
+    let (specs, head_spec) = matrices(spec);
     for s in specs.iter().chain([&head_spec]) {
         s.validate().map_err(|e| bad(e.to_string()))?;
     }
@@ -223,8 +191,6 @@ pub async fn run(
     attn(full_cap).validate(ctx)?;
 
     // Layer order and distinct weight sets per attention type.
-    let n_full = (0..m.layers).filter(|&l| spec.is_full_layer(l)).count() as u32;
-    let n_slide = m.layers - n_full;
     let layer_bytes: u64 =
         specs.iter().map(GemvSpec::weight_bytes).sum::<u64>() + attn(full_cap).kv_bytes();
     let distinct = rotation_for(
@@ -233,20 +199,8 @@ pub async fn run(
         u64::from(m.layers),
         2 * cache_bytes + layer_bytes,
     );
-    let r_full = distinct.min(n_full).max(u32::from(n_full > 0));
-    let r_slide = distinct.min(n_slide).max(u32::from(n_slide > 0));
-    let (mut cf, mut cs) = (0usize, 0usize);
-    let order: Vec<(bool, usize)> = (0..m.layers)
-        .map(|l| {
-            if spec.is_full_layer(l) {
-                cf += 1;
-                (true, (cf - 1) % r_full as usize)
-            } else {
-                cs += 1;
-                (false, (cs - 1) % r_slide as usize)
-            }
-        })
-        .collect();
+    let layer_order = LayerOrder::new(spec, distinct);
+    let (r_full, r_slide) = (layer_order.full, layer_order.sliding);
 
     let filler = Filler::new(ctx, &id).await?;
     let kernels = [
@@ -257,23 +211,7 @@ pub async fn run(
     ];
     let attn_kernels = AttentionKernels::new(ctx, &attn(full_cap)).await?;
 
-    // Activations.
-    let x_key = data::key(seed, 3000);
-    let hbuf = ctx.storage_init(
-        "step h",
-        bytemuck::cast_slice(&data::f32_vec(x_key, d as usize)),
-    );
-    let ones = vec![1f32; d as usize];
-    let norm_w = ctx.storage_init("step norm weights", bytemuck::cast_slice(&ones));
-    let a = ctx.storage("step a", 4 * u64::from(d));
-    let qkv = ctx.storage("step qkv", 4 * u64::from(qkv_rows));
-    let q_rot = ctx.storage("step q", 4 * u64::from(h * dh));
-    let att = ctx.storage("step attention out", 4 * u64::from(h * dh));
-    let o = ctx.storage("step o", 4 * u64::from(d));
-    let gu = ctx.storage("step gate|up", 8 * u64::from(ff));
-    let act = ctx.storage("step act", 4 * u64::from(ff));
-    let dn = ctx.storage("step down", 4 * u64::from(d));
-    let logits = ctx.storage("step logits", 4 * u64::from(m.vocab));
+    let v = Activations::new(ctx, spec, seed);
     let table = |cap: u32| glue::rope_table(dh, (spec.context - 1) % cap, 10_000.0);
     let cs_full = ctx.storage_init("rope cos/sin full", bytemuck::cast_slice(&table(full_cap)));
     let cs_slide = ctx.storage_init(
@@ -282,11 +220,11 @@ pub async fn run(
     );
 
     let shared = Shared {
-        rms1: glue::rmsnorm(ctx, d, &hbuf, &norm_w, &a).await?,
-        rms2: glue::rmsnorm(ctx, d, &hbuf, &norm_w, &a).await?,
-        add1: glue::add(ctx, d, &o, &hbuf).await?,
-        add2: glue::add(ctx, d, &dn, &hbuf).await?,
-        act: glue::silu_mul(ctx, ff, m.name.starts_with("gemma"), &gu, &act).await?,
+        rms1: glue::rmsnorm(ctx, d, &v.h, &v.norm_w, &v.a).await?,
+        rms2: glue::rmsnorm(ctx, d, &v.h, &v.norm_w, &v.a).await?,
+        add1: glue::add(ctx, d, &v.o, &v.h).await?,
+        add2: glue::add(ctx, d, &v.dn, &v.h).await?,
+        act: glue::silu_mul(ctx, ff, m.name.starts_with("gemma"), &v.gu, &v.act).await?,
         kernels,
     };
 
@@ -298,27 +236,15 @@ pub async fn run(
         kernels: &shared.kernels,
         attn_kernels: &attn_kernels,
         filler: &filler,
-        bufs: [&a, &qkv, &q_rot, &att, &o, &gu, &act, &dn],
+        bufs: [&v.a, &v.qkv, &v.q_rot, &v.att, &v.o, &v.gu, &v.act, &v.dn],
     };
     let full_slots = make_slots(&env, r_full, full_cap, &cs_full, 0).await?;
     let slide_slots = make_slots(&env, r_slide, slide_cap, &cs_slide, r_full).await?;
-    let dispatch_per_layer = |s: &LayerSlot| {
-        6 + s.groups.iter().map(|g| g.len() as u32).sum::<u32>() + s.attention.dispatches()
-    };
-    let dispatches: u32 = order
-        .iter()
-        .map(|&(full, i)| {
-            dispatch_per_layer(if full {
-                &full_slots[i]
-            } else {
-                &slide_slots[i]
-            })
-        })
-        .sum();
+    let dispatches = layer_order.dispatches(&full_slots, &slide_slots);
     let layers = LayersWorkload {
         shared,
         slots: (full_slots, slide_slots),
-        order,
+        order: layer_order.order,
     };
     ctx.check_errors(&id)?;
     let layer_m = measure(ctx, clock, &id, &layers, timing).await?;
@@ -326,10 +252,10 @@ pub async fn run(
 
     let head_kernel = GemvKernel::new(ctx, &head_spec).await?;
     let head = GpuMatrix::new(ctx, head_spec, weight_source(seed, 9000), &filler).await?;
-    let head_groups = head.bind(ctx, &head_kernel, &a, &logits);
+    let head_groups = head.bind(ctx, &head_kernel, &v.a, &v.logits);
     let head_dispatches = 1 + head_groups.len() as u32;
     let head_w = HeadWorkload {
-        norm: glue::rmsnorm(ctx, d, &hbuf, &norm_w, &a).await?,
+        norm: glue::rmsnorm(ctx, d, &v.h, &v.norm_w, &v.a).await?,
         kernel: head_kernel,
         groups: head_groups,
     };
@@ -340,6 +266,117 @@ pub async fn run(
         distinct_layers: r_full + r_slide,
         dispatches: dispatches + head_dispatches,
     })
+}
+
+/// The step's activation buffers (f32), the hidden state seeded.
+struct Activations {
+    h: wgpu::Buffer,
+    norm_w: wgpu::Buffer,
+    a: wgpu::Buffer,
+    qkv: wgpu::Buffer,
+    q_rot: wgpu::Buffer,
+    att: wgpu::Buffer,
+    o: wgpu::Buffer,
+    gu: wgpu::Buffer,
+    act: wgpu::Buffer,
+    dn: wgpu::Buffer,
+    logits: wgpu::Buffer,
+}
+
+impl Activations {
+    fn new(ctx: &GpuContext, spec: &DecodeStepSpec, seed: u64) -> Activations {
+        let m = &spec.model;
+        let (d, h, hkv, dh, ff) = (m.hidden, m.heads, m.kv_heads, m.head_dim, m.intermediate);
+        let f32s = |label: &str, n: u32| ctx.storage(label, 4 * u64::from(n));
+        let x = data::f32_vec(data::key(seed, 3000), d as usize);
+        Activations {
+            h: ctx.storage_init("step h", bytemuck::cast_slice(&x)),
+            norm_w: ctx.storage_init(
+                "step norm weights",
+                bytemuck::cast_slice(&vec![1f32; d as usize]),
+            ),
+            a: f32s("step a", d),
+            qkv: f32s("step qkv", (h + 2 * hkv) * dh),
+            q_rot: f32s("step q", h * dh),
+            att: f32s("step attention out", h * dh),
+            o: f32s("step o", d),
+            gu: f32s("step gate|up", 2 * ff),
+            act: f32s("step act", ff),
+            dn: f32s("step down", d),
+            logits: f32s("step logits", m.vocab),
+        }
+    }
+}
+
+/// The four layer matrices (QKV, output, gate|up, down) and the LM head.
+fn matrices(spec: &DecodeStepSpec) -> ([GemvSpec; 4], GemvSpec) {
+    let m = &spec.model;
+    let (d, h, hkv, dh, ff) = (m.hidden, m.heads, m.kv_heads, m.head_dim, m.intermediate);
+    let gemv = |rows: u32, cols: u32| GemvSpec {
+        dtype: spec.quant,
+        rows,
+        cols,
+        batch: 1,
+    };
+    (
+        [
+            gemv((h + 2 * hkv) * dh, d),
+            gemv(d, h * dh),
+            gemv(2 * ff, d),
+            gemv(d, ff),
+        ],
+        gemv(m.vocab, d),
+    )
+}
+
+/// Which weight set each layer uses: `distinct` sets at most, shared between the
+/// full-attention and the sliding-window layers in proportion, cycled in order.
+struct LayerOrder {
+    /// Distinct full-attention weight sets.
+    full: u32,
+    /// Distinct sliding-window weight sets.
+    sliding: u32,
+    /// Per layer: (full attention?, index of its weight set).
+    order: Vec<(bool, usize)>,
+}
+
+impl LayerOrder {
+    fn new(spec: &DecodeStepSpec, distinct: u32) -> LayerOrder {
+        let layers = spec.model.layers;
+        let n_full = (0..layers).filter(|&l| spec.is_full_layer(l)).count() as u32;
+        let n_slide = layers - n_full;
+        let full = distinct.min(n_full).max(u32::from(n_full > 0));
+        let sliding = distinct.min(n_slide).max(u32::from(n_slide > 0));
+        let (mut cf, mut cs) = (0usize, 0usize);
+        let order = (0..layers)
+            .map(|l| {
+                if spec.is_full_layer(l) {
+                    cf += 1;
+                    (true, (cf - 1) % full as usize)
+                } else {
+                    cs += 1;
+                    (false, (cs - 1) % sliding as usize)
+                }
+            })
+            .collect();
+        LayerOrder {
+            full,
+            sliding,
+            order,
+        }
+    }
+
+    /// Dispatches for all layers: each layer's glue (6) + its matrices' groups +
+    /// its attention.
+    fn dispatches(&self, full: &[LayerSlot], sliding: &[LayerSlot]) -> u32 {
+        let per_layer = |s: &LayerSlot| {
+            6 + s.groups.iter().map(|g| g.len() as u32).sum::<u32>() + s.attention.dispatches()
+        };
+        self.order
+            .iter()
+            .map(|&(is_full, i)| per_layer(if is_full { &full[i] } else { &sliding[i] }))
+            .sum()
+    }
 }
 
 struct SlotEnv<'a> {

@@ -22,18 +22,50 @@ const ATTEMPTS: u32 = 3;
 pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
     let client = transport::client()?;
     let base = redact_url(&cfg.base_url);
-    let models_url = join_url(&cfg.base_url, "models");
+    let listing = list_models(&client, cfg, &base).await?;
+    let model = match (&cfg.model, listing.first_model) {
+        (Some(m), _) => m.clone(),
+        (None, Some(m)) => m,
+        (None, None) => anyhow::bail!(
+            "no --model given and GET {base}/models listed none (HTTP {}): pass --model NAME",
+            listing.status
+        ),
+    };
+    let mut warnings = Vec::new();
+    if cfg.preflight {
+        warnings.extend(tiny_request(&client, cfg, &model, &base).await?);
+    }
+    Ok(Preflight {
+        model,
+        protocol: Some(listing.protocol),
+        warnings,
+    })
+}
+
+/// What `GET /models` said.
+struct Listing {
+    /// The HTTP version it was answered over.
+    protocol: String,
+    /// Its status.
+    status: u16,
+    /// The first model listed (on success).
+    first_model: Option<String>,
+}
+
+/// `GET /models`: an unreachable endpoint or a refused key fails the run here.
+async fn list_models(
+    client: &reqwest::Client,
+    cfg: &BenchConfig,
+    base: &str,
+) -> anyhow::Result<Listing> {
     let mut req = client
-        .get(models_url.clone())
+        .get(join_url(&cfg.base_url, "models"))
         .timeout(cfg.timeout.min(Duration::from_secs(15)));
     if let Some(key) = &cfg.api_key {
         req = req.bearer_auth(key.expose());
     }
-    let mut warnings = Vec::new();
-    let protocol;
-    let mut listed_model = None;
-    let models_status;
-    match req.send().await {
+    let resp = match req.send().await {
+        Ok(resp) => resp,
         Err(e) => {
             let (kind, msg) = transport::classify(&e, true);
             if kind == ErrorKind::Connect || e.is_timeout() {
@@ -41,104 +73,93 @@ pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
             }
             anyhow::bail!("GET {base}/models failed: {msg}");
         }
-        Ok(resp) => {
-            protocol = Some(protocol_name(resp.version()));
-            let status = resp.status();
-            models_status = Some(status.as_u16());
-            if status == reqwest::StatusCode::UNAUTHORIZED
-                || status == reqwest::StatusCode::FORBIDDEN
-            {
-                anyhow::bail!(
-                    "{base} refused the request (GET /models answered HTTP {}): check the API key (--api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY)",
-                    status.as_u16()
+    };
+    let protocol = protocol_name(resp.version());
+    let status = resp.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+        anyhow::bail!(
+            "{base} refused the request (GET /models answered HTTP {}): check the API key (--api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY)",
+            status.as_u16()
+        );
+    }
+    let first_model = if status.is_success() {
+        first_model_id(&resp.text().await.unwrap_or_default())
+    } else {
+        None
+    };
+    Ok(Listing {
+        protocol,
+        status: status.as_u16(),
+        first_model,
+    })
+}
+
+/// One tiny streamed request, tried up to [`ATTEMPTS`] times: an endpoint that
+/// cannot stream fails the run; one that keeps failing transiently gets a warning
+/// and the run goes ahead (its failures are data).
+async fn tiny_request(
+    client: &reqwest::Client,
+    cfg: &BenchConfig,
+    model: &str,
+    base: &str,
+) -> anyhow::Result<Option<ReportWarning>> {
+    let target = Target {
+        url: join_url(&cfg.base_url, cfg.api.path()),
+        api_key: cfg.api_key.clone(),
+        timeout: cfg.timeout.min(Duration::from_secs(30)),
+    };
+    let spec = RequestSpec {
+        api: cfg.api,
+        model: model.to_owned(),
+        prompt: "Say hello.".into(),
+        max_tokens: 4,
+        ignore_eos: cfg.ignore_eos,
+        min_tokens: None,
+        temperature: cfg.temperature,
+    };
+    let body = Bytes::from(serde_json::to_vec(&request_body(&spec))?);
+    let clock = Clock::start();
+    let never = CancellationToken::new();
+    let endpoint = format!("POST {base}/{}", cfg.api.path());
+    let mut last = String::new();
+    for attempt in 0..ATTEMPTS {
+        let rec = transport::run_request(
+            client,
+            &target,
+            body.clone(),
+            &format!("preflight-{attempt}"),
+            &clock,
+            None,
+            &never,
+        )
+        .await;
+        match &rec.outcome {
+            Outcome::Ok => return Ok(None),
+            Outcome::Error { kind, message } => match kind {
+                ErrorKind::Connect => anyhow::bail!("cannot reach {endpoint}: {message}"),
+                ErrorKind::NonSse => {
+                    anyhow::bail!("{endpoint} did not answer with an event stream: {message}")
+                }
+                ErrorKind::Http(s) if *s != 429 && *s != 503 && *s != 502 && *s != 504 => {
+                    anyhow::bail!("{endpoint} failed: {message}")
+                }
+                _ => last = format!("{kind}: {message}"),
+            },
+            Outcome::Timeout { phase } => {
+                last = format!(
+                    "timed out ({phase:?}) after {:.0} s",
+                    target.timeout.as_secs_f64()
                 );
             }
-            if status.is_success() {
-                let text = resp.text().await.unwrap_or_default();
-                listed_model = first_model_id(&text);
-            }
         }
     }
-    let model = match (&cfg.model, listed_model) {
-        (Some(m), _) => m.clone(),
-        (None, Some(m)) => m,
-        (None, None) => anyhow::bail!(
-            "no --model given and GET {base}/models listed none (HTTP {}): pass --model NAME",
-            models_status.unwrap_or(0)
+    eprintln!("warning: pre-flight request failed {ATTEMPTS} times (last: {last}); running anyway");
+    Ok(Some(ReportWarning {
+        kind: WarningKind::PreflightFailed,
+        message: format!(
+            "the pre-flight request failed {ATTEMPTS} times (last: {last}); the run went ahead and counts such failures as data"
         ),
-    };
-    if cfg.preflight {
-        let target = Target {
-            url: join_url(&cfg.base_url, cfg.api.path()),
-            api_key: cfg.api_key.clone(),
-            timeout: cfg.timeout.min(Duration::from_secs(30)),
-        };
-        let spec = RequestSpec {
-            api: cfg.api,
-            model: model.clone(),
-            prompt: "Say hello.".into(),
-            max_tokens: 4,
-            ignore_eos: cfg.ignore_eos,
-            min_tokens: None,
-            temperature: cfg.temperature,
-        };
-        let body = Bytes::from(serde_json::to_vec(&request_body(&spec))?);
-        let clock = Clock::start();
-        let never = CancellationToken::new();
-        let endpoint = format!("POST {base}/{}", cfg.api.path());
-        let mut last = String::new();
-        let mut ok = false;
-        for attempt in 0..ATTEMPTS {
-            let rec = transport::run_request(
-                &client,
-                &target,
-                body.clone(),
-                &format!("preflight-{attempt}"),
-                &clock,
-                None,
-                &never,
-            )
-            .await;
-            match &rec.outcome {
-                Outcome::Ok => {
-                    ok = true;
-                    break;
-                }
-                Outcome::Error { kind, message } => match kind {
-                    ErrorKind::Connect => anyhow::bail!("cannot reach {endpoint}: {message}"),
-                    ErrorKind::NonSse => {
-                        anyhow::bail!("{endpoint} did not answer with an event stream: {message}")
-                    }
-                    ErrorKind::Http(s) if *s != 429 && *s != 503 && *s != 502 && *s != 504 => {
-                        anyhow::bail!("{endpoint} failed: {message}")
-                    }
-                    _ => last = format!("{kind}: {message}"),
-                },
-                Outcome::Timeout { phase } => {
-                    last = format!(
-                        "timed out ({phase:?}) after {:.0} s",
-                        target.timeout.as_secs_f64()
-                    );
-                }
-            }
-        }
-        if !ok {
-            warnings.push(ReportWarning {
-                kind: WarningKind::PreflightFailed,
-                message: format!(
-                    "the pre-flight request failed {ATTEMPTS} times (last: {last}); the run went ahead and counts such failures as data"
-                ),
-            });
-            eprintln!(
-                "warning: pre-flight request failed {ATTEMPTS} times (last: {last}); running anyway"
-            );
-        }
-    }
-    Ok(Preflight {
-        model,
-        protocol,
-        warnings,
-    })
+    }))
 }
 
 fn protocol_name(v: reqwest::Version) -> String {

@@ -100,7 +100,6 @@ pub fn App(props: &AppProps) -> Html {
         use_reducer(move || initial_state(&query))
     };
     let lanes = use_node_ref();
-    let cancel: Rc<RefCell<Option<CancelToken>>> = use_mut_ref(|| None);
     // `view=gpu` opens the GPU view (its module loads only then).
     let gpu_settings = {
         let query = props.query.clone();
@@ -113,40 +112,14 @@ pub fn App(props: &AppProps) -> Html {
     // The kernels report measured in the GPU view, for the Analysis.
     let measured = use_state(|| None::<KernelsFile>);
 
-    // The automation contract: `data-run-state` follows the run (after the DOM
-    // holding #report-json is committed), while the benchmark view is shown (the
-    // GPU view sets it for its own run).
-    {
-        let run = state.run;
-        use_effect_with((run, *view), |(run, view)| {
-            if *view == View::Bench {
-                browser::set_run_state(run.as_str());
-            }
-        });
-    }
-    let onrun = {
-        let (state, lanes, cancel) = (state.clone(), lanes.clone(), cancel.clone());
-        let worker = props.worker_url.clone();
-        Callback::from(move |()| start_run(&state, &lanes, &cancel, worker.clone()))
-    };
-    // autorun=1: start once, as soon as the page is mounted.
-    {
-        let onrun = onrun.clone();
-        let autorun = state.settings.autorun && gpu_settings.0.view == View::Bench;
-        use_effect_with((), move |()| {
-            if autorun {
-                onrun.emit(());
-            }
-        });
-    }
-    let onstop = {
-        let cancel = cancel.clone();
-        Callback::from(move |()| {
-            if let Some(t) = cancel.borrow().as_ref() {
-                t.cancel();
-            }
-        })
-    };
+    let autorun = state.settings.autorun && gpu_settings.0.view == View::Bench;
+    let (onrun, onstop) = use_run(
+        state.clone(),
+        lanes.clone(),
+        props.worker_url.clone(),
+        *view,
+        autorun,
+    );
     let SettingsActions {
         onsettings,
         onkey,
@@ -159,39 +132,12 @@ pub fn App(props: &AppProps) -> Html {
         onload,
         onlink,
     } = FileActions::new(&state);
-    let onlevel = {
-        let state = state.clone();
-        Callback::from(move |i: usize| state.dispatch(Action::ViewLevel(i)))
-    };
-
     let running = state.run == RunState::Running;
     let finished = state.finished.as_ref();
-    let report = finished.map(|f| f.report.clone());
     let simulated = if running || finished.is_some() {
         state.simulated
     } else {
         state.settings.is_simulated()
-    };
-    let knee = report.as_ref().and_then(|r| r.sweep.knee.clone());
-    let slos = report.as_ref().map_or_else(
-        || {
-            state
-                .settings
-                .validate()
-                .map(|p| p.slos)
-                .unwrap_or_default()
-        },
-        |r| r.config.slos.clone(),
-    );
-    let records = finished.map_or_else(|| Shared::new(Vec::new()), |f| f.records.clone());
-    let tab = |v: View, id: &'static str, label: &'static str| {
-        let view = view.clone();
-        let active = *view == v;
-        html! {
-            <button type="button" {id} role="tab" class={classes!("tab", active.then_some("active"))}
-                aria-selected={active.to_string()} disabled={running && !active}
-                onclick={Callback::from(move |_: MouseEvent| view.set(v))}>{ label }</button>
-        }
     };
     let onkernels = {
         let measured = measured.clone();
@@ -200,10 +146,7 @@ pub fn App(props: &AppProps) -> Html {
     html! {
         <div class="page">
             <Header {simulated} />
-            <nav class="tabs" role="tablist">
-                { tab(View::Bench, "tab-bench", "Benchmark") }
-                { tab(View::Gpu, "tab-gpu", "GPU kernels") }
-            </nav>
+            { tabs(&view, running) }
             <GpuView active={*view == View::Gpu} settings={gpu_settings.0.clone()}
                 notes={gpu_settings.1.clone()} onreport={onkernels} />
             <div class="layout" hidden={*view != View::Bench}>
@@ -239,15 +182,7 @@ pub fn App(props: &AppProps) -> Html {
                     />
                     <Warnings warnings={state.warnings.clone()} notes={state.notes.clone()} />
                     <Streams lanes={lanes.clone()} {running} />
-                    <LevelTable levels={state.live_levels.clone()} knee={knee.as_ref().map(|k| k.level_index)} />
-                    <Charts
-                        levels={state.chart_levels.clone()}
-                        {knee}
-                        {slos}
-                        {records}
-                        view_level={state.view_level}
-                        {onlevel}
-                    />
+                    { results(&state) }
                     <Analysis report_json={finished.map(|f| f.report_json.clone())} measured={(*measured).clone()} />
                     <Outputs
                         report_json={finished.map(|f| f.report_json.clone())}
@@ -259,5 +194,99 @@ pub fn App(props: &AppProps) -> Html {
                 { format!("tokenscope {} · metric definitions: docs/metrics.md · the API key stays in this page", tokenscope_core::VERSION) }
             </footer>
         </div>
+    }
+}
+
+/// The run's start and stop. `data-run-state` (the automation contract) follows
+/// the run, after the DOM holding #report-json is committed, while the benchmark
+/// view is shown (the GPU view sets it for its own run); `autorun` starts a run
+/// once, as soon as the page is mounted.
+#[hook]
+fn use_run(
+    state: UseReducerHandle<State>,
+    lanes: NodeRef,
+    worker: Option<AttrValue>,
+    view: View,
+    autorun: bool,
+) -> (Callback<()>, Callback<()>) {
+    let cancel: Rc<RefCell<Option<CancelToken>>> = use_mut_ref(|| None);
+    use_effect_with((state.run, view), |(run, view)| {
+        if *view == View::Bench {
+            browser::set_run_state(run.as_str());
+        }
+    });
+    let onrun = {
+        let (state, cancel) = (state.clone(), cancel.clone());
+        Callback::from(move |()| start_run(&state, &lanes, &cancel, worker.clone()))
+    };
+    {
+        let onrun = onrun.clone();
+        use_effect_with((), move |()| {
+            if autorun {
+                onrun.emit(());
+            }
+        });
+    }
+    let onstop = Callback::from(move |()| {
+        if let Some(t) = cancel.borrow().as_ref() {
+            t.cancel();
+        }
+    });
+    (onrun, onstop)
+}
+
+/// The Benchmark and GPU kernels tabs (locked to the active one during a run).
+fn tabs(view: &UseStateHandle<View>, running: bool) -> Html {
+    let tab = |v: View, id: &'static str, label: &'static str| {
+        let view = view.clone();
+        let active = *view == v;
+        html! {
+            <button type="button" {id} role="tab" class={classes!("tab", active.then_some("active"))}
+                aria-selected={active.to_string()} disabled={running && !active}
+                onclick={Callback::from(move |_: MouseEvent| view.set(v))}>{ label }</button>
+        }
+    };
+    html! {
+        <nav class="tabs" role="tablist">
+            { tab(View::Bench, "tab-bench", "Benchmark") }
+            { tab(View::Gpu, "tab-gpu", "GPU kernels") }
+        </nav>
+    }
+}
+
+/// The levels table and the charts, live during a run and final after it.
+fn results(state: &UseReducerHandle<State>) -> Html {
+    let finished = state.finished.as_ref();
+    let report = finished.map(|f| f.report.clone());
+    let knee = report.as_ref().and_then(|r| r.sweep.knee.clone());
+    // The SLOs drawn: the report's, or those the form would run.
+    let slos = report.as_ref().map_or_else(
+        || {
+            state
+                .settings
+                .validate()
+                .map(|p| p.slos)
+                .unwrap_or_default()
+        },
+        |r| r.config.slos.clone(),
+    );
+    let records = finished.map_or_else(|| Shared::new(Vec::new()), |f| f.records.clone());
+    let onlevel = {
+        let state = state.clone();
+        Callback::from(move |i: usize| state.dispatch(Action::ViewLevel(i)))
+    };
+
+    html! {
+        <>
+            <LevelTable levels={state.live_levels.clone()} knee={knee.as_ref().map(|k| k.level_index)} />
+            <Charts
+                levels={state.chart_levels.clone()}
+                {knee}
+                {slos}
+                {records}
+                view_level={state.view_level}
+                {onlevel}
+            />
+        </>
     }
 }

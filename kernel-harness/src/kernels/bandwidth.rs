@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::report::kernels::{BandwidthReport, TimingMethod};
+use tokenscope_core::report::kernels::{BandwidthReport, TimingMethod, VerificationReport};
 
 use crate::clock::Clock;
 use crate::context::GpuContext;
@@ -165,17 +165,8 @@ pub async fn run(
         grid,
     };
     run_calls(ctx, &read_id, &read, 0, 1).await?;
-    let sums = ctx.read_u32(&partial, 0, u64::from(groups)).await?;
-    let gpu_sum = sums.iter().fold(0u32, |a, &b| a.wrapping_add(b));
     let key0 = stream_key(seed, 0);
-    let cpu_sum = (0..words as u32).fold(0u32, |a, i| a.wrapping_add(data::hash_word(key0, i)));
-    let mut check = Check::new(&read_id, 1);
-    check.compare_exact(
-        || "checksum of buffer 0".into(),
-        u64::from(gpu_sum),
-        u64::from(cpu_sum),
-    );
-    let (read_ver, read_err) = check.finish();
+    let (read_ver, read_err) = verify_read(ctx, &read_id, &partial, groups, words, key0).await?;
     let read_m = measure(ctx, clock, &read_id, &read, timing).await?;
 
     // Copy: pairs (2j -> 2j+1), so consecutive calls touch disjoint buffers.
@@ -188,26 +179,7 @@ pub async fn run(
         grid,
     };
     run_calls(ctx, &copy_id, &copy, 0, 1).await?;
-    let probe = (words / 4).min(1 << 20);
-    let copied = ctx.read_u32(&bufs[1], words - probe, probe).await?;
-    let mut check = Check::new(&copy_id, words);
-    for (j, w) in copied.iter().enumerate() {
-        let i = (words - probe + j as u64) as u32;
-        check.compare_exact(
-            || format!("word {i} of buffer 1"),
-            u64::from(*w),
-            u64::from(data::hash_word(key0, i)),
-        );
-    }
-    let head = ctx.read_u32(&bufs[1], 0, probe).await?;
-    for (i, w) in head.iter().enumerate() {
-        check.compare_exact(
-            || format!("word {i} of buffer 1"),
-            u64::from(*w),
-            u64::from(data::hash_word(key0, i as u32)),
-        );
-    }
-    let (copy_ver, copy_err) = check.finish();
+    let (copy_ver, copy_err) = verify_copy(ctx, &copy_id, &bufs[1], words, key0).await?;
     let copy_m = measure(ctx, clock, &copy_id, &copy, timing).await?;
 
     let read_t = read_m.summary(&read_id)?;
@@ -226,4 +198,56 @@ pub async fn run(
         read_reduction: Some(reduction.as_str().into()),
     };
     Ok((report, method, read_err.or(copy_err)))
+}
+
+/// The read kernel's partial sums add up to buffer 0's checksum, computed on the CPU.
+async fn verify_read(
+    ctx: &GpuContext,
+    id: &KernelId,
+    partial: &wgpu::Buffer,
+    groups: u32,
+    words: u64,
+    key0: u32,
+) -> Result<(VerificationReport, Option<HarnessError>)> {
+    let sums = ctx.read_u32(partial, 0, u64::from(groups)).await?;
+    let gpu_sum = sums.iter().fold(0u32, |a, &b| a.wrapping_add(b));
+    let cpu_sum = (0..words as u32).fold(0u32, |a, i| a.wrapping_add(data::hash_word(key0, i)));
+    let mut check = Check::new(id, 1);
+    check.compare_exact(
+        || "checksum of buffer 0".into(),
+        u64::from(gpu_sum),
+        u64::from(cpu_sum),
+    );
+    Ok(check.finish())
+}
+
+/// Buffer 1 holds buffer 0's words after a copy: its head and its tail (a
+/// quarter of it each, at most 4 MiB) are compared word by word.
+async fn verify_copy(
+    ctx: &GpuContext,
+    id: &KernelId,
+    copied_to: &wgpu::Buffer,
+    words: u64,
+    key0: u32,
+) -> Result<(VerificationReport, Option<HarnessError>)> {
+    let probe = (words / 4).min(1 << 20);
+    let tail = ctx.read_u32(copied_to, words - probe, probe).await?;
+    let mut check = Check::new(id, words);
+    for (j, w) in tail.iter().enumerate() {
+        let i = (words - probe + j as u64) as u32;
+        check.compare_exact(
+            || format!("word {i} of buffer 1"),
+            u64::from(*w),
+            u64::from(data::hash_word(key0, i)),
+        );
+    }
+    let head = ctx.read_u32(copied_to, 0, probe).await?;
+    for (i, w) in head.iter().enumerate() {
+        check.compare_exact(
+            || format!("word {i} of buffer 1"),
+            u64::from(*w),
+            u64::from(data::hash_word(key0, i as u32)),
+        );
+    }
+    Ok(check.finish())
 }

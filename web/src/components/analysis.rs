@@ -102,59 +102,151 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
             });
         })
     };
-    let on_preset = {
+    let on_model = {
         let model = model.clone();
-        Callback::from(move |e: Event| {
-            let s: HtmlSelectElement = e.target_unchecked_into();
-            model.set(ModelForm {
-                preset: s.value(),
-                ..(*model).clone()
-            });
-        })
-    };
-    let on_quant = {
-        let model = model.clone();
-        Callback::from(move |e: Event| {
-            let s: HtmlSelectElement = e.target_unchecked_into();
-            if let Ok(quant) = s.value().parse() {
-                model.set(ModelForm {
-                    quant,
-                    ..(*model).clone()
-                });
-            }
-        })
-    };
-    let on_context = {
-        let model = model.clone();
-        Callback::from(move |e: Event| {
-            let i: HtmlInputElement = e.target_unchecked_into();
-            if let Ok(context) = i.value().trim().parse::<u64>()
-                && context > 0
-            {
-                model.set(ModelForm {
-                    context,
-                    ..(*model).clone()
-                });
-            }
-        })
+        Callback::from(move |m: ModelForm| model.set(m))
     };
 
     // A loaded file wins over the GPU view's measurement.
     let from_gpu_view = kernels.is_none() && props.measured.is_some();
     let effective = (*kernels).clone().or_else(|| props.measured.clone());
-    // The report module renders the analysis whenever the report, the kernels or
-    // the model change (the module loads on the first report).
+    let view = use_analysis(
+        props.report_json.clone(),
+        effective.clone(),
+        (*model).clone(),
+    );
+    let rendered = match &*view {
+        View::Done(r) => Some(r.clone()),
+        _ => None,
+    };
+    let on_export = {
+        let rendered = rendered.clone();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(r) = &rendered {
+                let _ = browser::download("tokenscope-report.html", &r.html, "text/html");
+            }
+        })
+    };
+
+    let kernels_line = kernels_line(effective.as_ref(), from_gpu_view);
+    let floor_hint = floor_hint(effective.is_some(), model.preset.is_empty());
+    html! {
+        <section class="panel analysis" id="analysis">
+            <h2>{ "Analysis " }<span class="hint">{ "verdict, diagnosis and the GPU floor (the same analysis as tokenscope report)" }</span></h2>
+            <div class="analysis-form">
+                <label class="file">
+                    { "Kernels report (tokenscope kernels --out)… " }
+                    <input id="load-kernels" type="file" accept=".json,application/json" onchange={on_kernels} />
+                </label>
+                <span id="kernels-loaded" class="hint">{ kernels_line }</span>
+                <ModelPicker model={(*model).clone()} on_change={on_model} />
+                <button id="export-html" disabled={rendered.is_none()} onclick={on_export}
+                    title="One self-contained HTML file, as tokenscope report writes">{ "Export combined report" }</button>
+            </div>
+            if let Some(e) = &*kernels_error {
+                <p class="error" role="alert">{ e.clone() }</p>
+            }
+            if let Some(h) = floor_hint {
+                <p class="hint">{ h }</p>
+            }
+            { match &*view {
+                // core's fragment: every text escaped, no script, no style attribute.
+                View::Done(r) => html! {
+                    <div id="combined-report" class="combined">{ Html::from_html_unchecked(AttrValue::from(r.body.clone())) }</div>
+                },
+                View::Working => html! { <p class="hint" id="analysis-working">{ "Analysing…" }</p> },
+                View::Failed(e) => html! { <p class="error" role="alert" id="analysis-error">{ e.clone() }</p> },
+                View::Empty => html! { <p class="hint">{ "Run a benchmark or open a saved report to see the analysis." }</p> },
+            } }
+        </section>
+    }
+}
+
+/// ModelPicker props.
+#[derive(Properties, PartialEq)]
+struct ModelPickerProps {
+    model: ModelForm,
+    on_change: Callback<ModelForm>,
+}
+
+/// The model being served: preset, weight format and context (the floor's inputs).
+#[function_component]
+fn ModelPicker(props: &ModelPickerProps) -> Html {
+    let on_preset = {
+        let (model, on_change) = (props.model.clone(), props.on_change.clone());
+        Callback::from(move |e: Event| {
+            let s: HtmlSelectElement = e.target_unchecked_into();
+            on_change.emit(ModelForm {
+                preset: s.value(),
+                ..model.clone()
+            });
+        })
+    };
+    let on_quant = {
+        let (model, on_change) = (props.model.clone(), props.on_change.clone());
+        Callback::from(move |e: Event| {
+            let s: HtmlSelectElement = e.target_unchecked_into();
+            if let Ok(quant) = s.value().parse() {
+                on_change.emit(ModelForm {
+                    quant,
+                    ..model.clone()
+                });
+            }
+        })
+    };
+    let on_context = {
+        let (model, on_change) = (props.model.clone(), props.on_change.clone());
+        Callback::from(move |e: Event| {
+            let i: HtmlInputElement = e.target_unchecked_into();
+            if let Ok(context) = i.value().trim().parse::<u64>()
+                && context > 0
+            {
+                on_change.emit(ModelForm {
+                    context,
+                    ..model.clone()
+                });
+            }
+        })
+    };
+
+    html! {
+        <>
+            <label>{ "Model served " }
+                <select id="floor-model" onchange={on_preset}>
+                    <option value="" selected={props.model.preset.is_empty()}>{ "(pick)" }</option>
+                    { for preset_names().into_iter().map(|p| html! {
+                        <option value={p} selected={props.model.preset == p}>{ p }</option>
+                    }) }
+                </select>
+            </label>
+            <label>{ "Weights " }
+                <select id="floor-quant" onchange={on_quant}>
+                    { for Quant::ALL.into_iter().map(|q| html! {
+                        <option value={q.as_str()} selected={props.model.quant == q}>{ q.as_str() }</option>
+                    }) }
+                </select>
+            </label>
+            <label>{ "Context " }
+                <input id="floor-context" type="number" min="1" value={props.model.context.to_string()} onchange={on_context} />
+            </label>
+        </>
+    }
+}
+
+/// The analysis, rendered by the report module whenever the report, the kernels
+/// or the model change (the module loads on the first report). Only the latest
+/// request's answer is shown (an earlier one may come later).
+#[hook]
+fn use_analysis(
+    report_json: Option<Shared<String>>,
+    kernels: Option<KernelsFile>,
+    model: ModelForm,
+) -> UseStateHandle<View> {
     let view = use_state(|| View::Empty);
-    // Only the latest request's answer is shown (an earlier one may come later).
     let generation = use_mut_ref(|| 0u64);
     {
         let view = view.clone();
-        let deps = (
-            props.report_json.clone(),
-            effective.clone(),
-            (*model).clone(),
-        );
-        use_effect_with(deps, move |(r, k, m)| {
+        use_effect_with((report_json, kernels, model), move |(r, k, m)| {
             *generation.borrow_mut() += 1;
             let mine = *generation.borrow();
             match r {
@@ -179,20 +271,12 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
             }
         });
     }
-    let rendered = match &*view {
-        View::Done(r) => Some(r.clone()),
-        _ => None,
-    };
-    let on_export = {
-        let rendered = rendered.clone();
-        Callback::from(move |_: MouseEvent| {
-            if let Some(r) = &rendered {
-                let _ = browser::download("tokenscope-report.html", &r.html, "text/html");
-            }
-        })
-    };
+    view
+}
 
-    let kernels_line = match effective.as_ref().map(|k| &*k.report) {
+/// What kernels report the floor uses, in one line.
+fn kernels_line(kernels: Option<&KernelsFile>, from_gpu_view: bool) -> String {
+    match kernels.map(|k| &*k.report) {
         Some(k) => format!(
             "{} ({}, {} kernels{}){}",
             k.adapter.name,
@@ -210,61 +294,16 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
             }
         ),
         None => "none loaded".to_owned(),
-    };
-    let floor_hint = match (&effective, model.preset.is_empty()) {
-        (None, _) => Some(
+    }
+}
+
+/// What is missing for the GPU floor, if anything.
+fn floor_hint(have_kernels: bool, no_model: bool) -> Option<&'static str> {
+    match (have_kernels, no_model) {
+        (false, _) => Some(
             "Load a kernels report and pick the model being served to compare TPOT with the GPU's bandwidth floor.",
         ),
-        (Some(_), true) => {
-            Some("Pick the model being served to compare TPOT with the GPU's floor.")
-        }
+        (true, true) => Some("Pick the model being served to compare TPOT with the GPU's floor."),
         _ => None,
-    };
-    html! {
-        <section class="panel analysis" id="analysis">
-            <h2>{ "Analysis " }<span class="hint">{ "verdict, diagnosis and the GPU floor (the same analysis as tokenscope report)" }</span></h2>
-            <div class="analysis-form">
-                <label class="file">
-                    { "Kernels report (tokenscope kernels --out)… " }
-                    <input id="load-kernels" type="file" accept=".json,application/json" onchange={on_kernels} />
-                </label>
-                <span id="kernels-loaded" class="hint">{ kernels_line }</span>
-                <label>{ "Model served " }
-                    <select id="floor-model" onchange={on_preset}>
-                        <option value="" selected={model.preset.is_empty()}>{ "(pick)" }</option>
-                        { for preset_names().into_iter().map(|p| html! {
-                            <option value={p} selected={model.preset == p}>{ p }</option>
-                        }) }
-                    </select>
-                </label>
-                <label>{ "Weights " }
-                    <select id="floor-quant" onchange={on_quant}>
-                        { for Quant::ALL.into_iter().map(|q| html! {
-                            <option value={q.as_str()} selected={model.quant == q}>{ q.as_str() }</option>
-                        }) }
-                    </select>
-                </label>
-                <label>{ "Context " }
-                    <input id="floor-context" type="number" min="1" value={model.context.to_string()} onchange={on_context} />
-                </label>
-                <button id="export-html" disabled={rendered.is_none()} onclick={on_export}
-                    title="One self-contained HTML file, as tokenscope report writes">{ "Export combined report" }</button>
-            </div>
-            if let Some(e) = &*kernels_error {
-                <p class="error" role="alert">{ e.clone() }</p>
-            }
-            if let Some(h) = floor_hint {
-                <p class="hint">{ h }</p>
-            }
-            { match &*view {
-                // core's fragment: every text escaped, no script, no style attribute.
-                View::Done(r) => html! {
-                    <div id="combined-report" class="combined">{ Html::from_html_unchecked(AttrValue::from(r.body.clone())) }</div>
-                },
-                View::Working => html! { <p class="hint" id="analysis-working">{ "Analysing…" }</p> },
-                View::Failed(e) => html! { <p class="error" role="alert" id="analysis-error">{ e.clone() }</p> },
-                View::Empty => html! { <p class="hint">{ "Run a benchmark or open a saved report to see the analysis." }</p> },
-            } }
-        </section>
     }
 }

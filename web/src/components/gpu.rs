@@ -194,48 +194,12 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
     };
     let abort: Rc<RefCell<Option<web_sys::AbortController>>> = use_mut_ref(|| None);
 
-    // Load the module and probe the adapter the first time the view is shown.
-    {
-        let state = state.clone();
-        use_effect_with(props.active, move |active| {
-            if *active && state.probe == Probe::NotAsked {
-                state.dispatch(GpuAction::Probing);
-                let d = state.dispatcher();
-                wasm_bindgen_futures::spawn_local(async move {
-                    d.dispatch(GpuAction::Probed(gpu::adapter_info().await));
-                });
-            }
-        });
-    }
-    // autorun: start once the adapter is known.
-    {
-        let (state, abort) = (state.clone(), abort.clone());
-        let ready = matches!(state.probe, Probe::Ready(_));
-        use_effect_with((ready, state.autorun_pending), move |(ready, pending)| {
-            if *ready && *pending {
-                start_run(&state, &abort);
-            }
-        });
-    }
-    // The automation contract, while this view is shown.
-    use_effect_with((state.run, props.active), |(run, active)| {
-        if *active {
-            browser::set_run_state(run.as_str());
-        }
-    });
-    // The finished report goes to the Analysis view.
-    {
-        let report = state
-            .report
-            .as_ref()
-            .filter(|_| state.finished)
-            .map(|(report, json)| KernelsFile {
-                report: report.clone(),
-                json: json.clone(),
-            });
-        let onreport = props.onreport.clone();
-        use_effect_with(report, move |r| onreport.emit(r.clone()));
-    }
+    use_gpu_effects(
+        state.clone(),
+        abort.clone(),
+        props.active,
+        props.onreport.clone(),
+    );
 
     let onrun = {
         let (state, abort) = (state.clone(), abort.clone());
@@ -258,38 +222,10 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             }
         })
     };
-    let onexport = {
-        let state = state.clone();
-        Callback::from(move |_: MouseEvent| {
-            if let Some((_, json)) = &state.report {
-                let name = format!(
-                    "tokenscope-kernels-browser-{}.json",
-                    browser::now_rfc3339().replace([':', '.'], "-")
-                );
-                let _ = browser::download(&name, json, "application/json");
-            }
-        })
-    };
-    let oncopy = {
-        let state = state.clone();
-        Callback::from(move |_: MouseEvent| {
-            if let Some((_, json)) = &state.report {
-                browser::copy_text(json);
-            }
-        })
-    };
-
     let running = state.run == RunState::Running;
     let unavailable = matches!(state.probe, Probe::Unavailable(_));
     let can_run = matches!(state.probe, Probe::Ready(_)) && !running;
-    let status = match (&state.probe, state.run) {
-        (Probe::NotAsked | Probe::Loading, _) => "loading the GPU module…",
-        (_, RunState::Running) => "running",
-        (_, RunState::Done) => "done",
-        (_, RunState::Failed) => "failed",
-        (Probe::Unavailable(_), _) => "unavailable",
-        _ => "ready",
-    };
+    let status = status_label(&state.probe, state.run);
     let progress = state.current.as_ref().map(|(i, n, label)| {
         html! {
             <div class="progress" id="gpu-progress">
@@ -326,9 +262,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                         } else {
                             <button id="gpu-run" class="run" disabled={!can_run} onclick={onrun}>{ "Measure this GPU" }</button>
                         }
-                        <button id="gpu-export" disabled={state.report.is_none()} onclick={onexport}
-                            title="tokenscope.kernels/1, as tokenscope kernels --out writes (tokenscope report and the Analysis take it)">{ "Export kernels JSON" }</button>
-                        <button id="gpu-copy" disabled={state.report.is_none()} onclick={oncopy}>{ "Copy JSON" }</button>
+                        <ExportButtons json={state.report.as_ref().map(|(_, j)| j.clone())} />
                     </div>
                 }
                 <div class="status-line"><span class="state" id="gpu-state-label">{ status }</span></div>
@@ -350,6 +284,111 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                 </details>
             </section>
         </section>
+    }
+}
+
+/// The view's effects: load the module and probe the adapter the first time the
+/// view is shown, autorun once the adapter is known, publish the run state for
+/// automation, and hand the finished report to the Analysis view.
+#[hook]
+fn use_gpu_effects(
+    state: UseReducerHandle<GpuState>,
+    abort: Rc<RefCell<Option<web_sys::AbortController>>>,
+    active: bool,
+    onreport: Callback<Option<KernelsFile>>,
+) {
+    // Load the module and probe the adapter the first time the view is shown.
+    {
+        let state = state.clone();
+        use_effect_with(active, move |active| {
+            if *active && state.probe == Probe::NotAsked {
+                state.dispatch(GpuAction::Probing);
+                let d = state.dispatcher();
+                wasm_bindgen_futures::spawn_local(async move {
+                    d.dispatch(GpuAction::Probed(gpu::adapter_info().await));
+                });
+            }
+        });
+    }
+    // autorun: start once the adapter is known.
+    {
+        let (state, abort) = (state.clone(), abort.clone());
+        let ready = matches!(state.probe, Probe::Ready(_));
+        use_effect_with((ready, state.autorun_pending), move |(ready, pending)| {
+            if *ready && *pending {
+                start_run(&state, &abort);
+            }
+        });
+    }
+    // The automation contract, while this view is shown.
+    use_effect_with((state.run, active), |(run, active)| {
+        if *active {
+            browser::set_run_state(run.as_str());
+        }
+    });
+    // The finished report goes to the Analysis view.
+    {
+        let report = state
+            .report
+            .as_ref()
+            .filter(|_| state.finished)
+            .map(|(report, json)| KernelsFile {
+                report: report.clone(),
+                json: json.clone(),
+            });
+        use_effect_with(report, move |r| onreport.emit(r.clone()));
+    }
+}
+
+/// The status line's word.
+fn status_label(probe: &Probe, run: RunState) -> &'static str {
+    match (probe, run) {
+        (Probe::NotAsked | Probe::Loading, _) => "loading the GPU module…",
+        (_, RunState::Running) => "running",
+        (_, RunState::Done) => "done",
+        (_, RunState::Failed) => "failed",
+        (Probe::Unavailable(_), _) => "unavailable",
+        _ => "ready",
+    }
+}
+
+/// ExportButtons props.
+#[derive(Properties, PartialEq)]
+struct ExportButtonsProps {
+    /// The kernels report's JSON, once there is one (partial or final).
+    json: Option<Shared<String>>,
+}
+
+/// Export and copy the kernels JSON.
+#[function_component]
+fn ExportButtons(props: &ExportButtonsProps) -> Html {
+    let onexport = {
+        let json = props.json.clone();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(json) = &json {
+                let name = format!(
+                    "tokenscope-kernels-browser-{}.json",
+                    browser::now_rfc3339().replace([':', '.'], "-")
+                );
+                let _ = browser::download(&name, json, "application/json");
+            }
+        })
+    };
+    let oncopy = {
+        let json = props.json.clone();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(json) = &json {
+                browser::copy_text(json);
+            }
+        })
+    };
+
+    html! {
+        <>
+            <button id="gpu-export" disabled={props.json.is_none()} onclick={onexport}
+                title="tokenscope.kernels/1, as tokenscope kernels --out writes (tokenscope report and the Analysis take it)">{ "Export kernels JSON" }</button>
+            <button id="gpu-copy" disabled={props.json.is_none()} onclick={oncopy}>{ "Copy JSON" }</button>
+        </>
     }
 }
 

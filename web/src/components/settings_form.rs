@@ -89,17 +89,6 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
         Callback::from(move |_: MouseEvent| cb.emit(()))
     };
     let d = props.disabled;
-    let tiers = {
-        let mut t: Vec<(u32, String)> = INPUT_TIERS
-            .iter()
-            .map(|(n, l)| (*n, (*l).to_owned()))
-            .collect();
-        if !t.iter().any(|(n, _)| *n == s.input_tokens) {
-            t.push((s.input_tokens, format!("{} tokens", s.input_tokens)));
-            t.sort_by_key(|x| x.0);
-        }
-        t
-    };
     html! {
         <form class="settings panel" onsubmit={Callback::from(|e: SubmitEvent| e.prevent_default())}>
             <h2>{ "Settings" }</h2>
@@ -139,87 +128,123 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
                 <input type="checkbox" checked={props.remember_key} onchange={onremember} disabled={d} />
                 { "remember in this tab (sessionStorage; never in the URL or the report)" }
             </label>
-            <label>{ "Input length" }
-                <select name="input_tokens" onchange={onfield.clone()} disabled={d}>
-                    { for tiers.iter().map(|(n, l)| html! {
-                        <option value={n.to_string()} selected={*n == s.input_tokens}>{ l.clone() }</option>
-                    }) }
-                </select>
-            </label>
-            <div class="two">
-                <label>{ "Max tokens" }
-                    <input name="max_tokens" type="number" min="1" value={s.max_tokens.to_string()} onchange={onfield.clone()} disabled={d} />
-                </label>
-                <label>{ "Concurrency levels" }
-                    <input name="concurrency" value={s.concurrency.clone()} onchange={onfield.clone()} disabled={d} placeholder="1,4,16" />
-                </label>
-            </div>
-            <div class="three">
-                <label>{ "Requests / level" }
-                    <input name="requests" type="number" min="1" value={s.requests.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="auto" />
-                </label>
-                <label>{ "Rounds" }
-                    <input name="rounds" type="number" min="1" value={s.rounds.to_string()} onchange={onfield.clone()} disabled={d} />
-                </label>
-                <label>{ "Warm-up" }
-                    <input name="warmup" type="number" min="0" value={s.warmup.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="auto" />
-                </label>
-            </div>
-            <div class="two">
-                <label>{ "Timeout" }
-                    <input name="timeout" value={format!("{}s", s.timeout_s)} onchange={onfield.clone()} disabled={d} />
-                </label>
-                <label>{ "SLOs" }
-                    <input name="slo" value={s.slo.clone()} onchange={onfield.clone()} disabled={d}
-                        placeholder="ttft_ms:p95<=500" spellcheck="false" />
-                </label>
-            </div>
-            <details>
-                <summary>{ "More" }</summary>
-                <div class="two">
-                    <label>{ "Seed" }
-                        <input name="seed" type="number" min="0" value={s.seed.to_string()} onchange={onfield.clone()} disabled={d} />
-                    </label>
-                    <label>{ "Paint timing" }
-                        <select name="paint" onchange={onfield.clone()} disabled={d}>
-                            <option value="auto" selected={s.paint == PaintMode::Auto}>{ "Element Timing (fallback: frames)" }</option>
-                            <option value="raf" selected={s.paint == PaintMode::Raf}>{ "animation frames only" }</option>
-                        </select>
-                    </label>
-                </div>
-                <label>{ "Streams read in" }
-                    <select name="net" onchange={onfield.clone()} disabled={d}>
-                        <option value="worker" selected={s.net == NetMode::Worker}>{ "a worker (stamps off the main thread)" }</option>
-                        <option value="main" selected={s.net == NetMode::Main}>{ "the page's main thread" }</option>
-                    </select>
-                </label>
-                <label class="check">
-                    <input name="ignore_eos" type="checkbox" checked={s.ignore_eos} onchange={onfield.clone()} disabled={d} />
-                    { "send ignore_eos (every answer max_tokens long)" }
-                </label>
-                <label class="check">
-                    <input name="request_ids" type="checkbox" checked={s.request_ids} onchange={onfield.clone()} disabled={d} />
-                    { "send x-request-id (turn off if the endpoint's CORS policy refuses it)" }
-                </label>
-                <label>{ "Stall threshold (ms)" }
-                    <input name="stall_ms" type="number" min="1" value={s.stall_threshold_ms.to_string()} onchange={onfield.clone()} disabled={d} />
-                </label>
-                <fieldset disabled={d || !s.is_simulated()}>
-                    <legend>{ "Simulated endpoint (as tokenscope mock)" }</legend>
-                    <div class="three">
-                        <label>{ "TTFT ms" }<input name="sim_ttft_ms" type="number" step="any" value={s.sim.ttft_ms.to_string()} onchange={onfield.clone()} /></label>
-                        <label>{ "ITL ms" }<input name="sim_itl_ms" type="number" step="any" value={s.sim.itl_ms.to_string()} onchange={onfield.clone()} /></label>
-                        <label>{ "max batch" }<input name="sim_max_batch" type="number" min="1" value={s.sim.max_batch.to_string()} onchange={onfield.clone()} /></label>
-                        <label>{ "jitter ms" }<input name="sim_jitter_ms" type="number" step="any" value={s.sim.jitter_ms.to_string()} onchange={onfield.clone()} /></label>
-                        <label>{ "error rate" }<input name="sim_error_rate" type="number" step="any" min="0" max="1" value={s.sim.error_rate.to_string()} onchange={onfield.clone()} /></label>
-                        <label>{ "tokens/chunk" }<input name="sim_tokens_per_chunk" type="number" min="1" value={s.sim.tokens_per_chunk.to_string()} onchange={onfield.clone()} /></label>
-                    </div>
-                    <label>{ "faults" }<input name="sim_faults" value={s.sim_faults.clone()} onchange={onfield.clone()} spellcheck="false" /></label>
-                </fieldset>
-            </details>
+            { load_fields(s, &onfield, d) }
+            { more_fields(s, &onfield, d) }
             if let Some(e) = &*error {
                 <p class="error" role="alert">{ e.clone() }</p>
             }
         </form>
+    }
+}
+
+/// The load: input length, output length, concurrency, requests, rounds,
+/// warm-up, timeout and SLOs.
+fn load_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
+    let tiers = {
+        let mut t: Vec<(u32, String)> = INPUT_TIERS
+            .iter()
+            .map(|(n, l)| (*n, (*l).to_owned()))
+            .collect();
+        if !t.iter().any(|(n, _)| *n == s.input_tokens) {
+            t.push((s.input_tokens, format!("{} tokens", s.input_tokens)));
+            t.sort_by_key(|x| x.0);
+        }
+        t
+    };
+    html! {
+        <>
+        <label>{ "Input length" }
+            <select name="input_tokens" onchange={onfield.clone()} disabled={d}>
+                { for tiers.iter().map(|(n, l)| html! {
+                    <option value={n.to_string()} selected={*n == s.input_tokens}>{ l.clone() }</option>
+                }) }
+            </select>
+        </label>
+        <div class="two">
+            <label>{ "Max tokens" }
+                <input name="max_tokens" type="number" min="1" value={s.max_tokens.to_string()} onchange={onfield.clone()} disabled={d} />
+            </label>
+            <label>{ "Concurrency levels" }
+                <input name="concurrency" value={s.concurrency.clone()} onchange={onfield.clone()} disabled={d} placeholder="1,4,16" />
+            </label>
+        </div>
+        <div class="three">
+            <label>{ "Requests / level" }
+                <input name="requests" type="number" min="1" value={s.requests.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="auto" />
+            </label>
+            <label>{ "Rounds" }
+                <input name="rounds" type="number" min="1" value={s.rounds.to_string()} onchange={onfield.clone()} disabled={d} />
+            </label>
+            <label>{ "Warm-up" }
+                <input name="warmup" type="number" min="0" value={s.warmup.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="auto" />
+            </label>
+        </div>
+        <div class="two">
+            <label>{ "Timeout" }
+                <input name="timeout" value={format!("{}s", s.timeout_s)} onchange={onfield.clone()} disabled={d} />
+            </label>
+            <label>{ "SLOs" }
+                <input name="slo" value={s.slo.clone()} onchange={onfield.clone()} disabled={d}
+                    placeholder="ttft_ms:p95<=500" spellcheck="false" />
+            </label>
+        </div>
+        </>
+    }
+}
+
+/// The "More" section: seed, paint and stream modes, request options, the stall
+/// threshold and the simulated endpoint.
+fn more_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
+    html! {
+        <details>
+            <summary>{ "More" }</summary>
+            <div class="two">
+                <label>{ "Seed" }
+                    <input name="seed" type="number" min="0" value={s.seed.to_string()} onchange={onfield.clone()} disabled={d} />
+                </label>
+                <label>{ "Paint timing" }
+                    <select name="paint" onchange={onfield.clone()} disabled={d}>
+                        <option value="auto" selected={s.paint == PaintMode::Auto}>{ "Element Timing (fallback: frames)" }</option>
+                        <option value="raf" selected={s.paint == PaintMode::Raf}>{ "animation frames only" }</option>
+                    </select>
+                </label>
+            </div>
+            <label>{ "Streams read in" }
+                <select name="net" onchange={onfield.clone()} disabled={d}>
+                    <option value="worker" selected={s.net == NetMode::Worker}>{ "a worker (stamps off the main thread)" }</option>
+                    <option value="main" selected={s.net == NetMode::Main}>{ "the page's main thread" }</option>
+                </select>
+            </label>
+            <label class="check">
+                <input name="ignore_eos" type="checkbox" checked={s.ignore_eos} onchange={onfield.clone()} disabled={d} />
+                { "send ignore_eos (every answer max_tokens long)" }
+            </label>
+            <label class="check">
+                <input name="request_ids" type="checkbox" checked={s.request_ids} onchange={onfield.clone()} disabled={d} />
+                { "send x-request-id (turn off if the endpoint's CORS policy refuses it)" }
+            </label>
+            <label>{ "Stall threshold (ms)" }
+                <input name="stall_ms" type="number" min="1" value={s.stall_threshold_ms.to_string()} onchange={onfield.clone()} disabled={d} />
+            </label>
+            { sim_fields(s, onfield, d) }
+        </details>
+    }
+}
+
+/// The simulated endpoint's parameters (enabled only when no URL is set).
+fn sim_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
+    html! {
+        <fieldset disabled={d || !s.is_simulated()}>
+            <legend>{ "Simulated endpoint (as tokenscope mock)" }</legend>
+            <div class="three">
+                <label>{ "TTFT ms" }<input name="sim_ttft_ms" type="number" step="any" value={s.sim.ttft_ms.to_string()} onchange={onfield.clone()} /></label>
+                <label>{ "ITL ms" }<input name="sim_itl_ms" type="number" step="any" value={s.sim.itl_ms.to_string()} onchange={onfield.clone()} /></label>
+                <label>{ "max batch" }<input name="sim_max_batch" type="number" min="1" value={s.sim.max_batch.to_string()} onchange={onfield.clone()} /></label>
+                <label>{ "jitter ms" }<input name="sim_jitter_ms" type="number" step="any" value={s.sim.jitter_ms.to_string()} onchange={onfield.clone()} /></label>
+                <label>{ "error rate" }<input name="sim_error_rate" type="number" step="any" min="0" max="1" value={s.sim.error_rate.to_string()} onchange={onfield.clone()} /></label>
+                <label>{ "tokens/chunk" }<input name="sim_tokens_per_chunk" type="number" min="1" value={s.sim.tokens_per_chunk.to_string()} onchange={onfield.clone()} /></label>
+            </div>
+            <label>{ "faults" }<input name="sim_faults" value={s.sim_faults.clone()} onchange={onfield.clone()} spellcheck="false" /></label>
+        </fieldset>
     }
 }

@@ -33,45 +33,10 @@ impl ModelShape {
         let hidden = req_u32(cfg, "hidden_size")?;
         let heads = req_u32(cfg, "num_attention_heads")?;
         let kv_heads = opt_u32(cfg, "num_key_value_heads")?.unwrap_or(heads);
-        let head_dim = match opt_u32(cfg, "head_dim")? {
-            Some(h) => h,
-            None => {
-                if heads == 0 || !hidden.is_multiple_of(heads) {
-                    return Err(FloorError::InvalidField {
-                        field: "hidden_size",
-                        value: hidden.to_string(),
-                        reason: "not divisible by num_attention_heads and no head_dim given",
-                    });
-                }
-                hidden / heads
-            }
-        };
+        let head_dim = head_dim(cfg, hidden, heads)?;
         let vocab = req_u32(cfg, "vocab_size")?;
 
-        let experts = match opt_u32(cfg, "num_local_experts")? {
-            Some(e) => Some(e),
-            None => opt_u32(cfg, "num_experts")?,
-        };
-        let (intermediate, moe) = match experts {
-            Some(experts) if experts > 1 => {
-                let active = opt_u32(cfg, "num_experts_per_tok")?
-                    .ok_or(FloorError::MissingField("num_experts_per_tok"))?;
-                let per_expert = match opt_u32(cfg, "moe_intermediate_size")? {
-                    Some(w) => w,
-                    None => req_u32(cfg, "intermediate_size")?,
-                };
-                let shared = opt_u32(cfg, "shared_expert_intermediate_size")?.unwrap_or(0);
-                (
-                    per_expert,
-                    Some(MoeShape {
-                        experts,
-                        active,
-                        shared_intermediate: shared,
-                    }),
-                )
-            }
-            _ => (req_u32(cfg, "intermediate_size")?, None),
-        };
+        let (intermediate, moe) = feed_forward(cfg)?;
 
         let tied_embeddings = match cfg
             .get("tie_word_embeddings")
@@ -99,35 +64,7 @@ impl ModelShape {
                 2
             };
 
-        let use_sliding = !matches!(cfg.get("use_sliding_window"), Some(Value::Bool(false)));
-        let window = if use_sliding {
-            opt_u32(cfg, "sliding_window")?
-        } else {
-            None
-        };
-        let (sliding_window, full_attention_layers) = match window {
-            None => (None, layers),
-            Some(w) => {
-                let full = if let Some(types) = cfg.get("layer_types").and_then(Value::as_array) {
-                    types
-                        .iter()
-                        .filter(|t| t.as_str() == Some("full_attention"))
-                        .count() as u32
-                } else if let Some(p) = match opt_u32(cfg, "sliding_window_pattern")? {
-                    Some(p) => Some(p),
-                    None => opt_u32(cfg, "_sliding_window_pattern")?,
-                } {
-                    layers.checked_div(p).unwrap_or(0)
-                } else if model_type.starts_with("gemma3") {
-                    layers / 6
-                } else if model_type.starts_with("gemma2") {
-                    layers / 2
-                } else {
-                    0
-                };
-                (Some(w), full)
-            }
-        };
+        let (sliding_window, full_attention_layers) = attention_window(cfg, &model_type, layers)?;
 
         let shape = ModelShape {
             name: name.to_string(),
@@ -149,6 +86,90 @@ impl ModelShape {
         shape.validate()?;
         Ok(shape)
     }
+}
+
+/// `head_dim`, or `hidden_size / num_attention_heads` when the config has none.
+fn head_dim(cfg: &Value, hidden: u32, heads: u32) -> Result<u32, FloorError> {
+    Ok(match opt_u32(cfg, "head_dim")? {
+        Some(h) => h,
+        None => {
+            if heads == 0 || !hidden.is_multiple_of(heads) {
+                return Err(FloorError::InvalidField {
+                    field: "hidden_size",
+                    value: hidden.to_string(),
+                    reason: "not divisible by num_attention_heads and no head_dim given",
+                });
+            }
+            hidden / heads
+        }
+    })
+}
+
+/// The feed-forward width per expert and, for mixture-of-experts models, the
+/// experts: total, active per token, and the shared expert's width.
+fn feed_forward(cfg: &Value) -> Result<(u32, Option<MoeShape>), FloorError> {
+    let experts = match opt_u32(cfg, "num_local_experts")? {
+        Some(e) => Some(e),
+        None => opt_u32(cfg, "num_experts")?,
+    };
+    Ok(match experts {
+        Some(experts) if experts > 1 => {
+            let active = opt_u32(cfg, "num_experts_per_tok")?
+                .ok_or(FloorError::MissingField("num_experts_per_tok"))?;
+            let per_expert = match opt_u32(cfg, "moe_intermediate_size")? {
+                Some(w) => w,
+                None => req_u32(cfg, "intermediate_size")?,
+            };
+            let shared = opt_u32(cfg, "shared_expert_intermediate_size")?.unwrap_or(0);
+            (
+                per_expert,
+                Some(MoeShape {
+                    experts,
+                    active,
+                    shared_intermediate: shared,
+                }),
+            )
+        }
+        _ => (req_u32(cfg, "intermediate_size")?, None),
+    })
+}
+
+/// The sliding window, if any, and how many layers attend to the whole context
+/// (from `layer_types`, a sliding-window pattern, or the model family's default).
+fn attention_window(
+    cfg: &Value,
+    model_type: &str,
+    layers: u32,
+) -> Result<(Option<u32>, u32), FloorError> {
+    let use_sliding = !matches!(cfg.get("use_sliding_window"), Some(Value::Bool(false)));
+    let window = if use_sliding {
+        opt_u32(cfg, "sliding_window")?
+    } else {
+        None
+    };
+    Ok(match window {
+        None => (None, layers),
+        Some(w) => {
+            let full = if let Some(types) = cfg.get("layer_types").and_then(Value::as_array) {
+                types
+                    .iter()
+                    .filter(|t| t.as_str() == Some("full_attention"))
+                    .count() as u32
+            } else if let Some(p) = match opt_u32(cfg, "sliding_window_pattern")? {
+                Some(p) => Some(p),
+                None => opt_u32(cfg, "_sliding_window_pattern")?,
+            } {
+                layers.checked_div(p).unwrap_or(0)
+            } else if model_type.starts_with("gemma3") {
+                layers / 6
+            } else if model_type.starts_with("gemma2") {
+                layers / 2
+            } else {
+                0
+            };
+            (Some(w), full)
+        }
+    })
 }
 
 fn field_u32(cfg: &Value, field: &'static str) -> Result<Option<u32>, FloorError> {

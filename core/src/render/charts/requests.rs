@@ -23,21 +23,8 @@ pub fn request_timeline(records: &[RequestRecord], max_requests: usize) -> Strin
         .iter()
         .map(|r| r.t_reference_ms())
         .fold(f64::INFINITY, f64::min);
-    let end_of = |r: &RequestRecord| {
-        [
-            r.t_done_ms,
-            r.t_first_paint_ms,
-            r.t_last_token_ms(),
-            r.t_headers_ms,
-            Some(r.t_send_ms),
-        ]
-        .into_iter()
-        .flatten()
-        .filter(|v| v.is_finite())
-        .fold(f64::NEG_INFINITY, f64::max)
-    };
     let t1 = shown.iter().map(|r| end_of(r)).fold(t0, f64::max);
-    let row_h = 14.0;
+    let row_h = ROW_H;
     let height = MARGIN_TOP + row_h * shown.len() as f64 + MARGIN_BOTTOM;
     let heading = if sorted.len() > shown.len() {
         format!(
@@ -60,69 +47,8 @@ pub fn request_timeline(records: &[RequestRecord], max_requests: usize) -> Strin
     );
     svg.title_text(&heading);
     for (i, r) in shown.iter().enumerate() {
-        let y = plot.top + row_h * i as f64;
-        let mid = y + row_h / 2.0;
-        let x = |t: f64| plot.sx(t - t0);
-        let color = match r.outcome {
-            Outcome::Ok => BLUE,
-            Outcome::Error { .. } => VERMILLION,
-            Outcome::Timeout { .. } => ORANGE,
-        };
-        let send = r.t_send_ms;
-        let done = end_of(r);
-        let headers = r.t_headers_ms.filter(|v| v.is_finite()).unwrap_or(done);
-        let _ = write!(
-            svg.out,
-            "<g><title>{}</title>",
-            escape_html(&row_summary(i, r))
-        );
-        if let Some(s) = r.t_scheduled_ms.filter(|s| s.is_finite() && *s < send) {
-            svg.line((x(s), mid), (x(send), mid), MUTED, 1.0, Dash::Dotted);
-        }
-        svg.rect(
-            x(send),
-            y + 4.0,
-            (x(headers) - x(send)).max(0.5),
-            row_h - 8.0,
-            "#b0b0b0",
-        );
-        svg.rect(
-            x(headers),
-            y + 3.0,
-            (x(done) - x(headers)).max(0.5),
-            row_h - 6.0,
-            color,
-        );
-        // Token events as one path of short ticks.
-        let events: Vec<f64> = r
-            .token_events_ms
-            .iter()
-            .copied()
-            .filter(|t| t.is_finite())
-            .collect();
-        if !events.is_empty() {
-            let mut d = String::new();
-            for t in &events {
-                let _ = write!(d, "M{} {}v{}", f(x(*t)), f(y + 1.0), f(row_h - 2.0));
-            }
-            let _ = write!(
-                svg.out,
-                r##"<path d="{d}" stroke="#ffffff" stroke-width="0.8" stroke-opacity="0.8"/>"##
-            );
-        }
-        if let Some(t) = r.t_first_token_ms().filter(|t| t.is_finite()) {
-            svg.circle(x(t), mid, 3.2, TEXT);
-        }
-        if let Some(t) = r.t_first_paint_ms.filter(|t| t.is_finite()) {
-            let (cx, s) = (x(t), 4.0);
-            let _ = write!(
-                svg.out,
-                r##"<path d="M{} {}l{s} {s}l-{s} {s}l-{s} -{s}z" fill="{GREEN}" stroke="#ffffff" stroke-width="0.8"/>"##,
-                f(cx),
-                f(mid - s)
-            );
-        }
-        svg.out.push_str("</g>");
+        request_row(&mut svg, &plot, t0, i, r);
+        let mid = plot.top + row_h * (i as f64 + 0.5);
         if shown.len() <= 40 || i.is_multiple_of(5) {
             svg.text(
                 plot.left - 6.0,
@@ -148,6 +74,92 @@ pub fn request_timeline(records: &[RequestRecord], max_requests: usize) -> Strin
         ],
     );
     svg.finish()
+}
+
+/// One request's row in the timeline, in pixels.
+const ROW_H: f64 = 14.0;
+
+/// Where a request's row ends: its last known instant.
+fn end_of(r: &RequestRecord) -> f64 {
+    [
+        r.t_done_ms,
+        r.t_first_paint_ms,
+        r.t_last_token_ms(),
+        r.t_headers_ms,
+        Some(r.t_send_ms),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|v| v.is_finite())
+    .fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// Request `i`'s row: the wait for headers, the response coloured by outcome,
+/// its token ticks, the first token and the first paint, titled with its summary.
+fn request_row(svg: &mut Svg, plot: &Plot, t0: f64, i: usize, r: &RequestRecord) {
+    let y = plot.top + ROW_H * i as f64;
+    let mid = y + ROW_H / 2.0;
+    let x = |t: f64| plot.sx(t - t0);
+    let color = match r.outcome {
+        Outcome::Ok => BLUE,
+        Outcome::Error { .. } => VERMILLION,
+        Outcome::Timeout { .. } => ORANGE,
+    };
+    let send = r.t_send_ms;
+    let done = end_of(r);
+    let headers = r.t_headers_ms.filter(|v| v.is_finite()).unwrap_or(done);
+    let _ = write!(
+        svg.out,
+        "<g><title>{}</title>",
+        escape_html(&row_summary(i, r))
+    );
+    if let Some(s) = r.t_scheduled_ms.filter(|s| s.is_finite() && *s < send) {
+        svg.line((x(s), mid), (x(send), mid), MUTED, 1.0, Dash::Dotted);
+    }
+    svg.rect(
+        x(send),
+        y + 4.0,
+        (x(headers) - x(send)).max(0.5),
+        ROW_H - 8.0,
+        "#b0b0b0",
+    );
+    svg.rect(
+        x(headers),
+        y + 3.0,
+        (x(done) - x(headers)).max(0.5),
+        ROW_H - 6.0,
+        color,
+    );
+    // Token events as one path of short ticks.
+    let events: Vec<f64> = r
+        .token_events_ms
+        .iter()
+        .copied()
+        .filter(|t| t.is_finite())
+        .collect();
+    if !events.is_empty() {
+        let mut d = String::new();
+        for t in &events {
+            let _ = write!(d, "M{} {}v{}", f(x(*t)), f(y + 1.0), f(ROW_H - 2.0));
+        }
+        let _ = write!(
+            svg.out,
+            r##"<path d="{d}" stroke="#ffffff" stroke-width="0.8" stroke-opacity="0.8"/>"##
+        );
+    }
+    if let Some(t) = r.t_first_token_ms().filter(|t| t.is_finite()) {
+        svg.circle(x(t), mid, 3.2, TEXT);
+    }
+    if let Some(t) = r.t_first_paint_ms.filter(|t| t.is_finite()) {
+        let (cx, s) = (x(t), 4.0);
+        let _ = write!(
+            svg.out,
+            r##"<path d="M{} {}l{s} {s}l-{s} {s}l-{s} -{s}z" fill="{GREEN}" stroke="#ffffff" stroke-width="0.8"/>"##,
+            f(cx),
+            f(mid - s)
+        );
+    }
+    svg.out.push_str("</g>");
 }
 
 fn row_summary(i: usize, r: &RequestRecord) -> String {

@@ -63,50 +63,11 @@ pub fn throughput_latency(levels: &[LevelReport], knee: Option<&Knee>, slos: &[S
     let (_, x_hi) = min_max(&xs);
     let x_axis = Axis::new(0.0, x_hi, "output throughput (tokens/s)");
     let y_axis = Axis::new(0.0, y_max, "latency (ms)");
-    let desc = format!(
-        "Output tokens per second (x) against latency percentiles in milliseconds (y) for {} load levels; E2E in blue, TTFT in vermillion; solid p50, dashed p95, dotted p99.{}",
-        points.len(),
-        match knee {
-            Some(k) => format!(
-                " The knee is at {}.",
-                levels
-                    .get(k.level_index)
-                    .map_or_else(|| "?".into(), |l| l.load().label())
-            ),
-            None => " No knee was found.".into(),
-        }
-    );
+    let desc = describe(levels, points.len(), knee);
     let mut svg = Svg::new(WIDTH, HEIGHT, title, &desc);
     let plot = Plot::new(&mut svg, WIDTH, HEIGHT, x_axis, y_axis);
     svg.title_text(title);
-    // SLO bounds.
-    let mut offscale = Vec::new();
-    for s in &plotted_slos {
-        if s.max_ms <= y_max {
-            let y = plot.sy(s.max_ms);
-            svg.line((plot.left, y), (plot.right, y), MUTED, 1.0, Dash::Guide);
-            svg.text(
-                plot.right - 4.0,
-                y - 4.0,
-                &format!("SLO {}", s.label()),
-                10.0,
-                Anchor::End,
-                MUTED,
-            );
-        } else {
-            offscale.push(s.label());
-        }
-    }
-    if !offscale.is_empty() {
-        svg.text(
-            plot.right,
-            plot.top - 6.0,
-            &format!("above the chart: SLO {}", offscale.join(", ")),
-            10.0,
-            Anchor::End,
-            MUTED,
-        );
-    }
+    slo_bounds(&mut svg, &plot, &plotted_slos, y_max);
     for (name, color, dash, get) in &series {
         let pts: Vec<(f64, f64, usize)> = points
             .iter()
@@ -148,8 +109,72 @@ pub fn throughput_latency(levels: &[LevelReport], knee: Option<&Knee>, slos: &[S
             TEXT,
         );
     }
-    if let Some(k) = knee
-        && let Some(l) = levels.get(k.level_index)
+    if let Some(k) = knee {
+        knee_marker(&mut svg, &plot, levels, k);
+    }
+    legend(
+        &mut svg,
+        MARGIN_LEFT,
+        40.0,
+        &series
+            .iter()
+            .map(|s| (s.0.to_owned(), s.1, s.2))
+            .collect::<Vec<_>>(),
+    );
+    svg.finish()
+}
+
+/// The chart's description for screen readers.
+fn describe(levels: &[LevelReport], n_points: usize, knee: Option<&Knee>) -> String {
+    format!(
+        "Output tokens per second (x) against latency percentiles in milliseconds (y) for {} load levels; E2E in blue, TTFT in vermillion; solid p50, dashed p95, dotted p99.{}",
+        n_points,
+        match knee {
+            Some(k) => format!(
+                " The knee is at {}.",
+                levels
+                    .get(k.level_index)
+                    .map_or_else(|| "?".into(), |l| l.load().label())
+            ),
+            None => " No knee was found.".into(),
+        }
+    )
+}
+
+/// The SLO bounds as guide lines; those above the chart are named at its top.
+fn slo_bounds(svg: &mut Svg, plot: &Plot, slos: &[&Slo], y_max: f64) {
+    let mut offscale = Vec::new();
+    for s in slos {
+        if s.max_ms <= y_max {
+            let y = plot.sy(s.max_ms);
+            svg.line((plot.left, y), (plot.right, y), MUTED, 1.0, Dash::Guide);
+            svg.text(
+                plot.right - 4.0,
+                y - 4.0,
+                &format!("SLO {}", s.label()),
+                10.0,
+                Anchor::End,
+                MUTED,
+            );
+        } else {
+            offscale.push(s.label());
+        }
+    }
+    if !offscale.is_empty() {
+        svg.text(
+            plot.right,
+            plot.top - 6.0,
+            &format!("above the chart: SLO {}", offscale.join(", ")),
+            10.0,
+            Anchor::End,
+            MUTED,
+        );
+    }
+}
+
+/// The knee: a dotted vertical line and a ring on its p95 E2E point.
+fn knee_marker(svg: &mut Svg, plot: &Plot, levels: &[LevelReport], k: &Knee) {
+    if let Some(l) = levels.get(k.level_index)
         && let Some(y) = l.metrics.e2e_ms.p95.filter(|v| v.is_finite())
         && l.output_tokens_per_s.is_finite()
     {
@@ -174,16 +199,6 @@ pub fn throughput_latency(levels: &[LevelReport], knee: Option<&Knee>, slos: &[S
             TEXT,
         );
     }
-    legend(
-        &mut svg,
-        MARGIN_LEFT,
-        40.0,
-        &series
-            .iter()
-            .map(|s| (s.0.to_owned(), s.1, s.2))
-            .collect::<Vec<_>>(),
-    );
-    svg.finish()
 }
 
 /// The TTFT stage breakdown per level (medians): time to headers, to the first
