@@ -102,11 +102,6 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
             });
         })
     };
-    let on_model = {
-        let model = model.clone();
-        Callback::from(move |m: ModelForm| model.set(m))
-    };
-
     // A loaded file wins over the GPU view's measurement.
     let from_gpu_view = kernels.is_none() && props.measured.is_some();
     let effective = (*kernels).clone().or_else(|| props.measured.clone());
@@ -139,7 +134,7 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
                     <input id="load-kernels" type="file" accept=".json,application/json" onchange={on_kernels} />
                 </label>
                 <span id="kernels-loaded" class="hint">{ kernels_line }</span>
-                <ModelPicker model={(*model).clone()} on_change={on_model} />
+                { model_fields(&model) }
                 <button id="export-html" disabled={rendered.is_none()} onclick={on_export}
                     title="One self-contained HTML file, as tokenscope report writes">{ "Export combined report" }</button>
             </div>
@@ -162,48 +157,40 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
     }
 }
 
-/// ModelPicker props.
-#[derive(Properties, PartialEq)]
-struct ModelPickerProps {
-    model: ModelForm,
-    on_change: Callback<ModelForm>,
-}
-
 /// The model being served: preset, weight format and context (the floor's inputs).
-#[function_component]
-fn ModelPicker(props: &ModelPickerProps) -> Html {
+fn model_fields(model: &UseStateHandle<ModelForm>) -> Html {
     let on_preset = {
-        let (model, on_change) = (props.model.clone(), props.on_change.clone());
+        let model = model.clone();
         Callback::from(move |e: Event| {
             let s: HtmlSelectElement = e.target_unchecked_into();
-            on_change.emit(ModelForm {
+            model.set(ModelForm {
                 preset: s.value(),
-                ..model.clone()
+                ..(*model).clone()
             });
         })
     };
     let on_quant = {
-        let (model, on_change) = (props.model.clone(), props.on_change.clone());
+        let model = model.clone();
         Callback::from(move |e: Event| {
             let s: HtmlSelectElement = e.target_unchecked_into();
             if let Ok(quant) = s.value().parse() {
-                on_change.emit(ModelForm {
+                model.set(ModelForm {
                     quant,
-                    ..model.clone()
+                    ..(*model).clone()
                 });
             }
         })
     };
     let on_context = {
-        let (model, on_change) = (props.model.clone(), props.on_change.clone());
+        let model = model.clone();
         Callback::from(move |e: Event| {
             let i: HtmlInputElement = e.target_unchecked_into();
             if let Ok(context) = i.value().trim().parse::<u64>()
                 && context > 0
             {
-                on_change.emit(ModelForm {
+                model.set(ModelForm {
                     context,
-                    ..model.clone()
+                    ..(*model).clone()
                 });
             }
         })
@@ -213,21 +200,21 @@ fn ModelPicker(props: &ModelPickerProps) -> Html {
         <>
             <label>{ "Model served " }
                 <select id="floor-model" onchange={on_preset}>
-                    <option value="" selected={props.model.preset.is_empty()}>{ "(pick)" }</option>
+                    <option value="" selected={model.preset.is_empty()}>{ "(pick)" }</option>
                     { for preset_names().into_iter().map(|p| html! {
-                        <option value={p} selected={props.model.preset == p}>{ p }</option>
+                        <option value={p} selected={model.preset == p}>{ p }</option>
                     }) }
                 </select>
             </label>
             <label>{ "Weights " }
                 <select id="floor-quant" onchange={on_quant}>
                     { for Quant::ALL.into_iter().map(|q| html! {
-                        <option value={q.as_str()} selected={props.model.quant == q}>{ q.as_str() }</option>
+                        <option value={q.as_str()} selected={model.quant == q}>{ q.as_str() }</option>
                     }) }
                 </select>
             </label>
             <label>{ "Context " }
-                <input id="floor-context" type="number" min="1" value={props.model.context.to_string()} onchange={on_context} />
+                <input id="floor-context" type="number" min="1" value={model.context.to_string()} onchange={on_context} />
             </label>
         </>
     }

@@ -262,7 +262,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                         } else {
                             <button id="gpu-run" class="run" disabled={!can_run} onclick={onrun}>{ "Measure this GPU" }</button>
                         }
-                        <ExportButtons json={state.report.as_ref().map(|(_, j)| j.clone())} />
+                        { export_buttons(state.report.as_ref().map(|(_, j)| j)) }
                     </div>
                 }
                 <div class="status-line"><span class="state" id="gpu-state-label">{ status }</span></div>
@@ -352,18 +352,10 @@ fn status_label(probe: &Probe, run: RunState) -> &'static str {
     }
 }
 
-/// ExportButtons props.
-#[derive(Properties, PartialEq)]
-struct ExportButtonsProps {
-    /// The kernels report's JSON, once there is one (partial or final).
-    json: Option<Shared<String>>,
-}
-
-/// Export and copy the kernels JSON.
-#[function_component]
-fn ExportButtons(props: &ExportButtonsProps) -> Html {
+/// Export and copy the kernels JSON (`json`: once there is a report, partial or final).
+fn export_buttons(json: Option<&Shared<String>>) -> Html {
     let onexport = {
-        let json = props.json.clone();
+        let json = json.cloned();
         Callback::from(move |_: MouseEvent| {
             if let Some(json) = &json {
                 let name = format!(
@@ -375,7 +367,7 @@ fn ExportButtons(props: &ExportButtonsProps) -> Html {
         })
     };
     let oncopy = {
-        let json = props.json.clone();
+        let json = json.cloned();
         Callback::from(move |_: MouseEvent| {
             if let Some(json) = &json {
                 browser::copy_text(json);
@@ -385,9 +377,9 @@ fn ExportButtons(props: &ExportButtonsProps) -> Html {
 
     html! {
         <>
-            <button id="gpu-export" disabled={props.json.is_none()} onclick={onexport}
+            <button id="gpu-export" disabled={json.is_none()} onclick={onexport}
                 title="tokenscope.kernels/1, as tokenscope kernels --out writes (tokenscope report and the Analysis take it)">{ "Export kernels JSON" }</button>
-            <button id="gpu-copy" disabled={props.json.is_none()} onclick={oncopy}>{ "Copy JSON" }</button>
+            <button id="gpu-copy" disabled={json.is_none()} onclick={oncopy}>{ "Copy JSON" }</button>
         </>
     }
 }
