@@ -6,9 +6,13 @@
 //! the request) -> [`record::RequestRecord`] (its timestamps and outcome) ->
 //! [`metrics::RequestMetrics`] (TTFT, TPOT, ITL, E2E, ... as `docs/metrics.md`
 //! defines them).
+//!
+//! Beside the streams, the server's own view: [`prometheus::Scrape`] parses a
+//! `/metrics` exposition (the engine's or a GPU exporter's).
 
 pub mod metrics;
 pub mod openai;
+pub mod prometheus;
 pub mod record;
 pub mod sse;
 pub mod timeline;
