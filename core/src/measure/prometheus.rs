@@ -4,9 +4,10 @@
 //! Written here rather than taken from a crate: the crates checked either drop
 //! names with colons (`vllm:…`, `sglang:…`, `llamacpp:…`), split labels without
 //! respecting quotes, reject a whole scrape for one bad line, require OpenMetrics'
-//! `_total` suffix, or pull in a clock that wasm32 lacks (`docs/metrics.md`,
-//! "Server metrics", says which). A scrape must never fail a run: a line that does
-//! not parse is skipped and counted with its line number, never a panic.
+//! `_total` suffix, or pull in a clock that wasm32 lacks (prometheus-parse 0.2,
+//! openmetrics-parser 0.4, prom_text_format_parser 0.1, nom-openmetrics 0.2, read
+//! against `tests/fixtures/metrics/`). A scrape must never fail a run: a line that
+//! does not parse is skipped and counted with its line number, never a panic.
 //!
 //! Accepted: `# HELP` (text optional, `\\` and `\n` decoded), `# TYPE` (any type;
 //! unknown ones read as untyped), `# UNIT`, other comments, blank lines, CRLF,
