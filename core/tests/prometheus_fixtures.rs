@@ -3,6 +3,8 @@
 //! through the one parser: every sample line lands in a family, none is lost, and
 //! the values read are the ones written.
 
+use tokenscope_core::analyze::server::engines::{Engine, Series};
+use tokenscope_core::analyze::server::reading::Reading;
 use tokenscope_core::measure::prometheus::{MetricKind, Scrape};
 
 fn fixture(name: &str) -> String {
@@ -191,4 +193,179 @@ fn llamacpp_sglang_triton_and_dcgm_values() {
             .and_then(|f| f.help.as_deref()),
         Some("")
     );
+}
+
+/// Each engine's scrape: recognised, and the series its names give.
+#[test]
+fn every_engine_is_recognised_with_its_series() {
+    use Series::*;
+    let cases: [(&str, Engine, &[Series]); 11] = [
+        (
+            "vllm-0.5-v0-datadog-opt125m.prom",
+            Engine::Vllm,
+            &[
+                RequestsRunning,
+                RequestsWaiting,
+                KvCacheUsage,
+                PromptTokens,
+                GenerationTokens,
+                Preemptions,
+                TtftSeconds,
+                InterTokenSeconds,
+                E2eSeconds,
+            ],
+        ),
+        (
+            "vllm-v1names-datadog-fixture-edited.prom",
+            Engine::Vllm,
+            &[
+                RequestsRunning,
+                RequestsWaiting,
+                KvCacheUsage,
+                PromptTokens,
+                CachedPromptTokens,
+                GenerationTokens,
+                PrefixCacheQueries,
+                PrefixCacheHits,
+                Preemptions,
+                TtftSeconds,
+                QueueSeconds,
+                PrefillSeconds,
+                DecodeSeconds,
+                InterTokenSeconds,
+                E2eSeconds,
+            ],
+        ),
+        (
+            "sglang-0.5.10.post1-datadog-fixture.prom",
+            Engine::Sglang,
+            &[
+                RequestsRunning,
+                RequestsWaiting,
+                KvCacheUsage,
+                PromptTokens,
+                CachedPromptTokens,
+                GenerationTokens,
+                TtftSeconds,
+                QueueSeconds,
+                InterTokenSeconds,
+                E2eSeconds,
+            ],
+        ),
+        (
+            "sglang-2024-docs-llama3.1-8b.prom",
+            Engine::Sglang,
+            &[
+                RequestsRunning,
+                RequestsWaiting,
+                KvCacheUsage,
+                PromptTokens,
+                GenerationTokens,
+                TtftSeconds,
+                InterTokenSeconds,
+                E2eSeconds,
+            ],
+        ),
+        (
+            "tgi-datadog-fixture-under-load.prom",
+            Engine::Tgi,
+            &[
+                RequestsWaiting,
+                BatchSize,
+                QueueSeconds,
+                PrefillSeconds,
+                InterTokenSeconds,
+                E2eSeconds,
+            ],
+        ),
+        (
+            "llamacpp-0c1e570-under-load.prom",
+            Engine::LlamaCpp,
+            &[
+                RequestsRunning,
+                RequestsWaiting,
+                BatchSize,
+                PromptTokens,
+                CachedPromptTokens,
+                GenerationTokens,
+            ],
+        ),
+        (
+            "llamacpp-0c1e570-idle.prom",
+            Engine::LlamaCpp,
+            &[
+                RequestsRunning,
+                RequestsWaiting,
+                BatchSize,
+                PromptTokens,
+                CachedPromptTokens,
+                GenerationTokens,
+            ],
+        ),
+        (
+            "llamacpp-b9041-idle.prom",
+            Engine::LlamaCpp,
+            &[
+                RequestsRunning,
+                RequestsWaiting,
+                BatchSize,
+                PromptTokens,
+                GenerationTokens,
+            ],
+        ),
+        (
+            "triton-trtllm-readme-sample.prom",
+            Engine::TritonTrtLlm,
+            &[RequestsRunning, RequestsWaiting, KvCacheUsage],
+        ),
+        (
+            "dcgm-exporter-datadog-tesla-t4.prom",
+            Engine::DcgmExporter,
+            &[GpuUtilization, GpuMemoryUsedBytes, GpuPowerWatts],
+        ),
+        (
+            "dcgm-exporter-readme-sample.prom",
+            Engine::DcgmExporter,
+            // Clocks and a temperature only.
+            &[],
+        ),
+    ];
+    for (name, engine, series) in cases {
+        let r = Reading::of(&Scrape::parse(&fixture(name)));
+        assert_eq!(r.engine, Some(engine), "{name}");
+        let found: Vec<Series> = r.values.keys().copied().collect();
+        let mut want = series.to_vec();
+        want.sort();
+        assert_eq!(found, want, "{name}");
+    }
+}
+
+#[test]
+fn engine_values_in_their_units() {
+    let r = Reading::of(&Scrape::parse(&fixture("llamacpp-0c1e570-under-load.prom")));
+    assert_eq!(r.scalar(Series::RequestsRunning), Some(2.0));
+    assert_eq!(r.scalar(Series::RequestsWaiting), Some(2.0));
+    assert_eq!(r.scalar(Series::PromptTokens), Some(524.0));
+    // This build has no KV-usage gauge: none is read (nothing is invented).
+    assert_eq!(r.scalar(Series::KvCacheUsage), None);
+
+    let t = Reading::of(&Scrape::parse(&fixture("triton-trtllm-readme-sample.prom")));
+    assert_eq!(t.scalar(Series::KvCacheUsage), Some(0.4875));
+    assert_eq!(t.scalar(Series::RequestsWaiting), Some(1.0));
+
+    let g = Reading::of(&Scrape::parse(&fixture(
+        "tgi-datadog-fixture-under-load.prom",
+    )));
+    let e2e = g.histogram(Series::E2eSeconds).unwrap();
+    assert_eq!(e2e.count, 109.0);
+    assert_eq!(e2e.buckets.last().unwrap(), &(f64::INFINITY, 109.0));
+    assert!((e2e.mean().unwrap() - 541.2140316159999 / 109.0).abs() < 1e-12);
+    let p50 = e2e.quantile(0.5).unwrap();
+    assert!(p50 > 0.0 && p50 <= e2e.quantile(0.99).unwrap());
+
+    let d = Reading::of(&Scrape::parse(&fixture(
+        "dcgm-exporter-datadog-tesla-t4.prom",
+    )));
+    let util = d.scalar(Series::GpuUtilization).unwrap();
+    assert!((0.0..=1.0).contains(&util), "{util}");
 }

@@ -7,13 +7,15 @@
 //! - [`sweep`]: the knee and the SLO capacity across levels; [`slo`]: SLOs;
 //! - [`floor`]: model shapes, bytes per decode step and the bandwidth floor of TPOT;
 //! - [`verdict`] and [`diagnosis`]: the combined report's conclusions and the rules
-//!   whose findings quote their evidence.
+//!   whose findings quote their evidence;
+//! - [`server`]: the engine's and the GPU's `/metrics` read into series.
 
 pub mod diagnosis;
 pub mod floor;
 pub mod level;
 pub mod long_run;
 pub mod rounds;
+pub mod server;
 pub mod slo;
 pub mod stats;
 pub mod sweep;
