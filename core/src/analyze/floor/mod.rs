@@ -19,11 +19,13 @@
 //! [`ModelShape::from_hf_config`].
 
 mod hf_config;
+mod kv_plan;
 mod presets;
 
 use std::fmt;
 use std::str::FromStr;
 
+pub use kv_plan::{KvPlan, KvPlanInput, parse_bytes};
 pub use presets::{preset_names, presets};
 
 use serde::{Deserialize, Serialize};
