@@ -24,6 +24,8 @@ pub enum Command {
     Demo(cmd::demo::DemoArgs),
     /// Run a simulated OpenAI-compatible inference server (demos and tests).
     Mock(cmd::mock::MockArgs),
+    /// The KV-cache memory plan: bytes per token and sequence, weights, sequences that fit a GPU.
+    Plan(cmd::plan::PlanArgs),
     /// One report (HTML/Markdown) from client runs, the GPU kernels and the model served.
     Report(cmd::report::ReportArgs),
     /// Serve the web page on localhost (--mock co-hosts the simulated server).
@@ -39,6 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Mock(args) => cmd::mock::run(args),
         Command::Kernels(args) => cmd::kernels::run(args),
+        Command::Plan(args) => cmd::plan::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     }

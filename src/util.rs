@@ -85,6 +85,39 @@ pub fn now_rfc3339() -> String {
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
+/// A model's shape from a Hugging Face `config.json`, named after the file (or,
+/// for a file called `config.json`, after its directory): the one reader the
+/// subcommands share. `flag` names the option in errors.
+pub fn model_from_config(
+    path: &std::path::Path,
+    flag: &str,
+) -> anyhow::Result<tokenscope_core::analyze::floor::ModelShape> {
+    use anyhow::Context as _;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{flag} {}: cannot read", path.display()))?;
+    tokenscope_core::analyze::floor::ModelShape::from_hf_config(&model_name_for(path), &text)
+        .with_context(|| format!("{flag} {}", path.display()))
+}
+
+/// The name a custom model's config gives it.
+fn model_name_for(path: &std::path::Path) -> String {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("custom");
+    if stem != "config" {
+        return stem.to_string();
+    }
+    path.canonicalize()
+        .ok()
+        .and_then(|p| {
+            p.parent()
+                .and_then(|d| d.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "custom".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

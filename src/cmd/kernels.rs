@@ -191,25 +191,6 @@ fn list(args: &KernelsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn model_name_for(path: &Path) -> String {
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("custom");
-    if stem == "config" {
-        path.canonicalize()
-            .ok()
-            .and_then(|p| {
-                p.parent()
-                    .and_then(|d| d.file_name())
-                    .map(|n| n.to_string_lossy().into_owned())
-            })
-            .unwrap_or_else(|| "custom".into())
-    } else {
-        stem.to_string()
-    }
-}
-
 fn models(args: &KernelsArgs) -> anyhow::Result<Vec<ModelShape>> {
     let names: Vec<String> = if args.models.is_empty() {
         preset_names().iter().map(|s| s.to_string()).collect()
@@ -221,11 +202,7 @@ fn models(args: &KernelsArgs) -> anyhow::Result<Vec<ModelShape>> {
         out.push(ModelShape::preset(n).with_context(|| format!("--models {n}"))?);
     }
     for path in &args.model_config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("--model-config {}: cannot read", path.display()))?;
-        let model = ModelShape::from_hf_config(&model_name_for(path), &text)
-            .with_context(|| format!("--model-config {}", path.display()))?;
-        out.push(model);
+        out.push(crate::util::model_from_config(path, "--model-config")?);
     }
     Ok(out)
 }

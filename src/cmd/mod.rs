@@ -5,6 +5,7 @@ pub mod calibrate;
 pub mod demo;
 pub mod kernels;
 pub mod mock;
+pub mod plan;
 pub mod report;
 pub mod serve;
 

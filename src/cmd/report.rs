@@ -108,18 +108,7 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
         (Some(name), _) => {
             Some(ModelShape::preset(name).map_err(|e| anyhow::anyhow!("--model {name:?}: {e}"))?)
         }
-        (None, Some(p)) => {
-            let name = p
-                .parent()
-                .and_then(|d| d.file_name())
-                .and_then(|n| n.to_str())
-                .unwrap_or("custom")
-                .to_owned();
-            Some(
-                ModelShape::from_hf_config(&name, &read(p, "model-config")?)
-                    .map_err(|e| anyhow::anyhow!("--model-config {}: {e}", p.display()))?,
-            )
-        }
+        (None, Some(p)) => Some(crate::util::model_from_config(p, "--model-config")?),
         (None, None) => None,
     };
     Ok(ReportInput {

@@ -21,6 +21,22 @@ pub fn fmt_rate(v: f64) -> String {
     }
 }
 
+/// Format a byte size in binary units: `512 B`, `128.0 KiB`, `14.96 GiB`.
+pub fn fmt_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{bytes} B"),
+        _ if v < 100.0 => format!("{v:.2} {}", UNITS[unit]),
+        _ => format!("{v:.1} {}", UNITS[unit]),
+    }
+}
+
 /// Escape text for HTML and SVG content and attribute values; control characters
 /// other than newline and tab are dropped (XML does not allow them).
 pub fn escape_html(s: &str) -> String {
@@ -50,5 +66,9 @@ mod tests {
         assert_eq!(fmt_ms(Some(420.4)), "420");
         assert_eq!(fmt_ms(None), "-");
         assert_eq!(fmt_rate(812.5), "812");
+        assert_eq!(fmt_bytes(512), "512 B");
+        assert_eq!(fmt_bytes(128 * 1024), "128.0 KiB");
+        assert_eq!(fmt_bytes(1 << 30), "1.00 GiB");
+        assert_eq!(fmt_bytes(16_060_000_000), "14.96 GiB");
     }
 }

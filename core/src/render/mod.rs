@@ -3,7 +3,8 @@
 //! - [`fmt`]: numbers and escaped text; [`table`]: the one table builder (text,
 //!   Markdown, HTML);
 //! - [`client`]: the client report's level table, terminal summary, Markdown, CSV;
-//! - [`kernels`]: the kernels report's tables and terminal text;
+//! - [`kernels`]: the kernels report's tables and terminal text; [`kv_plan`]: the
+//!   KV-cache plan;
 //! - [`combined`]: the combined report as Markdown and self-contained HTML, with
 //!   its [`glossary`];
 //! - [`charts`]: SVG charts (sweeps, distributions, requests, kernels).
@@ -14,4 +15,5 @@ pub mod combined;
 pub mod fmt;
 pub mod glossary;
 pub mod kernels;
+pub mod kv_plan;
 pub mod table;
