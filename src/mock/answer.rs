@@ -8,13 +8,14 @@ use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
 use tokenscope_core::measure::openai::Api;
-use tokenscope_core::sim::{Emission, FaultAction, StreamWriter};
+use tokenscope_core::sim::{FaultAction, StreamWriter};
 use tokio::sync::mpsc;
 
+use super::engine::Step;
 use super::{LogOnDrop, LogRecord, MockState};
 
 struct StreamState {
-    rx: mpsc::UnboundedReceiver<Emission>,
+    rx: mpsc::UnboundedReceiver<Step>,
     writer: StreamWriter,
     guard: LogOnDrop,
     started: bool,
@@ -31,7 +32,7 @@ const RESET_AFTER_MS: u64 = 30;
 
 pub(super) fn sse_stream(
     s: MockState,
-    rx: mpsc::UnboundedReceiver<Emission>,
+    rx: mpsc::UnboundedReceiver<Step>,
     writer: StreamWriter,
     log: LogRecord,
 ) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
@@ -73,7 +74,10 @@ pub(super) fn sse_stream(
             tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
         }
         // None: the engine dropped us; the body ends without [DONE].
-        let em = st.rx.recv().await?;
+        let Step { em, started_ms } = st.rx.recv().await?;
+        if let Some(log) = st.guard.log.as_mut() {
+            log.t_scheduled_ms.get_or_insert(started_ms);
+        }
         let mut out = String::new();
         if !st.started {
             out.push_str(&st.writer.start());
@@ -120,14 +124,15 @@ pub(super) async fn non_streaming(
     s: MockState,
     api: Api,
     id: u64,
-    mut rx: mpsc::UnboundedReceiver<Emission>,
+    mut rx: mpsc::UnboundedReceiver<Step>,
     mut log: LogRecord,
     prompt_tokens: u64,
 ) -> Response {
     let mut writer = StreamWriter::new(api, id, &s.cfg.model, false, prompt_tokens, s.cfg.seed);
     let mut tokens = 0u64;
     let mut text_events = String::new();
-    while let Some(em) = rx.recv().await {
+    while let Some(Step { em, started_ms }) = rx.recv().await {
+        log.t_scheduled_ms.get_or_insert(started_ms);
         text_events.push_str(&writer.tokens(em.tokens));
         tokens += u64::from(em.tokens);
         if em.finished || em.fault.is_some() {

@@ -30,9 +30,11 @@ use crate::engine::clock::Clock;
 
 mod answer;
 mod engine;
+mod metrics;
 
 use answer::{non_streaming, sse_stream};
-use engine::{EngineMsg, engine_task};
+use engine::{EngineMsg, Gauges, engine_task};
+use metrics::ServerMetrics;
 
 /// Shared server state.
 #[derive(Clone)]
@@ -42,6 +44,8 @@ pub struct MockState {
     clock: Clock,
     log: Option<mpsc::UnboundedSender<LogRecord>>,
     served: Arc<AtomicU64>,
+    gauges: Arc<Gauges>,
+    metrics: Arc<ServerMetrics>,
 }
 
 /// One request as the server saw it (a line of `--log`).
@@ -61,6 +65,9 @@ pub struct LogRecord {
     pub max_tokens: u32,
     /// Request received (ms since the server started).
     pub t_received_ms: f64,
+    /// When the engine step that admitted it began: its queueing ended and its
+    /// prefill began (none if it never left the queue).
+    pub t_scheduled_ms: Option<f64>,
     /// Response headers handed to HTTP.
     pub t_headers_ms: Option<f64>,
     /// When each content chunk was handed to HTTP.
@@ -83,7 +90,13 @@ impl MockState {
         cfg.validate().map_err(|e| anyhow::anyhow!("--{e}"))?;
         let clock = Clock::start();
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(engine_task(Engine::new(cfg.clone()), rx, clock));
+        let gauges = Arc::new(Gauges::default());
+        tokio::spawn(engine_task(
+            Engine::new(cfg.clone()),
+            rx,
+            clock,
+            gauges.clone(),
+        ));
         let log = match log_path {
             Some(path) => {
                 let file = std::fs::File::create(path).map_err(|e| {
@@ -109,6 +122,8 @@ impl MockState {
             clock,
             log,
             served: Arc::new(AtomicU64::new(0)),
+            gauges,
+            metrics: Arc::new(ServerMetrics::new()),
         })
     }
 
@@ -131,6 +146,7 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/chat/completions", post(chat).options(preflight))
         .route("/v1/completions", post(completions).options(preflight))
         .route("/health", get(|| async { "ok" }))
+        .route("/metrics", get(server_metrics))
         .layer(axum::middleware::map_response(cors))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -171,6 +187,19 @@ async fn cors(mut resp: Response) -> Response {
 
 async fn preflight() -> StatusCode {
     StatusCode::NO_CONTENT
+}
+
+/// `/metrics`: the engine's state and what it did, in vLLM's names.
+async fn server_metrics(State(s): State<MockState>) -> Response {
+    let kv_capacity = u64::from(s.cfg.max_batch) * s.cfg.max_context_tokens;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        s.metrics.render(&s.gauges, &s.cfg.model, kv_capacity),
+    )
+        .into_response()
 }
 
 async fn models(State(s): State<MockState>) -> Response {
@@ -302,6 +331,7 @@ async fn handle(
         prompt_tokens,
         max_tokens,
         t_received_ms: t_received,
+        t_scheduled_ms: None,
         t_headers_ms: None,
         chunk_times_ms: Vec::new(),
         chunk_tokens: Vec::new(),
@@ -446,6 +476,7 @@ async fn answer_fault(s: MockState, mut log: LogRecord, id: u64, fault: FaultKin
 
 impl MockState {
     fn write_log(&self, rec: LogRecord) {
+        self.metrics.observe(&rec);
         if let Some(tx) = &self.log {
             let _ = tx.send(rec);
         }

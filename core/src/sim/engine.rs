@@ -109,6 +109,14 @@ impl Engine {
         self.waiting.len()
     }
 
+    /// Tokens the running requests hold in the KV cache (prompt plus generated).
+    pub fn kv_tokens(&self) -> u64 {
+        self.running
+            .iter()
+            .map(|s| s.prompt_tokens + u64::from(s.generated))
+            .sum()
+    }
+
     /// Whether a step has work to do.
     pub fn has_work(&self) -> bool {
         !self.running.is_empty() || !self.waiting.is_empty()
