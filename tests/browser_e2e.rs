@@ -193,9 +193,11 @@ async fn measured_run(
             rendered >= ttft,
             "{id}: rendered TTFT {rendered} < TTFT {ttft}"
         );
+        // A paint follows its token; a loaded host can hold one frame back for
+        // tens of milliseconds, never for a second (the median is checked below).
         assert!(
-            (0.0..100.0).contains(&delay),
-            "{id}: render delay {delay} ms outside [0, 100)"
+            (0.0..1000.0).contains(&delay),
+            "{id}: render delay {delay} ms outside [0, 1000)"
         );
         assert_eq!(
             r["usage"]["completion_tokens"].as_u64(),
@@ -264,6 +266,11 @@ async fn measured_run(
         sorted[0],
         median(&delays),
         sorted[sorted.len() - 1]
+    );
+    assert!(
+        median(&delays) < 50.0,
+        "render delay median {:.2} ms: paints lag their tokens",
+        median(&delays)
     );
     if !fallback_minus_et.is_empty() {
         eprintln!(
