@@ -62,11 +62,8 @@ impl ModelShape {
         let v = u64::from(self.vocab);
         let mut layer = 0u64;
         for mat in self.layer_matrices() {
-            let copies = match (&self.moe, mat.name.as_str()) {
-                (Some(moe), "ffn_gate_up_exp" | "ffn_down_exp") => u64::from(moe.experts),
-                _ => mat.count,
-            };
-            layer += copies * quant.matrix_bytes(&mat.name, mat.rows, mat.cols)?;
+            layer +=
+                self.stored_copies(&mat) * quant.matrix_bytes(&mat.name, mat.rows, mat.cols)?;
         }
         let head = quant.matrix_bytes("lm_head", v, d)?;
         let embedding = if self.tied_embeddings {

@@ -362,17 +362,22 @@ impl ModelShape {
         out
     }
 
+    /// How many copies of a layer matrix are stored (every expert), where
+    /// [`MatrixShape::count`] is how many one decode step reads (the active ones).
+    pub fn stored_copies(&self, mat: &MatrixShape) -> u64 {
+        match (&self.moe, mat.name.as_str()) {
+            (Some(moe), "ffn_gate_up_exp" | "ffn_down_exp") => u64::from(moe.experts),
+            _ => mat.count,
+        }
+    }
+
     /// Parameters of the layers' matrices plus embedding and (untied) LM head, for display.
     pub fn parameter_count(&self) -> u64 {
         let d = u64::from(self.hidden);
         let v = u64::from(self.vocab);
         let mut layer = 0u64;
         for mat in self.layer_matrices() {
-            let copies = match (&self.moe, mat.name.as_str()) {
-                (Some(moe), "ffn_gate_up_exp" | "ffn_down_exp") => u64::from(moe.experts),
-                _ => mat.count,
-            };
-            layer += mat.rows * mat.cols * copies;
+            layer += mat.rows * mat.cols * self.stored_copies(&mat);
         }
         let head = if self.tied_embeddings { 0 } else { v * d };
         u64::from(self.layers) * layer + v * d + head
