@@ -1,5 +1,5 @@
-//! Parsers of what people type, shared by the CLI and the page: durations,
-//! comma-separated lists and endpoint base URLs. Errors name the bad value (never
+//! Parsers of what people type, shared by the CLI and the page: durations, byte
+//! sizes, comma-separated lists and endpoint base URLs. Errors name the bad value (never
 //! a secret a URL may carry).
 
 use std::time::Duration;
@@ -204,6 +204,41 @@ pub fn parse_base_url(s: &str) -> Result<BaseUrl, String> {
     })
 }
 
+/// A byte size as people write it: `80GiB`, `24 GB`, `512MiB`, `1.5TiB`, or a plain
+/// number of bytes. Binary (`KiB`, `MiB`, `GiB`, `TiB`) and decimal (`KB`, `MB`,
+/// `GB`, `TB`) units, case-insensitive; `G` alone is binary, as GPU memory is.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}`: expected a size such as 80GiB or 24GB"))?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024f64.powi(2),
+        "g" | "gib" => 1024f64.powi(3),
+        "t" | "tib" => 1024f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        other => {
+            return Err(format!(
+                "`{text}`: unknown unit `{other}` (use GiB, GB, MiB, ...)"
+            ));
+        }
+    };
+    let bytes = n * scale;
+    if !bytes.is_finite() || bytes < 1.0 {
+        return Err(format!("`{text}`: must be at least one byte"));
+    }
+    Ok(bytes.round() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,5 +322,17 @@ mod tests {
         assert!(b.has_credentials);
         assert_eq!(b.redacted(), "https://api.example.com/v1");
         assert_eq!(redact_url("https://a:b@h/p?q"), "https://h/p");
+    }
+
+    #[test]
+    fn sizes_as_people_write_them() {
+        assert_eq!(parse_bytes("80GiB").unwrap(), 80 * (1u64 << 30));
+        assert_eq!(parse_bytes("80 gib").unwrap(), 80 * (1u64 << 30));
+        assert_eq!(parse_bytes("24GB").unwrap(), 24_000_000_000);
+        assert_eq!(parse_bytes("1.5G").unwrap(), 3 * (1u64 << 30) / 2);
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert!(parse_bytes("80 furlongs").unwrap_err().contains("furlongs"));
+        assert!(parse_bytes("GiB").is_err());
+        assert!(parse_bytes("0").is_err());
     }
 }

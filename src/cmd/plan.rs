@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use tokenscope_core::analyze::floor::{KvPlanInput, ModelShape, Quant, parse_bytes, preset_names};
+use tokenscope_core::analyze::floor::{KvPlanInput, ModelShape, Quant, preset_names};
+use tokenscope_core::parse::parse_bytes;
 use tokenscope_core::render::kv_plan;
 
 /// How much memory the KV cache of a model takes per token and per sequence, how

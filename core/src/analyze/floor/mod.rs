@@ -25,7 +25,7 @@ mod presets;
 use std::fmt;
 use std::str::FromStr;
 
-pub use kv_plan::{KvPlan, KvPlanInput, parse_bytes};
+pub use kv_plan::{KvPlan, KvPlanInput};
 pub use presets::{preset_names, presets};
 
 use serde::{Deserialize, Serialize};

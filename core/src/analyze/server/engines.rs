@@ -185,14 +185,6 @@ impl Engine {
             Engine::DcgmExporter => DCGM,
         }
     }
-
-    /// The series this source can never give (said in the report rather than left blank).
-    pub fn lacks(self) -> Vec<Series> {
-        Series::ALL
-            .into_iter()
-            .filter(|s| !self.sources().iter().any(|src| src.series == *s))
-            .collect()
-    }
 }
 
 /// One series' source: a metric (the family name), optionally one label's value,
