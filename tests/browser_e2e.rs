@@ -81,7 +81,7 @@ async fn page_measures_ttft_and_paint_against_server_truth() {
     for attempt in 2..=5 {
         let Err(e) = &outcome else { break };
         eprintln!(
-            "attempt {} missed the TTFT agreement ({e}); repeating the run",
+            "attempt {} missed the timing checks ({e}); repeating the run",
             attempt - 1
         );
         outcome = measured_run(&browser, &mock, &serve, attempt).await;
@@ -93,7 +93,9 @@ async fn page_measures_ttft_and_paint_against_server_truth() {
 }
 
 /// One measured sweep against `tokenscope mock`, checked against its log. Every
-/// check panics except the TTFT agreement, which is returned (so it can be retried).
+/// check panics except the two a loaded host can make a run miss, the TTFT
+/// agreement and a paint within 100 ms of its token: those are returned (so the
+/// whole run can be repeated).
 async fn measured_run(
     browser: &Browser,
     mock: &Mock,
@@ -172,6 +174,7 @@ async fn measured_run(
         .collect();
     let mut ids = std::collections::HashSet::new();
     let (mut delays, mut fallback_minus_et) = (vec![], vec![]);
+    let mut late_paints: Vec<String> = Vec::new();
     // Per level: the page's TTFTs and the server's (request received to first
     // chunk handed to HTTP), request by request.
     let mut per_level: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
@@ -193,12 +196,13 @@ async fn measured_run(
             rendered >= ttft,
             "{id}: rendered TTFT {rendered} < TTFT {ttft}"
         );
-        // A paint follows its token; a loaded host can hold one frame back for
-        // tens of milliseconds, never for a second (the median is checked below).
-        assert!(
-            (0.0..1000.0).contains(&delay),
-            "{id}: render delay {delay} ms outside [0, 1000)"
-        );
+        // A paint follows its token, within 100 ms. A paint before its token is a
+        // bug; one held back 100 ms or more (a loaded host can hold a frame) misses
+        // this run, which is repeated like a missed TTFT agreement.
+        assert!(delay >= 0.0, "{id}: render delay {delay} ms < 0");
+        if delay >= 100.0 {
+            late_paints.push(format!("{id}: render delay {delay:.1} ms (>= 100)"));
+        }
         assert_eq!(
             r["usage"]["completion_tokens"].as_u64(),
             Some(max_tokens),
@@ -232,7 +236,7 @@ async fn measured_run(
     // are not compared: TTFTs there fall in clusters, one per engine step a
     // request waited for, and the median sits in the gap between two clusters,
     // where it jumps by a step's length from sample to sample.)
-    let mut missed = Vec::new();
+    let mut missed = late_paints;
     for (c, (page, server)) in &per_level {
         let diffs: Vec<f64> = page.iter().zip(server).map(|(p, s)| p - s).collect();
         let added = median(&diffs);

@@ -363,9 +363,11 @@ fn engine_values_in_their_units() {
     let p50 = e2e.quantile(0.5).unwrap();
     assert!(p50 > 0.0 && p50 <= e2e.quantile(0.99).unwrap());
 
+    // An idle T4: 0 % utilisation, 0 MiB used, 8.969 W.
     let d = Reading::of(&Scrape::parse(&fixture(
         "dcgm-exporter-datadog-tesla-t4.prom",
     )));
-    let util = d.scalar(Series::GpuUtilization).unwrap();
-    assert!((0.0..=1.0).contains(&util), "{util}");
+    assert_eq!(d.scalar(Series::GpuUtilization), Some(0.0));
+    assert_eq!(d.scalar(Series::GpuMemoryUsedBytes), Some(0.0));
+    assert_eq!(d.scalar(Series::GpuPowerWatts), Some(8.969));
 }

@@ -285,4 +285,24 @@ mod tests {
         assert_eq!(e2e.buckets, [(1.0, 2.0), (f64::INFINITY, 3.0)]);
         assert_eq!((e2e.sum, e2e.count), (3.5, 3.0));
     }
+
+    #[test]
+    fn dcgm_percent_and_mib_in_the_series_units() {
+        let s = Scrape::parse(
+            "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n\
+             DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 50\n\
+             DCGM_FI_DEV_GPU_UTIL{gpu=\"1\"} 70\n\
+             # TYPE DCGM_FI_DEV_FB_USED gauge\n\
+             DCGM_FI_DEV_FB_USED{gpu=\"0\"} 1024\n\
+             DCGM_FI_DEV_FB_USED{gpu=\"1\"} 512\n",
+        );
+        let r = Reading::of(&s);
+        assert_eq!(r.engine, Some(Engine::DcgmExporter));
+        // Utilisation: percent / 100, averaged over GPUs; memory: MiB summed, in bytes.
+        assert!((r.scalar(Series::GpuUtilization).unwrap() - 0.6).abs() < 1e-12);
+        assert_eq!(
+            r.scalar(Series::GpuMemoryUsedBytes),
+            Some(1536.0 * 1_048_576.0)
+        );
+    }
 }
