@@ -171,19 +171,28 @@ fn histogram(family: &Family, source: &Source) -> Option<Histogram> {
         format!("{}_sum", family.name),
         format!("{}_count", family.name),
     );
-    let mut by_le: BTreeMap<OrderedLe, f64> = BTreeMap::new();
+    let mut raw: Vec<(f64, f64)> = Vec::new();
     let (mut sum, mut count) = (0.0, 0.0);
     for s in selected(family, source) {
         if s.name == bucket {
             let le = s.label("le").and_then(|v| v.parse::<f64>().ok())?;
-            *by_le.entry(OrderedLe(le * source.scale)).or_default() += s.value;
+            raw.push((le * source.scale, s.value));
         } else if s.name == sum_name {
             sum += s.value * source.scale;
         } else if s.name == count_name {
             count += s.value;
         }
     }
-    let buckets: Vec<(f64, f64)> = by_le.into_iter().map(|(k, v)| (k.0, v)).collect();
+    // Label sets added bucket by bucket: sorted by bound (`total_cmp`: a NaN bound
+    // sorts after +Inf and so fails the last-bucket check), equal bounds summed.
+    raw.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut buckets: Vec<(f64, f64)> = Vec::with_capacity(raw.len());
+    for (le, n) in raw {
+        match buckets.last_mut() {
+            Some(last) if last.0 == le => last.1 += n,
+            _ => buckets.push((le, n)),
+        }
+    }
     if buckets.last().is_none_or(|b| b.0 != f64::INFINITY) {
         return None;
     }
@@ -192,25 +201,6 @@ fn histogram(family: &Family, source: &Source) -> Option<Histogram> {
         sum,
         count,
     })
-}
-
-/// A bucket bound as a map key (`total_cmp`: a NaN bound, if a server wrote one,
-/// sorts after `+Inf` and so fails the last-bucket check).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct OrderedLe(f64);
-
-impl Eq for OrderedLe {}
-
-impl PartialOrd for OrderedLe {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for OrderedLe {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
 }
 
 #[cfg(test)]
