@@ -73,17 +73,19 @@ async fn page_measures_ttft_and_paint_against_server_truth() {
         serve.url
     );
     assert_eq!(browser.run(&warm, Duration::from_secs(60)).await, "done");
-    // The timing agreement is checked on a 2-core machine shared with builds and
-    // other guests, where a burst of load can hold a browser process off the CPU
-    // for milliseconds: a run that misses it is repeated (five attempts at most,
-    // each printed); the bound is met by one whole run, never by mixing them.
+    // The timing checks run on a 2-core machine shared with builds and other
+    // guests, where load comes in bursts that hold a browser process off the CPU
+    // for milliseconds, for seconds to minutes: a run that misses them is
+    // repeated after a 10 s pause (eight attempts at most, each printed); the
+    // bounds are met by one whole run, never by mixing them.
     let mut outcome = measured_run(&browser, &mock, &serve, 1).await;
-    for attempt in 2..=5 {
+    for attempt in 2..=8 {
         let Err(e) = &outcome else { break };
         eprintln!(
             "attempt {} missed the timing checks ({e}); repeating the run",
             attempt - 1
         );
+        tokio::time::sleep(Duration::from_secs(10)).await;
         outcome = measured_run(&browser, &mock, &serve, attempt).await;
     }
     browser.close().await;
