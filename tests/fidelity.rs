@@ -45,6 +45,12 @@ fn bench_and_compare(
         &m,
         "--input-tokens",
         "32",
+        // Scraping on (its own connection, every 250 ms and at the level's start
+        // and end): the agreement must hold with it.
+        "--server-metrics",
+        "auto",
+        "--scrape-interval",
+        "250ms",
         "--quiet",
         "--raw",
         raw.to_str().unwrap(),
@@ -61,6 +67,12 @@ fn bench_and_compare(
             + level["timeouts"].as_u64().unwrap();
         assert_eq!(sent, sum, "sent = ok + errors + timeouts");
         assert_eq!(sent, u64::from(requests));
+        let scrapes = level["server"]["scrapes"].as_u64().unwrap_or(0);
+        assert!(
+            scrapes >= 2,
+            "the level was scraped at its start and end: {scrapes}"
+        );
+        assert_eq!(level["server"]["failed_scrapes"], 0);
     }
 
     let raw_lines = raw_requests(&raw);

@@ -105,6 +105,10 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         seed: 1,
         snapshot_interval_s: None,
         sample_cap: None,
+        server_metrics_url: None,
+        gpu_metrics_url: None,
+        distinct_prompts: None,
+        scrape_interval_s: None,
     }
 }
 
@@ -166,6 +170,7 @@ pub fn client_report(source: Source, levels: Vec<LevelReport>) -> ClientReport {
         sweep: SweepReport::default(),
         warnings: Vec::new(),
         interrupted: false,
+        server: None,
     }
 }
 

@@ -164,6 +164,26 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
+    /// The server's Prometheus metrics, scraped during the run for the server view
+    /// (queue, batch, KV cache, server-side TTFT and stages): `auto` (the
+    /// endpoint's origin + /metrics, dropped quietly when not there), a URL, or `none`.
+    #[arg(long, default_value = "auto", value_name = "auto|URL|none")]
+    pub server_metrics: String,
+
+    /// A GPU exporter's metrics URL (NVIDIA dcgm-exporter), scraped the same way.
+    #[arg(long, value_name = "URL")]
+    pub gpu_metrics: Option<String>,
+
+    /// Time between scrapes within a level (each level is also scraped at its
+    /// start and end).
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub scrape_interval: String,
+
+    /// Send the API key to metrics URLs on another host too (by default it goes
+    /// only to the endpoint's own origin).
+    #[arg(long)]
+    pub metrics_send_key: bool,
+
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -331,6 +351,21 @@ impl BenchArgs {
             (None, _) => None,
         };
         let grace = flag("grace", parse_duration(&self.grace))?;
+        let server_metrics = flag(
+            "server-metrics",
+            server_metrics(&self.server_metrics, &base_url),
+        )?;
+        let gpu_metrics = match &self.gpu_metrics {
+            Some(u) => Some(flag("gpu-metrics", metrics_url(u))?),
+            None => None,
+        };
+        let scrape_interval = flag("scrape-interval", parse_duration(&self.scrape_interval))?;
+        if scrape_interval < Duration::from_millis(100) {
+            anyhow::bail!(
+                "--scrape-interval: {} is under 100ms: scraping that often would load the server it measures",
+                self.scrape_interval
+            );
+        }
         for (name, path) in [
             ("out", &self.out),
             ("csv", &self.csv),
@@ -368,6 +403,10 @@ impl BenchArgs {
             raw: self.raw,
             progress: !self.quiet,
             sample_cap: self.sample_cap.max(1),
+            server_metrics,
+            gpu_metrics,
+            scrape_interval,
+            metrics_send_key: self.metrics_send_key,
         };
         Ok((
             cfg,
@@ -378,6 +417,41 @@ impl BenchArgs {
             },
         ))
     }
+}
+
+/// `--server-metrics`: `auto` (the endpoint's origin + `/metrics`), `none`, or a URL.
+fn server_metrics(s: &str, base: &reqwest::Url) -> Result<engine::scrape::ServerMetrics, String> {
+    use engine::scrape::ServerMetrics;
+    match s.trim() {
+        "auto" => {
+            let mut u = base.clone();
+            u.set_path("/metrics");
+            u.set_query(None);
+            Ok(ServerMetrics::Auto(u))
+        }
+        "none" | "off" => Ok(ServerMetrics::Off),
+        url => metrics_url(url).map(ServerMetrics::Url),
+    }
+}
+
+/// A metrics URL: http(s) with a host; a bare origin gets `/metrics`.
+fn metrics_url(s: &str) -> Result<reqwest::Url, String> {
+    let mut u = reqwest::Url::parse(s.trim()).map_err(|e| {
+        format!(
+            "{:?} is not auto, none or a URL ({e})",
+            tokenscope_core::parse::redact_url(s)
+        )
+    })?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+        return Err(format!(
+            "{} is not an http(s) URL",
+            tokenscope_core::parse::redact_url(s)
+        ));
+    }
+    if u.path() == "/" {
+        u.set_path("/metrics");
+    }
+    Ok(u)
 }
 
 /// Refuse an output path whose folder does not exist, before the run.

@@ -101,6 +101,10 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             raw: Some(raw.clone()),
             progress: !args.quiet,
             sample_cap: tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP,
+            server_metrics: engine::scrape::ServerMetrics::Off,
+            gpu_metrics: None,
+            scrape_interval: Duration::from_secs(1),
+            metrics_send_key: false,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

@@ -87,6 +87,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         markdown: Some(args.dir.join("client.md")),
         quiet: args.quiet,
         sample_cap: tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP,
+        server_metrics: "auto".into(),
+        gpu_metrics: None,
+        scrape_interval: "1s".into(),
+        metrics_send_key: false,
     };
     let code = crate::cmd::bench::run(bench)?;
     let kernels = if args.no_kernels {

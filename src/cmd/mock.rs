@@ -35,6 +35,10 @@ pub struct MockArgs {
     /// Log, per request, when each chunk was handed to HTTP (JSONL, server truth).
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+
+    /// Serve no /metrics (404), like a server started without metrics.
+    #[arg(long)]
+    pub no_metrics: bool,
 }
 
 /// The simulator's model parameters (shared by `mock`, `serve --mock` and `demo`).
@@ -133,7 +137,10 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
     let rt = super::runtime()?;
     rt.block_on(async move {
         let (listener, origin) = super::listen(args.host, args.port).await?;
-        let state = MockState::start(cfg, args.log.as_deref())?;
+        let mut state = MockState::start(cfg, args.log.as_deref())?;
+        if args.no_metrics {
+            state = state.without_metrics();
+        }
         println!("tokenscope mock listening on {origin}/v1");
         tokio::select! {
             r = serve(listener, router(state)) => r.context("the server failed")?,

@@ -9,6 +9,7 @@ use tokenscope_core::measure::openai::Api;
 use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig};
 use tokenscope_core::workload::plan;
 
+use super::scrape::ServerMetrics;
 use crate::util::Secret;
 
 /// How load is applied.
@@ -121,6 +122,14 @@ pub struct BenchConfig {
     pub progress: bool,
     /// Exact samples kept per metric and level before switching to a histogram.
     pub sample_cap: usize,
+    /// The server's `/metrics` to scrape.
+    pub server_metrics: ServerMetrics,
+    /// The GPU exporter to scrape.
+    pub gpu_metrics: Option<reqwest::Url>,
+    /// Time between scrapes within a level.
+    pub scrape_interval: Duration,
+    /// Send the API key to metrics URLs on another origin than the endpoint's.
+    pub metrics_send_key: bool,
 }
 
 impl BenchConfig {
@@ -174,6 +183,18 @@ impl BenchConfig {
             seed: self.seed,
             snapshot_interval_s: self.snapshot_interval.map(|d| d.as_secs_f64()),
             sample_cap: Some(self.sample_cap as u64),
+            server_metrics_url: match &self.server_metrics {
+                ServerMetrics::Auto(u) | ServerMetrics::Url(u) => Some(crate::util::redact_url(u)),
+                ServerMetrics::Off => None,
+            },
+            gpu_metrics_url: self.gpu_metrics.as_ref().map(crate::util::redact_url),
+            distinct_prompts: match &self.prompts {
+                Prompts::File { prompts, .. } => Some(prompts.len() as u64),
+                Prompts::Synthetic { .. } => None,
+            },
+            scrape_interval_s: (self.server_metrics != ServerMetrics::Off
+                || self.gpu_metrics.is_some())
+            .then_some(self.scrape_interval.as_secs_f64()),
         }
     }
 }

@@ -14,10 +14,11 @@ mod load;
 pub mod preflight;
 pub mod progress;
 pub mod raw;
+pub mod scrape;
 pub mod transport;
 
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -37,7 +38,10 @@ pub use self::config::{BenchConfig, FilePrompt, LoadPlan, PerLevel, Prompts};
 use self::load::{Quota, quota_for, run_closed, run_open};
 use self::progress::Progress;
 use self::raw::RawWriter;
+use self::scrape::{Endpoint, Scraper, ServerMetrics};
 use self::transport::Target;
+use tokenscope_core::analyze::server::scrape::{ScrapeRecord, ScrapeTarget};
+use tokenscope_core::report::WarningKind;
 
 /// A finished request with where it belongs.
 #[derive(Debug)]
@@ -144,13 +148,17 @@ pub struct Preflight {
 }
 
 /// Run a benchmark. `preflight` is the result of [`preflight::check`].
-pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> {
+pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> {
     let client = transport::client()?;
     let target = Target {
         url: crate::util::join_url(&cfg.base_url, cfg.api.path()),
         api_key: cfg.api_key.clone(),
         timeout: cfg.timeout,
     };
+    let clock = Clock::start();
+    let scrape_http = scrape::client()?;
+    let (endpoints, first_scrapes, scrape_notes) =
+        scrape_endpoints(&mut cfg, &scrape_http, &clock).await;
     let cpu_start = crate::util::process_cpu_s();
     let started_at = crate::util::now_rfc3339();
     let loads = cfg.load.loads();
@@ -162,7 +170,7 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         model: pre.model.clone(),
         client,
         target,
-        clock: Clock::start(),
+        clock,
         stop: CancellationToken::new(),
         cancel: CancellationToken::new(),
         next_index: AtomicU64::new(0),
@@ -175,10 +183,22 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         Some(path) => Some(RawWriter::create(path, &rec.raw_header())?),
         None => None,
     };
-    let mut run = Recording { rec, raw };
-    for w in pre.warnings {
-        run.warn(w);
+    let run = Arc::new(Mutex::new(Recording { rec, raw }));
+    for w in pre.warnings.into_iter().chain(scrape_notes) {
+        lock(&run).warn(w);
     }
+    for s in first_scrapes {
+        scrape::Recorder::scrape(&mut *lock(&run), s);
+    }
+    let scraper = (!endpoints.is_empty()).then(|| {
+        Scraper::spawn(
+            scrape_http,
+            endpoints,
+            cfg.scrape_interval,
+            ctx.clock,
+            run.clone(),
+        )
+    });
     spawn_signal_handler(ctx.stop.clone(), ctx.cancel.clone(), cfg.grace);
     let lag_monitor = LagMonitor::spawn();
     let progress = Progress::new(cfg.progress);
@@ -186,11 +206,18 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
         if ctx.stop.is_cancelled() {
             break;
         }
-        run_level(&ctx, li, *load, &mut run, &progress).await;
+        run_level(&ctx, li, *load, &run, scraper.as_ref(), &progress).await;
     }
     progress.finish();
+    if let Some(s) = scraper {
+        s.stop().await;
+    }
     let interrupted = ctx.stop.is_cancelled();
     let lag_summary = lag_monitor.stop().await;
+    let mut run = Arc::try_unwrap(run)
+        .map_err(|_| anyhow::anyhow!("the scraper still holds the run"))?
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a thread panicked while recording"))?;
     if let Some(w) = event_loop_warning(&lag_summary, "client") {
         run.warn(w);
     }
@@ -221,6 +248,61 @@ pub async fn run(cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> 
     })
 }
 
+/// The targets to scrape, from `--server-metrics` and `--gpu-metrics`. Each is
+/// scraped once first: an `auto` server URL that does not answer with metrics is
+/// dropped (said once in the report), and the config then records no URL. The
+/// key goes only to the endpoint's own origin, unless `--metrics-send-key`.
+async fn scrape_endpoints(
+    cfg: &mut BenchConfig,
+    http: &reqwest::Client,
+    clock: &Clock,
+) -> (Vec<Endpoint>, Vec<ScrapeRecord>, Vec<ReportWarning>) {
+    let key_for = |url: &reqwest::Url| {
+        (cfg.metrics_send_key || url.origin() == cfg.base_url.origin())
+            .then(|| cfg.api_key.clone())
+            .flatten()
+    };
+    let mut wanted = Vec::new();
+    match &cfg.server_metrics {
+        ServerMetrics::Auto(u) => wanted.push((ScrapeTarget::Server, u.clone(), true)),
+        ServerMetrics::Url(u) => wanted.push((ScrapeTarget::Server, u.clone(), false)),
+        ServerMetrics::Off => {}
+    }
+    if let Some(u) = &cfg.gpu_metrics {
+        wanted.push((ScrapeTarget::Gpu, u.clone(), false));
+    }
+    let (mut endpoints, mut first, mut notes) = (Vec::new(), Vec::new(), Vec::new());
+    for (target, url, auto) in wanted {
+        let ep = Endpoint {
+            target,
+            api_key: key_for(&url),
+            url,
+        };
+        let s = scrape::scrape_once(http, &ep, clock).await;
+        if auto && !s.ok() {
+            notes.push(ReportWarning::new(
+                WarningKind::ServerMetricsOff,
+                format!(
+                    "no server metrics at {} ({}): the server view is off (--server-metrics URL names another)",
+                    crate::util::redact_url(&ep.url),
+                    s.error.as_deref().unwrap_or("no answer")
+                ),
+            ));
+            cfg.server_metrics = ServerMetrics::Off;
+            continue;
+        }
+        first.push(s);
+        endpoints.push(ep);
+    }
+    (endpoints, first, notes)
+}
+
+fn lock(run: &Mutex<Recording>) -> MutexGuard<'_, Recording> {
+    // A panic elsewhere while recording leaves the data as it was: keep going.
+    run.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The run's record as it happens: core's recorder (which makes the report) and
 /// the raw file (which gets every step as it happens).
 struct Recording {
@@ -247,13 +329,21 @@ impl Recording {
     }
 }
 
+impl scrape::Recorder for Recording {
+    fn scrape(&mut self, s: ScrapeRecord) {
+        let e = self.rec.scrape(s);
+        self.log(RawEntry::Event(e));
+    }
+}
+
 /// One level: its warm-up (closed loop at the level's concurrency; rate: about
 /// one second's worth), then its rounds.
 async fn run_level(
     ctx: &Arc<Ctx>,
     li: usize,
     load: Load,
-    run: &mut Recording,
+    run: &Mutex<Recording>,
+    scraper: Option<&Scraper>,
     progress: &Progress,
 ) {
     let cfg = &ctx.cfg;
@@ -267,12 +357,18 @@ async fn run_level(
         let warm_c = plan::warmup_concurrency(load);
         run_closed(ctx, warm_c, quota, Phase::Warmup, |f| {
             progress.tick(&f.record);
-            run.finished(f, li, load);
+            lock(run).finished(f, li, load);
         })
         .await;
     }
-    let e = run.rec.start_level(li, load, ctx.clock.now_ms());
-    run.log(RawEntry::Event(e));
+    {
+        let mut r = lock(run);
+        let e = r.rec.start_level(li, load, ctx.clock.now_ms());
+        r.log(RawEntry::Event(e));
+    }
+    if let Some(s) = scraper {
+        s.now().await;
+    }
     for round in 0..cfg.rounds {
         if ctx.stop.is_cancelled() {
             break;
@@ -287,7 +383,7 @@ async fn run_level(
         );
         let mut sink = |f: Finished| {
             progress.tick(&f.record);
-            run.finished(f, li, load);
+            lock(run).finished(f, li, load);
         };
         match load {
             Load::Concurrency(c) => {
@@ -302,8 +398,15 @@ async fn run_level(
             }
         }
     }
-    if let Some(level) = run.rec.end_level() {
-        progress.level_done(level);
+    if let Some(s) = scraper {
+        s.now().await;
+    }
+    let mut r = lock(run);
+    if let Some((e, level)) = r.rec.end_level() {
+        if let Some(level) = level {
+            progress.level_done(level);
+        }
+        r.log(RawEntry::Event(e));
     }
 }
 

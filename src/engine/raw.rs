@@ -1,4 +1,4 @@
-//! `--raw` JSONL (core's `tokenscope.raw/1.1`): the header line, then every entry
+//! `--raw` JSONL (core's `tokenscope.raw/1.2`): the header line, then every entry
 //! (finished requests, level starts, warnings, the end) written and flushed as it
 //! happens, so a crash, a SIGKILL or Ctrl-C loses nothing that finished.
 

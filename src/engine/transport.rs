@@ -75,7 +75,7 @@ pub fn classify(err: &reqwest::Error, before_headers: bool) -> (ErrorKind, Strin
     (kind, msg)
 }
 
-fn strip_url(err: &reqwest::Error) -> String {
+pub(super) fn strip_url(err: &reqwest::Error) -> String {
     use std::error::Error as _;
     // reqwest's Display is terse ("error sending request"); add the root cause.
     let mut parts = vec![err.to_string()];

@@ -46,6 +46,9 @@ pub struct MockState {
     served: Arc<AtomicU64>,
     gauges: Arc<Gauges>,
     metrics: Arc<ServerMetrics>,
+    /// `/metrics` answers 404 (a server without metrics, like llama-server
+    /// started without `--metrics`).
+    metrics_off: bool,
 }
 
 /// One request as the server saw it (a line of `--log`).
@@ -124,7 +127,14 @@ impl MockState {
             served: Arc::new(AtomicU64::new(0)),
             gauges,
             metrics: Arc::new(ServerMetrics::new()),
+            metrics_off: false,
         })
+    }
+
+    /// The same server with no `/metrics` (it answers 404).
+    pub fn without_metrics(mut self) -> Self {
+        self.metrics_off = true;
+        self
     }
 
     /// Requests received so far.
@@ -191,6 +201,9 @@ async fn preflight() -> StatusCode {
 
 /// `/metrics`: the engine's state and what it did, in vLLM's names.
 async fn server_metrics(State(s): State<MockState>) -> Response {
+    if s.metrics_off {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let kv_capacity = u64::from(s.cfg.max_batch) * s.cfg.max_context_tokens;
     (
         [(

@@ -106,14 +106,14 @@ pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The request lines of a raw file (`tokenscope.raw/1.1`): every line after the
+/// The request lines of a raw file (`tokenscope.raw/1.2`): every line after the
 /// header that is a finished request, not an event (level start, warning, end).
 pub fn raw_requests(path: &Path) -> Vec<serde_json::Value> {
     let lines = read_jsonl(path);
     assert!(
         lines
             .first()
-            .is_some_and(|h| h["schema"] == "tokenscope.raw/1.1"),
+            .is_some_and(|h| h["schema"] == "tokenscope.raw/1.2"),
         "{} has no raw header",
         path.display()
     );

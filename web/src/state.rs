@@ -87,7 +87,7 @@ pub struct Finished {
     pub records: Shared<Vec<PageRecord>>,
     /// Their JSON (`#records-json`).
     pub records_json: Shared<String>,
-    /// The raw file, for a `tokenscope.raw/1.1` export (runs only).
+    /// The raw file, for a `tokenscope.raw/1.2` export (runs only).
     pub raw: Option<Shared<PageRaw>>,
     /// Loaded from a file rather than run here.
     pub loaded: bool,

@@ -346,7 +346,7 @@ async fn a_run_on_the_built_in_simulator_gives_a_browser_report() {
     ids.dedup();
     assert_eq!(ids.len(), out.records.len());
     assert_eq!(out.sim_log.as_ref().unwrap().len(), out.records.len());
-    // The raw export is a tokenscope.raw/1.1 file from which core rebuilds the
+    // The raw export is a tokenscope.raw/1.2 file from which core rebuilds the
     // page's report exactly: everything but the environment (which the end line
     // restores too, marked as rebuilt).
     let raw = runner::raw_jsonl(&out.raw, &out.records);

@@ -17,7 +17,7 @@ use crate::analyze::stats::{self, Samples, Summary};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
 use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
 use crate::report::{
-    LevelMetrics, LevelReport, Load, PositionBucket, RunConfig, SloCheck, StallReport,
+    LevelMetrics, LevelReport, Load, PositionBucket, RunConfig, SloCheck, StallReport, UsageTotals,
 };
 
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
@@ -106,6 +106,7 @@ pub struct LevelAccumulator {
     paint_methods: BTreeMap<String, u64>,
     t_level_start: Option<f64>,
     snapshots: BTreeMap<u64, SnapAcc>,
+    usage: UsageTotals,
 }
 
 impl LevelAccumulator {
@@ -148,6 +149,7 @@ impl LevelAccumulator {
             paint_methods: BTreeMap::new(),
             t_level_start: None,
             snapshots: BTreeMap::new(),
+            usage: UsageTotals::default(),
             opts,
         }
     }
@@ -197,6 +199,13 @@ impl LevelAccumulator {
         });
         if let Some(idx) = snap {
             self.snapshots.entry(idx).or_default().finished += 1;
+        }
+        match r.usage {
+            Some(u) => {
+                self.usage.prompt_tokens += u.prompt_tokens.unwrap_or(0);
+                self.usage.completion_tokens += u.completion_tokens.unwrap_or(0);
+            }
+            None => self.usage.requests_without_usage += 1,
         }
         match &r.outcome {
             Outcome::Ok => {}
@@ -389,6 +398,8 @@ impl LevelAccumulator {
             paint_methods: self.paint_methods,
             snapshots,
             drift,
+            usage: self.usage,
+            server: None,
         }
     }
 }

@@ -306,7 +306,7 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
 
 /// A value as the format spells it: Go's float syntax, which Rust's `f64` parser
 /// reads too (`+Inf`, `-Inf`, `NaN` in any case, exponents).
-fn parse_value(s: &str) -> Option<f64> {
+pub fn parse_value(s: &str) -> Option<f64> {
     s.parse::<f64>().ok()
 }
 

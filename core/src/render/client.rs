@@ -231,6 +231,14 @@ pub fn text_summary(report: &ClientReport) -> String {
     let (h, rows) = summary_rows(report);
     let mut out = text_table(&h, &rows);
     out.push_str("(times in ms)\n");
+    if let Some((h, rows)) = super::server::resource_rows(report) {
+        out.push_str("\nserver, per level:\n");
+        out.push_str(&text_table(&h, &rows));
+    }
+    if let Some((h, rows)) = super::server::stage_rows(report) {
+        out.push_str("\nwhere TTFT went (means, ms):\n");
+        out.push_str(&text_table(&h, &rows));
+    }
     for n in notes(report) {
         out.push_str(&n);
         out.push('\n');
@@ -260,6 +268,7 @@ pub fn markdown(report: &ClientReport) -> String {
     let (h, rows) = summary_rows(report);
     out.push_str(&markdown_table(&h, &rows));
     out.push_str("\nTimes in ms.\n");
+    server_markdown(&mut out, report);
     let notes = notes(report);
     if !notes.is_empty() {
         out.push('\n');
@@ -268,6 +277,21 @@ pub fn markdown(report: &ClientReport) -> String {
         }
     }
     out
+}
+
+/// The server view's sections in Markdown (nothing when no level was scraped).
+pub fn server_markdown(out: &mut String, report: &ClientReport) {
+    if let Some((h, rows)) = super::server::resource_rows(report) {
+        out.push_str("\n### Server, per level\n\n");
+        out.push_str(&markdown_table(&h, &rows));
+    }
+    if let Some((h, rows)) = super::server::stage_rows(report) {
+        out.push_str("\n### Where TTFT went (means, ms)\n\n");
+        out.push_str(&markdown_table(&h, &rows));
+    }
+    if let Some(line) = super::server::source_line(report) {
+        let _ = writeln!(out, "\n{line}");
+    }
 }
 
 const CSV_METRICS: [&str; 9] = [

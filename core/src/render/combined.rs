@@ -106,6 +106,7 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
         let (h, rows) = level_rows(client);
         out.push_str(&markdown_table(&h, &rows));
         let _ = writeln!(out, "\n{ROUND_SPREAD_NOTE}");
+        super::client::server_markdown(&mut out, client);
     }
     if let Some(cmp) = &c.comparison {
         let _ = writeln!(out, "\n## Native vs browser ({}, p50)\n", cmp.level);
@@ -282,6 +283,7 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
             "<p class=\"from\">{}</p>",
             escape_html(ROUND_SPREAD_NOTE)
         );
+        html_server(&mut o, client);
     }
     if let Some(cmp) = &c.comparison {
         let _ = write!(
@@ -327,6 +329,22 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
     }
     html_glossary(&mut o);
     o
+}
+
+/// A client's server view: resources and TTFT stages per level.
+fn html_server(o: &mut String, client: &ClientReport) {
+    use super::server;
+    if let Some((h, rows)) = server::resource_rows(client) {
+        o.push_str("<h3 id=\"server\">Server, per level</h3>");
+        o.push_str(&html_table(&h, &rows));
+    }
+    if let Some((h, rows)) = server::stage_rows(client) {
+        o.push_str("<h3 id=\"stages\">Where TTFT went (means, ms)</h3>");
+        o.push_str(&html_table(&h, &rows));
+    }
+    if let Some(line) = server::source_line(client) {
+        let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(&line));
+    }
 }
 
 /// The verdict's sentences and the diagnosis's findings, each with its evidence.
@@ -467,5 +485,9 @@ fn client_charts(input: &ReportInput, out: &mut Vec<String>) {
                 l.load().label()
             ),
         ));
+    }
+    // The server over the run (the first client that scraped it).
+    if let Some(run) = input.clients.iter().find_map(|c| c.server.as_ref()) {
+        out.extend(crate::render::charts::server_timeline(run));
     }
 }

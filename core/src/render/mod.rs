@@ -16,4 +16,5 @@ pub mod fmt;
 pub mod glossary;
 pub mod kernels;
 pub mod kv_plan;
+pub mod server;
 pub mod table;

@@ -61,11 +61,21 @@ pub enum RuleId {
     ServerTimingGap,
     /// TTFT grows with the prompt across runs.
     TtftGrowsWithInput,
+    /// The KV cache near full with preemptions or a queue.
+    KvCacheFull,
+    /// The GPU mostly idle while latency is high.
+    GpuIdleWhileSlow,
+    /// The server's queue grows level over level.
+    QueueGrows,
+    /// The client's TTFT far above the server's own.
+    ClientFarAboveServer,
+    /// A low prefix-cache hit rate on prompts the run repeats.
+    PrefixCacheLow,
 }
 
 impl RuleId {
     /// Every rule, in the order the diagnosis runs them.
-    pub const ALL: [RuleId; 11] = [
+    pub const ALL: [RuleId; 16] = [
         RuleId::TtftPrefillQueueing,
         RuleId::TpotGrowsWithLength,
         RuleId::TailQueueing,
@@ -77,6 +87,11 @@ impl RuleId {
         RuleId::Drift,
         RuleId::ServerTimingGap,
         RuleId::TtftGrowsWithInput,
+        RuleId::KvCacheFull,
+        RuleId::GpuIdleWhileSlow,
+        RuleId::QueueGrows,
+        RuleId::ClientFarAboveServer,
+        RuleId::PrefixCacheLow,
     ];
 
     /// The stable id (`tail_queueing`, ...), as in the JSON.
@@ -93,6 +108,11 @@ impl RuleId {
             RuleId::Drift => "drift",
             RuleId::ServerTimingGap => "server_timing_gap",
             RuleId::TtftGrowsWithInput => "ttft_grows_with_input",
+            RuleId::KvCacheFull => "kv_cache_full",
+            RuleId::GpuIdleWhileSlow => "gpu_idle_while_slow",
+            RuleId::QueueGrows => "queue_grows",
+            RuleId::ClientFarAboveServer => "client_far_above_server",
+            RuleId::PrefixCacheLow => "prefix_cache_low",
         }
     }
 }

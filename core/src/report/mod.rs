@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use self::warning::{ReportWarning, WarningKind};
+use crate::analyze::server::view::{ServerLevel, ServerRun};
 use crate::analyze::slo::Slo;
 use crate::analyze::stats::{LinearFit, Summary};
 use crate::measure::openai::Api;
@@ -168,6 +169,21 @@ pub struct RunConfig {
     /// histogram; absent: the default (`stats::DEFAULT_SAMPLE_CAP`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_cap: Option<u64>,
+    /// The server's `/metrics` scraped during the run (its URL without query or
+    /// credentials); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics_url: Option<String>,
+    /// How many distinct prompts the run cycles through (a prompts file); absent:
+    /// every request's prompt is its own (synthetic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distinct_prompts: Option<u64>,
+    /// The GPU exporter scraped during the run; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_metrics_url: Option<String>,
+    /// Seconds between scrapes within a level (besides one at each level's start
+    /// and end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrape_interval_s: Option<f64>,
 }
 
 /// Where and with what the run was made.
@@ -434,6 +450,24 @@ pub struct LevelReport {
     /// Trends across the run (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<Drift>,
+    /// The `usage` the server reported for the level's requests, summed.
+    #[serde(default)]
+    pub usage: UsageTotals,
+    /// The level as the server's `/metrics` (and the GPU exporter's) saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerLevel>,
+}
+
+/// The `usage` objects a level's requests received, summed over every request
+/// sent in the level (whatever its outcome).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UsageTotals {
+    /// `usage.prompt_tokens`, summed.
+    pub prompt_tokens: u64,
+    /// `usage.completion_tokens`, summed.
+    pub completion_tokens: u64,
+    /// Requests without a `usage`.
+    pub requests_without_usage: u64,
 }
 
 impl LevelReport {
@@ -516,6 +550,9 @@ pub struct ClientReport {
     /// The run was stopped early (Ctrl-C); the levels hold what ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// What scraping the server's and the GPU's `/metrics` gave, over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerRun>,
 }
 
 /// A report that could not be read.

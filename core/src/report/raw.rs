@@ -1,4 +1,4 @@
-//! The raw file (`--raw`, schema `tokenscope.raw/1.1`): everything a run saw, one
+//! The raw file (`--raw`, schema `tokenscope.raw/1.2`): everything a run saw, one
 //! JSON line at a time, written as it happens, so a crash loses nothing that
 //! finished, and enough on its own to rebuild the client report exactly
 //! ([`rebuild_report`]).
@@ -9,9 +9,13 @@
 //! - one line per finished request ([`RawLine`], warm-up ones flagged);
 //! - `{"event": "level_start", ...}` when a level's measured rounds begin (after its
 //!   warm-up): the origin of its long-run snapshot intervals;
+//! - `{"event": "level_end", "level": ...}` when they are over;
 //! - `{"event": "warning", "kind": ..., "message": ...}` for each warning the run
 //!   raised that is not drawn from the levels (pre-flight, event-loop lag, the
 //!   page's own checks);
+//! - `{"event": "scrape", "target": ..., "t_ms": ..., ...}` for each scrape of
+//!   the server's or the GPU exporter's `/metrics`: the series read
+//!   ([`ScrapeRecord`]), or why none were;
 //! - `{"event": "end", "interrupted": ..., "environment": {...}}` as the last line of
 //!   a run that ended (a file without it was cut short by a kill).
 //!
@@ -22,13 +26,14 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::assemble::RunRecorder;
+use crate::analyze::server::scrape::ScrapeRecord;
 use crate::measure::record::RequestRecord;
 use crate::report::{
     ClientReport, Environment, Load, ReportWarning, RunConfig, Source, WarningKind, check_schema,
 };
 
 /// The raw file's schema, as written.
-pub const RAW_SCHEMA: &str = "tokenscope.raw/1.1";
+pub const RAW_SCHEMA: &str = "tokenscope.raw/1.2";
 
 /// The first line of a raw file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -163,8 +168,15 @@ pub enum RawEvent {
         /// When, ms on the run's clock.
         t_ms: f64,
     },
+    /// A level's measured rounds are over (scrapes after this belong to no level).
+    LevelEnd {
+        /// Index of the level in the run.
+        level: usize,
+    },
     /// A warning the run raised (not one drawn from the levels).
     Warning(ReportWarning),
+    /// A scrape of the server's or the GPU exporter's `/metrics`.
+    Scrape(ScrapeRecord),
     /// The run ended: the last line.
     End {
         /// It was stopped early (Ctrl-C, Stop).
@@ -318,6 +330,12 @@ pub fn rebuild_report(raw: &RawFile) -> ClientReport {
             }
             RawEntry::Event(RawEvent::Warning(w)) => {
                 rec.warn(w.clone());
+            }
+            RawEntry::Event(RawEvent::LevelEnd { .. }) => {
+                rec.end_level();
+            }
+            RawEntry::Event(RawEvent::Scrape(s)) => {
+                rec.scrape(s.clone());
             }
             RawEntry::Event(RawEvent::End {
                 interrupted,

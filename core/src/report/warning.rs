@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyze::server::scrape::ScrapeTarget;
+use crate::analyze::server::view::{ServerRun, TokenCheck};
 use crate::analyze::stats::Summary;
 use crate::report::LevelReport;
 
@@ -33,6 +35,12 @@ pub enum WarningKind {
     PageHidden,
     /// The page's own measured costs (informational).
     PageOverhead,
+    /// Some scrapes of the server's or the GPU exporter's `/metrics` failed.
+    ServerMetrics,
+    /// No `/metrics` at the endpoint's origin: the server view is off (informational).
+    ServerMetricsOff,
+    /// The engine's token counters disagree with the `usage` the client received.
+    TokenMismatch,
     /// A kind this build does not know (written by a newer tokenscope).
     #[serde(other)]
     Unknown,
@@ -53,6 +61,9 @@ impl WarningKind {
             WarningKind::PaintUnmeasured => "paint_unmeasured",
             WarningKind::PageHidden => "page_hidden",
             WarningKind::PageOverhead => "page_overhead",
+            WarningKind::ServerMetrics => "server_metrics",
+            WarningKind::ServerMetricsOff => "server_metrics_off",
+            WarningKind::TokenMismatch => "token_mismatch",
             WarningKind::Unknown => "unknown",
         }
     }
@@ -61,7 +72,9 @@ impl WarningKind {
     pub fn is_info(self) -> bool {
         matches!(
             self,
-            WarningKind::PageOverhead | WarningKind::SimulatedEndpoint
+            WarningKind::PageOverhead
+                | WarningKind::SimulatedEndpoint
+                | WarningKind::ServerMetricsOff
         )
     }
 }
@@ -128,6 +141,14 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
                 });
             }
         }
+        if let Some(t) = l.server.as_ref().and_then(|s| s.tokens.as_ref())
+            && !t.agrees
+        {
+            out.push(ReportWarning::new(
+                WarningKind::TokenMismatch,
+                token_mismatch(&l.load().label(), t),
+            ));
+        }
         if l.ok == 0 && l.sent > 0 {
             out.push(ReportWarning {
                 kind: WarningKind::NoSuccess,
@@ -140,6 +161,52 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
         }
     }
     out
+}
+
+fn token_mismatch(level: &str, t: &TokenCheck) -> String {
+    let mut parts = vec![format!(
+        "generated {} by the engine's counter, {} in the usage received",
+        t.server_generated, t.client_completion
+    )];
+    if let Some(p) = t.server_prompt {
+        parts.push(format!("prompt {p} vs {}", t.client_prompt));
+    }
+    if t.requests_without_usage > 0 {
+        parts.push(format!(
+            "{} requests without usage",
+            t.requests_without_usage
+        ));
+    }
+    format!(
+        "{level}: the server's token counts disagree with the client's ({}): another client used the server during the level, or the two count differently",
+        parts.join("; ")
+    )
+}
+
+/// The `server_metrics` warnings: a target whose scrapes failed, with how many and
+/// the first reason.
+pub fn scrape_warnings(run: &ServerRun, urls: [Option<&str>; 2]) -> Vec<ReportWarning> {
+    run.targets
+        .iter()
+        .filter(|t| t.failed > 0)
+        .map(|t| {
+            let url = match t.target {
+                ScrapeTarget::Server => urls[0],
+                ScrapeTarget::Gpu => urls[1],
+            };
+            ReportWarning::new(
+                WarningKind::ServerMetrics,
+                format!(
+                    "the {}'s metrics{}: {} of {} scrapes read nothing (first: {}); the run went on, and the levels' server view holds the scrapes that worked",
+                    t.target.label(),
+                    url.map(|u| format!(" at {u}")).unwrap_or_default(),
+                    t.failed,
+                    t.scrapes,
+                    t.first_error.as_deref().unwrap_or("unknown")
+                ),
+            )
+        })
+        .collect()
 }
 
 /// The `histogram_summaries` warning when some level's percentiles come from a
@@ -195,6 +262,9 @@ mod tests {
             WarningKind::PaintUnmeasured,
             WarningKind::PageHidden,
             WarningKind::PageOverhead,
+            WarningKind::ServerMetrics,
+            WarningKind::ServerMetricsOff,
+            WarningKind::TokenMismatch,
         ] {
             let json = serde_json::to_string(&k).unwrap();
             assert_eq!(json, format!("\"{}\"", k.as_str()));

@@ -1,4 +1,4 @@
-//! What the page keeps of a run: every finished request as a `tokenscope.raw/1.1`
+//! What the page keeps of a run: every finished request as a `tokenscope.raw/1.2`
 //! line plus what only the page knows (its lane, the paint probe's readings), and
 //! the raw file's other lines (level starts, warnings, the end) in the order they
 //! happened, so the raw export rebuilds the page's report exactly
@@ -7,7 +7,7 @@
 use serde::Serialize;
 use tokenscope_core::report::raw::{RawEvent, RawHeader, RawLine};
 
-/// One finished request as the page keeps it: a `tokenscope.raw/1.1` line plus
+/// One finished request as the page keeps it: a `tokenscope.raw/1.2` line plus
 /// what only the page knows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PageRecord {
@@ -43,7 +43,7 @@ pub struct PageRaw {
     pub entries: Vec<PageEntry>,
 }
 
-/// The run as a `tokenscope.raw/1.1` JSONL file.
+/// The run as a `tokenscope.raw/1.2` JSONL file.
 pub fn raw_jsonl(raw: &PageRaw, records: &[PageRecord]) -> String {
     let mut out = serde_json::to_string(&raw.header).unwrap_or_default();
     out.push('\n');

@@ -94,7 +94,7 @@ pub struct RunOutput {
     pub report: ClientReport,
     /// Every request, warm-up included.
     pub records: Vec<PageRecord>,
-    /// The raw file (for a `tokenscope.raw/1.1` export).
+    /// The raw file (for a `tokenscope.raw/1.2` export).
     pub raw: PageRaw,
     /// The simulator's own log (simulated runs).
     pub sim_log: Option<Vec<SimLog>>,
@@ -394,8 +394,15 @@ async fn run_levels(ctx: &Rc<Ctx>) {
             };
             run_closed(ctx, &phase).await;
         }
-        let ended = ctx.recorder.borrow_mut().end_level().is_some();
-        if ended {
+        let ended = ctx
+            .recorder
+            .borrow_mut()
+            .end_level()
+            .map(|(e, level)| (e, level.is_some()));
+        if let Some((e, _)) = &ended {
+            ctx.event(e.clone());
+        }
+        if ended.is_some_and(|(_, l)| l) {
             let levels = ctx.recorder.borrow().levels().to_vec();
             ctx.emit(RunEvent::Levels {
                 levels,

@@ -362,6 +362,10 @@ impl RunPlan {
             seed: self.seed,
             snapshot_interval_s: None,
             sample_cap: Some(tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP as u64),
+            server_metrics_url: None,
+            distinct_prompts: None,
+            gpu_metrics_url: None,
+            scrape_interval_s: None,
         }
     }
 }

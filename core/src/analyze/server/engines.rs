@@ -145,6 +145,13 @@ impl Engine {
         }
     }
 
+    /// Its prompt-token counter leaves out the tokens served from its cache
+    /// (llama.cpp: "excluding cached tokens"), so those are added back before it
+    /// is compared with the client's `usage.prompt_tokens`.
+    pub fn prompt_counter_excludes_cached(self) -> bool {
+        self == Engine::LlamaCpp
+    }
+
     /// The metric-name prefix only this source uses.
     fn prefix(self) -> &'static str {
         match self {

@@ -11,7 +11,9 @@ use crate::measure::prometheus::{Family, MetricKind, Sample, Scrape};
 /// A cumulative histogram as Prometheus exposes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
-    /// `(le, cumulative count)`, by increasing `le`, the last one `+Inf`.
+    /// `(le, cumulative count)`, by increasing `le`, the last one `+Inf` (in JSON
+    /// the string `"+Inf"`, which JSON numbers cannot hold).
+    #[serde(with = "bounds")]
     pub buckets: Vec<(f64, f64)>,
     /// `_sum`.
     pub sum: f64,
@@ -74,9 +76,49 @@ impl Histogram {
     }
 }
 
-/// A series' value in one scrape.
+/// Bucket bounds in JSON: finite ones as numbers, `+Inf` as the string Prometheus
+/// writes.
+mod bounds {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Le {
+        Finite(f64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(buckets: &[(f64, f64)], s: S) -> Result<S::Ok, S::Error> {
+        let v: Vec<(Le, f64)> = buckets
+            .iter()
+            .map(|&(le, n)| {
+                let le = if le.is_finite() {
+                    Le::Finite(le)
+                } else {
+                    Le::Text(if le > 0.0 { "+Inf" } else { "-Inf" }.into())
+                };
+                (le, n)
+            })
+            .collect();
+        v.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(f64, f64)>, D::Error> {
+        let v: Vec<(Le, f64)> = Vec::deserialize(d)?;
+        v.into_iter()
+            .map(|(le, n)| match le {
+                Le::Finite(x) => Ok((x, n)),
+                Le::Text(t) => crate::measure::prometheus::parse_value(&t)
+                    .map(|x| (x, n))
+                    .ok_or_else(|| serde::de::Error::custom(format!("bad bucket bound {t:?}"))),
+            })
+            .collect()
+    }
+}
+
+/// A series' value in one scrape: a number (gauges, counters) or a histogram.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(untagged)]
 pub enum Value {
     /// A gauge or a counter, label sets combined.
     Scalar(f64),
@@ -104,7 +146,15 @@ impl Reading {
             if values.contains_key(&source.series) {
                 continue;
             }
-            let Some(family) = scrape.family(source.metric) else {
+            // A counter's family is `x_total` in the 0.0.4 text format and `x` in
+            // OpenMetrics (its samples `x_total` in both).
+            let family = scrape.family(source.metric).or_else(|| {
+                source
+                    .metric
+                    .strip_suffix("_total")
+                    .and_then(|m| scrape.family(m))
+            });
+            let Some(family) = family else {
                 continue;
             };
             if let Some(v) = read(family, source) {

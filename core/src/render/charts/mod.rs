@@ -18,12 +18,14 @@
 mod distribution;
 mod kernels;
 mod requests;
+mod server;
 mod svg;
 mod sweep;
 
 pub use distribution::{cdf, histogram_bins, histogram_from_quantiles};
 pub use kernels::kernel_roofline;
 pub use requests::request_timeline;
+pub use server::server_timeline;
 pub use sweep::{throughput_latency, tpot_vs_floor, ttft_stages};
 
 #[cfg(test)]

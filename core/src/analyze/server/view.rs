@@ -1,0 +1,331 @@
+//! The server view of a run: per level, the series summarised over the level,
+//! the client's TTFT split into stages with the server's own histograms, and the
+//! engine's token counters checked against the `usage` the client received; for
+//! the run, the gauges over time (`docs/metrics.md`, "Server metrics").
+
+use serde::{Deserialize, Serialize};
+
+use super::engines::{Engine, Series};
+use super::level::{SeriesSummary, TimedReading, summarize};
+use super::scrape::{ScrapeRecord, ScrapeTarget};
+use crate::report::LevelReport;
+
+/// One level as the server (and the GPU exporter) saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerLevel {
+    /// The engine recognised on the server's `/metrics`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
+    /// The GPU exporter recognised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_exporter: Option<Engine>,
+    /// Scrapes taken in the level (both targets).
+    pub scrapes: u32,
+    /// Of those, the ones that read nothing.
+    pub failed_scrapes: u32,
+    /// Every series found, summarised over the level.
+    pub series: Vec<SeriesSummary>,
+    /// The client's TTFT split into stages, where the engine has the histograms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StageSplit>,
+    /// The engine's token counters against the client's `usage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenCheck>,
+}
+
+/// Where a level's time to first token went, as means (ms): what the client
+/// measured, what the server measured (request received to first token handed
+/// out), and the server's queue and prefill stages. Means, because a difference
+/// of means is the mean of the differences, which no percentile is; the server's
+/// means are exact (`Δsum / Δcount`), its percentiles interpolated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSplit {
+    /// The client's mean TTFT over its successful requests.
+    pub client_ttft_ms: f64,
+    /// Successful requests the client measured.
+    pub client_requests: u64,
+    /// The server's mean TTFT over the level.
+    pub server_ttft_ms: f64,
+    /// Requests the server's TTFT histogram counted in the level.
+    pub server_requests: f64,
+    /// `client_ttft_ms - server_ttft_ms`: the network, the HTTP layers on both
+    /// sides and the client's own reading of the stream.
+    pub network_and_client_ms: f64,
+    /// Mean time queued before scheduling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_ms: Option<f64>,
+    /// Mean prefill time (scheduled to first token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_ms: Option<f64>,
+    /// Mean decode time (first token to last), after the first token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_ms: Option<f64>,
+    /// The browser's parse-to-paint delay (the page only): rendered TTFT minus TTFT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paint_ms: Option<f64>,
+}
+
+/// The engine's token counters over the level against the sums of the `usage`
+/// the client received for the level's requests. They agree when nobody else
+/// used the server and both count the same tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenCheck {
+    /// The engine's generated-token counter's increase.
+    pub server_generated: f64,
+    /// The client's `usage.completion_tokens`, summed.
+    pub client_completion: u64,
+    /// The engine's prompt tokens (plus those served from its cache, where its
+    /// prompt counter leaves them out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prompt: Option<f64>,
+    /// The client's `usage.prompt_tokens`, summed.
+    pub client_prompt: u64,
+    /// Requests whose `usage` never came (errors, timeouts, servers that omit it).
+    pub requests_without_usage: u64,
+    /// Every count present agrees exactly.
+    pub agrees: bool,
+}
+
+impl ServerLevel {
+    /// The level's view from the scrapes taken within it (in order, the first at
+    /// its start, the last at its end) and the client's own level report.
+    pub fn of(scrapes: &[ScrapeRecord], level: &LevelReport) -> ServerLevel {
+        let timed = |target| -> Vec<TimedReading> {
+            scrapes
+                .iter()
+                .filter(|s| s.target == target && s.ok())
+                .map(|s| TimedReading {
+                    t_ms: s.t_ms,
+                    reading: s.reading(),
+                })
+                .collect()
+        };
+        let server = timed(ScrapeTarget::Server);
+        let gpu = timed(ScrapeTarget::Gpu);
+        let mut series = summarize(&server);
+        // The GPU's series come from its exporter; the server's own (if any) win.
+        let gpu_only: Vec<SeriesSummary> = summarize(&gpu)
+            .into_iter()
+            .filter(|g| series.iter().all(|s| s.series != g.series))
+            .collect();
+        series.extend(gpu_only);
+        series.sort_by_key(|s| s.series);
+        let engine = server.iter().find_map(|r| r.reading.engine);
+        ServerLevel {
+            engine,
+            gpu_exporter: gpu.iter().find_map(|r| r.reading.engine),
+            scrapes: scrapes.len() as u32,
+            failed_scrapes: scrapes.iter().filter(|s| !s.ok()).count() as u32,
+            stages: stages(&series, level),
+            tokens: engine.and_then(|e| tokens(e, &series, level)),
+            series,
+        }
+    }
+
+    /// A series' summary, if the level has it.
+    pub fn get(&self, series: Series) -> Option<&SeriesSummary> {
+        self.series.iter().find(|s| s.series == series)
+    }
+
+    /// The prefix cache's hits and lookups over the level, in tokens: from the
+    /// engine's hit and query counters, else from its cached-prompt-token counter
+    /// against all prompt tokens.
+    pub fn prefix_hits(&self) -> Option<(f64, f64)> {
+        let inc = |series| self.get(series).and_then(|x| x.increase);
+        if let (Some(h), Some(q)) = (
+            inc(Series::PrefixCacheHits),
+            inc(Series::PrefixCacheQueries),
+        ) {
+            return Some((h, q));
+        }
+        let cached = inc(Series::CachedPromptTokens)?;
+        let prompt = inc(Series::PromptTokens)?;
+        let all = if self
+            .engine
+            .is_some_and(Engine::prompt_counter_excludes_cached)
+        {
+            prompt + cached
+        } else {
+            prompt
+        };
+        Some((cached, all))
+    }
+
+    /// A histogram's level mean, in ms.
+    pub fn mean_ms(&self, series: Series) -> Option<f64> {
+        hist_mean_ms(&self.series, series)
+    }
+}
+
+fn hist_mean_ms(series: &[SeriesSummary], which: Series) -> Option<f64> {
+    let s = series.iter().find(|s| s.series == which)?;
+    let h = s.histogram.as_ref()?;
+    Some(h.mean? * 1000.0)
+}
+
+fn stages(series: &[SeriesSummary], level: &LevelReport) -> Option<StageSplit> {
+    let server = series
+        .iter()
+        .find(|s| s.series == Series::TtftSeconds)?
+        .histogram
+        .as_ref()?;
+    let server_ttft_ms = server.mean? * 1000.0;
+    let client_ttft_ms = level.metrics.ttft_ms.mean?;
+    let paint_ms = match (&level.metrics.rendered_ttft_ms, level.metrics.ttft_ms.mean) {
+        (Some(r), Some(t)) => r.mean.map(|r| r - t),
+        _ => None,
+    };
+    Some(StageSplit {
+        client_ttft_ms,
+        client_requests: level.metrics.ttft_ms.count,
+        server_ttft_ms,
+        server_requests: server.count,
+        network_and_client_ms: client_ttft_ms - server_ttft_ms,
+        queue_ms: hist_mean_ms(series, Series::QueueSeconds),
+        prefill_ms: hist_mean_ms(series, Series::PrefillSeconds),
+        decode_ms: hist_mean_ms(series, Series::DecodeSeconds),
+        paint_ms,
+    })
+}
+
+fn tokens(engine: Engine, series: &[SeriesSummary], level: &LevelReport) -> Option<TokenCheck> {
+    let increase = |which| {
+        series
+            .iter()
+            .find(|s| s.series == which)
+            .and_then(|s| s.increase)
+    };
+    let server_generated = increase(Series::GenerationTokens)?;
+    let server_prompt = increase(Series::PromptTokens).map(|p| {
+        if engine.prompt_counter_excludes_cached() {
+            p + increase(Series::CachedPromptTokens).unwrap_or(0.0)
+        } else {
+            p
+        }
+    });
+    let u = &level.usage;
+    let same = |server: f64, client: u64| (server - client as f64).abs() < 0.5;
+    let agrees = u.requests_without_usage == 0
+        && same(server_generated, u.completion_tokens)
+        && server_prompt.is_none_or(|p| same(p, u.prompt_tokens));
+    Some(TokenCheck {
+        server_generated,
+        client_completion: u.completion_tokens,
+        server_prompt,
+        client_prompt: u.prompt_tokens,
+        requests_without_usage: u.requests_without_usage,
+        agrees,
+    })
+}
+
+/// The run's server side: what was scraped, how it went, and the gauges over time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ServerRun {
+    /// Per target: scrapes taken, failed, and the first failure.
+    pub targets: Vec<TargetStatus>,
+    /// One point per successful scrape, in time order.
+    pub timeline: Vec<ServerPoint>,
+}
+
+/// How scraping one target went over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetStatus {
+    /// Whose metrics.
+    pub target: ScrapeTarget,
+    /// The engine or exporter recognised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
+    /// Scrapes taken.
+    pub scrapes: u32,
+    /// Scrapes that read nothing.
+    pub failed: u32,
+    /// The first failure's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+    /// Lines the parser skipped, over all scrapes.
+    pub skipped_lines: u64,
+}
+
+/// The gauges at one scrape, and the generated-token rate since the previous one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerPoint {
+    /// Seconds on the run's clock.
+    pub t_s: f64,
+    /// Whose metrics.
+    pub target: ScrapeTarget,
+    /// Requests running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<f64>,
+    /// Requests waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<f64>,
+    /// KV-cache usage, 0-1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_usage: Option<f64>,
+    /// GPU utilisation, 0-1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_utilization: Option<f64>,
+    /// Generated tokens per second since the target's previous scrape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_tokens_per_s: Option<f64>,
+}
+
+impl ServerRun {
+    /// The run's view from all its scrapes, in the order taken.
+    pub fn of(scrapes: &[ScrapeRecord]) -> ServerRun {
+        let mut targets: Vec<TargetStatus> = Vec::new();
+        let mut timeline = Vec::new();
+        let mut last_tokens: Vec<(ScrapeTarget, f64, f64)> = Vec::new();
+        for s in scrapes {
+            let t = match targets.iter_mut().find(|t| t.target == s.target) {
+                Some(t) => t,
+                None => {
+                    targets.push(TargetStatus {
+                        target: s.target,
+                        engine: None,
+                        scrapes: 0,
+                        failed: 0,
+                        first_error: None,
+                        skipped_lines: 0,
+                    });
+                    targets.last_mut().expect("just pushed")
+                }
+            };
+            t.scrapes += 1;
+            t.skipped_lines += u64::from(s.skipped_lines);
+            if !s.ok() {
+                t.failed += 1;
+                if t.first_error.is_none() {
+                    t.first_error = s.error.clone();
+                }
+                continue;
+            }
+            t.engine = t.engine.or(s.engine);
+            let r = s.reading();
+            let tokens = r.scalar(Series::GenerationTokens);
+            let prev = last_tokens.iter_mut().find(|p| p.0 == s.target);
+            let rate = match (&prev, tokens) {
+                (Some((_, t0, n0)), Some(n)) if s.t_ms > *t0 && n >= *n0 => {
+                    Some((n - n0) / ((s.t_ms - t0) / 1000.0))
+                }
+                _ => None,
+            };
+            if let Some(n) = tokens {
+                match prev {
+                    Some(p) => *p = (s.target, s.t_ms, n),
+                    None => last_tokens.push((s.target, s.t_ms, n)),
+                }
+            }
+            timeline.push(ServerPoint {
+                t_s: s.t_ms / 1000.0,
+                target: s.target,
+                running: r.scalar(Series::RequestsRunning),
+                waiting: r.scalar(Series::RequestsWaiting),
+                kv_cache_usage: r.scalar(Series::KvCacheUsage),
+                gpu_utilization: r.scalar(Series::GpuUtilization),
+                generation_tokens_per_s: rate,
+            });
+        }
+        ServerRun { targets, timeline }
+    }
+}
