@@ -549,6 +549,8 @@ fn tiny_model_queueing_beyond_the_slots_shows_in_ttft_and_the_knee() {
             "128",
             "--max-tokens",
             "32",
+            "--scrape-interval",
+            "200ms",
         ],
     );
     struct Row {
@@ -588,6 +590,7 @@ fn tiny_model_queueing_beyond_the_slots_shows_in_ttft_and_the_knee() {
         f(&run.report["environment"]["client_cpu_s"]),
         run.wall_s
     );
+    check_server_view(&run, slots);
     let at = |c: u64| rows.iter().find(|r| r.c == c).unwrap();
     let (full, over) = (at(u64::from(slots)), at(8));
     // At c=8 with 2 slots a request waits for about 3 others per slot to finish.
@@ -623,6 +626,120 @@ fn tiny_model_queueing_beyond_the_slots_shows_in_ttft_and_the_knee() {
         kc <= u64::from(slots),
         "knee at c={kc}, expected at or below the {slots} slots: {knee}"
     );
+}
+
+/// The server view bench built from llama-server's own `/metrics` (scraped by
+/// default, `auto`): llama.cpp recognised; requests processing never above the
+/// slots; requests deferred only past them, rising with concurrency; and per
+/// level, the engine's generated-token counter and its prompt (plus cached)
+/// counter equal the sums of the `usage` the client received. This build has no
+/// KV-usage gauge (it was removed from llama-server), so the view has none.
+fn check_server_view(run: &Run, slots: u32) {
+    let series = |level: &Value, name: &str| -> Option<Value> {
+        level["server"]["series"]
+            .as_array()?
+            .iter()
+            .find(|s| s["series"] == name)
+            .cloned()
+    };
+    let mut deferred = Vec::new();
+    for level in run.levels() {
+        let c = u(&level["concurrency"]);
+        let server = &level["server"];
+        assert_eq!(server["engine"], "llama_cpp", "c={c}: {server}");
+        assert_eq!(server["failed_scrapes"], 0, "c={c}: {server}");
+        assert!(series(level, "kv_cache_usage").is_none());
+        let running = series(level, "requests_running").expect("requests_processing");
+        assert!(
+            f(&running["max"]) <= f64::from(slots),
+            "c={c}: {running} above the {slots} slots"
+        );
+        let waiting = series(level, "requests_waiting").expect("requests_deferred");
+        let t = &server["tokens"];
+        eprintln!(
+            "llama-server /metrics c={c}: processing max {}, deferred mean {:.2} max {}, tokens generated {} (usage {}), prompt {} (usage {}), {} scrapes",
+            running["max"],
+            f(&waiting["mean"]),
+            waiting["max"],
+            t["server_generated"],
+            t["client_completion"],
+            t["server_prompt"],
+            t["client_prompt"],
+            server["scrapes"]
+        );
+        assert_eq!(t["agrees"], true, "c={c}: {t}");
+        assert_eq!(f(&t["server_generated"]), f(&t["client_completion"]));
+        assert_eq!(f(&t["server_prompt"]), f(&t["client_prompt"]));
+        let max = f(&waiting["max"]);
+        assert!(
+            max <= (c as f64 - f64::from(slots)).max(0.0),
+            "c={c}: {max} deferred, more than the {} past the slots",
+            c.saturating_sub(u64::from(slots))
+        );
+        deferred.push((c, f(&waiting["mean"]), max));
+    }
+    let at = |c: u64| *deferred.iter().find(|d| d.0 == c).unwrap();
+    let (at4, at8) = (at(4), at(8));
+    assert!(
+        at8.1 > at4.1 && at4.1 > 0.0 && at8.2 >= 3.0,
+        "deferred requests should rise past the {slots} slots: c=4 mean {:.2}, c=8 mean {:.2} max {}",
+        at4.1,
+        at8.1,
+        at8.2
+    );
+}
+
+/// The KV buffers llama-server allocates for Gemma 3 270M (18 layers, 15 of them
+/// with a 512-token sliding window) are what `tokenscope plan --llamacpp-slots`
+/// computes: the engine states both buffers at start-up at `--log-verbosity 4`.
+#[test]
+#[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn gemma_kv_buffers_are_what_the_planner_says() {
+    let _one = serial();
+    let (slots, context) = (2u32, 4096u32);
+    let engine = Engine::start_with(
+        "gemma",
+        slots,
+        context * slots,
+        2,
+        &["--log-verbosity", "4"],
+    );
+    let log = std::fs::read_to_string(&engine.log).unwrap();
+    // `llama_kv_cache:        CPU KV buffer size =    24.00 MiB`, non-SWA first.
+    let buffers: Vec<f64> = log
+        .lines()
+        .filter_map(|l| l.split("KV buffer size =").nth(1))
+        .filter_map(|rest| rest.trim().strip_suffix("MiB")?.trim().parse().ok())
+        .collect();
+    assert_eq!(
+        buffers.len(),
+        2,
+        "two KV buffers in the log:\n{}",
+        engine.diagnostics()
+    );
+    let o = run(&[
+        "plan",
+        "--model",
+        "gemma-3-270m",
+        "--gpu-memory",
+        "8GiB",
+        "--context",
+        &context.to_string(),
+        "--llamacpp-slots",
+        &slots.to_string(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mib = |v: &Value| f(v) / 1_048_576.0;
+    let (full, local) = (
+        mib(&plan["llamacpp"]["full_attention_bytes"]),
+        mib(&plan["llamacpp"]["sliding_window_bytes"]),
+    );
+    eprintln!(
+        "gemma 3 270M, {slots} slots x {context}: llama-server KV buffers {buffers:?} MiB; plan {full} + {local} MiB"
+    );
+    assert_eq!(buffers, [full, local]);
 }
 
 /// A prompt longer than a slot's context is an HTTP error on llama-server: counted

@@ -50,6 +50,11 @@ pub struct PlanArgs {
     #[arg(long, default_value_t = 0.9)]
     pub utilization: f64,
 
+    /// Also size llama.cpp's KV buffers for this many slots (llama-server
+    /// `--parallel N --ctx-size N x CONTEXT`), sliding-window layers included.
+    #[arg(long, value_name = "N")]
+    pub llamacpp_slots: Option<u64>,
+
     /// Print the plan as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -75,6 +80,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             context: args.context,
             gpu_memory_bytes,
             utilization: args.utilization,
+            llamacpp_slots: args.llamacpp_slots,
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if args.json {

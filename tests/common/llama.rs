@@ -69,6 +69,11 @@ pub struct Engine {
 
 impl Engine {
     pub fn start(model: &str, slots: u32, ctx: u32, threads: u32) -> Engine {
+        Self::start_with(model, slots, ctx, threads, &[])
+    }
+
+    /// [`Engine::start`] with llama-server arguments of its own (after `--`).
+    pub fn start_with(model: &str, slots: u32, ctx: u32, threads: u32, extra: &[&str]) -> Engine {
         require_installed(model);
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("llama-server.log");
@@ -83,6 +88,12 @@ impl Engine {
             .args(["--slots", &slots.to_string()])
             .args(["--ctx", &ctx.to_string()])
             .args(["--threads", &threads.to_string()])
+            .args(if extra.is_empty() {
+                &[][..]
+            } else {
+                &["--"][..]
+            })
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&script_err).unwrap())

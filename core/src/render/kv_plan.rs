@@ -7,7 +7,7 @@ use crate::analyze::floor::KvPlan;
 /// The plan's rows: what, how much, and how it was computed.
 pub fn rows(p: &KvPlan) -> Vec<Vec<String>> {
     let i = &p.input;
-    vec![
+    let mut rows = vec![
         vec![
             "KV per token".into(),
             fmt_bytes(p.kv_bytes_per_token),
@@ -41,7 +41,22 @@ pub fn rows(p: &KvPlan) -> Vec<Vec<String>> {
             p.sequences.to_string(),
             format!("of {} tokens each", i.context),
         ],
-    ]
+    ];
+    if let Some(l) = &p.llamacpp {
+        rows.push(vec![
+            format!("llama.cpp KV buffers ({} slots)", l.slots),
+            fmt_bytes(l.full_attention_bytes + l.sliding_window_bytes),
+            format!(
+                "--ctx-size {} -np {}: full-attention layers {}, sliding-window layers {} (window + ubatch {} per slot)",
+                l.ctx_size,
+                l.slots,
+                fmt_bytes(l.full_attention_bytes),
+                fmt_bytes(l.sliding_window_bytes),
+                l.ubatch
+            ),
+        ]);
+    }
+    rows
 }
 
 /// The plan for a terminal: a heading and an aligned table.
@@ -81,6 +96,7 @@ mod tests {
             context: 8192,
             gpu_memory_bytes: 80 << 30,
             utilization: 0.9,
+            llamacpp_slots: None,
         };
         let t = text(&m.plan_kv(input).unwrap());
         assert!(

@@ -30,6 +30,25 @@ pub struct KvPlanInput {
     pub gpu_memory_bytes: u64,
     /// The fraction of it the engine may use (0-1].
     pub utilization: f64,
+    /// Also size llama.cpp's KV buffers for this many slots (`--parallel`), each
+    /// of `context` tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llamacpp_slots: Option<u64>,
+}
+
+/// The KV buffers llama.cpp allocates ([`ModelShape::llamacpp_kv_buffer_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlamaCppKv {
+    /// Slots (`--parallel`).
+    pub slots: u64,
+    /// `--ctx-size`: `context x slots`.
+    pub ctx_size: u64,
+    /// Micro-batch assumed (`--ubatch-size`, default 512).
+    pub ubatch: u64,
+    /// The full-attention layers' buffer.
+    pub full_attention_bytes: u64,
+    /// The sliding-window layers' buffer.
+    pub sliding_window_bytes: u64,
 }
 
 /// The plan for one model.
@@ -52,6 +71,9 @@ pub struct KvPlan {
     pub kv_budget_bytes: u64,
     /// Whole sequences of `context` tokens that fit.
     pub sequences: u64,
+    /// llama.cpp's buffers, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llamacpp: Option<LlamaCppKv>,
 }
 
 impl ModelShape {
@@ -107,7 +129,53 @@ impl ModelShape {
             sequences: kv_budget_bytes
                 .checked_div(kv_bytes_per_sequence)
                 .unwrap_or(0),
+            llamacpp: input.llamacpp_slots.map(|slots| {
+                let ctx_size = input.context * slots.max(1);
+                let (full, local) =
+                    self.llamacpp_kv_buffer_bytes(ctx_size, slots, LLAMACPP_UBATCH, input.kv_dtype);
+                LlamaCppKv {
+                    slots,
+                    ctx_size,
+                    ubatch: LLAMACPP_UBATCH,
+                    full_attention_bytes: full,
+                    sliding_window_bytes: local,
+                }
+            }),
         })
+    }
+}
+
+/// llama.cpp's micro-batch (`--ubatch-size`) default: a sliding-window layer's
+/// cache keeps this many cells beyond its window, for the batch being written.
+pub const LLAMACPP_UBATCH: u64 = 512;
+
+impl ModelShape {
+    /// The KV buffer llama.cpp (llama-server) allocates for `--ctx-size ctx_total`
+    /// over `slots` sequences (`--parallel`) with micro-batch `ubatch`, each slot a
+    /// separate stream (llama-server's default, not `--kv-unified`): full-attention
+    /// layers hold `ctx_total` cells in all, sliding-window layers
+    /// `min(ctx_total / slots, window + ubatch)` cells per slot. The engine states
+    /// the two buffers at start-up (`llama_kv_cache: CPU KV buffer size = ...`, at
+    /// `--log-verbosity 4`). Cell padding is left out (these sizes need none).
+    pub fn llamacpp_kv_buffer_bytes(
+        &self,
+        ctx_total: u64,
+        slots: u64,
+        ubatch: u64,
+        kv: Quant,
+    ) -> (u64, u64) {
+        let per_cell = 2.0 * self.kv_dim() as f64 * kv.bytes_per_elem();
+        let slots = slots.max(1);
+        let full = u64::from(self.layers - self.sliding_layers()) * ctx_total;
+        let local = match self.sliding_window {
+            Some(w) => {
+                let cells = (ctx_total / slots).min(u64::from(w) + ubatch) * slots;
+                u64::from(self.sliding_layers()) * cells
+            }
+            None => 0,
+        };
+        let bytes = |cells: u64| (cells as f64 * per_cell).round() as u64;
+        (bytes(full), bytes(local))
     }
 }
 
@@ -124,7 +192,21 @@ mod tests {
             context,
             gpu_memory_bytes,
             utilization: 0.9,
+            llamacpp_slots: None,
         }
+    }
+
+    #[test]
+    fn llamacpp_buffers_for_gemma_3_270m_by_hand() {
+        let m = ModelShape::preset("gemma-3-270m").unwrap();
+        // 3 global layers x 8192 cells x 1 KV head x 256 x 2 (K, V) x 2 B = 24 MiB;
+        // 15 local layers x 2 slots x (512 + 512) cells x 1 KiB = 30 MiB.
+        let (full, local) = m.llamacpp_kv_buffer_bytes(8192, 2, LLAMACPP_UBATCH, Quant::F16);
+        assert_eq!(full, 24 << 20);
+        assert_eq!(local, 30 << 20);
+        // A context per slot under the window: the local layers hold all of it.
+        let (_, local) = m.llamacpp_kv_buffer_bytes(1024, 4, LLAMACPP_UBATCH, Quant::F16);
+        assert_eq!(local, 15 * 1024 * 1024);
     }
 
     #[test]
