@@ -32,8 +32,14 @@ if [[ -n $want && $have != "$want" ]]; then
   exit 1
 fi
 
-say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web, tokenscope-gpu, tokenscope-report-view"
-cargo build -p tokenscope-web -p tokenscope-gpu -p tokenscope-report-view \
+# Two builds: the page's main module builds core without its `server-view`
+# feature (the page never scrapes; the view's types would weigh on its first
+# load), the lazy modules with it (the report module renders the server view).
+# One cargo invocation would unify core's features across all three.
+say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web"
+cargo build -p tokenscope-web --target wasm32-unknown-unknown --profile web-release --quiet
+say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-gpu, tokenscope-report-view"
+cargo build -p tokenscope-gpu -p tokenscope-report-view \
   --target wasm32-unknown-unknown --profile web-release --quiet
 
 stage=$(mktemp -d)

@@ -26,6 +26,7 @@ use tokenscope_core::measure::openai::{RequestSpec, request_body};
 use tokenscope_core::measure::record::RequestRecord;
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEntry, RawEvent, RawLine};
+use tokenscope_core::report::server::ScrapeLog;
 use tokenscope_core::report::warning::event_loop_warning;
 use tokenscope_core::report::{Arrival, ClientReport, Environment, Load, ReportWarning, Source};
 use tokenscope_core::rng::Rng;
@@ -183,7 +184,11 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         Some(path) => Some(RawWriter::create(path, &rec.raw_header())?),
         None => None,
     };
-    let run = Arc::new(Mutex::new(Recording { rec, raw }));
+    let run = Arc::new(Mutex::new(Recording {
+        rec,
+        raw,
+        scrapes: ScrapeLog::default(),
+    }));
     for w in pre.warnings.into_iter().chain(scrape_notes) {
         lock(&run).warn(w);
     }
@@ -243,9 +248,9 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         rebuilt_from_raw: false,
     };
     run.log(RawEntry::Event(RawEvent::end(&environment, interrupted)));
-    Ok(RunOutput {
-        report: run.rec.finish(environment, interrupted),
-    })
+    let mut report = run.rec.finish(environment, interrupted);
+    run.scrapes.attach(&mut report);
+    Ok(RunOutput { report })
 }
 
 /// The targets to scrape, from `--server-metrics` and `--gpu-metrics`. Each is
@@ -308,6 +313,8 @@ fn lock(run: &Mutex<Recording>) -> MutexGuard<'_, Recording> {
 struct Recording {
     rec: RunRecorder,
     raw: Option<RawWriter>,
+    /// The scrapes, attributed to levels, joined to the report at the end.
+    scrapes: ScrapeLog,
 }
 
 impl Recording {
@@ -331,8 +338,8 @@ impl Recording {
 
 impl scrape::Recorder for Recording {
     fn scrape(&mut self, s: ScrapeRecord) {
-        let e = self.rec.scrape(s);
-        self.log(RawEntry::Event(e));
+        let e = self.scrapes.scrape(s);
+        self.log(e);
     }
 }
 
@@ -363,7 +370,9 @@ async fn run_level(
     }
     {
         let mut r = lock(run);
-        let e = r.rec.start_level(li, load, ctx.clock.now_ms());
+        let t_ms = ctx.clock.now_ms();
+        let e = r.rec.start_level(li, load, t_ms);
+        r.scrapes.level_started(li, t_ms);
         r.log(RawEntry::Event(e));
     }
     if let Some(s) = scraper {
@@ -408,6 +417,7 @@ async fn run_level(
         }
         r.log(RawEntry::Event(e));
     }
+    r.scrapes.level_ended();
 }
 
 /// Measures how late a 10 ms timer fires on the client's runtime, all run long.

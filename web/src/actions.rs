@@ -10,7 +10,7 @@ use yew::prelude::*;
 use crate::services::fetch::FetchTarget;
 use crate::services::{browser, runner};
 use crate::settings::Settings;
-use crate::state::{Action, State};
+use crate::state::{Action, Shared, State};
 
 /// The settings form's callbacks.
 pub struct SettingsActions {
@@ -134,7 +134,7 @@ impl FileActions {
                 wasm_bindgen_futures::spawn_local(async move {
                     let r = browser::read_file(file).await.and_then(|text| {
                         ClientReport::from_json(&text)
-                            .map(Box::new)
+                            .map(|r| (Box::new(r), Shared::new(text)))
                             .map_err(|e| format!("could not open the report: {e}"))
                     });
                     d.dispatch(Action::Loaded(r));

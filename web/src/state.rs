@@ -158,7 +158,10 @@ pub enum Action {
     /// The run could not be made.
     Failed(String),
     /// A saved report was opened (or could not be read).
-    Loaded(Result<Box<ClientReport>, String>),
+    /// A report file opened: the report and the file's text (kept as it was, so
+    /// the analysis and "Export JSON" have every section, the server view
+    /// included, which this module does not read).
+    Loaded(Result<(Box<ClientReport>, Shared<String>), String>),
     /// Show another level in the distribution views.
     ViewLevel(usize),
 }
@@ -242,7 +245,7 @@ impl Reducible for State {
                 s.run = RunState::Failed;
                 s.error = Some(e);
             }
-            Action::Loaded(Ok(report)) => {
+            Action::Loaded(Ok((report, text))) => {
                 let report = *report;
                 s.run = RunState::Idle;
                 s.error = None;
@@ -255,7 +258,7 @@ impl Reducible for State {
                 s.live_levels = Shared::new(report.levels.clone());
                 s.chart_levels = s.live_levels.clone();
                 s.finished = Some(Finished {
-                    report_json: Shared::new(report.to_json()),
+                    report_json: text,
                     report: Shared::new(report),
                     records: Shared::new(Vec::new()),
                     records_json: Shared::new("[]".into()),

@@ -17,7 +17,7 @@ use crate::analyze::stats::{self, Samples, Summary};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
 use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
 use crate::report::{
-    LevelMetrics, LevelReport, Load, PositionBucket, RunConfig, SloCheck, StallReport, UsageTotals,
+    LevelMetrics, LevelReport, Load, PositionBucket, RunConfig, SloCheck, StallReport,
 };
 
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
@@ -106,7 +106,8 @@ pub struct LevelAccumulator {
     paint_methods: BTreeMap<String, u64>,
     t_level_start: Option<f64>,
     snapshots: BTreeMap<u64, SnapAcc>,
-    usage: UsageTotals,
+    /// `usage` summed: prompt tokens, completion tokens, requests without one.
+    usage: (u64, u64, u64),
 }
 
 impl LevelAccumulator {
@@ -149,7 +150,7 @@ impl LevelAccumulator {
             paint_methods: BTreeMap::new(),
             t_level_start: None,
             snapshots: BTreeMap::new(),
-            usage: UsageTotals::default(),
+            usage: (0, 0, 0),
             opts,
         }
     }
@@ -202,10 +203,10 @@ impl LevelAccumulator {
         }
         match r.usage {
             Some(u) => {
-                self.usage.prompt_tokens += u.prompt_tokens.unwrap_or(0);
-                self.usage.completion_tokens += u.completion_tokens.unwrap_or(0);
+                self.usage.0 += u.prompt_tokens.unwrap_or(0);
+                self.usage.1 += u.completion_tokens.unwrap_or(0);
             }
-            None => self.usage.requests_without_usage += 1,
+            None => self.usage.2 += 1,
         }
         match &r.outcome {
             Outcome::Ok => {}
@@ -398,7 +399,9 @@ impl LevelAccumulator {
             paint_methods: self.paint_methods,
             snapshots,
             drift,
-            usage: self.usage,
+            usage_prompt_tokens: self.usage.0,
+            usage_completion_tokens: self.usage.1,
+            requests_without_usage: self.usage.2,
             server: None,
         }
     }

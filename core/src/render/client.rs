@@ -231,13 +231,16 @@ pub fn text_summary(report: &ClientReport) -> String {
     let (h, rows) = summary_rows(report);
     let mut out = text_table(&h, &rows);
     out.push_str("(times in ms)\n");
-    if let Some((h, rows)) = super::server::resource_rows(report) {
-        out.push_str("\nserver, per level:\n");
-        out.push_str(&text_table(&h, &rows));
-    }
-    if let Some((h, rows)) = super::server::stage_rows(report) {
-        out.push_str("\nwhere TTFT went (means, ms):\n");
-        out.push_str(&text_table(&h, &rows));
+    #[cfg(feature = "server-view")]
+    {
+        if let Some((h, rows)) = super::server::resource_rows(report) {
+            out.push_str("\nserver, per level:\n");
+            out.push_str(&text_table(&h, &rows));
+        }
+        if let Some((h, rows)) = super::server::stage_rows(report) {
+            out.push_str("\nwhere TTFT went (means, ms):\n");
+            out.push_str(&text_table(&h, &rows));
+        }
     }
     for n in notes(report) {
         out.push_str(&n);
@@ -268,6 +271,7 @@ pub fn markdown(report: &ClientReport) -> String {
     let (h, rows) = summary_rows(report);
     out.push_str(&markdown_table(&h, &rows));
     out.push_str("\nTimes in ms.\n");
+    #[cfg(feature = "server-view")]
     server_markdown(&mut out, report);
     let notes = notes(report);
     if !notes.is_empty() {
@@ -280,6 +284,7 @@ pub fn markdown(report: &ClientReport) -> String {
 }
 
 /// The server view's sections in Markdown (nothing when no level was scraped).
+#[cfg(feature = "server-view")]
 pub fn server_markdown(out: &mut String, report: &ClientReport) {
     if let Some((h, rows)) = super::server::resource_rows(report) {
         out.push_str("\n### Server, per level\n\n");

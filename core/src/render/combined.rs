@@ -106,6 +106,7 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
         let (h, rows) = level_rows(client);
         out.push_str(&markdown_table(&h, &rows));
         let _ = writeln!(out, "\n{ROUND_SPREAD_NOTE}");
+        #[cfg(feature = "server-view")]
         super::client::server_markdown(&mut out, client);
     }
     if let Some(cmp) = &c.comparison {
@@ -283,6 +284,7 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
             "<p class=\"from\">{}</p>",
             escape_html(ROUND_SPREAD_NOTE)
         );
+        #[cfg(feature = "server-view")]
         html_server(&mut o, client);
     }
     if let Some(cmp) = &c.comparison {
@@ -332,6 +334,7 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
 }
 
 /// A client's server view: resources and TTFT stages per level.
+#[cfg(feature = "server-view")]
 fn html_server(o: &mut String, client: &ClientReport) {
     use super::server;
     if let Some((h, rows)) = server::resource_rows(client) {
@@ -402,6 +405,12 @@ fn charts(input: &ReportInput, c: &Combined, opts: BodyOptions) -> Vec<String> {
     let mut out = Vec::new();
     if opts.client_charts {
         client_charts(input, &mut out);
+    }
+    // The server over the run (the first client that scraped it): the page draws
+    // its own run's charts, not these, so they come with the report in both.
+    #[cfg(feature = "server-view")]
+    if let Some(run) = input.clients.iter().find_map(ClientReport::server_run) {
+        out.extend(crate::render::charts::server_timeline(run));
     }
     if let Some(f) = &c.floor
         && let Some(client) = input
@@ -485,9 +494,5 @@ fn client_charts(input: &ReportInput, out: &mut Vec<String>) {
                 l.load().label()
             ),
         ));
-    }
-    // The server over the run (the first client that scraped it).
-    if let Some(run) = input.clients.iter().find_map(|c| c.server.as_ref()) {
-        out.extend(crate::render::charts::server_timeline(run));
     }
 }

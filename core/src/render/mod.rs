@@ -16,5 +16,6 @@ pub mod fmt;
 pub mod glossary;
 pub mod kernels;
 pub mod kv_plan;
+#[cfg(feature = "server-view")]
 pub mod server;
 pub mod table;

@@ -13,7 +13,7 @@ type Table = (Vec<String>, Vec<Vec<String>>);
 fn levels_with_server(r: &ClientReport) -> Vec<(&LevelReport, &ServerLevel)> {
     r.levels
         .iter()
-        .filter_map(|l| l.server.as_ref().map(|s| (l, s)))
+        .filter_map(|l| l.server_view().map(|s| (l, s)))
         .collect()
 }
 
@@ -179,7 +179,7 @@ pub fn stage_rows(r: &ClientReport) -> Option<Table> {
 
 /// One line naming what was scraped (or why nothing was).
 pub fn source_line(r: &ClientReport) -> Option<String> {
-    let run = r.server.as_ref()?;
+    let run = r.server_run()?;
     let parts: Vec<String> = run
         .targets
         .iter()

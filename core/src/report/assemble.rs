@@ -10,11 +10,8 @@
 //! file is the measured one.
 
 use super::raw::{Phase, RawEvent, RawHeader, RawLine};
-use super::warning::{histogram_warning, level_warnings, scrape_warnings};
+use super::warning::{histogram_warning, level_warnings};
 use crate::analyze::level::{LevelAccumulator, LevelOptions};
-use crate::analyze::server::reading::Value;
-use crate::analyze::server::scrape::ScrapeRecord;
-use crate::analyze::server::view::{ServerLevel, ServerRun};
 use crate::analyze::sweep::analyze_sweep;
 use crate::report::{
     CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, ReportWarning, RunConfig, Source,
@@ -35,8 +32,6 @@ pub struct ReportParts {
     pub warnings: Vec<ReportWarning>,
     /// The run was stopped early.
     pub interrupted: bool,
-    /// The run's scrapes, summarised (none when nothing was scraped).
-    pub server: Option<ServerRun>,
 }
 
 /// The client report from its parts: the run's warnings, then those drawn from
@@ -50,18 +45,8 @@ pub fn assemble(parts: ReportParts) -> ClientReport {
         levels,
         mut warnings,
         interrupted,
-        server,
     } = parts;
     let sample_cap = LevelOptions::from_config(&config).sample_cap;
-    if let Some(run) = &server {
-        warnings.extend(scrape_warnings(
-            run,
-            [
-                config.server_metrics_url.as_deref(),
-                config.gpu_metrics_url.as_deref(),
-            ],
-        ));
-    }
     warnings.extend(level_warnings(&levels));
     warnings.extend(histogram_warning(&levels, sample_cap));
     ClientReport {
@@ -73,7 +58,7 @@ pub fn assemble(parts: ReportParts) -> ClientReport {
         levels,
         warnings,
         interrupted,
-        server,
+        server: None,
     }
 }
 
@@ -87,11 +72,6 @@ pub struct RunRecorder {
     current: Option<(usize, LevelAccumulator)>,
     started: usize,
     warnings: Vec<ReportWarning>,
-    /// The current level's start and the scrapes taken since.
-    level_start_ms: Option<f64>,
-    level_scrapes: Vec<ScrapeRecord>,
-    /// Every scrape of the run, histograms dropped (the timeline needs the rest).
-    run_scrapes: Vec<ScrapeRecord>,
 }
 
 impl RunRecorder {
@@ -106,9 +86,6 @@ impl RunRecorder {
             current: None,
             started: 0,
             warnings: Vec::new(),
-            level_start_ms: None,
-            level_scrapes: Vec::new(),
-            run_scrapes: Vec::new(),
         }
     }
 
@@ -135,7 +112,6 @@ impl RunRecorder {
         if let Some(t) = t_ms {
             acc.set_start(t);
         }
-        self.level_start_ms = t_ms;
         self.current = Some((level, acc));
         self.started += 1;
     }
@@ -161,24 +137,9 @@ impl RunRecorder {
         RawEvent::Warning(w)
     }
 
-    /// A scrape of the server's or the GPU exporter's metrics. It belongs to the
-    /// level open when it is recorded, if it was read after that level started
-    /// (the engine scrapes once right after `start_level` and once right before
-    /// `end_level`). Returns the raw line to write.
-    pub fn scrape(&mut self, s: ScrapeRecord) -> RawEvent {
-        if self.current.is_some() && self.level_start_ms.is_none_or(|t0| s.t_ms >= t0) {
-            self.level_scrapes.push(s.clone());
-        }
-        let mut kept = s.clone();
-        kept.values.retain(|_, v| matches!(v, Value::Scalar(_)));
-        self.run_scrapes.push(kept);
-        RawEvent::Scrape(s)
-    }
-
-    /// The current level ends: it joins the report if it sent anything, with its
-    /// server view if it has scrapes. Returns the raw line to write (so a
-    /// rebuild closes the level at the same point: scrapes after it belong to no
-    /// level) and the level.
+    /// The current level ends: it joins the report if it sent anything. Returns
+    /// the raw line to write (so a rebuild closes the level at the same point:
+    /// scrapes after it belong to no level) and the level.
     pub fn end_level(&mut self) -> Option<(RawEvent, Option<&LevelReport>)> {
         let level = self.current.as_ref()?.0;
         Some((RawEvent::LevelEnd { level }, self.close_level()))
@@ -186,15 +147,10 @@ impl RunRecorder {
 
     fn close_level(&mut self) -> Option<&LevelReport> {
         let (_, acc) = self.current.take()?;
-        let scrapes = std::mem::take(&mut self.level_scrapes);
         if acc.sent() == 0 {
             return None;
         }
-        let mut level = acc.finish();
-        if !scrapes.is_empty() {
-            level.server = Some(ServerLevel::of(&scrapes, &level));
-        }
-        self.levels.push(level);
+        self.levels.push(acc.finish());
         self.levels.last()
     }
 
@@ -214,11 +170,7 @@ impl RunRecorder {
         if let Some((_, acc)) = &self.current
             && acc.sent() > 0
         {
-            let mut level = acc.clone().finish();
-            if !self.level_scrapes.is_empty() {
-                level.server = Some(ServerLevel::of(&self.level_scrapes, &level));
-            }
-            out.push(level);
+            out.push(acc.clone().finish());
         }
         out
     }
@@ -238,7 +190,6 @@ impl RunRecorder {
             levels: self.levels,
             warnings: self.warnings,
             interrupted,
-            server: (!self.run_scrapes.is_empty()).then(|| ServerRun::of(&self.run_scrapes)),
         })
     }
 }

@@ -13,6 +13,8 @@ pub mod assemble;
 pub mod combined;
 pub mod kernels;
 pub mod raw;
+#[cfg(feature = "server-view")]
+pub mod server;
 pub mod warning;
 
 use std::collections::BTreeMap;
@@ -21,7 +23,28 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use self::warning::{ReportWarning, WarningKind};
+#[cfg(feature = "server-view")]
 use crate::analyze::server::view::{ServerLevel, ServerRun};
+
+/// A level's server view in the report: [`ServerLevel`] with the feature
+/// `server-view`, else a placeholder that is never present (the page's main
+/// module, which neither scrapes nor reads the view, carries none of its code).
+#[cfg(feature = "server-view")]
+pub type LevelServer = ServerLevel;
+/// A level's server view in the report (see the `server-view` build).
+#[cfg(not(feature = "server-view"))]
+pub type LevelServer = NoServerView;
+/// The run's server side in the report ([`ServerRun`] with `server-view`).
+#[cfg(feature = "server-view")]
+pub type RunServer = ServerRun;
+/// The run's server side in the report (see the `server-view` build).
+#[cfg(not(feature = "server-view"))]
+pub type RunServer = NoServerView;
+
+/// Stands in for the server view in a build without it: it has no value.
+#[cfg(not(feature = "server-view"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoServerView {}
 use crate::analyze::slo::Slo;
 use crate::analyze::stats::{LinearFit, Summary};
 use crate::measure::openai::Api;
@@ -172,17 +195,21 @@ pub struct RunConfig {
     /// The server's `/metrics` scraped during the run (its URL without query or
     /// credentials); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub server_metrics_url: Option<String>,
     /// How many distinct prompts the run cycles through (a prompts file); absent:
     /// every request's prompt is its own (synthetic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub distinct_prompts: Option<u64>,
     /// The GPU exporter scraped during the run; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub gpu_metrics_url: Option<String>,
     /// Seconds between scrapes within a level (besides one at each level's start
     /// and end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub scrape_interval_s: Option<f64>,
 }
 
@@ -450,27 +477,35 @@ pub struct LevelReport {
     /// Trends across the run (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<Drift>,
-    /// The `usage` the server reported for the level's requests, summed.
+    /// `usage.prompt_tokens` summed over every request sent in the level
+    /// (whatever its outcome).
     #[serde(default)]
-    pub usage: UsageTotals,
-    /// The level as the server's `/metrics` (and the GPU exporter's) saw it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<ServerLevel>,
-}
-
-/// The `usage` objects a level's requests received, summed over every request
-/// sent in the level (whatever its outcome).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct UsageTotals {
-    /// `usage.prompt_tokens`, summed.
-    pub prompt_tokens: u64,
-    /// `usage.completion_tokens`, summed.
-    pub completion_tokens: u64,
-    /// Requests without a `usage`.
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub usage_prompt_tokens: u64,
+    /// `usage.completion_tokens`, summed the same way.
+    #[serde(default)]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub usage_completion_tokens: u64,
+    /// Requests sent in the level without a `usage`.
+    #[serde(default)]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub requests_without_usage: u64,
+    /// The level as the server's `/metrics` (and the GPU exporter's) saw it.
+    /// Read and written with the feature `server-view`, which the page's main
+    /// module goes without (it never scrapes; the code would weigh on its first
+    /// load): there the field stays empty, as do the usage sums below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub server: Option<LevelServer>,
 }
 
 impl LevelReport {
+    /// The level's server view, if it was scraped.
+    #[cfg(feature = "server-view")]
+    pub fn server_view(&self) -> Option<&ServerLevel> {
+        self.server.as_ref()
+    }
+
     /// The level's load.
     pub fn load(&self) -> Load {
         match (self.concurrency, self.rate_per_s) {
@@ -550,9 +585,11 @@ pub struct ClientReport {
     /// The run was stopped early (Ctrl-C); the levels hold what ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
-    /// What scraping the server's and the GPU's `/metrics` gave, over the run.
+    /// What scraping the server's and the GPU's `/metrics` gave, over the run
+    /// (feature `server-view`, as `LevelReport::server`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<ServerRun>,
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub server: Option<RunServer>,
 }
 
 /// A report that could not be read.
@@ -588,6 +625,12 @@ pub fn check_schema(found: &str, expected: &'static str) -> Result<(), ReportErr
 }
 
 impl ClientReport {
+    /// The run's server side, if it was scraped.
+    #[cfg(feature = "server-view")]
+    pub fn server_run(&self) -> Option<&ServerRun> {
+        self.server.as_ref()
+    }
+
     /// The lowest-load level with successes (where batch-1 decode is measured).
     pub fn lowest_level(&self) -> Option<&LevelReport> {
         self.levels

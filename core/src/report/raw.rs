@@ -26,6 +26,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::assemble::RunRecorder;
+#[cfg(feature = "server-view")]
+use super::server::ScrapeLog;
 use crate::analyze::server::scrape::ScrapeRecord;
 use crate::measure::record::RequestRecord;
 use crate::report::{
@@ -175,8 +177,6 @@ pub enum RawEvent {
     },
     /// A warning the run raised (not one drawn from the levels).
     Warning(ReportWarning),
-    /// A scrape of the server's or the GPU exporter's `/metrics`.
-    Scrape(ScrapeRecord),
     /// The run ended: the last line.
     End {
         /// It was stopped early (Ctrl-C, Stop).
@@ -214,6 +214,18 @@ pub enum RawEntry {
     Request(Box<RawLine>),
     /// Something that happened to the run.
     Event(RawEvent),
+    /// A scrape of the server's or the GPU exporter's `/metrics` (an `event` line,
+    /// `"event": "scrape"`; apart from [`RawEvent`] so that writers that never
+    /// scrape, the page, do not carry its code).
+    Scrape(Box<ScrapeRecord>),
+}
+
+/// A scrape line: the record with its `event` tag.
+#[derive(Serialize)]
+struct ScrapeLine<'a> {
+    event: &'static str,
+    #[serde(flatten)]
+    scrape: &'a ScrapeRecord,
 }
 
 impl Serialize for RawEntry {
@@ -221,6 +233,11 @@ impl Serialize for RawEntry {
         match self {
             RawEntry::Request(l) => l.serialize(s),
             RawEntry::Event(e) => e.serialize(s),
+            RawEntry::Scrape(r) => ScrapeLine {
+                event: "scrape",
+                scrape: r,
+            }
+            .serialize(s),
         }
     }
 }
@@ -263,14 +280,19 @@ impl RawFile {
     pub fn requests(&self) -> impl Iterator<Item = &RawLine> {
         self.entries.iter().filter_map(|e| match e {
             RawEntry::Request(l) => Some(l.as_ref()),
-            RawEntry::Event(_) => None,
+            RawEntry::Event(_) | RawEntry::Scrape(_) => None,
         })
     }
 }
 
 fn parse_entry(line: &str) -> Result<RawEntry, serde_json::Error> {
-    let value: serde_json::Value = serde_json::from_str(line)?;
-    if value.get("event").is_some() {
+    let mut value: serde_json::Value = serde_json::from_str(line)?;
+    if value.get("event").and_then(|e| e.as_str()) == Some("scrape") {
+        if let Some(o) = value.as_object_mut() {
+            o.remove("event");
+        }
+        Ok(RawEntry::Scrape(Box::new(serde_json::from_value(value)?)))
+    } else if value.get("event").is_some() {
         Ok(RawEntry::Event(serde_json::from_value(value)?))
     } else {
         Ok(RawEntry::Request(Box::new(serde_json::from_value(value)?)))
@@ -316,6 +338,8 @@ pub fn parse(text: &str) -> Result<RawFile, RawError> {
 /// known), marked `rebuilt_from_raw`.
 pub fn rebuild_report(raw: &RawFile) -> ClientReport {
     let mut rec = RunRecorder::new(raw.header.source, raw.header.config.clone());
+    #[cfg(feature = "server-view")]
+    let mut scrapes = ScrapeLog::default();
     let mut end = None;
     for entry in &raw.entries {
         match entry {
@@ -327,16 +351,23 @@ pub fn rebuild_report(raw: &RawFile) -> ClientReport {
                 t_ms,
             }) => {
                 rec.start_level(*level, load_of(*concurrency, *rate_per_s), *t_ms);
+                #[cfg(feature = "server-view")]
+                scrapes.level_started(*level, *t_ms);
             }
             RawEntry::Event(RawEvent::Warning(w)) => {
                 rec.warn(w.clone());
             }
             RawEntry::Event(RawEvent::LevelEnd { .. }) => {
                 rec.end_level();
+                #[cfg(feature = "server-view")]
+                scrapes.level_ended();
             }
-            RawEntry::Event(RawEvent::Scrape(s)) => {
-                rec.scrape(s.clone());
+            #[cfg(feature = "server-view")]
+            RawEntry::Scrape(s) => {
+                scrapes.scrape(s.as_ref().clone());
             }
+            #[cfg(not(feature = "server-view"))]
+            RawEntry::Scrape(_) => {}
             RawEntry::Event(RawEvent::End {
                 interrupted,
                 environment,
@@ -366,7 +397,11 @@ pub fn rebuild_report(raw: &RawFile) -> ClientReport {
         }
     };
     environment.rebuilt_from_raw = true;
-    rec.finish(environment, interrupted)
+    #[cfg_attr(not(feature = "server-view"), allow(unused_mut))]
+    let mut report = rec.finish(environment, interrupted);
+    #[cfg(feature = "server-view")]
+    scrapes.attach(&mut report);
+    report
 }
 
 #[cfg(test)]

@@ -4,8 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyze::server::scrape::ScrapeTarget;
-use crate::analyze::server::view::{ServerRun, TokenCheck};
 use crate::analyze::stats::Summary;
 use crate::report::LevelReport;
 
@@ -141,14 +139,6 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
                 });
             }
         }
-        if let Some(t) = l.server.as_ref().and_then(|s| s.tokens.as_ref())
-            && !t.agrees
-        {
-            out.push(ReportWarning::new(
-                WarningKind::TokenMismatch,
-                token_mismatch(&l.load().label(), t),
-            ));
-        }
         if l.ok == 0 && l.sent > 0 {
             out.push(ReportWarning {
                 kind: WarningKind::NoSuccess,
@@ -161,52 +151,6 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
         }
     }
     out
-}
-
-fn token_mismatch(level: &str, t: &TokenCheck) -> String {
-    let mut parts = vec![format!(
-        "generated {} by the engine's counter, {} in the usage received",
-        t.server_generated, t.client_completion
-    )];
-    if let Some(p) = t.server_prompt {
-        parts.push(format!("prompt {p} vs {}", t.client_prompt));
-    }
-    if t.requests_without_usage > 0 {
-        parts.push(format!(
-            "{} requests without usage",
-            t.requests_without_usage
-        ));
-    }
-    format!(
-        "{level}: the server's token counts disagree with the client's ({}): another client used the server during the level, or the two count differently",
-        parts.join("; ")
-    )
-}
-
-/// The `server_metrics` warnings: a target whose scrapes failed, with how many and
-/// the first reason.
-pub fn scrape_warnings(run: &ServerRun, urls: [Option<&str>; 2]) -> Vec<ReportWarning> {
-    run.targets
-        .iter()
-        .filter(|t| t.failed > 0)
-        .map(|t| {
-            let url = match t.target {
-                ScrapeTarget::Server => urls[0],
-                ScrapeTarget::Gpu => urls[1],
-            };
-            ReportWarning::new(
-                WarningKind::ServerMetrics,
-                format!(
-                    "the {}'s metrics{}: {} of {} scrapes read nothing (first: {}); the run went on, and the levels' server view holds the scrapes that worked",
-                    t.target.label(),
-                    url.map(|u| format!(" at {u}")).unwrap_or_default(),
-                    t.failed,
-                    t.scrapes,
-                    t.first_error.as_deref().unwrap_or("unknown")
-                ),
-            )
-        })
-        .collect()
 }
 
 /// The `histogram_summaries` warning when some level's percentiles come from a

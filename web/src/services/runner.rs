@@ -399,10 +399,12 @@ async fn run_levels(ctx: &Rc<Ctx>) {
             .borrow_mut()
             .end_level()
             .map(|(e, level)| (e, level.is_some()));
-        if let Some((e, _)) = &ended {
-            ctx.event(e.clone());
+        let mut settled = false;
+        if let Some((e, level)) = ended {
+            ctx.event(e);
+            settled = level;
         }
-        if ended.is_some_and(|(_, l)| l) {
+        if settled {
             let levels = ctx.recorder.borrow().levels().to_vec();
             ctx.emit(RunEvent::Levels {
                 levels,

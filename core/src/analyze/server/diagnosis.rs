@@ -37,7 +37,7 @@ pub fn diagnose(c: &ClientReport, who: &str) -> Vec<Finding> {
 fn server_levels(c: &ClientReport) -> impl Iterator<Item = (&LevelReport, &ServerLevel)> {
     c.levels
         .iter()
-        .filter_map(|l| l.server.as_ref().map(|s| (l, s)))
+        .filter_map(|l| l.server_view().map(|s| (l, s)))
 }
 
 fn gauge(s: &ServerLevel, series: Series) -> Option<(f64, f64)> {

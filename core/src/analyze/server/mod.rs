@@ -5,6 +5,7 @@
 //! view in the report ([`view`]), and the diagnosis rules that read it
 //! ([`diagnosis`]).
 
+#[cfg(feature = "server-view")]
 pub mod diagnosis;
 pub mod engines;
 pub mod level;

@@ -203,17 +203,16 @@ fn tokens(engine: Engine, series: &[SeriesSummary], level: &LevelReport) -> Opti
             p
         }
     });
-    let u = &level.usage;
     let same = |server: f64, client: u64| (server - client as f64).abs() < 0.5;
-    let agrees = u.requests_without_usage == 0
-        && same(server_generated, u.completion_tokens)
-        && server_prompt.is_none_or(|p| same(p, u.prompt_tokens));
+    let agrees = level.requests_without_usage == 0
+        && same(server_generated, level.usage_completion_tokens)
+        && server_prompt.is_none_or(|p| same(p, level.usage_prompt_tokens));
     Some(TokenCheck {
         server_generated,
-        client_completion: u.completion_tokens,
+        client_completion: level.usage_completion_tokens,
         server_prompt,
-        client_prompt: u.prompt_tokens,
-        requests_without_usage: u.requests_without_usage,
+        client_prompt: level.usage_prompt_tokens,
+        requests_without_usage: level.requests_without_usage,
         agrees,
     })
 }

@@ -18,6 +18,7 @@
 mod distribution;
 mod kernels;
 mod requests;
+#[cfg(feature = "server-view")]
 mod server;
 mod svg;
 mod sweep;
@@ -25,6 +26,7 @@ mod sweep;
 pub use distribution::{cdf, histogram_bins, histogram_from_quantiles};
 pub use kernels::kernel_roofline;
 pub use requests::request_timeline;
+#[cfg(feature = "server-view")]
 pub use server::server_timeline;
 pub use sweep::{throughput_latency, tpot_vs_floor, ttft_stages};
 

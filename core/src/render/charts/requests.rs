@@ -168,7 +168,7 @@ fn row_summary(i: usize, r: &RequestRecord) -> String {
     let outcome = match &r.outcome {
         Outcome::Ok => "ok".to_owned(),
         Outcome::Error { kind, .. } => format!("error {kind}"),
-        Outcome::Timeout { phase } => format!("timeout ({phase:?})").to_lowercase(),
+        Outcome::Timeout { phase } => format!("timeout ({phase:?})").to_ascii_lowercase(),
     };
     let mut s = format!("#{}: {outcome}", i + 1);
     for (name, v) in [
