@@ -154,6 +154,52 @@ fn bad_inputs_are_one_clear_line() {
     );
 }
 
+#[test]
+fn the_kv_cache_plan_joins_the_report_with_the_gpus_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let o = run(&[
+        "report",
+        "--client",
+        "tests/fixtures/reports/native.json",
+        "--model",
+        "llama-3.1-8b",
+        "--context",
+        "8192",
+        "--gpu-memory",
+        "80GiB",
+        "--markdown",
+        "-",
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    // The hand figures: 128 KiB per token, 1 GiB per 8192-token sequence, 57 fit.
+    assert!(md.contains("## KV-cache plan (llama-3.1-8b, weights f16, KV cache f16, 8192 tokens per sequence, on 80.00 GiB)"), "{md}");
+    assert!(md.contains("| KV per token | 128.0 KiB |"), "{md}");
+    assert!(md.contains("| sequences that fit | 57 |"), "{md}");
+    assert!(
+        std::fs::read_to_string(&html)
+            .unwrap()
+            .contains("<h2 id=\"kv-plan\">")
+    );
+    // Without a model there is nothing to plan: one line naming the flags.
+    let o = run(&[
+        "report",
+        "--client",
+        "tests/fixtures/reports/native.json",
+        "--gpu-memory",
+        "80GiB",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--gpu-memory: the KV-cache plan needs --model"),
+        "{}",
+        text(&o)
+    );
+}
+
 /// The whole chain on this machine: simulated server, native bench, kernels on
 /// Vulkan (Mesa lavapipe without a GPU), one HTML report, rendered in headless
 /// Chromium to a screenshot.

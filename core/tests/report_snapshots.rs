@@ -23,6 +23,7 @@ fn input() -> ReportInput {
         clients: vec![ClientReport::from_json(&fixture("native.json")).unwrap()],
         kernels: Some(KernelReport::from_json(&fixture("kernels-lavapipe.json")).unwrap()),
         model: Some(ModelChoice {
+            gpu_memory_bytes: None,
             shape: ModelShape::preset("gemma-3-270m").unwrap(),
             quant: Quant::Q4_0,
             context: 1024,

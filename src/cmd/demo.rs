@@ -107,6 +107,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         model_config: None,
         quant: "f16".into(),
         context: 4096,
+        gpu_memory: None,
         out: Some(html.clone()),
         markdown: Some(args.dir.join("report.md")),
         client_out: None,

@@ -43,7 +43,24 @@ pub fn analyze(input: &ReportInput) -> Combined {
         comparison,
         floor,
         notes,
+        kv_plan: kv_plan(input),
     }
+}
+
+/// The model's KV-cache plan on the GPU, when the GPU's memory was given: the
+/// served weights' format, an f16 KV cache, vLLM's 0.9 of the memory.
+fn kv_plan(input: &ReportInput) -> Option<crate::analyze::floor::KvPlan> {
+    let m = input.model.as_ref()?;
+    m.shape
+        .plan_kv(crate::analyze::floor::KvPlanInput {
+            weights: m.quant,
+            kv_dtype: crate::analyze::floor::Quant::F16,
+            context: m.context,
+            gpu_memory_bytes: m.gpu_memory_bytes?,
+            utilization: 0.9,
+            llamacpp_slots: None,
+        })
+        .ok()
 }
 
 /// What users wait for the first token: the browser's painted TTFT where there is

@@ -66,6 +66,7 @@ impl ReportRequest {
         };
         let model = self.model.as_ref().and_then(|m| {
             Some(ModelChoice {
+                gpu_memory_bytes: None,
                 shape: ModelShape::preset(&m.preset).ok()?,
                 quant: m.quant,
                 context: m.context.max(1),

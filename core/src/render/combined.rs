@@ -118,6 +118,13 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
     if let Some(f) = &c.floor {
         let _ = writeln!(out, "\n## TPOT vs the GPU floor\n\n{}", floor_sentence(f));
     }
+    if let Some(p) = &c.kv_plan {
+        let _ = writeln!(out, "\n## KV-cache plan ({})\n", kv_plan_title(p));
+        out.push_str(&markdown_table(
+            &kv_plan_headers(),
+            &super::kv_plan::rows(p),
+        ));
+    }
     if let Some(k) = &input.kernels {
         let _ = writeln!(
             out,
@@ -311,6 +318,14 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
             escape_html(&floor_sentence(f))
         );
     }
+    if let Some(p) = &c.kv_plan {
+        let _ = write!(
+            o,
+            "<h2 id=\"kv-plan\">KV-cache plan ({})</h2>",
+            escape_html(&kv_plan_title(p))
+        );
+        o.push_str(&html_table(&kv_plan_headers(), &super::kv_plan::rows(p)));
+    }
     if let Some(k) = &input.kernels {
         let _ = write!(
             o,
@@ -348,6 +363,21 @@ fn html_server(o: &mut String, client: &ClientReport) {
     if let Some(line) = server::source_line(client) {
         let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(&line));
     }
+}
+
+fn kv_plan_title(p: &crate::analyze::floor::KvPlan) -> String {
+    format!(
+        "{}, weights {}, KV cache {}, {} tokens per sequence, on {}",
+        p.model,
+        p.input.weights,
+        p.input.kv_dtype,
+        p.input.context,
+        super::fmt::fmt_bytes(p.input.gpu_memory_bytes)
+    )
+}
+
+fn kv_plan_headers() -> Vec<String> {
+    ["", "size", "how"].map(str::to_owned).to_vec()
 }
 
 /// The verdict's sentences and the diagnosis's findings, each with its evidence.

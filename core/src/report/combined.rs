@@ -21,6 +21,8 @@ pub struct ModelChoice {
     pub quant: Quant,
     /// Context length to evaluate the floor at (KV cache read per token).
     pub context: u64,
+    /// The GPU's memory, bytes: with it, the KV-cache plan (f16 KV, 0.9 of it).
+    pub gpu_memory_bytes: Option<u64>,
 }
 
 /// Everything a report is made from.
@@ -190,6 +192,8 @@ pub struct Combined {
     pub floor: Option<FloorComparison>,
     /// Notes on the inputs (missing pieces, warnings carried from the runs).
     pub notes: Vec<String>,
+    /// The KV-cache plan of the model on the GPU, when its memory was given.
+    pub kv_plan: Option<crate::analyze::floor::KvPlan>,
 }
 
 #[cfg(test)]
