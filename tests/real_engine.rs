@@ -536,9 +536,8 @@ fn tiny_model_queueing_beyond_the_slots_shows_in_ttft_and_the_knee() {
     let _one = serial();
     let slots = 2;
     let engine = Engine::start("tiny", slots, 2048 * slots, TINY_THREADS);
-    let run = bench(
-        &engine,
-        &[
+    let sweep = |extra: &[&str]| {
+        let mut args = vec![
             "--concurrency",
             "1,2,4,8",
             "--requests",
@@ -549,12 +548,13 @@ fn tiny_model_queueing_beyond_the_slots_shows_in_ttft_and_the_knee() {
             "128",
             "--max-tokens",
             "32",
-            // The throughput and knee figures are measured as before scraping
-            // existed; the server view has a run of its own below.
-            "--server-metrics",
-            "none",
-        ],
-    );
+        ];
+        args.extend_from_slice(extra);
+        bench(&engine, &args)
+    };
+    // The throughput and knee figures are measured as before scraping existed;
+    // the server view has a run of its own below.
+    let run = sweep(&["--server-metrics", "none"]);
     struct Row {
         c: u64,
         ttft: f64,
@@ -593,23 +593,7 @@ fn tiny_model_queueing_beyond_the_slots_shows_in_ttft_and_the_knee() {
         run.wall_s
     );
     // The server view, scraped every 200 ms (a level lasts about a second).
-    let scraped = bench(
-        &engine,
-        &[
-            "--concurrency",
-            "1,2,4,8",
-            "--requests",
-            "16",
-            "--rounds",
-            "1",
-            "--input-tokens",
-            "128",
-            "--max-tokens",
-            "32",
-            "--scrape-interval",
-            "200ms",
-        ],
-    );
+    let scraped = sweep(&["--scrape-interval", "200ms"]);
     check_server_view(&scraped, slots);
     let at = |c: u64| rows.iter().find(|r| r.c == c).unwrap();
     let (full, over) = (at(u64::from(slots)), at(8));

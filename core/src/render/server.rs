@@ -74,8 +74,7 @@ pub fn resource_rows(r: &ClientReport) -> Option<Table> {
                 gauge(s, Series::BatchSize, 1.0, 1),
                 rate(s, Series::GenerationTokens),
                 prefix_hit_percent(s),
-                s.get(Series::Preemptions)
-                    .and_then(|x| x.increase)
+                s.increase(Series::Preemptions)
                     .map_or("-".into(), |n| format!("{n:.0}")),
                 gauge(s, Series::GpuUtilization, 100.0, 0),
                 format!("{} ({})", s.scrapes, s.failed_scrapes),

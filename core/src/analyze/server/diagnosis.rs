@@ -40,25 +40,16 @@ fn server_levels(c: &ClientReport) -> impl Iterator<Item = (&LevelReport, &Serve
         .filter_map(|l| l.server_view().map(|s| (l, s)))
 }
 
-fn gauge(s: &ServerLevel, series: Series) -> Option<(f64, f64)> {
-    let x = s.get(series)?;
-    Some((x.mean?, x.max?))
-}
-
-fn increase(s: &ServerLevel, series: Series) -> Option<f64> {
-    s.get(series)?.increase
-}
-
 /// KV cache near full with preemptions or requests queued.
 fn rule_kv_cache_full(c: &ClientReport, who: &str) -> Option<Finding> {
     let evidence: Vec<String> = server_levels(c)
         .filter_map(|(l, s)| {
-            let (kv_mean, kv_max) = gauge(s, Series::KvCacheUsage)?;
+            let (kv_mean, kv_max) = s.gauge(Series::KvCacheUsage)?;
             if kv_max <= KV_FULL {
                 return None;
             }
-            let preempted = increase(s, Series::Preemptions).unwrap_or(0.0);
-            let waiting = gauge(s, Series::RequestsWaiting).map_or(0.0, |w| w.0);
+            let preempted = s.increase(Series::Preemptions).unwrap_or(0.0);
+            let waiting = s.gauge(Series::RequestsWaiting).map_or(0.0, |w| w.0);
             (preempted > 0.0 || waiting >= 1.0).then(|| {
                 format!(
                     "{}: KV cache up to {:.0}% used (mean {:.0}%), {preempted:.0} preemptions, {waiting:.1} requests waiting on average",
@@ -82,9 +73,9 @@ fn rule_gpu_idle(c: &ClientReport, who: &str) -> Option<Finding> {
     let base = c.lowest_level()?.metrics.ttft_ms.p50?;
     let evidence: Vec<String> = server_levels(c)
         .filter_map(|(l, s)| {
-            let (util, _) = gauge(s, Series::GpuUtilization)?;
+            let (util, _) = s.gauge(Series::GpuUtilization)?;
             let ttft = l.metrics.ttft_ms.p50?;
-            let waiting = gauge(s, Series::RequestsWaiting).map_or(0.0, |w| w.0);
+            let waiting = s.gauge(Series::RequestsWaiting).map_or(0.0, |w| w.0);
             let slow = ttft >= 2.0 * base || waiting >= 1.0;
             (util < GPU_IDLE && slow).then(|| {
                 format!(
@@ -108,7 +99,7 @@ fn rule_gpu_idle(c: &ClientReport, who: &str) -> Option<Finding> {
 /// Requests waiting on the server grow level over level: past capacity.
 fn rule_queue_grows(c: &ClientReport, who: &str) -> Option<Finding> {
     let waits: Vec<(String, f64)> = server_levels(c)
-        .filter_map(|(l, s)| Some((l.load().label(), gauge(s, Series::RequestsWaiting)?.0)))
+        .filter_map(|(l, s)| Some((l.load().label(), s.gauge(Series::RequestsWaiting)?.0)))
         .collect();
     if waits.len() < 3 {
         return None;

@@ -110,16 +110,18 @@ impl ServerLevel {
             .collect();
         series.extend(gpu_only);
         series.sort_by_key(|s| s.series);
-        let engine = server.iter().find_map(|r| r.reading.engine);
-        ServerLevel {
-            engine,
+        let mut view = ServerLevel {
+            engine: server.iter().find_map(|r| r.reading.engine),
             gpu_exporter: gpu.iter().find_map(|r| r.reading.engine),
             scrapes: scrapes.len() as u32,
             failed_scrapes: scrapes.iter().filter(|s| !s.ok()).count() as u32,
-            stages: stages(&series, level),
-            tokens: engine.and_then(|e| tokens(e, &series, level)),
             series,
-        }
+            stages: None,
+            tokens: None,
+        };
+        view.stages = view.stages(level);
+        view.tokens = view.token_check(level);
+        view
     }
 
     /// A series' summary, if the level has it.
@@ -127,94 +129,94 @@ impl ServerLevel {
         self.series.iter().find(|s| s.series == series)
     }
 
-    /// The prefix cache's hits and lookups over the level, in tokens: from the
-    /// engine's hit and query counters, else from its cached-prompt-token counter
-    /// against all prompt tokens.
-    pub fn prefix_hits(&self) -> Option<(f64, f64)> {
-        let inc = |series| self.get(series).and_then(|x| x.increase);
-        if let (Some(h), Some(q)) = (
-            inc(Series::PrefixCacheHits),
-            inc(Series::PrefixCacheQueries),
-        ) {
-            return Some((h, q));
-        }
-        let cached = inc(Series::CachedPromptTokens)?;
-        let prompt = inc(Series::PromptTokens)?;
-        let all = if self
-            .engine
-            .is_some_and(Engine::prompt_counter_excludes_cached)
-        {
-            prompt + cached
-        } else {
-            prompt
-        };
-        Some((cached, all))
+    /// A gauge's `(mean, max)` over the level.
+    pub fn gauge(&self, series: Series) -> Option<(f64, f64)> {
+        let x = self.get(series)?;
+        Some((x.mean?, x.max?))
+    }
+
+    /// A counter's increase over the level.
+    pub fn increase(&self, series: Series) -> Option<f64> {
+        self.get(series)?.increase
     }
 
     /// A histogram's level mean, in ms.
     pub fn mean_ms(&self, series: Series) -> Option<f64> {
-        hist_mean_ms(&self.series, series)
+        Some(self.get(series)?.histogram.as_ref()?.mean? * 1000.0)
     }
-}
 
-fn hist_mean_ms(series: &[SeriesSummary], which: Series) -> Option<f64> {
-    let s = series.iter().find(|s| s.series == which)?;
-    let h = s.histogram.as_ref()?;
-    Some(h.mean? * 1000.0)
-}
+    /// The engine's prompt tokens over the level, those served from its cache
+    /// included (added back where its prompt counter leaves them out).
+    fn prompt_tokens(&self) -> Option<f64> {
+        let prompt = self.increase(Series::PromptTokens)?;
+        Some(
+            if self
+                .engine
+                .is_some_and(Engine::prompt_counter_excludes_cached)
+            {
+                prompt + self.increase(Series::CachedPromptTokens).unwrap_or(0.0)
+            } else {
+                prompt
+            },
+        )
+    }
 
-fn stages(series: &[SeriesSummary], level: &LevelReport) -> Option<StageSplit> {
-    let server = series
-        .iter()
-        .find(|s| s.series == Series::TtftSeconds)?
-        .histogram
-        .as_ref()?;
-    let server_ttft_ms = server.mean? * 1000.0;
-    let client_ttft_ms = level.metrics.ttft_ms.mean?;
-    let paint_ms = match (&level.metrics.rendered_ttft_ms, level.metrics.ttft_ms.mean) {
-        (Some(r), Some(t)) => r.mean.map(|r| r - t),
-        _ => None,
-    };
-    Some(StageSplit {
-        client_ttft_ms,
-        client_requests: level.metrics.ttft_ms.count,
-        server_ttft_ms,
-        server_requests: server.count,
-        network_and_client_ms: client_ttft_ms - server_ttft_ms,
-        queue_ms: hist_mean_ms(series, Series::QueueSeconds),
-        prefill_ms: hist_mean_ms(series, Series::PrefillSeconds),
-        decode_ms: hist_mean_ms(series, Series::DecodeSeconds),
-        paint_ms,
-    })
-}
-
-fn tokens(engine: Engine, series: &[SeriesSummary], level: &LevelReport) -> Option<TokenCheck> {
-    let increase = |which| {
-        series
-            .iter()
-            .find(|s| s.series == which)
-            .and_then(|s| s.increase)
-    };
-    let server_generated = increase(Series::GenerationTokens)?;
-    let server_prompt = increase(Series::PromptTokens).map(|p| {
-        if engine.prompt_counter_excludes_cached() {
-            p + increase(Series::CachedPromptTokens).unwrap_or(0.0)
-        } else {
-            p
+    /// The prefix cache's hits and lookups over the level, in tokens: from the
+    /// engine's hit and query counters, else from its cached-prompt-token counter
+    /// against all prompt tokens.
+    pub fn prefix_hits(&self) -> Option<(f64, f64)> {
+        if let (Some(h), Some(q)) = (
+            self.increase(Series::PrefixCacheHits),
+            self.increase(Series::PrefixCacheQueries),
+        ) {
+            return Some((h, q));
         }
-    });
-    let same = |server: f64, client: u64| (server - client as f64).abs() < 0.5;
-    let agrees = level.requests_without_usage == 0
-        && same(server_generated, level.usage_completion_tokens)
-        && server_prompt.is_none_or(|p| same(p, level.usage_prompt_tokens));
-    Some(TokenCheck {
-        server_generated,
-        client_completion: level.usage_completion_tokens,
-        server_prompt,
-        client_prompt: level.usage_prompt_tokens,
-        requests_without_usage: level.requests_without_usage,
-        agrees,
-    })
+        Some((
+            self.increase(Series::CachedPromptTokens)?,
+            self.prompt_tokens()?,
+        ))
+    }
+
+    fn stages(&self, level: &LevelReport) -> Option<StageSplit> {
+        let server = self.get(Series::TtftSeconds)?.histogram.as_ref()?;
+        let server_ttft_ms = server.mean? * 1000.0;
+        let client_ttft_ms = level.metrics.ttft_ms.mean?;
+        let paint_ms = level
+            .metrics
+            .rendered_ttft_ms
+            .as_ref()
+            .and_then(|r| r.mean)
+            .map(|r| r - client_ttft_ms);
+        Some(StageSplit {
+            client_ttft_ms,
+            client_requests: level.metrics.ttft_ms.count,
+            server_ttft_ms,
+            server_requests: server.count,
+            network_and_client_ms: client_ttft_ms - server_ttft_ms,
+            queue_ms: self.mean_ms(Series::QueueSeconds),
+            prefill_ms: self.mean_ms(Series::PrefillSeconds),
+            decode_ms: self.mean_ms(Series::DecodeSeconds),
+            paint_ms,
+        })
+    }
+
+    fn token_check(&self, level: &LevelReport) -> Option<TokenCheck> {
+        self.engine?;
+        let server_generated = self.increase(Series::GenerationTokens)?;
+        let server_prompt = self.prompt_tokens();
+        let same = |server: f64, client: u64| (server - client as f64).abs() < 0.5;
+        let agrees = level.requests_without_usage == 0
+            && same(server_generated, level.usage_completion_tokens)
+            && server_prompt.is_none_or(|p| same(p, level.usage_prompt_tokens));
+        Some(TokenCheck {
+            server_generated,
+            client_completion: level.usage_completion_tokens,
+            server_prompt,
+            client_prompt: level.usage_prompt_tokens,
+            requests_without_usage: level.requests_without_usage,
+            agrees,
+        })
+    }
 }
 
 /// The run's server side: what was scraped, how it went, and the gauges over time.
