@@ -343,3 +343,54 @@ fn a_pasted_endpoint_path_is_removed_and_said() {
     );
     assert_eq!(report["levels"][0]["ok"], 2);
 }
+
+#[test]
+fn mock_can_write_the_head_with_the_first_token() {
+    // Servers that write nothing before the first body bytes (Go's net/http)
+    // send the head with the first token; `mock --head-with-first-token` does.
+    for held in [false, true] {
+        let args: &[&str] = if held {
+            &["--ttft-ms", "60", "--head-with-first-token"]
+        } else {
+            &["--ttft-ms", "60"]
+        };
+        let mock = Mock::start(args);
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path().join("raw.jsonl");
+        let o = run(&[
+            "bench",
+            "--url",
+            &mock.url,
+            "--requests",
+            "4",
+            "--warmup",
+            "0",
+            "--rounds",
+            "1",
+            "--max-tokens",
+            "4",
+            "--server-metrics",
+            "none",
+            "--raw",
+            raw.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        for s in mock.log_records(4) {
+            let head_to_token = common::f(&s["chunk_times_ms"][0]) - common::f(&s["t_headers_ms"]);
+            if held {
+                assert!((0.0..5.0).contains(&head_to_token), "{s}");
+            } else {
+                assert!(head_to_token > 50.0, "the head goes out at once: {s}");
+            }
+        }
+        for r in common::raw_requests(&raw) {
+            let head_to_token = common::f(&r["token_events_ms"][0]) - common::f(&r["t_headers_ms"]);
+            if held {
+                // Together (hyper may hand the body a task hop later on a busy host).
+                assert!(head_to_token < 20.0, "the client got them together: {r}");
+            } else {
+                assert!(head_to_token > 50.0, "{r}");
+            }
+        }
+    }
+}

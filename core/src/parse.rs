@@ -97,6 +97,15 @@ impl BaseUrl {
         out
     }
 
+    /// `scheme://host[:port]`: where the server's other routes (`/metrics`) are;
+    /// no credentials, path or query.
+    pub fn origin(&self) -> String {
+        let (scheme, after) = self.url.split_once("://").unwrap_or(("http", &self.url));
+        let authority = after.split(['/', '?']).next().unwrap_or("");
+        let host = authority.rsplit('@').next().unwrap_or("");
+        format!("{scheme}://{host}")
+    }
+
     /// The URL for reports and messages: no credentials, no query.
     pub fn redacted(&self) -> String {
         redact_url(&self.url)
@@ -259,6 +268,21 @@ mod tests {
         assert!(parse_u32_list("1,0").unwrap_err().contains("\"0\""));
         assert!(parse_f64_list("2.5,-5").unwrap_err().contains("\"-5\""));
         assert!(parse_u32_list("").is_err());
+    }
+
+    #[test]
+    fn origins() {
+        let o = |u: &str| parse_base_url(u).unwrap().origin();
+        assert_eq!(o("http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000");
+        assert_eq!(
+            o("https://api.example.com/openai/v1?api-version=2"),
+            "https://api.example.com"
+        );
+        assert_eq!(
+            o("http://u:secret@host:1/v1/chat/completions"),
+            "http://host:1"
+        );
+        assert_eq!(o("http://[::1]:8080"), "http://[::1]:8080");
     }
 
     #[test]

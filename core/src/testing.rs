@@ -32,6 +32,8 @@ pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
         t_scheduled_ms: None,
         t_send_ms: t0_ms,
         t_headers_ms: Some(t0_ms + 1.0),
+        t_request_start_ms: None,
+        t_response_start_ms: None,
         status: Some(200),
         t_first_byte_ms: Some(t0_ms + 2.0),
         token_events_ms: events_ms,

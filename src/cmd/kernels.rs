@@ -65,6 +65,10 @@ pub struct KernelsArgs {
             .map(|s| s.parse::<KernelGroup>().expect("a possible value"))
     )]
     pub only: Vec<KernelGroup>,
+    /// The GPU's memory (80GiB, 24GB): also print each floor model's KV-cache plan
+    /// at each context (f16 KV, 0.9 of the memory; `tokenscope plan` for one in full).
+    #[arg(long, value_name = "SIZE")]
+    pub gpu_memory: Option<String>,
     /// Write the tokenscope.kernels/1 JSON here (rewritten after every kernel).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -107,6 +111,14 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         return list(&args);
     }
     let models = models(&args)?;
+    let gpu_memory_bytes = match &args.gpu_memory {
+        Some(m) => Some(
+            tokenscope_core::parse::parse_bytes(m)
+                .map_err(|e| anyhow::anyhow!("--gpu-memory {e}"))?,
+        ),
+        None => None,
+    };
+    let plan_models = models.clone();
     let mut ctx = kernel_harness::block_on(GpuContext::new(&AdapterOptions {
         name: args.adapter.clone(),
         backend: args.backend,
@@ -133,6 +145,9 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         write_report(path, &report)?;
     }
     print!("{}", tokenscope_core::render::kernels::text(&report));
+    if let Some(bytes) = gpu_memory_bytes {
+        print!("\n{}", kv_plans(&plan_models, &report, bytes));
+    }
     if report.verified {
         Ok(ExitCode::SUCCESS)
     } else {
@@ -151,6 +166,29 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+/// Each floor model's KV-cache plan at each of the report's contexts and weight
+/// formats, on a GPU of `gpu_memory_bytes`.
+fn kv_plans(models: &[ModelShape], report: &KernelReport, gpu_memory_bytes: u64) -> String {
+    let mut plans = Vec::new();
+    for m in models {
+        for quant in &report.config.quants {
+            for context in &report.config.contexts {
+                if let Ok(p) = m.plan_kv(tokenscope_core::analyze::floor::KvPlanInput {
+                    weights: *quant,
+                    kv_dtype: Quant::F16,
+                    context: *context,
+                    gpu_memory_bytes,
+                    utilization: 0.9,
+                    llamacpp_slots: None,
+                }) {
+                    plans.push(p);
+                }
+            }
+        }
+    }
+    tokenscope_core::render::kv_plan::summary_text(&plans)
 }
 
 fn no_adapter(e: HarnessError) -> anyhow::Error {

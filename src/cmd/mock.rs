@@ -39,6 +39,11 @@ pub struct MockArgs {
     /// Serve no /metrics (404), like a server started without metrics.
     #[arg(long)]
     pub no_metrics: bool,
+
+    /// Hold each stream's response head until its first token and send them
+    /// together (as servers that write nothing before the first body bytes do).
+    #[arg(long)]
+    pub head_with_first_token: bool,
 }
 
 /// The simulator's model parameters (shared by `mock`, `serve --mock` and `demo`).
@@ -141,6 +146,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
         if args.no_metrics {
             state = state.without_metrics();
         }
+        state = state.head_with_first_token(args.head_with_first_token);
         println!("tokenscope mock listening on {origin}/v1");
         tokio::select! {
             r = serve(listener, router(state)) => r.context("the server failed")?,

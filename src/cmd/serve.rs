@@ -58,6 +58,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "mock")]
     pub mock_log: Option<PathBuf>,
 
+    /// With --mock: hold each stream's response head until its first token and
+    /// send them together (as servers that write nothing before the first body
+    /// bytes do).
+    #[arg(long, requires = "mock")]
+    pub head_with_first_token: bool,
+
     #[command(flatten, next_help_heading = "Simulated server (with --mock)")]
     pub sim: SimArgs,
 }
@@ -169,7 +175,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async move {
         let (listener, origin) = super::listen(args.host, args.port).await?;
         let mock = match sim {
-            Some(cfg) => Some(MockState::start(cfg, args.mock_log.as_deref())?),
+            Some(cfg) => Some(
+                MockState::start(cfg, args.mock_log.as_deref())?
+                    .head_with_first_token(args.head_with_first_token),
+            ),
             None => None,
         };
         println!("tokenscope serve listening on {origin}{base}");

@@ -16,6 +16,8 @@ use super::{LogOnDrop, LogRecord, MockState};
 
 struct StreamState {
     rx: mpsc::UnboundedReceiver<Step>,
+    /// A step already received (the head was held for it).
+    first: Option<Step>,
     writer: StreamWriter,
     guard: LogOnDrop,
     started: bool,
@@ -33,12 +35,14 @@ const RESET_AFTER_MS: u64 = 30;
 pub(super) fn sse_stream(
     s: MockState,
     rx: mpsc::UnboundedReceiver<Step>,
+    first: Option<Step>,
     writer: StreamWriter,
     log: LogRecord,
 ) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
     let stall_ms = s.cfg.stall_ms;
     let st = StreamState {
         rx,
+        first,
         writer,
         guard: LogOnDrop {
             state: s,
@@ -74,7 +78,10 @@ pub(super) fn sse_stream(
             tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
         }
         // None: the engine dropped us; the body ends without [DONE].
-        let Step { em, started_ms } = st.rx.recv().await?;
+        let Step { em, started_ms } = match st.first.take() {
+            Some(step) => step,
+            None => st.rx.recv().await?,
+        };
         if let Some(log) = st.guard.log.as_mut() {
             log.t_scheduled_ms.get_or_insert(started_ms);
         }

@@ -49,6 +49,8 @@ pub struct MockState {
     /// `/metrics` answers 404 (a server without metrics, like llama-server
     /// started without `--metrics`).
     metrics_off: bool,
+    /// Hold the response head until the first chunk, and send the two together.
+    head_with_first_token: bool,
 }
 
 /// One request as the server saw it (a line of `--log`).
@@ -128,12 +130,21 @@ impl MockState {
             gauges,
             metrics: Arc::new(ServerMetrics::new()),
             metrics_off: false,
+            head_with_first_token: false,
         })
     }
 
     /// The same server with no `/metrics` (it answers 404).
     pub fn without_metrics(mut self) -> Self {
         self.metrics_off = true;
+        self
+    }
+
+    /// The same server holding each stream's response head until its first
+    /// chunk and writing them together, as servers do that write nothing before
+    /// the first body bytes (Go's `net/http` unless the handler flushes first).
+    pub fn head_with_first_token(mut self, yes: bool) -> Self {
+        self.head_with_first_token = yes;
         self
     }
 
@@ -204,13 +215,12 @@ async fn server_metrics(State(s): State<MockState>) -> Response {
     if s.metrics_off {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let kv_capacity = u64::from(s.cfg.max_batch) * s.cfg.max_context_tokens;
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        s.metrics.render(&s.gauges, &s.cfg.model, kv_capacity),
+        s.metrics.render(&s.gauges, &s.cfg),
     )
         .into_response()
 }
@@ -385,8 +395,16 @@ async fn handle(
     if !streaming {
         return non_streaming(s, api, id, tok_rx, log, prompt_tokens).await;
     }
+    let mut tok_rx = tok_rx;
+    // Held head: wait for the first chunk; the stream hands it over at once, so
+    // the HTTP layer writes the head and the chunk together.
+    let first = if s.head_with_first_token {
+        tok_rx.recv().await
+    } else {
+        None
+    };
     log.t_headers_ms = Some(s.clock.now_ms());
-    let body = Body::from_stream(sse_stream(s.clone(), tok_rx, writer, log));
+    let body = Body::from_stream(sse_stream(s.clone(), tok_rx, first, writer, log));
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")

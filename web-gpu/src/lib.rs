@@ -23,7 +23,8 @@ use kernel_harness::clock::Clock;
 use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::page::gpu::{
-    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
+    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, KernelsRead,
+    KernelsView,
 };
 use tokenscope_core::report::kernels::KernelReport;
 use wasm_bindgen::prelude::*;
@@ -231,7 +232,10 @@ impl Progress for JsProgress {
 
     fn report(&mut self, report: &KernelReport) {
         if let Ok(json) = serde_json::to_string(report) {
-            self.emit(&GpuEvent::Report { json });
+            self.emit(&GpuEvent::Report(Box::new(KernelsRead {
+                view: KernelsView::of(report),
+                json,
+            })));
         }
     }
 
@@ -270,7 +274,12 @@ async fn run(
         total: cfg.items(),
     };
     let report = suite::run_suite(&ctx, &PerformanceClock::new(), &cfg, &mut progress).await?;
-    serde_json::to_string_pretty(&report).map_err(|e| GpuPageError::BadRequest(e.to_string()))
+    let read = KernelsRead {
+        json: serde_json::to_string_pretty(&report)
+            .map_err(|e| GpuPageError::BadRequest(e.to_string()))?,
+        view: KernelsView::of(&report),
+    };
+    serde_json::to_string(&read).map_err(|e| GpuPageError::BadRequest(e.to_string()))
 }
 
 /// The adapter the GPU view would use: resolves to an `AdapterProbe` JSON, rejects
@@ -284,8 +293,9 @@ pub async fn adapter_info() -> Result<String, JsValue> {
 
 /// Runs the kernel harness: `request` is a `GpuRunRequest` JSON (`{"preset":
 /// "quick"}`), `on_progress` is called with each `GpuEvent` JSON, `signal` (an
-/// `AbortSignal`) stops the run between kernels. Resolves to the
-/// `tokenscope.kernels/1` report JSON, rejects with a `GpuFailure` JSON.
+/// `AbortSignal`) stops the run between kernels. Resolves to a `KernelsRead` JSON
+/// (the `tokenscope.kernels/1` report's text and what the page shows of it),
+/// rejects with a `GpuFailure` JSON.
 #[wasm_bindgen]
 pub async fn run_kernels(
     request: String,

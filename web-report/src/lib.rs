@@ -10,6 +10,7 @@
 //! [`tokenscope_core::page::report`].
 
 use tokenscope_core::page::report::ReportRequest;
+use tokenscope_core::page::scrape::{self, TakenScrape};
 use wasm_bindgen::prelude::*;
 
 /// Render the analysis a [`ReportRequest`] (JSON) asks for: its
@@ -17,6 +18,32 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 pub fn render_report(request: &str) -> Result<String, String> {
     render(request)
+}
+
+/// Read the page's scrapes (a JSON array of
+/// [`TakenScrape`]): a JSON array of [`tokenscope_core::page::scrape::ReadScrape`],
+/// each the raw file's line for one scrape.
+#[wasm_bindgen]
+pub fn read_scrapes(taken: &str) -> Result<String, String> {
+    let taken: Vec<TakenScrape> =
+        serde_json::from_str(taken).map_err(|e| format!("invalid scrapes: {e}"))?;
+    serde_json::to_string(&scrape::read_scrapes(&taken)).map_err(|e| e.to_string())
+}
+
+/// The client report (JSON) of a page run that scraped, from its raw file: the
+/// server view joined to its levels.
+#[wasm_bindgen]
+pub fn rebuild_report(raw_jsonl: &str) -> Result<String, String> {
+    scrape::rebuild_report(raw_jsonl)
+}
+
+/// Read a kernels report file (`tokenscope.kernels/1` JSON): a
+/// [`tokenscope_core::page::gpu::KernelsRead`] JSON (its text and what the page
+/// shows of it), or why it is not one.
+#[wasm_bindgen]
+pub fn read_kernels(json: String) -> Result<String, String> {
+    let read = tokenscope_core::page::gpu::KernelsView::read(json)?;
+    serde_json::to_string(&read).map_err(|e| e.to_string())
 }
 
 fn render(request: &str) -> Result<String, String> {

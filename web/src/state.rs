@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use tokenscope_core::report::kernels::KernelReport;
+use tokenscope_core::page::gpu::KernelsView;
 use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
 use yew::Reducible;
 
@@ -36,12 +36,13 @@ impl RunState {
     }
 }
 
-/// A kernels report and the JSON it was read from (the report module and the
-/// exports take the text as it is).
+/// A kernels report: what the page shows of it (read by the GPU or the report
+/// module) and its JSON (the report module and the exports take the text as it
+/// is).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelsFile {
-    /// The report.
-    pub report: Shared<KernelReport>,
+    /// What the page shows of it.
+    pub view: Shared<KernelsView>,
     /// Its JSON.
     pub json: Shared<String>,
 }
@@ -233,7 +234,9 @@ impl Reducible for State {
                 s.chart_levels = s.live_levels.clone();
                 let records_json = serde_json::to_string(&out.records).unwrap_or_default();
                 s.finished = Some(Finished {
-                    report_json: Shared::new(out.report.to_json()),
+                    report_json: Shared::new(
+                        out.report_json.unwrap_or_else(|| out.report.to_json()),
+                    ),
                     report: Shared::new(out.report),
                     records: Shared::new(out.records),
                     records_json: Shared::new(records_json),

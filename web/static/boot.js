@@ -14,7 +14,8 @@ function fail(message) {
 // view opens, window.tokenscopeGpu() resolving to its exports (adapter_info,
 // run_kernels); the report module (the combined report's analysis) when there is
 // a report to analyse, window.tokenscopeReport() resolving to its exports
-// (render_report).
+// (render_report, and for a run that scraped /metrics read_scrapes and
+// rebuild_report).
 function lazyModule(load, wasmUrl) {
   let module;
   return () =>

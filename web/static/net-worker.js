@@ -17,25 +17,80 @@
 // Messages out: {type: "sent", id, t}
 //               {type: "head", id, t, status, contentType}
 //               {type: "chunk", id, t, bytes}            (bytes: a transferred Uint8Array)
-//               {type: "end", id, t, protocol}
+//               {type: "end", id, t}
 //               {type: "error", id, t, phase: "connect" | "stream", name, message}
+//               {type: "timing", id, requestStart, responseStart, protocol}
+//
+// "timing" is the request's Resource Timing entry, once the browser has made it
+// (when the response ended; it may come after "end"): requestStart and
+// responseStart (shared clock, like t) are when the browser's network stack began
+// sending the request and had the response's first bytes, null where the browser
+// hides them (a cross-origin endpoint without Timing-Allow-Origin);
+// protocol is its nextHopProtocol ("http/1.1", "h2"), null when hidden.
 "use strict";
 
 const inflight = new Map();
 const clock = () => performance.timeOrigin + performance.now();
 
-// Resource Timing entries are only read here (protocol), so keep them few.
-function protocolOf(url) {
-  const entries = performance.getEntriesByName(url);
-  let protocol = null;
-  for (let i = entries.length - 1; i >= 0; i--) {
-    if (entries[i].nextHopProtocol) {
-      protocol = entries[i].nextHopProtocol;
-      break;
+// Requests waiting for their Resource Timing entry: id -> {url, start, ended}
+// (start: this worker's performance.now() right before fetch(), which the
+// entry's startTime follows within a fraction of a millisecond; only an ended
+// request claims an entry, the closest in start among those for its URL).
+const awaiting = new Map();
+// Entries seen before their request asked (the observer may be first).
+let unclaimed = [];
+const MATCH_MS = 50;
+const WAIT_MS = 5000;
+
+function timingOf(entry) {
+  const at = (t) => (t > 0 ? performance.timeOrigin + t : null);
+  return {
+    requestStart: at(entry.requestStart),
+    responseStart: at(entry.responseStart),
+    protocol: entry.nextHopProtocol || null,
+  };
+}
+
+// The entry of request `id` among `entries`: same URL, the closest start.
+function claim(id, entries) {
+  const want = awaiting.get(id);
+  if (!want) return false;
+  let best = -1;
+  let bestGap = MATCH_MS;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (e.name !== want.url) continue;
+    const gap = Math.abs(e.startTime - want.start);
+    if (gap <= bestGap) {
+      best = i;
+      bestGap = gap;
     }
   }
-  if (entries.length > 100) performance.clearResourceTimings();
-  return protocol;
+  if (best < 0) return false;
+  const entry = entries.splice(best, 1)[0];
+  awaiting.delete(id);
+  self.postMessage(Object.assign({ type: "timing", id }, timingOf(entry)));
+  return true;
+}
+
+// Entries as the browser makes them; the buffer is emptied at once (the observer
+// sees every entry whatever the buffer holds).
+new PerformanceObserver((list) => {
+  unclaimed = unclaimed.concat(list.getEntriesByType("resource"));
+  performance.clearResourceTimings();
+  for (const [id, want] of Array.from(awaiting)) if (want.ended) claim(id, unclaimed);
+  const old = performance.now() - WAIT_MS;
+  unclaimed = unclaimed.filter((e) => e.responseEnd > old);
+}).observe({ type: "resource" });
+
+// A request that ended: its entry now, or when the observer brings it; given up
+// after WAIT_MS (the page then records no responseStart).
+function lookUp(id) {
+  const want = awaiting.get(id);
+  if (!want) return;
+  want.ended = true;
+  if (claim(id, unclaimed)) return;
+  setTimeout(() => awaiting.delete(id), WAIT_MS);
 }
 
 async function send(m) {
@@ -51,6 +106,7 @@ async function send(m) {
   };
   let response;
   // The request starts right after the stamp; telling the page comes after.
+  awaiting.set(m.id, { url: new URL(m.url, self.location.href).href, start: performance.now() });
   const tSend = clock();
   const pending = fetch(m.url, init);
   self.postMessage({ type: "sent", id: m.id, t: tSend });
@@ -59,6 +115,7 @@ async function send(m) {
   } catch (err) {
     const t = clock();
     inflight.delete(m.id);
+    awaiting.delete(m.id);
     self.postMessage({ type: "error", id: m.id, t, phase: "connect", name: err.name, message: String(err.message || err) });
     return;
   }
@@ -76,7 +133,8 @@ async function send(m) {
       const r = reader ? await reader.read() : { done: true };
       const t = clock();
       if (r.done) {
-        self.postMessage({ type: "end", id: m.id, t, protocol: protocolOf(m.url) });
+        self.postMessage({ type: "end", id: m.id, t });
+        lookUp(m.id);
         break;
       }
       let bytes = r.value;
@@ -88,6 +146,7 @@ async function send(m) {
   } catch (err) {
     const t = clock();
     self.postMessage({ type: "error", id: m.id, t, phase: "stream", name: err.name, message: String(err.message || err) });
+    lookUp(m.id);
   } finally {
     inflight.delete(m.id);
   }

@@ -85,6 +85,9 @@ pub struct LevelAccumulator {
     out_tokens: Samples,
     rendered: Samples,
     render_delay: Samples,
+    send: Samples,
+    delivery: Samples,
+    ttft_at_network_stack: u64,
     lag: Samples,
     server_tpot: Samples,
     server_prompt: Samples,
@@ -129,6 +132,9 @@ impl LevelAccumulator {
             out_tokens: s(),
             rendered: s(),
             render_delay: s(),
+            send: s(),
+            delivery: s(),
+            ttft_at_network_stack: 0,
             lag: s(),
             server_tpot: s(),
             server_prompt: s(),
@@ -252,6 +258,11 @@ impl LevelAccumulator {
         self.out_tokens.push(m.output_tokens as f64);
         push_samples(&mut self.rendered, m.rendered_ttft_ms);
         push_samples(&mut self.render_delay, m.render_delay_ms);
+        push_samples(&mut self.send, m.browser_send_ms);
+        push_samples(&mut self.delivery, m.browser_delivery_ms);
+        if m.ttft_at_network_stack {
+            self.ttft_at_network_stack += 1;
+        }
         if let Some(t) = r.server_timings {
             push_samples(&mut self.server_tpot, t.predicted_per_token_ms);
             push_samples(&mut self.server_prompt, t.prompt_ms);
@@ -314,6 +325,8 @@ impl LevelAccumulator {
             output_tokens: self.out_tokens.summary(),
             rendered_ttft_ms: nonempty(&self.rendered),
             render_delay_ms: nonempty(&self.render_delay),
+            browser_send_ms: nonempty(&self.send),
+            browser_delivery_ms: nonempty(&self.delivery),
             client_lag_ms: nonempty(&self.lag),
             server_tpot_ms: nonempty(&self.server_tpot),
             server_prompt_ms: nonempty(&self.server_prompt),
@@ -397,6 +410,7 @@ impl LevelAccumulator {
             rounds,
             round_spread,
             paint_methods: self.paint_methods,
+            ttft_at_network_stack: self.ttft_at_network_stack,
             snapshots,
             drift,
             usage_prompt_tokens: self.usage.0,

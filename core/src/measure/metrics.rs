@@ -3,7 +3,7 @@
 //!
 //! | metric | formula |
 //! |---|---|
-//! | TTFT | `t_first_token - t_send` |
+//! | TTFT | `t_first_token - t_send` (`t_first_token`: see below) |
 //! | time to headers | `t_headers - t_send` |
 //! | time to first byte | `t_first_byte - t_send` |
 //! | TPOT | `(t_last_token - t_first_token) / (output_tokens - 1)`, undefined below 2 tokens |
@@ -13,10 +13,17 @@
 //! | decode rate | `(output_tokens - 1) / (t_last_token - t_first_token)`, tokens/s |
 //! | rendered TTFT | `t_first_paint - t_send` (browser) |
 //! | render delay | `t_first_paint - t_first_token` (browser) |
+//! | browser send | `t_request_start - t_send` (browser, where exposed) |
+//! | browser delivery | `t_headers - t_response_start` (browser, where exposed) |
 //! | stall | an ITL gap longer than the stall threshold |
 //!
 //! `t_send` is the scheduled send time in open-loop rate mode (so a late send is
-//! charged to the request), otherwise the actual send time.
+//! charged to the request), otherwise the actual send time. `t_first_token` is
+//! the read that completed the first content event, except in the browser when
+//! that event came in the response's first bytes and the browser exposes
+//! Resource Timing's `responseStart`: then it is `responseStart`, when the
+//! network stack had it ([`RequestRecord::t_first_token_arrival_ms`]). TPOT and
+//! ITL use the reads throughout (differences of like stamps).
 
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +89,13 @@ pub struct RequestMetrics {
     pub render_delay_ms: Option<f64>,
     /// Client lag (rate mode): actual minus scheduled send, ms.
     pub client_lag_ms: Option<f64>,
+    /// The browser's own send delay (the page's send to its network stack
+    /// beginning the request), ms.
+    pub browser_send_ms: Option<f64>,
+    /// The browser's own delivery delay (network stack to the page's script), ms.
+    pub browser_delivery_ms: Option<f64>,
+    /// TTFT was taken from the browser's network stack (`responseStart`).
+    pub ttft_at_network_stack: bool,
 }
 
 impl RequestMetrics {
@@ -89,6 +103,7 @@ impl RequestMetrics {
     pub fn from_record(r: &RequestRecord, opts: &MetricOptions) -> Self {
         let t0 = r.t_reference_ms();
         let first = r.t_first_token_ms();
+        let arrival = r.t_first_token_arrival_ms();
         let last = r.t_last_token_ms();
         let events = r.token_events_ms.len() as u64;
         let (output_tokens, tokens_estimated) = match r.usage.and_then(|u| u.completion_tokens) {
@@ -128,7 +143,7 @@ impl RequestMetrics {
             });
         }
         Self {
-            ttft_ms: first.map(|f| f - t0),
+            ttft_ms: arrival.map(|f| f - t0),
             time_to_headers_ms: r.t_headers_ms.map(|t| t - t0),
             time_to_first_byte_ms: r.t_first_byte_ms.map(|t| t - t0),
             tpot_ms,
@@ -140,11 +155,14 @@ impl RequestMetrics {
             stalls,
             longest_gap_ms: longest,
             rendered_ttft_ms: r.t_first_paint_ms.map(|p| p - t0),
-            render_delay_ms: match (r.t_first_paint_ms, first) {
+            render_delay_ms: match (r.t_first_paint_ms, arrival) {
                 (Some(p), Some(f)) => Some(p - f),
                 _ => None,
             },
             client_lag_ms: r.client_lag_ms(),
+            browser_send_ms: r.browser_send_ms(),
+            browser_delivery_ms: r.browser_delivery_ms(),
+            ttft_at_network_stack: arrival.is_some() && arrival != first,
         }
     }
 }
@@ -240,6 +258,40 @@ mod tests {
         assert_eq!(m.longest_gap_ms, Some(300.0));
         assert_eq!(m.rendered_ttft_ms, Some(116.0));
         assert_eq!(m.render_delay_ms, Some(16.0));
+    }
+
+    #[test]
+    fn a_first_token_in_the_first_bytes_is_timed_at_the_network_stack() {
+        // Head read at 1010 (the network stack had it at 1007.5); the first token's
+        // read resolved 0.5 ms after the head: it came in the same bytes.
+        let mut r = record(&[1010.5, 1030.0], Some(2));
+        r.t_response_start_ms = Some(1007.5);
+        r.t_request_start_ms = Some(1001.5);
+        r.t_first_paint_ms = Some(1020.0);
+        assert!(r.first_token_with_head());
+        let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(m.ttft_ms, Some(7.5));
+        assert!(m.ttft_at_network_stack);
+        assert_eq!(m.browser_delivery_ms, Some(2.5));
+        assert_eq!(m.browser_send_ms, Some(1.5));
+        assert_eq!(m.render_delay_ms, Some(12.5), "paint minus the arrival");
+        assert_eq!(m.rendered_ttft_ms, Some(20.0));
+        assert_eq!(m.tpot_ms, Some(19.5), "TPOT stays on the reads");
+
+        // A token 1.5 ms after the head came in later bytes: its read is the time.
+        let mut later = record(&[1011.5], Some(1));
+        later.t_response_start_ms = Some(1007.5);
+        assert!(!later.first_token_with_head());
+        let m = RequestMetrics::from_record(&later, &MetricOptions::default());
+        assert_eq!(m.ttft_ms, Some(11.5));
+        assert!(!m.ttft_at_network_stack);
+        assert_eq!(m.browser_delivery_ms, Some(2.5), "the head's delivery");
+
+        // No responseStart (hidden cross-origin): the read, and no delivery figure.
+        let hidden = record(&[1010.5], Some(1));
+        let m = RequestMetrics::from_record(&hidden, &MetricOptions::default());
+        assert_eq!(m.ttft_ms, Some(10.5));
+        assert_eq!(m.browser_delivery_ms, None);
     }
 
     #[test]

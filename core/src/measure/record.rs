@@ -149,6 +149,11 @@ pub enum PaintMethod {
     RequestAnimationFrame,
 }
 
+/// A first token read at most this long after the response head came in the
+/// response's first bytes (ms): the body's first read resolves at once when its
+/// bytes were already there as the head was handed over.
+pub const WITH_HEAD_MS: f64 = 1.0;
+
 /// Everything recorded about one request: the raw record (`--raw` JSONL) from which
 /// every metric is derived. Times are ms on the client's monotonic clock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,6 +166,17 @@ pub struct RequestRecord {
     pub t_send_ms: f64,
     /// Response status and headers received.
     pub t_headers_ms: Option<f64>,
+    /// Browser only: Resource Timing's `requestStart`, when the browser's network
+    /// stack began sending the request (after a new connection's setup); absent
+    /// where the browser hides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_request_start_ms: Option<f64>,
+    /// Browser only: Resource Timing's `responseStart`, when the browser's network
+    /// stack had the response's first bytes (before they reached the page's
+    /// script); absent where the browser hides it (a cross-origin endpoint that
+    /// sends no `Timing-Allow-Origin`) or did not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_response_start_ms: Option<f64>,
     /// HTTP status.
     pub status: Option<u16>,
     /// First body bytes received.
@@ -203,9 +219,44 @@ impl RequestRecord {
         self.t_scheduled_ms.unwrap_or(self.t_send_ms)
     }
 
-    /// First content event's arrival.
+    /// First content event's arrival: the read that completed it.
     pub fn t_first_token_ms(&self) -> Option<f64> {
         self.token_events_ms.first().copied()
+    }
+
+    /// Whether the first token came in the response's first bytes: its read
+    /// resolved within [`WITH_HEAD_MS`] of the response head. Then the browser's
+    /// `responseStart` (when known) is when the network stack had the token.
+    pub fn first_token_with_head(&self) -> bool {
+        match (self.t_headers_ms, self.t_first_token_ms()) {
+            (Some(h), Some(f)) => f - h <= WITH_HEAD_MS,
+            _ => false,
+        }
+    }
+
+    /// When the first token reached the client: the browser's `responseStart`
+    /// where the token came in the response's first bytes (the network stack had
+    /// it then; the page's script got it a delivery delay later), else the read
+    /// that completed it.
+    pub fn t_first_token_arrival_ms(&self) -> Option<f64> {
+        match self.t_response_start_ms {
+            Some(rs) if self.first_token_with_head() => Some(rs),
+            _ => self.t_first_token_ms(),
+        }
+    }
+
+    /// Browser only: the browser's own send delay, from the page's send to its
+    /// network stack beginning the request (`requestStart`; a new connection's
+    /// setup included).
+    pub fn browser_send_ms(&self) -> Option<f64> {
+        Some(self.t_request_start_ms? - self.t_send_ms)
+    }
+
+    /// Browser only: the browser's own delivery delay, from its network stack
+    /// having the response's first bytes (`responseStart`) to the page's script
+    /// having the response (the head's read).
+    pub fn browser_delivery_ms(&self) -> Option<f64> {
+        Some(self.t_headers_ms? - self.t_response_start_ms?)
     }
 
     /// Last content event's arrival.

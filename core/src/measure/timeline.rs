@@ -60,6 +60,8 @@ impl RequestTimeline {
                 t_scheduled_ms,
                 t_send_ms,
                 t_headers_ms: None,
+                t_request_start_ms: None,
+                t_response_start_ms: None,
                 status: None,
                 t_first_byte_ms: None,
                 token_events_ms: Vec::new(),
@@ -334,6 +336,17 @@ impl RequestTimeline {
             ErrorKind::Cancelled,
             "the run was stopped before this request finished",
         );
+    }
+
+    /// Browser only: Resource Timing's `requestStart` and `responseStart` for
+    /// this request (each `None` where the browser hid it).
+    pub fn on_resource_timing(
+        &mut self,
+        request_start_ms: Option<f64>,
+        response_start_ms: Option<f64>,
+    ) {
+        self.record.t_request_start_ms = request_start_ms;
+        self.record.t_response_start_ms = response_start_ms;
     }
 
     /// Browser only: the first token was painted at `t_ms`.

@@ -3,14 +3,14 @@
 //! (the GPU one loads only when the GPU view opens), so they talk in JSON strings;
 //! these are the shapes of those strings, shared so neither side spells them twice.
 //!
-//! The events are externally tagged and carry the report as JSON text: the page
-//! then reads a report with the same code as a file (`KernelReport::from_json`) and
-//! exports that text as it is, so neither a second deserializer (serde's buffering
-//! of internally tagged enums) nor a report serializer weighs on the page's wasm.
+//! The events are externally tagged and carry the report as JSON text with what
+//! the page shows of it ([`KernelsRead`]): the page exports that text as it is and
+//! never reads the report itself, so neither the report's deserializer nor a
+//! serializer weighs on the page's wasm.
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::kernels::{AdapterReport, FeatureReport, LimitsReport};
+use crate::report::kernels::{AdapterReport, FeatureReport, KernelReport, LimitsReport};
 
 /// Which run the page asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -105,10 +105,127 @@ pub enum GpuEvent {
         total: usize,
     },
     /// The report so far.
-    Report {
-        /// The `tokenscope.kernels/1` report so far, as JSON text.
-        json: String,
-    },
+    Report(Box<KernelsRead>),
+}
+
+/// A kernels report as the GPU module (or the report module, for a file) read it:
+/// the JSON text (exported as it is) and what the page shows of it. The page
+/// never reads the report itself: its types' reading code would weigh on the
+/// first load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelsRead {
+    /// The `tokenscope.kernels/1` report, as JSON text.
+    pub json: String,
+    /// What the page shows of it.
+    pub view: KernelsView,
+}
+
+/// What the page shows of a kernels report, rendered by core in the module that
+/// has the report: the same table and chart as the CLI and the combined report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct KernelsView {
+    /// The adapter's name.
+    pub adapter: String,
+    /// Its backend (`vulkan`, `webgpu`).
+    pub backend: String,
+    /// Kernels measured.
+    pub kernels: usize,
+    /// Every kernel matched its CPU reference (and the bandwidth checksums).
+    pub verified: bool,
+    /// How the kernels were timed, in a sentence.
+    pub timing: String,
+    /// The bandwidth ceiling, in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<String>,
+    /// The kernels against the bandwidth (SVG).
+    pub chart_svg: String,
+    /// The kernel table's headers (`render::kernels::kernel_table`).
+    pub headers: Vec<String>,
+    /// Its rows.
+    pub rows: Vec<Vec<String>>,
+    /// The decode floor: model, weights, context, GB per token, TPOT floor ms,
+    /// tokens/s ceiling.
+    pub floor: Vec<[String; 6]>,
+    /// Kernels skipped, each in a line.
+    pub skipped: Vec<String>,
+    /// Errors, each in a line.
+    pub errors: Vec<String>,
+}
+
+impl KernelsView {
+    /// What the page shows of `r`.
+    pub fn of(r: &KernelReport) -> KernelsView {
+        use crate::render::kernels::{kernel_table, mib_label};
+        use crate::report::kernels::TimingMethod;
+        let timing = match r.timing {
+            TimingMethod::TimestampQuery if r.config.timestamp_batch_ms > 0.0 => format!(
+                "GPU timestamp queries, each sample a batch of calls lasting at least {} ms (the browser quantizes timestamps)",
+                r.config.timestamp_batch_ms
+            ),
+            TimingMethod::TimestampQuery => "GPU timestamp queries, one call per sample".into(),
+            TimingMethod::WallClock => format!(
+                "wall clock (performance.now()) around submit-and-wait, batches of at least {} ms",
+                r.config.wall_batch_ms
+            ),
+        };
+        let bandwidth = r.bandwidth.as_ref().map(|b| {
+            format!(
+                "read {:.2} GB/s, copy {:.2} GB/s (working set {} in {} buffers; {})",
+                b.read_gbps,
+                b.copy_gbps,
+                mib_label(b.working_set_bytes),
+                b.buffers,
+                if b.read_verified && b.copy_verified {
+                    "verified"
+                } else {
+                    "NOT verified"
+                }
+            )
+        });
+        let (headers, rows) = kernel_table(r);
+        KernelsView {
+            adapter: r.adapter.name.clone(),
+            backend: r.adapter.backend.clone(),
+            kernels: r.kernels.len(),
+            verified: r.verified && r.all_verified(),
+            timing,
+            bandwidth,
+            chart_svg: crate::render::charts::kernel_roofline(r),
+            headers,
+            rows,
+            floor: r
+                .decode_floor
+                .iter()
+                .map(|row| {
+                    let f = &row.estimate;
+                    [
+                        f.model.clone(),
+                        f.quant.as_str().to_owned(),
+                        f.context.to_string(),
+                        format!("{:.3}", f.bytes_per_token as f64 / 1e9),
+                        format!("{:.1}", f.tpot_floor_ms),
+                        format!("{:.2}", f.tokens_per_s_ceiling),
+                    ]
+                })
+                .collect(),
+            skipped: r
+                .skipped
+                .iter()
+                .map(|s| format!("skipped {} {} {:?}: {}", s.name, s.dtype, s.shape, s.reason))
+                .collect(),
+            errors: r.errors.iter().map(|e| format!("error: {e}")).collect(),
+        }
+    }
+
+    /// Read a kernels report's text: the text and its view, or why it is not one.
+    pub fn read(json: String) -> Result<KernelsRead, String> {
+        let report = KernelReport::from_json(&json)
+            .map_err(|e| format!("could not open the kernels report: {e}"))?;
+        Ok(KernelsRead {
+            view: KernelsView::of(&report),
+            json,
+        })
+    }
 }
 
 /// Why a GPU run (or the adapter probe) gave no report.

@@ -6,3 +6,4 @@
 
 pub mod gpu;
 pub mod report;
+pub mod scrape;

@@ -25,6 +25,9 @@ pub struct ModelPick {
     pub quant: Quant,
     /// The context at which to evaluate the floor, tokens.
     pub context: u64,
+    /// The GPU's memory, bytes: adds the model's KV-cache plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_bytes: Option<u64>,
 }
 
 /// What the page asks the report module to render.
@@ -66,7 +69,7 @@ impl ReportRequest {
         };
         let model = self.model.as_ref().and_then(|m| {
             Some(ModelChoice {
-                gpu_memory_bytes: None,
+                gpu_memory_bytes: m.gpu_memory_bytes,
                 shape: ModelShape::preset(&m.preset).ok()?,
                 quant: m.quant,
                 context: m.context.max(1),
@@ -115,6 +118,7 @@ mod tests {
                 preset: "llama-3.1-8b".into(),
                 quant: Quant::Q4_0,
                 context: 4096,
+                gpu_memory_bytes: Some(80 << 30),
             }),
         };
         let back: ReportRequest =
@@ -122,6 +126,9 @@ mod tests {
         assert_eq!(back, req);
         let r = req.render().unwrap();
         assert!(r.body.contains("id=\"verdict\""), "{}", r.body);
+        // Llama 3.1 8B at 4096 tokens, f16 KV: 512 MiB per sequence.
+        assert!(r.body.contains("id=\"kv-plan\""), "{}", r.body);
+        assert!(r.body.contains("512.0 MiB"), "{}", r.body);
         assert!(
             !r.body.contains("<svg"),
             "the page draws the run's charts itself"

@@ -19,6 +19,7 @@ pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
                 .iter()
                 .any(|l| l.metrics.rendered_ttft_ms.is_some()),
             render_delay: false,
+            delivery: false,
             goodput: report.levels.iter().any(|l| l.goodput_per_s.is_some()),
             health: false,
             knee_marker: false,
@@ -34,6 +35,9 @@ pub(crate) struct LevelColumns {
     pub painted: bool,
     /// Render delay p50, after the painted columns.
     pub render_delay: bool,
+    /// The browser's delivery delay p50, after the render delay (levels
+    /// without it show `-`).
+    pub delivery: bool,
     /// Goodput per second (`-` for levels without SLOs).
     pub goodput: bool,
     /// Error and timeout rates and the round-to-round spread of E2E p50.
@@ -55,6 +59,9 @@ pub(crate) fn level_table(
     }
     if cols.render_delay {
         headers.push("render delay p50");
+    }
+    if cols.delivery {
+        headers.push("browser delivery p50");
     }
     headers.extend([
         "TPOT p50",
@@ -105,6 +112,9 @@ pub(crate) fn level_table(
             }
             if cols.render_delay {
                 row.push(fmt_ms(m.render_delay_ms.unwrap_or_default().p50));
+            }
+            if cols.delivery {
+                row.push(fmt_ms(m.browser_delivery_ms.unwrap_or_default().p50));
             }
             row.extend([
                 fmt_ms(m.tpot_ms.p50),
@@ -299,7 +309,7 @@ pub fn server_markdown(out: &mut String, report: &ClientReport) {
     }
 }
 
-const CSV_METRICS: [&str; 9] = [
+const CSV_METRICS: [&str; 11] = [
     "ttft_ms",
     "tpot_ms",
     "itl_ms",
@@ -309,6 +319,8 @@ const CSV_METRICS: [&str; 9] = [
     "time_to_first_byte_ms",
     "rendered_ttft_ms",
     "render_delay_ms",
+    "browser_send_ms",
+    "browser_delivery_ms",
 ];
 
 fn level_metric<'a>(l: &'a LevelReport, name: &str) -> Option<&'a Summary> {
@@ -323,6 +335,8 @@ fn level_metric<'a>(l: &'a LevelReport, name: &str) -> Option<&'a Summary> {
         "time_to_first_byte_ms" => Some(&m.time_to_first_byte_ms),
         "rendered_ttft_ms" => m.rendered_ttft_ms.as_ref(),
         "render_delay_ms" => m.render_delay_ms.as_ref(),
+        "browser_send_ms" => m.browser_send_ms.as_ref(),
+        "browser_delivery_ms" => m.browser_delivery_ms.as_ref(),
         _ => None,
     }
 }

@@ -18,6 +18,10 @@ fn level_rows(c: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
         crate::render::client::LevelColumns {
             painted: browser,
             render_delay: browser,
+            delivery: c
+                .levels
+                .iter()
+                .any(|l| l.metrics.browser_delivery_ms.is_some()),
             goodput: true,
             health: true,
             knee_marker: true,

@@ -16,7 +16,7 @@ pub struct GlossaryEntry {
 pub const GLOSSARY: &[GlossaryEntry] = &[
     GlossaryEntry {
         name: "TTFT",
-        definition: "t_first_token - t_send: until the first event carrying generated text, reasoning or a tool-call delta arrives (a role-only or empty delta is not a token)",
+        definition: "t_first_token - t_send: until the first event carrying generated text, reasoning or a tool-call delta arrives (a role-only or empty delta is not a token); in the browser, when that token came with the response head, when the browser's network stack had it (Resource Timing responseStart)",
         peers: "TTFT everywhere; vLLM's benchmark counts the role-only chunk",
     },
     GlossaryEntry {
@@ -27,6 +27,11 @@ pub const GLOSSARY: &[GlossaryEntry] = &[
     GlossaryEntry {
         name: "Render delay",
         definition: "t_first_paint - t_first_token",
+        peers: "-",
+    },
+    GlossaryEntry {
+        name: "Browser delivery",
+        definition: "t_headers - t_response_start: from the browser's network stack having the response (Resource Timing responseStart) to the page's script having it",
         peers: "-",
     },
     GlossaryEntry {

@@ -81,6 +81,49 @@ pub fn text(p: &KvPlan) -> String {
     out
 }
 
+/// Several plans on one GPU (`tokenscope kernels --gpu-memory`): a heading and
+/// one row per model, weight format and context.
+pub fn summary_text(plans: &[KvPlan]) -> String {
+    let Some(first) = plans.first() else {
+        return String::new();
+    };
+    let i = &first.input;
+    let mut out = format!(
+        "KV-cache plans on {} (KV cache {}, {} of the memory; tokenscope plan for the details)\n\n",
+        fmt_bytes(i.gpu_memory_bytes),
+        i.kv_dtype,
+        i.utilization
+    );
+    let headers = [
+        "model",
+        "weights",
+        "context",
+        "KV/token",
+        "KV/sequence",
+        "weights size",
+        "sequences that fit",
+    ]
+    .map(String::from);
+    let rows: Vec<Vec<String>> = plans
+        .iter()
+        .map(|p| {
+            vec![
+                p.model.clone(),
+                p.input.weights.to_string(),
+                p.input.context.to_string(),
+                fmt_bytes(p.kv_bytes_per_token),
+                fmt_bytes(p.kv_bytes_per_sequence),
+                fmt_bytes(p.weight_bytes),
+                p.sequences.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&text_table_with(&headers, &rows, |c| {
+        if c >= 2 { Align::Right } else { Align::Left }
+    }));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +155,14 @@ mod tests {
         );
         let big = ModelShape::preset("llama-3.1-70b").unwrap();
         assert!(text(&big.plan_kv(input).unwrap()).contains("No sequence of 8192 tokens fits"));
+        let s = summary_text(&[m.plan_kv(input).unwrap(), big.plan_kv(input).unwrap()]);
+        assert!(s.starts_with("KV-cache plans on 80.00 GiB"), "{s}");
+        let row = s.lines().find(|l| l.starts_with("llama-3.1-8b")).unwrap();
+        assert!(
+            row.contains("128.0 KiB") && row.trim_end().ends_with(" 57"),
+            "{s}"
+        );
+        let row = s.lines().find(|l| l.starts_with("llama-3.1-70b")).unwrap();
+        assert!(row.trim_end().ends_with(" 0"), "{s}");
     }
 }

@@ -125,6 +125,11 @@ pub fn stage_rows(r: &ClientReport) -> Option<Table> {
     let paint = levels
         .iter()
         .any(|(_, s)| s.stages.as_ref().is_some_and(|x| x.paint_ms.is_some()));
+    let delivery = levels.iter().any(|(_, s)| {
+        s.stages
+            .as_ref()
+            .is_some_and(|x| x.browser_delivery_ms.is_some())
+    });
     let mut headers = vec![
         "load",
         "client TTFT",
@@ -135,6 +140,9 @@ pub fn stage_rows(r: &ClientReport) -> Option<Table> {
     ];
     if paint {
         headers.push("paint");
+    }
+    if delivery {
+        headers.extend(["browser send", "browser delivery"]);
     }
     headers.extend(["server TTFT p50 / p95 / p99", "tokens (server / usage)"]);
     let rows = levels
@@ -151,6 +159,10 @@ pub fn stage_rows(r: &ClientReport) -> Option<Table> {
             ];
             if paint {
                 row.push(fmt_ms(st.and_then(|x| x.paint_ms)));
+            }
+            if delivery {
+                row.push(fmt_ms(st.and_then(|x| x.browser_send_ms)));
+                row.push(fmt_ms(st.and_then(|x| x.browser_delivery_ms)));
             }
             row.push(format!(
                 "{} / {} / {}",

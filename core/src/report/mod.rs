@@ -195,21 +195,17 @@ pub struct RunConfig {
     /// The server's `/metrics` scraped during the run (its URL without query or
     /// credentials); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub server_metrics_url: Option<String>,
     /// How many distinct prompts the run cycles through (a prompts file); absent:
     /// every request's prompt is its own (synthetic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub distinct_prompts: Option<u64>,
     /// The GPU exporter scraped during the run; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub gpu_metrics_url: Option<String>,
     /// Seconds between scrapes within a level (besides one at each level's start
     /// and end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub scrape_interval_s: Option<f64>,
 }
 
@@ -276,6 +272,16 @@ pub struct LevelMetrics {
     /// Render delay (browser).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render_delay_ms: Option<Summary>,
+    /// The browser's own send delay: from the page's send to its network stack
+    /// beginning the request (Resource Timing's `requestStart`; a new
+    /// connection's setup included) (browser, where exposed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_send_ms: Option<Summary>,
+    /// The browser's own delivery delay: from its network stack having the
+    /// response's first bytes (Resource Timing's `responseStart`) to the page's
+    /// script having the response (browser, where exposed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_delivery_ms: Option<Summary>,
     /// Actual minus scheduled send (rate mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_lag_ms: Option<Summary>,
@@ -466,6 +472,10 @@ pub struct LevelReport {
     /// How first paints were measured (browser): method -> requests.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub paint_methods: BTreeMap<String, u64>,
+    /// Successful requests whose TTFT was taken at the browser's network stack
+    /// (`responseStart`: their first token came in the response's first bytes).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ttft_at_network_stack: u64,
     /// Quantile curves for CDFs and histograms: metric -> 101 values, the
     /// percentiles p0, p1, ..., p100 (`ttft_ms`, `itl_ms`, `e2e_ms`, `tpot_ms`,
     /// and in the browser `rendered_ttft_ms`, `render_delay_ms`).
@@ -654,6 +664,10 @@ impl ClientReport {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serializes")
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

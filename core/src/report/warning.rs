@@ -39,6 +39,9 @@ pub enum WarningKind {
     ServerMetricsOff,
     /// The engine's token counters disagree with the `usage` the client received.
     TokenMismatch,
+    /// The browser hid when its network stack had the responses (Resource
+    /// Timing's `responseStart`): its delivery delay is not measured (informational).
+    DeliveryUnmeasured,
     /// A kind this build does not know (written by a newer tokenscope).
     #[serde(other)]
     Unknown,
@@ -62,6 +65,7 @@ impl WarningKind {
             WarningKind::ServerMetrics => "server_metrics",
             WarningKind::ServerMetricsOff => "server_metrics_off",
             WarningKind::TokenMismatch => "token_mismatch",
+            WarningKind::DeliveryUnmeasured => "delivery_unmeasured",
             WarningKind::Unknown => "unknown",
         }
     }
@@ -73,6 +77,7 @@ impl WarningKind {
             WarningKind::PageOverhead
                 | WarningKind::SimulatedEndpoint
                 | WarningKind::ServerMetricsOff
+                | WarningKind::DeliveryUnmeasured
         )
     }
 }

@@ -28,6 +28,7 @@
 //! (returns what to send to whom). [`StreamWriter`] formats the SSE bytes.
 
 mod engine;
+pub mod exposition;
 mod stream;
 
 use serde::{Deserialize, Serialize};

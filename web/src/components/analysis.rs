@@ -9,7 +9,6 @@
 
 use tokenscope_core::analyze::floor::{Quant, preset_names};
 use tokenscope_core::page::report::{ModelPick, Rendered, ReportRequest};
-use tokenscope_core::report::kernels::KernelReport;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -32,6 +31,8 @@ struct ModelForm {
     preset: String,
     quant: Quant,
     context: u64,
+    /// The GPU's memory as typed, and its bytes when it parses.
+    gpu_memory: (String, Option<u64>),
 }
 
 impl Default for ModelForm {
@@ -40,6 +41,7 @@ impl Default for ModelForm {
             preset: String::new(),
             quant: Quant::Q4_0,
             context: 4096,
+            gpu_memory: (String::new(), None),
         }
     }
 }
@@ -50,6 +52,7 @@ impl ModelForm {
             preset: self.preset.clone(),
             quant: self.quant,
             context: self.context.max(1),
+            gpu_memory_bytes: self.gpu_memory.1,
         })
     }
 }
@@ -84,14 +87,15 @@ pub fn Analysis(props: &AnalysisProps) -> Html {
             input.set_value("");
             let (kernels, kernels_error) = (kernels.clone(), kernels_error.clone());
             wasm_bindgen_futures::spawn_local(async move {
-                let r = browser::read_file(file).await.and_then(|json| {
-                    KernelReport::from_json(&json)
-                        .map(|report| KernelsFile {
-                            report: Shared::new(report),
-                            json: Shared::new(json),
-                        })
-                        .map_err(|e| format!("could not open the kernels report: {e}"))
-                });
+                // The report module reads it (the page never reads a kernels
+                // report itself: see `KernelsView`).
+                let r = match browser::read_file(file).await {
+                    Ok(json) => report::read_kernels(&json).await.map(|read| KernelsFile {
+                        view: Shared::new(read.view),
+                        json: Shared::new(read.json),
+                    }),
+                    Err(e) => Err(e),
+                };
                 match r {
                     Ok(k) => {
                         kernels.set(Some(k));
@@ -196,6 +200,20 @@ fn model_fields(model: &UseStateHandle<ModelForm>) -> Html {
         })
     };
 
+    let on_gpu_memory = {
+        let model = model.clone();
+        Callback::from(move |e: Event| {
+            let i: HtmlInputElement = e.target_unchecked_into();
+            let text = i.value().trim().to_owned();
+            let bytes = tokenscope_core::parse::parse_bytes(&text).ok();
+            model.set(ModelForm {
+                gpu_memory: (text, bytes),
+                ..(*model).clone()
+            });
+        })
+    };
+    let (typed, bytes) = &model.gpu_memory;
+    let bad_memory = !typed.is_empty() && bytes.is_none();
     html! {
         <>
             <label>{ "Model served " }
@@ -216,6 +234,13 @@ fn model_fields(model: &UseStateHandle<ModelForm>) -> Html {
             <label>{ "Context " }
                 <input id="floor-context" type="number" min="1" value={model.context.to_string()} onchange={on_context} />
             </label>
+            <label title="adds the KV-cache plan: sequences of this context that fit">{ "GPU memory " }
+                <input id="floor-gpu-memory" value={typed.clone()} onchange={on_gpu_memory} placeholder="e.g. 80GiB"
+                    class={classes!(bad_memory.then_some("invalid"))} spellcheck="false" size="8" />
+            </label>
+            if bad_memory {
+                <small class="error" id="floor-gpu-memory-error">{ format!("GPU memory {typed:?}: expected e.g. 80GiB, 24GB or a number of bytes") }</small>
+            }
         </>
     }
 }
@@ -263,13 +288,13 @@ fn use_analysis(
 
 /// What kernels report the floor uses, in one line.
 fn kernels_line(kernels: Option<&KernelsFile>, from_gpu_view: bool) -> String {
-    match kernels.map(|k| &*k.report) {
+    match kernels.map(|k| &*k.view) {
         Some(k) => format!(
             "{} ({}, {} kernels{}){}",
-            k.adapter.name,
-            k.adapter.backend,
-            k.kernels.len(),
-            if k.all_verified() {
+            k.adapter,
+            k.backend,
+            k.kernels,
+            if k.verified {
                 ", all verified"
             } else {
                 ", NOT all verified"

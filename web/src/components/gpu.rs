@@ -2,8 +2,9 @@
 //! in this browser through WebGPU. The GPU module (`web-gpu/`) is loaded only when
 //! the view opens. Shows the adapter, runs a preset with progress and Cancel, and
 //! shows the bandwidth ceiling, the kernels against it (core's chart) and the decode
-//! floor of the model presets, all from the `tokenscope.kernels/1` report the run
-//! returns; exports that report. Automation: `#kernels-json` holds the report,
+//! floor of the model presets, as the GPU module renders them from the
+//! `tokenscope.kernels/1` report the run returns (`KernelsView`: this module never
+//! reads the report itself); exports that report. Automation: `#kernels-json` holds the report,
 //! `#gpu-error` the failure, and `data-run-state` follows the run while the view
 //! is shown.
 
@@ -11,11 +12,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use tokenscope_core::page::gpu::{
-    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest,
+    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, KernelsRead,
+    KernelsView,
 };
-use tokenscope_core::render::charts;
-use tokenscope_core::render::kernels::{kernel_table, mib_label};
-use tokenscope_core::report::kernels::{KernelReport, TimingMethod};
+use tokenscope_core::render::kernels::mib_label;
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
@@ -46,7 +46,7 @@ struct GpuState {
     current: Option<(usize, usize, String)>,
     log: Vec<String>,
     /// The report shown (the run's so far, or its final one) and its JSON text.
-    report: Option<(Shared<KernelReport>, Shared<String>)>,
+    report: Option<(Shared<KernelsView>, Shared<String>)>,
     /// The run finished: `report` is final (`#kernels-json`).
     finished: bool,
     failure: Option<GpuFailure>,
@@ -58,7 +58,7 @@ enum GpuAction {
     Preset(GpuPreset),
     Start,
     Event(GpuEvent),
-    Finished(Box<(KernelReport, String)>),
+    Finished(Box<KernelsRead>),
     Failed(GpuFailure),
 }
 
@@ -100,16 +100,15 @@ impl Reducible for GpuState {
                     s.log.remove(0);
                 }
             }
-            GpuAction::Event(GpuEvent::Report { json }) => {
-                if let Ok(r) = KernelReport::from_json(&json) {
-                    s.report = Some((Shared::new(r), Shared::new(json)));
-                }
+            GpuAction::Event(GpuEvent::Report(read)) => {
+                let KernelsRead { json, view } = *read;
+                s.report = Some((Shared::new(view), Shared::new(json)));
             }
             GpuAction::Finished(done) => {
-                let (report, json) = *done;
+                let KernelsRead { json, view } = *done;
                 s.run = RunState::Done;
                 s.current = None;
-                s.report = Some((Shared::new(report), Shared::new(json)));
+                s.report = Some((Shared::new(view), Shared::new(json)));
                 s.finished = true;
             }
             GpuAction::Failed(f) => {
@@ -275,7 +274,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                 </div>
             </section>
             if let Some((r, _)) = &state.report {
-                <Results report={r.clone()} {partial} />
+                <Results view={r.clone()} {partial} />
             }
             <section class="panel outputs">
                 <details>
@@ -332,8 +331,8 @@ fn use_gpu_effects(
             .report
             .as_ref()
             .filter(|_| state.finished)
-            .map(|(report, json)| KernelsFile {
-                report: report.clone(),
+            .map(|(view, json)| KernelsFile {
+                view: view.clone(),
                 json: json.clone(),
             });
         use_effect_with(report, move |r| onreport.emit(r.clone()));
@@ -473,70 +472,44 @@ fn kind_name(k: GpuFailureKind) -> &'static str {
 
 #[derive(Properties, PartialEq)]
 struct ResultsProps {
-    report: Shared<KernelReport>,
+    view: Shared<KernelsView>,
     partial: bool,
-}
-
-fn timing_text(r: &KernelReport) -> String {
-    match r.timing {
-        TimingMethod::TimestampQuery if r.config.timestamp_batch_ms > 0.0 => format!(
-            "GPU timestamp queries, each sample a batch of calls lasting at least {} ms (the browser quantizes timestamps)",
-            r.config.timestamp_batch_ms
-        ),
-        TimingMethod::TimestampQuery => "GPU timestamp queries, one call per sample".into(),
-        TimingMethod::WallClock => format!(
-            "wall clock (performance.now()) around submit-and-wait, batches of at least {} ms",
-            r.config.wall_batch_ms
-        ),
-    }
 }
 
 #[function_component]
 fn Results(props: &ResultsProps) -> Html {
-    let chart = {
-        let r = props.report.clone();
-        use_memo(r, |r| AttrValue::from(charts::kernel_roofline(r)))
-    };
-    let r = &*props.report;
-    let bandwidth = r.bandwidth.as_ref().map(|b| {
+    let v = &*props.view;
+    let bandwidth = v.bandwidth.as_ref().map(|b| {
         html! {
-            <p id="gpu-bandwidth">
-                { "Bandwidth ceiling: " }<strong>{ format!("read {:.2} GB/s", b.read_gbps) }</strong>
-                { format!(", copy {:.2} GB/s (working set {} in {} buffers; {})", b.copy_gbps, mib_label(b.working_set_bytes), b.buffers, if b.read_verified && b.copy_verified { "verified" } else { "NOT verified" }) }
-            </p>
+            <p id="gpu-bandwidth">{ "Bandwidth ceiling: " }<strong>{ b.clone() }</strong></p>
         }
     });
     // The same table as the CLI and the combined report (core::kernels::kernel_table).
-    let (headers, table) = kernel_table(r);
-    let verified_col = headers.iter().position(|h| h == "verified");
-    let head = headers.iter().map(|h| html! { <th>{ h.clone() }</th> });
-    let rows = table.into_iter().map(|row| {
-        let bad = verified_col.is_some_and(|c| row[c] == "NO");
+    let verified_col = v.headers.iter().position(|h| h == "verified");
+    let head = v.headers.iter().map(|h| html! { <th>{ h.clone() }</th> });
+    let rows = v.rows.iter().map(|row| {
+        let bad = verified_col.is_some_and(|c| row.get(c).is_some_and(|x| x == "NO"));
         html! {
             <tr class={classes!(bad.then_some("bad"))}>
-                { for row.into_iter().map(|cell| html! { <td>{ cell }</td> }) }
+                { for row.iter().map(|cell| html! { <td>{ cell.clone() }</td> }) }
             </tr>
         }
     });
-    let floors = r.decode_floor.iter().map(|row| {
-        let f = &row.estimate;
+    let floors = v.floor.iter().map(|row| {
         html! {
             <tr>
-                <td>{ f.model.clone() }</td>
-                <td>{ f.quant.as_str() }</td>
-                <td class="num">{ f.context }</td>
-                <td class="num">{ format!("{:.3}", f.bytes_per_token as f64 / 1e9) }</td>
-                <td class="num">{ format!("{:.1}", f.tpot_floor_ms) }</td>
-                <td class="num">{ format!("{:.2}", f.tokens_per_s_ceiling) }</td>
+                <td>{ row[0].clone() }</td>
+                <td>{ row[1].clone() }</td>
+                { for row[2..].iter().map(|x| html! { <td class="num">{ x.clone() }</td> }) }
             </tr>
         }
     });
     let verdict = if props.partial {
         "partial results (the run was cancelled or is still going)".to_owned()
-    } else if r.verified {
+    } else if v.verified {
         format!(
             "every kernel matched its CPU reference ({} kernels)",
-            r.kernels.len()
+            v.kernels
         )
     } else {
         "NOT every kernel matched its CPU reference (see the table and errors)".to_owned()
@@ -544,20 +517,20 @@ fn Results(props: &ResultsProps) -> Html {
     html! {
         <section class="panel gpu-results" id="gpu-results">
             <h2>{ "Results " }<span class="hint" id="gpu-verdict">{ verdict }</span></h2>
-            <p class="hint" id="gpu-timing">{ format!("Timing: {}.", timing_text(r)) }</p>
+            <p class="hint" id="gpu-timing">{ format!("Timing: {}.", v.timing) }</p>
             { bandwidth.unwrap_or_default() }
-            <Svg id="chart-gpu-kernels" svg={(*chart).clone()} />
+            <Svg id="chart-gpu-kernels" svg={AttrValue::from(v.chart_svg.clone())} />
             <table class="levels" id="gpu-kernels">
                 <thead><tr>{ for head }</tr></thead>
                 <tbody>{ for rows }</tbody>
             </table>
-            for s in r.skipped.iter() {
-                <p class="hint">{ format!("skipped {} {} {:?}: {}", s.name, s.dtype, s.shape, s.reason) }</p>
+            for s in v.skipped.iter() {
+                <p class="hint">{ s.clone() }</p>
             }
-            for e in r.errors.iter() {
-                <p class="error">{ format!("error: {e}") }</p>
+            for e in v.errors.iter() {
+                <p class="error">{ e.clone() }</p>
             }
-            if !r.decode_floor.is_empty() {
+            if !v.floor.is_empty() {
                 <h3>{ "Decode floor " }<span class="hint">{ "the fastest a model can decode on this GPU at batch 1: weights and KV cache read once per token at the measured bandwidths" }</span></h3>
                 <table class="levels" id="gpu-floor">
                     <thead><tr>

@@ -226,8 +226,32 @@ fn more_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
             <label>{ "Stall threshold (ms)" }
                 <input name="stall_ms" type="number" min="1" value={s.stall_threshold_ms.to_string()} onchange={onfield.clone()} disabled={d} />
             </label>
+            { metrics_fields(s, onfield, d) }
             { sim_fields(s, onfield, d) }
         </details>
+    }
+}
+
+/// The server view: which `/metrics` to scrape during the run, and how often.
+fn metrics_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
+    html! {
+        <fieldset disabled={d}>
+            <legend>{ "Server view (scraped /metrics)" }</legend>
+            <label>{ "Server metrics" }
+                <input name="metrics" value={s.metrics.as_query()} onchange={onfield.clone()} spellcheck="false"
+                    placeholder="auto" />
+                <small>{ "auto: the endpoint's origin + /metrics (the simulator's own without an endpoint); none; or a URL" }</small>
+            </label>
+            <div class="two">
+                <label>{ "GPU exporter" }
+                    <input name="gpu_metrics" type="url" value={s.gpu_metrics.clone()} onchange={onfield.clone()} spellcheck="false"
+                        placeholder="dcgm-exporter URL (optional)" />
+                </label>
+                <label>{ "Scrape every" }
+                    <input name="scrape_interval" value={format!("{}s", s.scrape_interval_s)} onchange={onfield.clone()} />
+                </label>
+            </div>
+        </fieldset>
     }
 }
 

@@ -76,6 +76,27 @@ pub fn protocol_of(url: &str) -> Option<String> {
         .find(|p| !p.is_empty())
 }
 
+/// The Resource Timing (this page's clock) of this page's request to `url` that
+/// started at `t_send_ms` (within 50 ms; the closest); `None` while there is no
+/// such entry yet. A time the browser hides (0: a cross-origin endpoint without
+/// `Timing-Allow-Origin`) is `None` in it.
+pub fn resource_timing_of(url: &str, t_send_ms: f64) -> Option<super::transport::ResourceTiming> {
+    let perf = window()?.performance()?;
+    let href = web_sys::Url::new_with_base(url, &window()?.location().href().ok()?)
+        .map(|u| u.href())
+        .unwrap_or_else(|_| url.to_owned());
+    perf.get_entries_by_name(&href)
+        .iter()
+        .filter_map(|e| e.dyn_into::<web_sys::PerformanceResourceTiming>().ok())
+        .map(|e| ((e.start_time() - t_send_ms).abs(), e))
+        .filter(|(gap, _)| *gap <= 50.0)
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, e)| super::transport::ResourceTiming {
+            request_start_ms: Some(e.request_start()).filter(|t| *t > 0.0),
+            response_start_ms: Some(e.response_start()).filter(|t| *t > 0.0),
+        })
+}
+
 /// The stored key, when the user asked the page to remember it in this tab.
 pub fn stored_key() -> Option<String> {
     window()?

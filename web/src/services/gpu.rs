@@ -5,16 +5,15 @@
 
 use js_sys::{Function, Promise, Reflect};
 use tokenscope_core::page::gpu::{
-    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuRunRequest,
+    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuRunRequest, KernelsRead,
 };
-use tokenscope_core::report::kernels::KernelReport;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::services::fetch::js_error_text;
 
-/// Reads JSON through `serde_json::Value`, as `KernelReport::from_json` does: the
-/// report's types then deserialize with one set of code in the page's wasm.
+/// Reads JSON through `serde_json::Value`, as `ClientReport::from_json` does: the
+/// types then deserialize with one set of code in the page's wasm.
 fn read<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_str::<serde_json::Value>(text)
         .and_then(serde_json::from_value)
@@ -102,7 +101,7 @@ pub async fn run_kernels(
     request: &GpuRunRequest,
     on_event: impl Fn(GpuEvent) + 'static,
     signal: &web_sys::AbortSignal,
-) -> Result<(KernelReport, String), GpuFailure> {
+) -> Result<KernelsRead, GpuFailure> {
     let m = module().await?;
     let run = export(&m, "run_kernels")?;
     let callback = Closure::<dyn Fn(String)>::new(move |text: String| {
@@ -121,9 +120,8 @@ pub async fn run_kernels(
     let text = settle(result).await;
     drop(callback);
     let text = text?;
-    let report = KernelReport::from_json(&text).map_err(|e| GpuFailure {
+    read::<KernelsRead>(&text).map_err(|e| GpuFailure {
         kind: GpuFailureKind::Failed,
         message: format!("the GPU module's report does not read back: {e}"),
-    })?;
-    Ok((report, text))
+    })
 }

@@ -10,6 +10,7 @@ pub mod paint;
 pub mod records;
 pub mod report;
 pub mod runner;
+pub mod scrape;
 pub mod sim;
 pub mod transport;
 pub mod watch;

@@ -1,6 +1,6 @@
 //! What the page keeps of a run: every finished request as a `tokenscope.raw/1.2`
 //! line plus what only the page knows (its lane, the paint probe's readings), and
-//! the raw file's other lines (level starts, warnings, the end) in the order they
+//! the raw file's other lines (level starts, scrapes, warnings, the end) in the order they
 //! happened, so the raw export rebuilds the page's report exactly
 //! (`tokenscope report --raw`).
 
@@ -32,6 +32,8 @@ pub enum PageEntry {
     Request(usize),
     /// Something that happened to the run.
     Event(RawEvent),
+    /// The scrape at this index of the raw file's scrape lines.
+    Scrape(usize),
 }
 
 /// The raw file of a page run: its header and its lines, in order.
@@ -39,8 +41,11 @@ pub enum PageEntry {
 pub struct PageRaw {
     /// The header.
     pub header: RawHeader,
-    /// The lines (requests by index into the records).
+    /// The lines (requests by index into the records, scrapes into `scrapes`).
     pub entries: Vec<PageEntry>,
+    /// Each scrape's raw line (`{"event": "scrape", ...}`, as the report module
+    /// read it); `None` for one that could not be read (no report module).
+    pub scrapes: Vec<Option<String>>,
 }
 
 /// The run as a `tokenscope.raw/1.2` JSONL file.
@@ -51,6 +56,7 @@ pub fn raw_jsonl(raw: &PageRaw, records: &[PageRecord]) -> String {
         let line = match e {
             PageEntry::Request(i) => records.get(*i).and_then(|r| serde_json::to_string(r).ok()),
             PageEntry::Event(ev) => serde_json::to_string(ev).ok(),
+            PageEntry::Scrape(i) => raw.scrapes.get(*i).cloned().flatten(),
         };
         if let Some(line) = line {
             out.push_str(&line);

@@ -15,8 +15,11 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use futures_util::future::join_all;
+use tokenscope_core::analyze::server::scrape::ScrapeTarget;
 use tokenscope_core::analyze::stats::{Samples, Summary};
 use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
+use tokenscope_core::page::scrape::TakenScrape;
+use tokenscope_core::parse::BaseUrl;
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
 use tokenscope_core::report::{
@@ -30,11 +33,12 @@ use super::clock::{CancelToken, now, sleep_ms};
 use super::fetch::FetchTarget;
 use super::paint::Painter;
 pub use super::records::{PageEntry, PageRaw, PageRecord, raw_jsonl};
+use super::scrape::{self, Scraper};
 use super::sim::{SimLog, SimServer};
 use super::transport::{Prepared, Transport, run_request};
 use super::watch::{self, LagMonitor};
 use super::worker::{NetWorker, WorkerTarget};
-use crate::settings::{NetMode, RunPlan};
+use crate::settings::{NetMode, RunPlan, ServerMetricsTarget};
 
 /// Finished requests after which an unreported protocol is taken as unknown.
 const PROTOCOL_CHECKS: u32 = 4;
@@ -98,6 +102,10 @@ pub struct RunOutput {
     pub raw: PageRaw,
     /// The simulator's own log (simulated runs).
     pub sim_log: Option<Vec<SimLog>>,
+    /// The report's JSON when it carries what this module does not read (the
+    /// server view of a run that scraped `/metrics`, joined by the report module);
+    /// `None`: `report.to_json()` is the whole report.
+    pub report_json: Option<String>,
 }
 
 /// A run to make.
@@ -141,6 +149,20 @@ struct Ctx {
     protocol: RefCell<Option<String>>,
     on_event: Box<dyn Fn(RunEvent)>,
     total_finished: Cell<u64>,
+    /// Scraping `/metrics` (when the plan asks for it and the report module loaded).
+    scraper: RefCell<Option<Rc<Scraper>>>,
+    /// The run's scrapes, in order: taken (text kept) until the report module
+    /// reads them into raw lines at a level's end.
+    scrapes: RefCell<Vec<ScrapeSlot>>,
+}
+
+/// One scrape of the run.
+#[derive(Debug)]
+enum ScrapeSlot {
+    /// Taken, not read yet.
+    Taken(TakenScrape),
+    /// Read: the raw file's line (`None`: the report module could not read it).
+    Read(Option<String>),
 }
 
 impl Ctx {
@@ -186,6 +208,60 @@ impl Ctx {
         self.emit(RunEvent::Warning(w.clone()));
         let e = self.recorder.borrow_mut().warn(w);
         self.event(e);
+    }
+
+    /// A scrape taken: into the raw file's order, read later.
+    fn scraped(&self, t: TakenScrape) {
+        let mut scrapes = self.scrapes.borrow_mut();
+        self.entries
+            .borrow_mut()
+            .push(PageEntry::Scrape(scrapes.len()));
+        scrapes.push(ScrapeSlot::Taken(t));
+    }
+
+    /// Scrape every target now (a level's start or end), if scraping.
+    async fn scrape_now(&self) {
+        let scraper = self.scraper.borrow().clone();
+        if let Some(s) = scraper {
+            s.now().await;
+        }
+    }
+
+    /// Have the report module read the scrapes taken so far (between levels:
+    /// parsing never runs while a level is measured).
+    async fn read_scrapes(&self) {
+        let (at, taken): (Vec<usize>, Vec<TakenScrape>) = self
+            .scrapes
+            .borrow()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                ScrapeSlot::Taken(t) => Some((i, t.clone())),
+                ScrapeSlot::Read(_) => None,
+            })
+            .unzip();
+        if taken.is_empty() {
+            return;
+        }
+        let read = super::report::read_scrapes(&taken).await;
+        let mut scrapes = self.scrapes.borrow_mut();
+        match read {
+            Ok(lines) => {
+                for (i, r) in at.into_iter().zip(lines) {
+                    scrapes[i] = ScrapeSlot::Read(Some(r.line));
+                }
+            }
+            Err(e) => {
+                for i in at {
+                    scrapes[i] = ScrapeSlot::Read(None);
+                }
+                drop(scrapes);
+                self.warn(
+                    WarningKind::ServerMetrics,
+                    format!("the report module could not read the scrapes ({e}): the server view is incomplete"),
+                );
+            }
+        }
     }
 
     /// A finished request (its paint known): to the recorder and the records.
@@ -291,7 +367,16 @@ pub async fn run(
         model: model.clone(),
         run_tag: run_tag.clone(),
     });
-    let recorder = RunRecorder::new(Source::Browser, plan.run_config(&model));
+    let scraping = scrape_setup(plan, &transport, input.api_key.as_deref()).await;
+    let mut config = plan.run_config(&model);
+    if !scraping.server {
+        config.server_metrics_url = None;
+    }
+    if scraping.targets.is_empty() {
+        config.gpu_metrics_url = None;
+        config.scrape_interval_s = None;
+    }
+    let recorder = RunRecorder::new(Source::Browser, config);
     let ctx = Rc::new(Ctx {
         transport,
         model,
@@ -307,8 +392,30 @@ pub async fn run(
         protocol: RefCell::new(None),
         on_event: Box::new(on_event),
         total_finished: Cell::new(0),
+        scraper: RefCell::new(None),
+        scrapes: RefCell::new(Vec::new()),
         input,
     });
+    for w in scraping.notes {
+        ctx.warn(w.kind, w.message);
+    }
+    if !scraping.targets.is_empty() {
+        for t in scraping.first {
+            ctx.scraped(t);
+        }
+        let weak = Rc::downgrade(&ctx);
+        let scraper = Rc::new(Scraper::new(
+            scraping.targets,
+            ctx.input.plan.scrape.interval_ms,
+            Box::new(move |t| {
+                if let Some(ctx) = weak.upgrade() {
+                    ctx.scraped(t);
+                }
+            }),
+        ));
+        scraper.start_periodic();
+        *ctx.scraper.borrow_mut() = Some(scraper);
+    }
     if ctx.transport.is_simulated() {
         ctx.warn(
             WarningKind::SimulatedEndpoint,
@@ -319,6 +426,10 @@ pub async fn run(
     let lag = LagMonitor::start(Rc::clone(&hidden));
     ctx.input.painter.take_cost();
     run_levels(&ctx).await;
+    if let Some(s) = ctx.scraper.borrow_mut().take() {
+        s.stop();
+    }
+    ctx.read_scrapes().await;
     let lag_summary = lag.stop();
     let interrupted = ctx.input.cancel.is_cancelled();
     end_warnings(&ctx, hidden.get(), &lag_summary);
@@ -336,12 +447,50 @@ pub async fn run(
     let raw = PageRaw {
         header: ctx.recorder.borrow().raw_header(),
         entries: ctx.entries.borrow().clone(),
+        scrapes: ctx
+            .scrapes
+            .borrow()
+            .iter()
+            .map(|s| match s {
+                ScrapeSlot::Read(line) => line.clone(),
+                ScrapeSlot::Taken(_) => None,
+            })
+            .collect(),
     };
-    let report = ctx
+    let mut report = ctx
         .recorder
         .borrow()
         .clone()
         .finish(environment, interrupted);
+    // A run that scraped: its report with the server view, rebuilt from its raw
+    // file by the report module (the code that joins the view lives there).
+    let report_json = if raw.scrapes.iter().any(Option::is_some) {
+        let text = raw_jsonl(&raw, &ctx.records.borrow());
+        match super::report::rebuild_report(&text).await {
+            Ok(json) => match ClientReport::from_json(&json) {
+                Ok(r) => {
+                    report = r;
+                    Some(json)
+                }
+                Err(e) => {
+                    report.warnings.push(ReportWarning::new(
+                        WarningKind::ServerMetrics,
+                        format!("the server view could not be joined to the report: {e}"),
+                    ));
+                    None
+                }
+            },
+            Err(e) => {
+                report.warnings.push(ReportWarning::new(
+                    WarningKind::ServerMetrics,
+                    format!("the server view could not be joined to the report: {e}"),
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let sim_log = match &ctx.transport {
         Transport::Sim(s) => Some(s.log()),
         Transport::Fetch(_) | Transport::Worker(_) => None,
@@ -352,7 +501,95 @@ pub async fn run(
         records,
         raw,
         sim_log,
+        report_json,
     })
+}
+
+/// What the run scrapes, set up before it starts.
+struct ScrapeSetup {
+    /// The targets to scrape (none: no scraping).
+    targets: Vec<scrape::Target>,
+    /// Their first scrapes, taken before the run.
+    first: Vec<TakenScrape>,
+    /// The server's metrics are among them.
+    server: bool,
+    /// What to say about it.
+    notes: Vec<ReportWarning>,
+}
+
+/// The plan's scrape targets, each scraped once: an `auto` server URL that does
+/// not answer with metrics is dropped (said once, as `bench` does). Scraping
+/// needs the report module (it reads the text): when it does not load, nothing
+/// is scraped and the report says why.
+async fn scrape_setup(plan: &RunPlan, transport: &Transport, api_key: Option<&str>) -> ScrapeSetup {
+    let mut out = ScrapeSetup {
+        targets: Vec::new(),
+        first: Vec::new(),
+        server: false,
+        notes: Vec::new(),
+    };
+    if !plan.scrape.is_on() {
+        return out;
+    }
+    if let Err(e) = super::report::module().await {
+        out.notes.push(ReportWarning::new(
+            WarningKind::ServerMetrics,
+            format!("the server view needs the page's report module, which did not load ({e}): nothing was scraped"),
+        ));
+        return out;
+    }
+    let origin = plan.base.as_ref().map(BaseUrl::origin);
+    let url_source = |url: &str| scrape::Source::Url {
+        url: url.to_owned(),
+        // The key goes only to the endpoint's own origin.
+        api_key: api_key
+            .filter(|_| {
+                origin
+                    .as_deref()
+                    .is_some_and(|o| url.starts_with(&format!("{o}/")))
+            })
+            .map(str::to_owned),
+    };
+    let mut wanted = Vec::new();
+    match (&plan.scrape.server, transport) {
+        (ServerMetricsTarget::Simulator, Transport::Sim(sim)) => {
+            wanted.push((ScrapeTarget::Server, scrape::Source::Sim(sim.clone()), None));
+        }
+        (ServerMetricsTarget::Auto(u), _) => {
+            wanted.push((ScrapeTarget::Server, url_source(u), Some(u.clone())));
+        }
+        (ServerMetricsTarget::Url(u), _) => {
+            wanted.push((ScrapeTarget::Server, url_source(u), None));
+        }
+        _ => {}
+    }
+    if let Some(u) = &plan.scrape.gpu {
+        wanted.push((ScrapeTarget::Gpu, url_source(u), None));
+    }
+    for (target, source, auto) in wanted {
+        let t = scrape::Target { target, source };
+        let first = scrape::take(&t).await;
+        if let Some(url) = auto {
+            let why = match super::report::read_scrapes(std::slice::from_ref(&first)).await {
+                Ok(read) => read.into_iter().next().and_then(|r| r.error),
+                Err(e) => Some(e),
+            };
+            if let Some(why) = why {
+                out.notes.push(ReportWarning::new(
+                    WarningKind::ServerMetricsOff,
+                    format!(
+                        "no server metrics at {} ({why}): the server view is off (the metrics setting names another URL)",
+                        tokenscope_core::parse::redact_url(&url)
+                    ),
+                ));
+                continue;
+            }
+        }
+        out.server |= target == ScrapeTarget::Server;
+        out.first.push(first);
+        out.targets.push(t);
+    }
+    out
 }
 
 /// Every level: its warm-up, then its rounds.
@@ -380,6 +617,7 @@ async fn run_levels(ctx: &Rc<Ctx>) {
         }
         let e = ctx.recorder.borrow_mut().start_level(li, load, now());
         ctx.event(e);
+        ctx.scrape_now().await;
         for round in 0..plan.rounds {
             if ctx.input.cancel.is_cancelled() {
                 break;
@@ -394,6 +632,7 @@ async fn run_levels(ctx: &Rc<Ctx>) {
             };
             run_closed(ctx, &phase).await;
         }
+        ctx.scrape_now().await;
         let ended = ctx
             .recorder
             .borrow_mut()
@@ -404,6 +643,7 @@ async fn run_levels(ctx: &Rc<Ctx>) {
             ctx.event(e);
             settled = level;
         }
+        ctx.read_scrapes().await;
         if settled {
             let levels = ctx.recorder.borrow().levels().to_vec();
             ctx.emit(RunEvent::Levels {
@@ -418,6 +658,11 @@ async fn run_levels(ctx: &Rc<Ctx>) {
 /// a hidden page, its event loop's lag, its own costs.
 fn end_warnings(ctx: &Ctx, hidden: bool, lag: &Summary) {
     let unpainted = watch::unpainted(&ctx.records.borrow());
+    if !ctx.transport.is_simulated()
+        && let Some(w) = watch::delivery_unmeasured(&ctx.records.borrow())
+    {
+        ctx.warn(w.kind, w.message);
+    }
     let cost = ctx.input.painter.take_cost();
     let overhead = ctx.overhead.borrow();
     let own = watch::PageCosts {
@@ -559,6 +804,11 @@ async fn finalize(ctx: Rc<Ctx>, sent: super::transport::Sent, request_id: String
     let mut tl = sent.timeline;
     if let Some((t, method)) = paint.and_then(|p| p.time) {
         tl.on_first_paint(t, method);
+    }
+    if let Some(timing) = sent.timing
+        && let Some(rt) = timing.settle().await
+    {
+        tl.on_resource_timing(rt.request_start_ms, rt.response_start_ms);
     }
     ctx.finished(PageRecord {
         line: RawLine::new(request_id, at.level, at.load, at.phase, tl.finish()),

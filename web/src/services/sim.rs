@@ -7,7 +7,9 @@
 //! the page reads exactly like a `fetch` body (same timeline code, same stamps).
 //! Steps are scheduled back to back from the previous step's end, so timer lateness
 //! does not accumulate. The simulator logs, per request, when it handed each chunk
-//! over (the truth the tests compare the page's measurements against).
+//! over (the truth the tests compare the page's measurements against), and
+//! answers the page's scrapes with the `/metrics` `tokenscope mock` serves (core's
+//! [`Exposition`], fed the same log), so the demo has a server view too.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -16,6 +18,7 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use tokenscope_core::measure::record::ErrorKind;
+use tokenscope_core::sim::exposition::{Exposition, Gauges, Served};
 use tokenscope_core::sim::{
     Admission, Emission, Engine, FaultAction, SimConfig, SimRequest, StreamWriter,
     context_exceeded_body, immediate_response,
@@ -31,8 +34,18 @@ pub struct SimLog {
     pub request_id: String,
     /// Received (page clock, ms).
     pub t_received_ms: f64,
+    /// When the engine step that admitted it began (its queueing ended).
+    pub t_scheduled_ms: Option<f64>,
     /// When each content chunk was handed to the page.
     pub chunk_times_ms: Vec<f64>,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Tokens handed over.
+    pub completion_tokens: u64,
+    /// When its last chunk was handed over, or when the page let go of it.
+    pub t_end_ms: Option<f64>,
+    /// It streamed to its end (no fault, not abandoned).
+    pub completed: bool,
 }
 
 #[derive(Default)]
@@ -47,6 +60,7 @@ struct Inner {
     slots: HashMap<u64, Slot>,
     running: bool,
     log: Vec<SimLog>,
+    exposition: Exposition,
 }
 
 /// The in-page simulated server.
@@ -65,6 +79,7 @@ impl SimServer {
                 slots: HashMap::new(),
                 running: false,
                 log: Vec::new(),
+                exposition: Exposition::new(),
             })),
             cfg: Rc::new(cfg),
         }
@@ -80,6 +95,14 @@ impl SimServer {
         self.inner.borrow().log.clone()
     }
 
+    /// Its `/metrics` now: the text `tokenscope mock` serves in the same state.
+    pub fn metrics_text(&self) -> String {
+        let inner = self.inner.borrow();
+        inner
+            .exposition
+            .render(Gauges::of(&inner.engine), &self.cfg)
+    }
+
     /// Submit a request; resolves with the response head (never, for a
     /// `no_headers` fault: the client's timeout ends it).
     pub async fn open(&self, req: &Prepared) -> Result<(Head, SimBody), (ErrorKind, String)> {
@@ -93,7 +116,12 @@ impl SimServer {
             inner.log.push(SimLog {
                 request_id: req.request_id.clone(),
                 t_received_ms: t_received,
+                t_scheduled_ms: None,
                 chunk_times_ms: Vec::new(),
+                prompt_tokens: req.prompt_tokens,
+                completion_tokens: 0,
+                t_end_ms: None,
+                completed: false,
             });
             (admission, inner.log.len() - 1)
         };
@@ -189,8 +217,15 @@ impl SimServer {
                 } = &mut *inner;
                 match slots.get_mut(&em.id) {
                     Some(slot) => {
+                        let l = &mut log[slot.log];
+                        l.t_scheduled_ms.get_or_insert(start);
                         if em.tokens > 0 {
-                            log[slot.log].chunk_times_ms.push(t);
+                            l.chunk_times_ms.push(t);
+                            l.completion_tokens += u64::from(em.tokens);
+                        }
+                        if em.finished && em.fault.is_none() {
+                            l.completed = true;
+                            l.t_end_ms = Some(t);
                         }
                         slot.queue.push_back(em);
                         if let Some(w) = slot.waker.take() {
@@ -204,10 +239,32 @@ impl SimServer {
         }
     }
 
+    /// The request is over (finished, failed, or let go by the page): free its
+    /// slot and count it in the exposition, once.
     fn close(&self, id: u64) {
         let mut inner = self.inner.borrow_mut();
-        inner.slots.remove(&id);
-        inner.engine.cancel(id);
+        let Inner {
+            slots,
+            engine,
+            log,
+            exposition,
+            ..
+        } = &mut *inner;
+        engine.cancel(id);
+        let Some(slot) = slots.remove(&id) else {
+            return;
+        };
+        let l = &mut log[slot.log];
+        let t_end_ms = *l.t_end_ms.get_or_insert_with(now);
+        exposition.observe(&Served {
+            t_received_ms: l.t_received_ms,
+            t_scheduled_ms: l.t_scheduled_ms,
+            chunk_times_ms: &l.chunk_times_ms,
+            prompt_tokens: l.prompt_tokens,
+            completion_tokens: l.completion_tokens,
+            completed: l.completed,
+            t_end_ms,
+        });
     }
 }
 

@@ -182,6 +182,57 @@ pub struct ParseCost {
     pub per_read_ms: Vec<f64>,
 }
 
+/// How long a finished request waits for the browser's Resource Timing entry
+/// (it is made when the response ends, and reaches the page a little later).
+const TIMING_WAIT_MS: f64 = 1000.0;
+
+/// A request's Resource Timing, on the page's clock (each `None` where the
+/// browser hides it: a cross-origin endpoint without `Timing-Allow-Origin`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ResourceTiming {
+    /// `requestStart`: the network stack began sending the request.
+    pub request_start_ms: Option<f64>,
+    /// `responseStart`: the network stack had the response's first bytes.
+    pub response_start_ms: Option<f64>,
+}
+
+/// Where a request's Resource Timing comes from, once the browser has made its
+/// entry.
+#[derive(Debug)]
+pub enum TimingSource {
+    /// The network worker reports it ([`super::worker`]).
+    Worker(super::worker::NetWorker, u64),
+    /// This page's own entries: the one for `url` that started with the send.
+    Page {
+        /// The request's URL.
+        url: String,
+        /// The send stamp.
+        t_send_ms: f64,
+    },
+}
+
+impl TimingSource {
+    /// The request's Resource Timing: `None` when the browser made no entry in
+    /// time.
+    pub async fn settle(self) -> Option<ResourceTiming> {
+        match self {
+            TimingSource::Worker(w, id) => w.resource_timing(id, TIMING_WAIT_MS).await,
+            TimingSource::Page { url, t_send_ms } => {
+                let deadline = now() + TIMING_WAIT_MS;
+                loop {
+                    if let Some(found) = super::browser::resource_timing_of(&url, t_send_ms) {
+                        return Some(found);
+                    }
+                    if now() >= deadline {
+                        return None;
+                    }
+                    sleep_ms(20.0).await;
+                }
+            }
+        }
+    }
+}
+
 /// A finished request, before its paint is known.
 #[derive(Debug)]
 pub struct Sent {
@@ -191,6 +242,8 @@ pub struct Sent {
     pub probe: Option<Probe>,
     /// Parse cost of this request's reads.
     pub parse: ParseCost,
+    /// Where its Resource Timing will come from (real endpoints).
+    pub timing: Option<TimingSource>,
 }
 
 /// Send one request and follow it to its end. Every outcome (success, each failure
@@ -223,6 +276,16 @@ pub async fn run_request(
         Timeout,
         Cancelled,
     }
+    let mut timing = match (transport, &outgoing) {
+        (Transport::Worker(t), Ok(Outgoing::Worker(id, _))) => {
+            Some(TimingSource::Worker(t.worker.clone(), *id))
+        }
+        (Transport::Fetch(t), Ok(Outgoing::Fetch(_))) => Some(TimingSource::Page {
+            url: t.url.clone(),
+            t_send_ms: 0.0,
+        }),
+        _ => None,
+    };
     let end = {
         let drive = pin!(drive(
             transport,
@@ -242,6 +305,9 @@ pub async fn run_request(
         }
     };
     let mut tl = timeline.unwrap_or_else(|| new_timeline(t_start));
+    if let Some(TimingSource::Page { t_send_ms, .. }) = &mut timing {
+        *t_send_ms = tl.record().t_send_ms;
+    }
     match end {
         End::Finished => {}
         End::Timeout => {
@@ -261,6 +327,7 @@ pub async fn run_request(
         timeline: tl,
         probe,
         parse,
+        timing,
     }
 }
 

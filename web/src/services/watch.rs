@@ -68,6 +68,25 @@ pub fn unpainted(records: &[PageRecord]) -> usize {
         .count()
 }
 
+/// When no measured successful request got a `responseStart` from the browser:
+/// the note saying so (a cross-origin endpoint must send `Timing-Allow-Origin`).
+pub fn delivery_unmeasured(records: &[PageRecord]) -> Option<ReportWarning> {
+    let measured = records
+        .iter()
+        .filter(|r| !r.line.warmup && r.line.record.outcome == Outcome::Ok);
+    let (mut ok, mut timed) = (0usize, 0usize);
+    for r in measured {
+        ok += 1;
+        timed += usize::from(r.line.record.t_response_start_ms.is_some());
+    }
+    (ok > 0 && timed == 0).then(|| {
+        ReportWarning::new(
+            WarningKind::DeliveryUnmeasured,
+            "the browser did not say when its network stack had the responses (Resource Timing's responseStart; a cross-origin endpoint must send Timing-Allow-Origin for it): the browser's own delivery delay is not measured, and TTFT is when the page's script had the first token",
+        )
+    })
+}
+
 /// The page's own costs over a run, ms.
 #[derive(Debug, Clone, Default)]
 pub struct PageCosts {

@@ -24,7 +24,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::clock::now;
-use super::transport::{Body, Head, LocalFuture, Prepared, Read};
+use super::transport::{Body, Head, LocalFuture, Prepared, Read, ResourceTiming};
 
 /// One message from the worker about a request.
 #[derive(Debug)]
@@ -36,6 +36,14 @@ enum Msg {
     Error(f64, ErrorKind, String),
 }
 
+/// A request's Resource Timing, as the worker reports it (possibly after its end).
+#[derive(Default)]
+struct Timing {
+    /// Once reported.
+    reported: Option<ResourceTiming>,
+    waker: Option<Waker>,
+}
+
 #[derive(Default)]
 struct Stream {
     queue: VecDeque<Msg>,
@@ -45,6 +53,7 @@ struct Stream {
 struct Inner {
     worker: web_sys::Worker,
     streams: HashMap<u64, Stream>,
+    timings: HashMap<u64, Timing>,
     next_id: u64,
     protocol: Option<String>,
     /// `performance.timeOrigin` of the page, to convert the worker's times.
@@ -84,6 +93,7 @@ impl NetWorker {
         let inner = Rc::new(RefCell::new(Inner {
             worker: worker.clone(),
             streams: HashMap::new(),
+            timings: HashMap::new(),
             next_id: 0,
             protocol: None,
             origin,
@@ -131,6 +141,34 @@ impl NetWorker {
         .await
     }
 
+    /// Request `id`'s Resource Timing on this page's clock: `None` when the
+    /// worker does not report it within `wait_ms` of the call.
+    pub async fn resource_timing(&self, id: u64, wait_ms: f64) -> Option<ResourceTiming> {
+        let reported = poll_fn(|cx| {
+            let mut inner = self.inner.borrow_mut();
+            match inner.timings.get_mut(&id) {
+                Some(t) => match t.reported {
+                    Some(rt) => Poll::Ready(Some(rt)),
+                    None => {
+                        t.waker = Some(cx.waker().clone());
+                        Poll::Pending
+                    }
+                },
+                None => Poll::Ready(None),
+            }
+        });
+        let rs = {
+            let reported = std::pin::pin!(reported);
+            let timer = std::pin::pin!(super::clock::sleep_ms(wait_ms));
+            match futures_util::future::select(reported, timer).await {
+                futures_util::future::Either::Left((rs, _)) => rs,
+                futures_util::future::Either::Right(_) => None,
+            }
+        };
+        self.inner.borrow_mut().timings.remove(&id);
+        rs
+    }
+
     fn close(&self, id: u64, abort: bool) {
         let known = self.inner.borrow_mut().streams.remove(&id).is_some();
         if known && abort {
@@ -172,11 +210,24 @@ fn deliver(inner: &Rc<RefCell<Inner>>, data: &JsValue) {
                 .map(|b| b.to_vec())
                 .unwrap_or_default(),
         ),
-        Some("end") => {
+        Some("end") => Msg::End(t),
+        Some("timing") => {
             if let Some(p) = get(data, "protocol").as_string().filter(|p| !p.is_empty()) {
                 i.protocol = Some(p);
             }
-            Msg::End(t)
+            let origin = i.origin;
+            let at = |key: &str| get(data, key).as_f64().map(|t| t - origin);
+            let rt = ResourceTiming {
+                request_start_ms: at("requestStart"),
+                response_start_ms: at("responseStart"),
+            };
+            if let Some(slot) = i.timings.get_mut(&id) {
+                slot.reported = Some(rt);
+                if let Some(w) = slot.waker.take() {
+                    w.wake();
+                }
+            }
+            return;
         }
         Some("error") => {
             let name = get(data, "name").as_string().unwrap_or_default();
@@ -253,11 +304,11 @@ impl WorkerTarget {
         msg: &JsValue,
         on_sent: &mut dyn FnMut(f64),
     ) -> Result<(f64, Head, WorkerBody), (ErrorKind, String)> {
-        self.worker
-            .inner
-            .borrow_mut()
-            .streams
-            .insert(id, Stream::default());
+        {
+            let mut inner = self.worker.inner.borrow_mut();
+            inner.streams.insert(id, Stream::default());
+            inner.timings.insert(id, Timing::default());
+        }
         let body = WorkerBody {
             worker: self.worker.clone(),
             id,

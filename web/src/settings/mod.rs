@@ -113,6 +113,64 @@ impl PaintFallback {
     }
 }
 
+/// Which `/metrics` the page scrapes during a run (`metrics`: the server view).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum MetricsSetting {
+    /// The endpoint's origin + `/metrics` (the simulator's own with no endpoint),
+    /// dropped quietly when it does not answer with metrics.
+    #[default]
+    Auto,
+    /// No scraping.
+    Off,
+    /// This URL, scraped whatever it answers.
+    Url(String),
+}
+
+impl MetricsSetting {
+    /// Parse a query value: `auto`, `none` (`off`), or an `http(s)` URL.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        match value.trim() {
+            "" | "auto" => Ok(MetricsSetting::Auto),
+            "none" | "off" | "0" => Ok(MetricsSetting::Off),
+            url => Ok(MetricsSetting::Url(metrics_url(url)?)),
+        }
+    }
+
+    /// The query value.
+    pub fn as_query(&self) -> String {
+        match self {
+            MetricsSetting::Auto => "auto".into(),
+            MetricsSetting::Off => "none".into(),
+            MetricsSetting::Url(u) => u.clone(),
+        }
+    }
+}
+
+/// A metrics URL as typed: `http(s)://host[:port]/path`, no credentials (the
+/// key goes in the key field).
+pub fn metrics_url(url: &str) -> Result<String, String> {
+    let url = url.trim();
+    let shown = tokenscope_core::parse::redact_url(url);
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!(
+            "{shown:?} is not a URL: expected http://HOST:PORT/metrics"
+        ));
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(format!("{shown:?}: the scheme must be http or https"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return Err(format!(
+            "{shown:?}: credentials in the URL are not allowed; use the API key field"
+        ));
+    }
+    if authority.is_empty() {
+        return Err(format!("{shown:?} has no host"));
+    }
+    Ok(url.to_owned())
+}
+
 /// Everything the form edits (never the API key).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -161,7 +219,19 @@ pub struct Settings {
     pub sim: SimConfig,
     /// The simulator's faults as typed (`sim_faults`: `http_503,reset`).
     pub sim_faults: String,
+    /// The server's `/metrics` scraped during the run (`metrics`).
+    pub metrics: MetricsSetting,
+    /// A GPU exporter's `/metrics` (dcgm-exporter) scraped too (`gpu_metrics`).
+    pub gpu_metrics: String,
+    /// Seconds between scrapes within a level (`scrape_interval`), besides one at
+    /// each level's start and end.
+    pub scrape_interval_s: f64,
 }
+
+/// The default `scrape_interval`, seconds (as `bench --scrape-interval`).
+pub const DEFAULT_SCRAPE_INTERVAL_S: f64 = 1.0;
+/// The shortest `scrape_interval`, seconds.
+pub const MIN_SCRAPE_INTERVAL_S: f64 = 0.1;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -188,6 +258,9 @@ impl Default for Settings {
             autorun: false,
             sim_faults: faults_label(&sim.faults),
             sim,
+            metrics: MetricsSetting::Auto,
+            gpu_metrics: String::new(),
+            scrape_interval_s: DEFAULT_SCRAPE_INTERVAL_S,
         }
     }
 }
@@ -233,6 +306,39 @@ pub struct RunPlan {
     pub request_ids: bool,
     /// The simulator's configuration (used when `base` is `None`).
     pub sim: SimConfig,
+    /// What to scrape during the run.
+    pub scrape: ScrapePlan,
+}
+
+/// Whose `/metrics` the run scrapes, and how often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapePlan {
+    /// The server's.
+    pub server: ServerMetricsTarget,
+    /// A GPU exporter's URL.
+    pub gpu: Option<String>,
+    /// Between scrapes within a level, ms.
+    pub interval_ms: f64,
+}
+
+impl ScrapePlan {
+    /// Whether anything is scraped.
+    pub fn is_on(&self) -> bool {
+        self.server != ServerMetricsTarget::Off || self.gpu.is_some()
+    }
+}
+
+/// Where the server's metrics come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerMetricsTarget {
+    /// Not scraped.
+    Off,
+    /// The built-in simulator's own exposition.
+    Simulator,
+    /// The endpoint's origin + `/metrics`, dropped quietly when it has none.
+    Auto(String),
+    /// This URL.
+    Url(String),
 }
 
 /// Parse a duration (`60`, `60s`, `500ms`, `2m`, `1h`: core's parser) in seconds.
@@ -304,6 +410,7 @@ impl Settings {
             }
             Some(b)
         };
+        let base_origin = base.as_ref().map(BaseUrl::origin);
         Ok(RunPlan {
             base,
             api: self.api,
@@ -324,6 +431,35 @@ impl Settings {
             net: self.net,
             request_ids: self.request_ids,
             sim: self.sim_config()?,
+            scrape: self.scrape_plan(base_origin.as_deref())?,
+        })
+    }
+
+    /// What to scrape: the endpoint's origin + `/metrics` by default (the
+    /// simulator's own exposition with no endpoint).
+    fn scrape_plan(&self, origin: Option<&str>) -> Result<ScrapePlan, String> {
+        if !(self.scrape_interval_s.is_finite() && self.scrape_interval_s >= MIN_SCRAPE_INTERVAL_S)
+        {
+            return Err(format!(
+                "scrape interval: at least {MIN_SCRAPE_INTERVAL_S} s"
+            ));
+        }
+        let server = match (&self.metrics, origin) {
+            (MetricsSetting::Off, _) => ServerMetricsTarget::Off,
+            (MetricsSetting::Url(u), _) => {
+                ServerMetricsTarget::Url(metrics_url(u).map_err(|e| format!("metrics URL {e}"))?)
+            }
+            (MetricsSetting::Auto, None) => ServerMetricsTarget::Simulator,
+            (MetricsSetting::Auto, Some(o)) => ServerMetricsTarget::Auto(format!("{o}/metrics")),
+        };
+        let gpu = match self.gpu_metrics.trim() {
+            "" => None,
+            u => Some(metrics_url(u).map_err(|e| format!("GPU metrics URL {e}"))?),
+        };
+        Ok(ScrapePlan {
+            server,
+            gpu,
+            interval_ms: self.scrape_interval_s * 1000.0,
         })
     }
 }
@@ -362,10 +498,23 @@ impl RunPlan {
             seed: self.seed,
             snapshot_interval_s: None,
             sample_cap: Some(tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP as u64),
-            server_metrics_url: None,
+            server_metrics_url: match &self.scrape.server {
+                ServerMetricsTarget::Off => None,
+                ServerMetricsTarget::Simulator => Some("builtin:simulated/metrics".into()),
+                ServerMetricsTarget::Auto(u) | ServerMetricsTarget::Url(u) => {
+                    Some(tokenscope_core::parse::redact_url(u))
+                }
+            },
             distinct_prompts: None,
-            gpu_metrics_url: None,
-            scrape_interval_s: None,
+            gpu_metrics_url: self
+                .scrape
+                .gpu
+                .as_deref()
+                .map(tokenscope_core::parse::redact_url),
+            scrape_interval_s: self
+                .scrape
+                .is_on()
+                .then_some(self.scrape.interval_ms / 1000.0),
         }
     }
 }

@@ -7,7 +7,8 @@ use tokenscope_core::measure::openai::Api;
 use tokenscope_core::sim::parse_faults;
 
 use super::{
-    NetMode, PaintFallback, PaintMode, Settings, normalize_url, parse_concurrency, parse_duration_s,
+    MetricsSetting, NetMode, PaintFallback, PaintMode, Settings, metrics_url, normalize_url,
+    parse_concurrency, parse_duration_s,
 };
 
 /// Decode `application/x-www-form-urlencoded` text (`+` is a space, `%XX` a byte).
@@ -157,6 +158,27 @@ impl Settings {
                 }
             }
             "request_ids" => self.request_ids = flag(value),
+            "metrics" => {
+                self.metrics =
+                    MetricsSetting::parse(value).map_err(|e| format!("metrics={e}: ignored"))?
+            }
+            "gpu_metrics" if value.trim().is_empty() => self.gpu_metrics.clear(),
+            "gpu_metrics" => {
+                self.gpu_metrics =
+                    metrics_url(value).map_err(|e| format!("gpu_metrics={e}: ignored"))?
+            }
+            "scrape_interval" => {
+                let s = parse_duration_s(value).ok_or_else(|| {
+                    format!("scrape_interval={value:?}: expected e.g. 1s or 500ms: ignored")
+                })?;
+                if s < super::MIN_SCRAPE_INTERVAL_S {
+                    return Err(format!(
+                        "scrape_interval={value:?}: at least {} s: ignored",
+                        super::MIN_SCRAPE_INTERVAL_S
+                    ));
+                }
+                self.scrape_interval_s = s;
+            }
             "autorun" => self.autorun = flag(value),
             // The view and the GPU view's settings: read by `GpuSettings`.
             "view" | "preset" | "timestamps" => {}
@@ -236,6 +258,15 @@ impl Settings {
         }
         if !self.request_ids {
             put("request_ids", "0".into());
+        }
+        if self.metrics != d.metrics {
+            put("metrics", self.metrics.as_query());
+        }
+        if !self.gpu_metrics.is_empty() {
+            put("gpu_metrics", self.gpu_metrics.clone());
+        }
+        if self.scrape_interval_s != d.scrape_interval_s {
+            put("scrape_interval", format!("{}s", self.scrape_interval_s));
         }
         if self.url.is_empty() && (self.sim != d.sim || self.sim_faults != d.sim_faults) {
             let (s, ds) = (&self.sim, &d.sim);

@@ -63,6 +63,19 @@ pub struct StageSplit {
     /// The browser's parse-to-paint delay (the page only): rendered TTFT minus TTFT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paint_ms: Option<f64>,
+    /// The browser's own delivery delay (the page only, where the browser
+    /// exposes Resource Timing): from its network stack having the response's
+    /// first bytes to the page's script having them. It is inside
+    /// `network_and_client_ms` for requests whose TTFT the page read itself, and
+    /// inside `paint_ms` for those timed at the network stack (their first token
+    /// came in the response's first bytes: the level's `ttft_at_network_stack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_delivery_ms: Option<f64>,
+    /// The browser's own send delay (the page only, where exposed): from the
+    /// page's send to its network stack beginning the request; inside
+    /// `network_and_client_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_send_ms: Option<f64>,
 }
 
 /// The engine's token counters over the level against the sums of the `usage`
@@ -197,6 +210,12 @@ impl ServerLevel {
             prefill_ms: self.mean_ms(Series::PrefillSeconds),
             decode_ms: self.mean_ms(Series::DecodeSeconds),
             paint_ms,
+            browser_delivery_ms: level
+                .metrics
+                .browser_delivery_ms
+                .as_ref()
+                .and_then(|d| d.mean),
+            browser_send_ms: level.metrics.browser_send_ms.as_ref().and_then(|d| d.mean),
         })
     }
 
