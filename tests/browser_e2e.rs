@@ -203,6 +203,10 @@ async fn head_run(browser: &Browser, mock: &Mock, serve: &Serve) -> Result<(), S
     }
 }
 
+/// Per level, ms: each head's delivery, each TTFT error left once the browser's
+/// own times are taken out, and each request's send.
+type BrowserTimes = (Vec<f64>, Vec<f64>, Vec<f64>);
+
 /// One measured sweep against `tokenscope mock`, checked against its log. Every
 /// check panics except the two a loaded host can make a run miss, the TTFT
 /// agreement and a paint within 100 ms of its token: those are returned (so the
@@ -263,7 +267,12 @@ async fn measured_run(
             Some(per_level),
             "Chromium paints are timed with Element Timing"
         );
-        for m in ["rendered_ttft_ms", "render_delay_ms", "browser_delivery_ms"] {
+        for m in [
+            "rendered_ttft_ms",
+            "render_delay_ms",
+            "browser_send_ms",
+            "browser_delivery_ms",
+        ] {
             assert_eq!(l["metrics"][m]["count"].as_u64(), Some(per_level), "{m}");
         }
         // The page scraped the mock's /metrics (the endpoint's origin, by default):
@@ -278,7 +287,13 @@ async fn measured_run(
             Some(per_level as f64),
             "{stages}"
         );
-        for k in ["paint_ms", "browser_delivery_ms", "queue_ms", "prefill_ms"] {
+        for k in [
+            "paint_ms",
+            "browser_send_ms",
+            "browser_delivery_ms",
+            "queue_ms",
+            "prefill_ms",
+        ] {
             assert!(stages[k].is_number(), "{k}: {stages}");
         }
         assert_eq!(server["tokens"]["agrees"], true, "{server}");
@@ -310,9 +325,11 @@ async fn measured_run(
         .collect();
     let mut ids = std::collections::HashSet::new();
     let (mut delays, mut fallback_minus_et) = (vec![], vec![]);
-    // Per level: the browser's delivery of each response head (network stack to
-    // the page's worker) and the part of each TTFT error left once it is taken out.
-    let mut delivery: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
+    // Per level: the browser's send of each request (the worker's fetch() to its
+    // network stack sending it), its delivery of each response head (network
+    // stack to the worker), and the part of each TTFT error left once both are
+    // taken out.
+    let mut delivery: std::collections::BTreeMap<u64, BrowserTimes> = Default::default();
     let mut late_paints: Vec<String> = Vec::new();
     // Per level: the page's TTFTs and the server's (request received to first
     // chunk handed to HTTP), request by request.
@@ -371,11 +388,21 @@ async fn measured_run(
             response_start >= t_send,
             "{id}: responseStart precedes the send"
         );
+        let request_start = r["t_request_start_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{id}: no requestStart: {r}"));
+        let send = request_start - t_send;
+        assert!(
+            send >= -0.05,
+            "{id}: the request left before the page sent it"
+        );
+        assert!(request_start <= response_start, "{id}: {r}");
         let d = delivery
             .entry(r["concurrency"].as_u64().unwrap())
-            .or_insert_with(|| (vec![], vec![]));
+            .or_insert_with(|| (vec![], vec![], vec![]));
         d.0.push(head_delivery);
-        d.1.push(ttft - head_delivery - server_ttft);
+        d.1.push(ttft - send - head_delivery - server_ttft);
+        d.2.push(send);
         if let Some(fb) = r["paint_fallback_ms"].as_f64() {
             fallback_minus_et.push(fb - paint);
         }
@@ -413,9 +440,10 @@ async fn measured_run(
                 "c={c}: the page's TTFT is {added:.3} ms off the server's at the median (> 3 ms)"
             ));
         }
-        let (heads, rest) = &delivery[c];
+        let (heads, rest, sends) = &delivery[c];
         eprintln!(
-            "c={c}: of which the browser's delivery (network stack to the page's worker, measured on the response head) {:.2} ms at the median (min {:.2}, max {:.2}); without it the TTFT exceeds the server's by {:.2} ms",
+            "c={c}: the browser's own time at the median: send (fetch() to its network stack) {:.2} ms, delivery (network stack to the worker, on the response head) {:.2} ms (min {:.2}, max {:.2}); without them the TTFT exceeds the server's by {:.2} ms",
+            median(sends),
             median(heads),
             heads.iter().copied().fold(f64::INFINITY, f64::min),
             heads.iter().copied().fold(f64::NEG_INFINITY, f64::max),
@@ -577,6 +605,23 @@ async fn static_page_works_from_a_sub_path_and_fetches_nothing_else() {
     browser.close().await;
 }
 
+/// The Analysis's text once it shows `needle` (within 15 s).
+async fn analysis_showing(browser: &Browser, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let t = browser.text_of("combined-report").await;
+        if t.contains(needle) {
+            return t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Analysis never showed {needle:?}: {t:.400} (kernels: {})",
+            browser.text_of("kernels-loaded").await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Load the recorded lavapipe kernels report into the page's analysis, pick the
 /// model, and check the page's verdict is `tokenscope report`'s, sentence by
 /// sentence, for the same inputs.
@@ -597,19 +642,7 @@ async fn combined_view_matches_the_cli(browser: &Browser, report: &Value) {
         .await
         .unwrap();
     select.select_by_value("gemma-3-270m").await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let shown = loop {
-        let t = browser.text_of("combined-report").await;
-        if t.contains("TPOT vs the GPU floor") {
-            break t;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the combined view never showed the floor: {t:.400} (kernels: {})",
-            browser.text_of("kernels-loaded").await
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let shown = analysis_showing(browser, "TPOT vs the GPU floor").await;
     browser.screenshot("combined-view").await;
     // The same inputs through the CLI.
     let dir = tempfile::tempdir().unwrap();
@@ -669,18 +702,7 @@ async fn combined_view_matches_the_cli(browser: &Browser, report: &Value) {
              i.dispatchEvent(new Event('change', { bubbles: true })); return true;",
         )
         .await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let shown = loop {
-        let t = browser.text_of("combined-report").await;
-        if t.contains("KV-cache plan") {
-            break t;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no KV-cache plan shown: {t:.400}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let shown = analysis_showing(browser, "KV-cache plan").await;
     let o = Command::new(bin())
         .args([
             "plan",

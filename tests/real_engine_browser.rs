@@ -150,6 +150,42 @@ async fn page_measures_rendered_ttft_on_llama_server() {
         median(&tpot_diffs)
     );
 
+    // The page scraped llama-server's /metrics (the endpoint's origin, across
+    // origins as its CORS allows): the level's server view, its token counters
+    // equal to the usage the page received.
+    let server = &level["server"];
+    assert_eq!(server["engine"], "llama_cpp", "{}", report["warnings"]);
+    assert_eq!(server["failed_scrapes"], 0, "{server}");
+    assert_eq!(
+        server["tokens"]["server_generated"].as_f64(),
+        Some((requests * max_tokens) as f64),
+        "{server}"
+    );
+    assert_eq!(server["tokens"]["agrees"], true, "{server}");
+    // llama-server sends no Timing-Allow-Origin: the browser hides when its
+    // network stack had the responses, and the report says so once.
+    let kinds: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["kind"].as_str())
+        .collect();
+    let hidden = kinds.contains(&"delivery_unmeasured");
+    assert_eq!(
+        hidden,
+        records.iter().all(|r| r["t_response_start_ms"].is_null()),
+        "{kinds:?}"
+    );
+    eprintln!(
+        "the page's server view of llama-server: {}; the browser's delivery {}",
+        server["tokens"],
+        if hidden {
+            "hidden (no Timing-Allow-Origin)".to_owned()
+        } else {
+            format!("p50 {} ms", level["metrics"]["browser_delivery_ms"]["p50"])
+        }
+    );
+
     // llama-server ran one task per request the page sent (warm-up included; the
     // page's model lookup is a GET, not a task).
     let tasks = engine.log_tasks();

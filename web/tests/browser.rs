@@ -449,3 +449,46 @@ async fn the_app_autoruns_and_fills_the_contract() {
     assert!(table.text_content().unwrap().contains("c=2"));
     let _ = root.dyn_into::<web_sys::HtmlElement>();
 }
+
+#[wasm_bindgen_test]
+async fn the_simulators_metrics_count_what_its_log_says_it_did() {
+    use tokenscope_core::analyze::server::engines::{Engine, Series};
+    use tokenscope_core::analyze::server::reading::Reading;
+    use tokenscope_core::measure::prometheus::Scrape;
+    // Two slots, three requests: the third queues behind the first two.
+    let sim = SimServer::new(SimConfig {
+        max_batch: 2,
+        ..quiet_sim()
+    });
+    let transport = Transport::Sim(sim.clone());
+    let reqs = [
+        request("m-1", 40, 5),
+        request("m-2", 60, 4),
+        request("m-3", 20, 6),
+    ];
+    let cancel = CancelToken::new();
+    let sends = reqs
+        .iter()
+        .map(|r| run_request(&transport, r, None, 10_000.0, &cancel));
+    for sent in futures_util::future::join_all(sends).await {
+        assert_eq!(sent.timeline.finish().outcome, Outcome::Ok);
+    }
+    let reading = Reading::of(&Scrape::parse(&sim.metrics_text()));
+    assert_eq!(reading.engine, Some(Engine::Vllm));
+    let log = sim.log();
+    assert_eq!(log.len(), 3);
+    let sum = |f: &dyn Fn(&tokenscope_web::services::sim::SimLog) -> f64| -> f64 {
+        log.iter().map(f).sum::<f64>() / 1000.0
+    };
+    let ttft = reading.histogram(Series::TtftSeconds).unwrap();
+    assert_eq!(ttft.count, 3.0);
+    let want = sum(&|l| l.chunk_times_ms[0] - l.t_received_ms);
+    assert!((ttft.sum - want).abs() < 1e-9, "{} vs {want}", ttft.sum);
+    let queue = reading.histogram(Series::QueueSeconds).unwrap();
+    let want = sum(&|l| l.t_scheduled_ms.unwrap() - l.t_received_ms);
+    assert!((queue.sum - want).abs() < 1e-9, "{} vs {want}", queue.sum);
+    assert!(want > 0.0, "the third request queued");
+    assert_eq!(reading.scalar(Series::GenerationTokens), Some(15.0));
+    assert_eq!(reading.scalar(Series::PromptTokens), Some(120.0));
+    assert_eq!(reading.scalar(Series::RequestsRunning), Some(0.0));
+}
