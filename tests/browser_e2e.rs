@@ -768,12 +768,47 @@ async fn failures_are_reported_through_the_contract() {
     validate_schema(&report);
     check_accounting(&report, 4);
     assert_eq!(report["levels"][0]["error_kinds"]["connect"], 4);
-    assert!(warning_kinds(&report).contains(&"no_success".to_owned()));
+    let kinds = warning_kinds(&report);
+    assert!(kinds.contains(&"no_success".to_owned()));
+    // No /metrics at the endpoint's origin either: the server view is off, said once.
+    assert!(
+        kinds.contains(&"server_metrics_off".to_owned()),
+        "{kinds:?}"
+    );
+    assert!(report["config"]["server_metrics_url"].is_null());
     let notes = browser.text_of("warnings").await;
     assert!(
         notes.contains("never read"),
         "the ignored key is pointed out: {notes}"
     );
+
+    // Metrics URLs that do not answer (named, so kept): every scrape fails, each
+    // target is one warning with the reason, and the run is measured all the same.
+    let dead_metrics = format!("http://127.0.0.1:{}/metrics", free_port());
+    let url = format!(
+        "{}?concurrency=2&requests=4&rounds=1&warmup=0&max_tokens=4&metrics={dead_metrics}&gpu_metrics={dead_metrics}&scrape_interval=200ms&autorun=1",
+        serve.url
+    );
+    let state = browser.run(&url, Duration::from_secs(30)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    validate_schema(&report);
+    check_accounting(&report, 4);
+    assert_eq!(report["levels"][0]["ok"], 4, "nothing measured was lost");
+    let failed: Vec<&Value> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "server_metrics")
+        .collect();
+    assert_eq!(failed.len(), 2, "one line per target: {failed:?}");
+    for w in failed {
+        let m = w["message"].as_str().unwrap();
+        assert!(
+            m.contains("read nothing") && m.contains("no response"),
+            "{m}"
+        );
+    }
     browser.close().await;
 }
 

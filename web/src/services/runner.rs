@@ -19,7 +19,6 @@ use tokenscope_core::analyze::server::scrape::ScrapeTarget;
 use tokenscope_core::analyze::stats::{Samples, Summary};
 use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
 use tokenscope_core::page::scrape::TakenScrape;
-use tokenscope_core::parse::BaseUrl;
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
 use tokenscope_core::report::{
@@ -538,16 +537,10 @@ async fn scrape_setup(plan: &RunPlan, transport: &Transport, api_key: Option<&st
         ));
         return out;
     }
-    let origin = plan.base.as_ref().map(BaseUrl::origin);
     let url_source = |url: &str| scrape::Source::Url {
         url: url.to_owned(),
-        // The key goes only to the endpoint's own origin.
         api_key: api_key
-            .filter(|_| {
-                origin
-                    .as_deref()
-                    .is_some_and(|o| url.starts_with(&format!("{o}/")))
-            })
+            .filter(|_| plan.sends_key_to(url))
             .map(str::to_owned),
     };
     let mut wanted = Vec::new();

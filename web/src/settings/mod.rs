@@ -465,6 +465,14 @@ impl Settings {
 }
 
 impl RunPlan {
+    /// Whether the API key goes with a request to `url`: only on the endpoint's
+    /// own origin (a metrics URL elsewhere gets no key).
+    pub fn sends_key_to(&self, url: &str) -> bool {
+        self.base
+            .as_ref()
+            .is_some_and(|b| url.starts_with(&format!("{}/", b.origin())))
+    }
+
     /// Warm-up requests before `load` (the user's count, or one per slot).
     pub fn warmup_for(&self, load: Load) -> u32 {
         self.warmup.unwrap_or_else(|| plan::default_warmup(load))

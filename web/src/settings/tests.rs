@@ -241,3 +241,56 @@ fn urls_and_durations() {
     };
     assert!(s.validate().unwrap_err().contains("nope"));
 }
+
+#[test]
+fn metrics_settings_and_where_the_key_goes() {
+    let (s, notes) = Settings::from_query(
+        "url=http://127.0.0.1:8000/v1&metrics=none&gpu_metrics=http://gpu:9400/metrics&scrape_interval=250ms",
+    );
+    assert!(notes.is_empty(), "{notes:?}");
+    let plan = s.validate().unwrap();
+    assert_eq!(plan.scrape.server, ServerMetricsTarget::Off);
+    assert_eq!(plan.scrape.gpu.as_deref(), Some("http://gpu:9400/metrics"));
+    assert_eq!(plan.scrape.interval_ms, 250.0);
+    let q = s.to_query();
+    assert!(
+        q.contains("metrics=none") && q.contains("scrape_interval=0.25s"),
+        "{q}"
+    );
+
+    // auto: the endpoint's origin + /metrics; the simulator's own without an endpoint.
+    let (s, _) = Settings::from_query("url=http://127.0.0.1:8000/v1/chat/completions");
+    let plan = s.validate().unwrap();
+    assert_eq!(
+        plan.scrape.server,
+        ServerMetricsTarget::Auto("http://127.0.0.1:8000/metrics".into())
+    );
+    assert!(plan.sends_key_to("http://127.0.0.1:8000/metrics"));
+    assert!(!plan.sends_key_to("http://127.0.0.1:8001/metrics"));
+    assert!(!plan.sends_key_to("http://127.0.0.1:8000.example.com/metrics"));
+    assert!(!plan.sends_key_to("http://gpu:9400/metrics"));
+    let (s, _) = Settings::from_query("");
+    let plan = s.validate().unwrap();
+    assert_eq!(plan.scrape.server, ServerMetricsTarget::Simulator);
+    assert!(!plan.sends_key_to("http://127.0.0.1:8000/metrics"));
+    assert_eq!(
+        plan.run_config("m").server_metrics_url.as_deref(),
+        Some("builtin:simulated/metrics")
+    );
+
+    // Bad values: named and ignored.
+    let (s, notes) = Settings::from_query(
+        "metrics=ftp://x/metrics&gpu_metrics=http://u:pw@h/m&scrape_interval=10ms",
+    );
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(
+        notes[0].contains("scheme must be http or https"),
+        "{notes:?}"
+    );
+    assert!(
+        notes[1].contains("credentials") && !notes[1].contains("pw"),
+        "{notes:?}"
+    );
+    assert!(notes[2].contains("at least 0.1 s"), "{notes:?}");
+    assert_eq!(s.metrics, MetricsSetting::Auto);
+}
