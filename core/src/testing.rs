@@ -111,6 +111,7 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         gpu_metrics_url: None,
         distinct_prompts: None,
         scrape_interval_s: None,
+        trace: None,
     }
 }
 

@@ -9,7 +9,8 @@ use clap::{Args, ValueEnum};
 use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::measure::openai::Api;
 use tokenscope_core::render;
-use tokenscope_core::report::{Arrival, ClientReport};
+use tokenscope_core::report::{Arrival, ClientReport, TraceInfo};
+use tokenscope_core::workload::trace::Trace;
 
 use crate::engine::{self, BenchConfig, FilePrompt, LoadPlan, PerLevel, Prompts};
 use crate::util::{Secret, parse_base_url, parse_duration, parse_f64_list, parse_u32_list};
@@ -86,9 +87,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 
-    /// Rounds per level (their spread is reported; a round 2x off is flagged).
-    #[arg(long, default_value_t = 3)]
-    pub rounds: u32,
+    /// Rounds per level (their spread is reported; a round 2x off is flagged)
+    /// [default: 3].
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
 
     /// Warm-up requests before each level, not measured (default: one per
     /// concurrency slot; rate mode: about one second's worth).
@@ -103,6 +105,28 @@ pub struct BenchArgs {
     /// JSONL file of prompts, one object per line: {"prompt": "...", "max_tokens": 64?}.
     #[arg(long, value_name = "FILE")]
     pub prompts: Option<PathBuf>,
+
+    /// Replay a request trace as it was recorded: Mooncake JSONL (timestamp ms,
+    /// input_length, output_length, hash_ids: prompts sharing leading ids share
+    /// those 512-token prefix blocks), Azure LLM trace CSV or BurstGPT CSV. Each
+    /// request is sent at its time (open loop; latencies from the scheduled time),
+    /// with a prompt of its input length and max_tokens = its output length
+    /// (ignore_eos). One level, one round; --requests N replays the first N.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["concurrency", "rate", "prompts", "duration", "warmup", "rounds"]
+    )]
+    pub trace: Option<PathBuf>,
+
+    /// Replay the trace this many times faster (2: half the gaps).
+    #[arg(long, default_value_t = 1.0, value_name = "F", requires = "trace")]
+    pub trace_speed: f64,
+
+    /// Multiply every length in the trace (and its prefix block) by this, for a
+    /// small server or a test (0.05: a 6758-token prompt becomes 338).
+    #[arg(long, default_value_t = 1.0, value_name = "F", requires = "trace")]
+    pub trace_token_scale: f64,
 
     /// max_tokens of each request.
     #[arg(long, default_value_t = 128)]
@@ -252,6 +276,9 @@ impl BenchArgs {
     /// The load levels: `--rate` (open loop) or `--concurrency` (closed loop,
     /// default 1,4,8,16,32).
     fn load_plan(&self) -> anyhow::Result<LoadPlan> {
+        if let Some(path) = &self.trace {
+            return self.trace_plan(path);
+        }
         Ok(match (&self.concurrency, &self.rate) {
             (_, Some(r)) => LoadPlan::Rate {
                 rates: flag("rate", parse_f64_list(r))?,
@@ -265,17 +292,67 @@ impl BenchArgs {
         })
     }
 
+    /// `--trace`: the file read and checked, scaled and sped up as asked.
+    fn trace_plan(&self, path: &Path) -> anyhow::Result<LoadPlan> {
+        for (name, v) in [
+            ("trace-speed", self.trace_speed),
+            ("trace-token-scale", self.trace_token_scale),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                anyhow::bail!("--{name}: {v} must be more than 0");
+            }
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--trace {}: cannot read the file", path.display()))?;
+        let trace =
+            Trace::parse(&text).map_err(|e| anyhow::anyhow!("--trace {}: {e}", path.display()))?;
+        let limit = self.requests.map(|n| n as usize);
+        if limit == Some(0) {
+            anyhow::bail!("--requests: 0 must be at least 1");
+        }
+        let replay = trace.replay(self.trace_speed, self.trace_token_scale, limit);
+        for s in &replay.skipped {
+            eprintln!("note: --trace {}: left out {s}", path.display());
+        }
+        let info = TraceInfo {
+            file: path.display().to_string(),
+            format: replay.format,
+            requests: replay.requests.len() as u64,
+            speed: self.trace_speed,
+            token_scale: self.trace_token_scale,
+            block_tokens: replay.block_tokens,
+            span_s: replay.span_ms() / 1000.0,
+            skipped: replay.skipped.len() as u64,
+        };
+        Ok(LoadPlan::Trace {
+            trace: std::sync::Arc::new(replay),
+            info,
+        })
+    }
+
+    /// Rounds per level (a trace is replayed once).
+    fn rounds(&self) -> u32 {
+        if self.trace.is_some() {
+            1
+        } else {
+            self.rounds.unwrap_or(3)
+        }
+    }
+
     /// How much each level measures: `--requests` (at least one per round),
     /// `--duration`, or the default.
-    fn per_level(&self) -> anyhow::Result<PerLevel> {
-        if self.rounds == 0 {
+    fn per_level(&self, load: &LoadPlan) -> anyhow::Result<PerLevel> {
+        if let LoadPlan::Trace { trace, .. } = load {
+            return Ok(PerLevel::Requests(trace.requests.len() as u64));
+        }
+        let rounds = self.rounds();
+        if rounds == 0 {
             anyhow::bail!("--rounds: 0 must be at least 1");
         }
         Ok(match (self.requests, &self.duration) {
             (Some(0), _) => anyhow::bail!("--requests: 0 must be at least 1"),
-            (Some(n), _) if n < u64::from(self.rounds) => anyhow::bail!(
-                "--requests: {n} is fewer than --rounds {}: each round needs at least one request",
-                self.rounds
+            (Some(n), _) if n < u64::from(rounds) => anyhow::bail!(
+                "--requests: {n} is fewer than --rounds {rounds}: each round needs at least one request"
             ),
             (Some(n), _) => PerLevel::Requests(n),
             (None, Some(d)) => PerLevel::Duration(flag("duration", parse_duration(d))?),
@@ -287,12 +364,12 @@ impl BenchArgs {
     /// level never has them all in flight.
     fn warn_thin_rounds(&self, per_level: &PerLevel, load: &LoadPlan) {
         if let (PerLevel::Requests(n), LoadPlan::Concurrency(cs)) = (per_level, load) {
-            let per_round = n / u64::from(self.rounds);
+            let rounds = self.rounds();
+            let per_round = n / u64::from(rounds);
             if let Some(c) = cs.iter().find(|&&c| u64::from(c) > per_round) {
                 eprintln!(
-                    "warning: --requests {n} over {} rounds sends {per_round} per round, fewer than concurrency {c}: that level never has {c} requests in flight (use --requests {} or more)",
-                    self.rounds,
-                    u64::from(*c) * u64::from(self.rounds)
+                    "warning: --requests {n} over {rounds} rounds sends {per_round} per round, fewer than concurrency {c}: that level never has {c} requests in flight (use --requests {} or more)",
+                    u64::from(*c) * u64::from(rounds)
                 );
             }
         }
@@ -315,7 +392,7 @@ impl BenchArgs {
             })
             .map(Secret::new);
         let load = self.load_plan()?;
-        let per_level = self.per_level()?;
+        let per_level = self.per_level(&load)?;
         if self.max_tokens == 0 {
             anyhow::bail!("--max-tokens: 0 must be at least 1");
         }
@@ -376,6 +453,7 @@ impl BenchArgs {
                 check_writable(name, p)?;
             }
         }
+        let (rounds, tracing) = (self.rounds(), self.trace.is_some());
         let cfg = BenchConfig {
             base_url,
             api: match self.api {
@@ -386,11 +464,13 @@ impl BenchArgs {
             api_key,
             load,
             per_level,
-            rounds: self.rounds,
-            warmup: self.warmup,
+            rounds,
+            // A trace is replayed as recorded: nothing before it.
+            warmup: if tracing { Some(0) } else { self.warmup },
             prompts,
             max_tokens: self.max_tokens,
-            ignore_eos: self.ignore_eos,
+            // A trace's output lengths are the answers' lengths.
+            ignore_eos: self.ignore_eos || tracing,
             min_tokens: self.min_tokens,
             temperature: self.temperature,
             timeout,

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::measure::openai::Api;
-use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig};
+use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig, TraceInfo};
 use tokenscope_core::workload::plan;
+use tokenscope_core::workload::trace::Trace;
 
 use super::scrape::ServerMetrics;
 use crate::util::Secret;
@@ -24,6 +25,14 @@ pub enum LoadPlan {
         /// Inter-arrival distribution.
         arrival: Arrival,
     },
+    /// A trace replayed as recorded: one open-loop level at the trace's mean
+    /// rate, each request at its own time with its own lengths.
+    Trace {
+        /// The trace as replayed (sped up and scaled).
+        trace: std::sync::Arc<Trace>,
+        /// The report's record of it.
+        info: TraceInfo,
+    },
 }
 
 impl LoadPlan {
@@ -32,6 +41,7 @@ impl LoadPlan {
         match self {
             LoadPlan::Concurrency(cs) => cs.iter().map(|&c| Load::Concurrency(c)).collect(),
             LoadPlan::Rate { rates, .. } => rates.iter().map(|&r| Load::Rate(r)).collect(),
+            LoadPlan::Trace { trace, .. } => vec![Load::Rate(trace.mean_rate_per_s())],
         }
     }
 }
@@ -142,6 +152,11 @@ impl BenchConfig {
                 None,
             ),
             LoadPlan::Rate { rates, arrival } => (LoadMode::Rate, rates.clone(), Some(*arrival)),
+            LoadPlan::Trace { trace, .. } => (
+                LoadMode::Rate,
+                vec![trace.mean_rate_per_s()],
+                Some(Arrival::Trace),
+            ),
         };
         RunConfig {
             url: crate::util::redact_url(&self.base_url),
@@ -166,9 +181,9 @@ impl BenchConfig {
                     .first()
                     .map_or(0, |l| plan::default_warmup(*l))
             }),
-            input_tokens: match &self.prompts {
-                Prompts::Synthetic { tokens } => Some(*tokens),
-                Prompts::File { .. } => None,
+            input_tokens: match (&self.prompts, &self.load) {
+                (_, LoadPlan::Trace { .. }) | (Prompts::File { .. }, _) => None,
+                (Prompts::Synthetic { tokens }, _) => Some(*tokens),
             },
             prompts_file: match &self.prompts {
                 Prompts::File { path, .. } => Some(path.display().to_string()),
@@ -195,6 +210,10 @@ impl BenchConfig {
             scrape_interval_s: (self.server_metrics != ServerMetrics::Off
                 || self.gpu_metrics.is_some())
             .then_some(self.scrape_interval.as_secs_f64()),
+            trace: match &self.load {
+                LoadPlan::Trace { info, .. } => Some(info.clone()),
+                _ => None,
+            },
         }
     }
 }

@@ -1,7 +1,7 @@
 //! How load is applied within a round: closed loop (`c` workers, each sending its
 //! next request when its last one ends) and open loop (sends on a precomputed
-//! schedule whatever the responses, latencies measured from the scheduled time:
-//! no coordinated omission).
+//! schedule whatever the responses (a rate, or a trace's own times), latencies
+//! measured from the scheduled time: no coordinated omission).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +11,7 @@ use tokenscope_core::report::raw::Phase;
 use tokenscope_core::report::{Arrival, Load};
 use tokenscope_core::rng::Rng;
 use tokenscope_core::workload::plan;
+use tokenscope_core::workload::trace::Trace;
 use tokio::sync::mpsc;
 
 use super::{BenchConfig, Ctx, Finished, PerLevel};
@@ -100,11 +101,24 @@ pub(super) async fn run_closed(
     }
 }
 
-/// Open loop: sends on a schedule at `rate` req/s regardless of responses.
+/// When an open-loop round sends.
+#[derive(Debug, Clone)]
+pub(super) enum Schedule {
+    /// At `rate` req/s, gaps drawn from `arrival`.
+    Rate {
+        /// Requests per second.
+        rate: f64,
+        /// The gaps' distribution.
+        arrival: Arrival,
+    },
+    /// At each request's own time in a trace, ms after the round's start.
+    Trace(Arc<Trace>),
+}
+
+/// Open loop: sends on a schedule regardless of responses.
 pub(super) async fn run_open(
     ctx: &Arc<Ctx>,
-    rate: f64,
-    arrival: Arrival,
+    schedule: Schedule,
     quota: Quota,
     round: u32,
     mut sink: impl FnMut(Finished),
@@ -119,7 +133,6 @@ pub(super) async fn run_open(
             Quota::For(ms) => Some(start + ms),
             Quota::Count(_) => None,
         };
-        let mean_gap_ms = 1000.0 / rate;
         let mut t_next = start;
         let mut sent = 0u64;
         loop {
@@ -148,9 +161,19 @@ pub(super) async fn run_open(
                 let _ = tx.send(f);
             });
             sent += 1;
-            t_next += match arrival {
-                Arrival::Poisson => rng.exponential(mean_gap_ms),
-                Arrival::Constant => mean_gap_ms,
+            t_next = match &schedule {
+                Schedule::Rate { rate, arrival } => {
+                    let mean_gap_ms = 1000.0 / rate;
+                    t_next
+                        + match arrival {
+                            Arrival::Poisson => rng.exponential(mean_gap_ms),
+                            Arrival::Constant | Arrival::Trace => mean_gap_ms,
+                        }
+                }
+                Schedule::Trace(trace) => match trace.requests.get(sent as usize) {
+                    Some(r) => start + r.t_ms,
+                    None => break,
+                },
             };
         }
     });

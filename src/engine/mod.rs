@@ -31,12 +31,12 @@ use tokenscope_core::report::warning::event_loop_warning;
 use tokenscope_core::report::{Arrival, ClientReport, Environment, Load, ReportWarning, Source};
 use tokenscope_core::rng::Rng;
 use tokenscope_core::workload::plan;
-use tokenscope_core::workload::prompts::synthetic_prompt;
+use tokenscope_core::workload::prompts::{block_prompt, synthetic_prompt};
 use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;
 pub use self::config::{BenchConfig, FilePrompt, LoadPlan, PerLevel, Prompts};
-use self::load::{Quota, quota_for, run_closed, run_open};
+use self::load::{Quota, Schedule, quota_for, run_closed, run_open};
 use self::progress::Progress;
 use self::raw::RawWriter;
 use self::scrape::{Endpoint, Scraper, ServerMetrics};
@@ -79,12 +79,24 @@ struct Ctx {
 
 impl Ctx {
     fn body(&self, index: u64) -> Bytes {
-        let (prompt, max_tokens) = match &self.cfg.prompts {
-            Prompts::Synthetic { tokens } => (
+        let traced = match &self.cfg.load {
+            LoadPlan::Trace { trace, .. } => trace
+                .requests
+                .get(index as usize)
+                .map(|r| (r, trace.block_tokens)),
+            _ => None,
+        };
+        let (prompt, max_tokens) = match (&self.cfg.prompts, traced) {
+            // A trace's request: its own lengths, its prefix blocks shared.
+            (_, Some((r, block))) => (
+                block_prompt(&r.hash_ids, block, r.input_tokens, self.cfg.seed, index),
+                u32::try_from(r.output_tokens).unwrap_or(u32::MAX),
+            ),
+            (Prompts::Synthetic { tokens }, None) => (
                 synthetic_prompt(*tokens, self.cfg.seed, index),
                 self.cfg.max_tokens,
             ),
-            Prompts::File { prompts, .. } => {
+            (Prompts::File { prompts, .. }, None) => {
                 let p = &prompts[(index % prompts.len() as u64) as usize];
                 (
                     p.prompt.clone(),
@@ -398,12 +410,19 @@ async fn run_level(
             Load::Concurrency(c) => {
                 run_closed(ctx, c, quota, Phase::Round(round), &mut sink).await;
             }
-            Load::Rate(r) => {
-                let arrival = match &cfg.load {
-                    LoadPlan::Rate { arrival, .. } => *arrival,
-                    LoadPlan::Concurrency(_) => Arrival::Poisson,
+            Load::Rate(rate) => {
+                let schedule = match &cfg.load {
+                    LoadPlan::Rate { arrival, .. } => Schedule::Rate {
+                        rate,
+                        arrival: *arrival,
+                    },
+                    LoadPlan::Trace { trace, .. } => Schedule::Trace(Arc::clone(trace)),
+                    LoadPlan::Concurrency(_) => Schedule::Rate {
+                        rate,
+                        arrival: Arrival::Poisson,
+                    },
                 };
-                run_open(ctx, r, arrival, quota, round, &mut sink).await;
+                run_open(ctx, schedule, quota, round, &mut sink).await;
             }
         }
     }

@@ -113,7 +113,12 @@ impl Load {
     pub fn label(&self) -> String {
         match self {
             Load::Concurrency(c) => format!("c={c}"),
-            Load::Rate(r) => format!("{r} req/s"),
+            Load::Rate(r) => {
+                // At most two decimals (a trace's mean rate is any number).
+                let text = format!("{r:.2}");
+                let text = text.trim_end_matches('0').trim_end_matches('.');
+                format!("{text} req/s")
+            }
         }
     }
 
@@ -135,6 +140,30 @@ pub enum Arrival {
     Poisson,
     /// Equal gaps.
     Constant,
+    /// The arrivals of a replayed trace (`config.trace`).
+    Trace,
+}
+
+/// The trace a run replayed (`tokenscope bench --trace`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceInfo {
+    /// The file (its name as given).
+    pub file: String,
+    /// Its format.
+    pub format: crate::workload::trace::TraceFormat,
+    /// Requests replayed.
+    pub requests: u64,
+    /// Time compressed by this factor (`--trace-speed`).
+    pub speed: f64,
+    /// Every length multiplied by this (`--trace-token-scale`).
+    pub token_scale: f64,
+    /// Tokens per prefix block, scaled (Mooncake's 512).
+    pub block_tokens: u64,
+    /// From the first request's arrival to the last's, as replayed, seconds.
+    pub span_s: f64,
+    /// Lines of the file left out (BurstGPT's failed requests).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
 }
 
 /// Everything needed to rerun the benchmark (never the API key).
@@ -207,6 +236,9 @@ pub struct RunConfig {
     /// and end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrape_interval_s: Option<f64>,
+    /// The trace replayed (its arrivals, lengths and prefix blocks), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceInfo>,
 }
 
 /// Where and with what the run was made.

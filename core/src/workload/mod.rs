@@ -1,5 +1,6 @@
-//! What both clients send: the run plan (rounds, warm-up, requests per round) and
-//! the synthetic prompts.
+//! What both clients send: the run plan (rounds, warm-up, requests per round),
+//! the synthetic prompts, and traces replayed as they happened.
 
 pub mod plan;
 pub mod prompts;
+pub mod trace;

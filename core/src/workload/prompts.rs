@@ -223,6 +223,52 @@ pub fn synthetic_prompt(tokens: u32, seed: u64, index: u64) -> String {
     out
 }
 
+/// The text of prefix block `hash` (a trace's block id): `tokens` words drawn from
+/// the block's own random stream, so the same id is the same text in every prompt.
+fn block_words(seed: u64, hash: u64, tokens: u64, out: &mut String) {
+    let mut rng = Rng::for_stream(seed ^ 0xB10C_B10C, hash);
+    for _ in 0..tokens {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+    }
+}
+
+/// A prompt of `tokens` tokens built from prefix blocks, as a trace describes it
+/// (Mooncake's `hash_ids`): block `i` is the text of `hash_ids[i]`, `block_tokens`
+/// long (the last one cut to fit), so prompts that share leading ids share
+/// exactly that text and a server's prefix cache can reuse it. Tokens beyond the
+/// listed blocks, and every token of a prompt with no ids, come from request
+/// `index`'s own stream (no prefix shared).
+pub fn block_prompt(
+    hash_ids: &[u64],
+    block_tokens: u64,
+    tokens: u64,
+    seed: u64,
+    index: u64,
+) -> String {
+    let block_tokens = block_tokens.max(1);
+    let mut out = String::new();
+    let mut left = tokens.max(1);
+    for &hash in hash_ids {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(block_tokens);
+        block_words(seed, hash, n, &mut out);
+        left -= n;
+    }
+    if left > 0 {
+        if out.is_empty() {
+            return synthetic_prompt(u32::try_from(left).unwrap_or(u32::MAX), seed, index);
+        }
+        // Past the shared blocks: this request's own words.
+        block_words(seed ^ 0x5E1F, index, left, &mut out);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +279,30 @@ mod tests {
         assert_eq!(approx_tokens("  a  b\nc "), 3);
         assert_eq!(approx_tokens(""), 0);
         assert_eq!(approx_tokens("..."), 3);
+    }
+
+    #[test]
+    fn block_prompts_share_exactly_their_common_blocks() {
+        let a = block_prompt(&[7, 8, 9], 16, 40, 1, 0);
+        let b = block_prompt(&[7, 8, 5], 16, 48, 1, 1);
+        let c = block_prompt(&[3, 8], 16, 20, 1, 2);
+        assert_eq!(approx_tokens(&a), 40);
+        assert_eq!(approx_tokens(&b), 48);
+        assert_eq!(approx_tokens(&c), 20);
+        let words = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let (wa, wb, wc) = (words(&a), words(&b), words(&c));
+        assert_eq!(wa[..32], wb[..32], "two blocks in common");
+        assert_ne!(wa[32..40], wb[32..40], "the third block differs");
+        assert_ne!(wa[..16], wc[..16], "a different first block");
+        // The same id is the same text wherever it stands: block 8 at position 1.
+        assert_eq!(wa[16..20], wc[16..20]);
+        // A prompt past its blocks, and one without ids, continue with their own words.
+        let long = block_prompt(&[7], 16, 30, 1, 3);
+        assert_eq!(approx_tokens(&long), 30);
+        assert_eq!(words(&long)[..16], wa[..16]);
+        assert_ne!(block_prompt(&[7], 16, 30, 1, 4), long);
+        let none = block_prompt(&[], 16, 30, 1, 5);
+        assert_eq!(approx_tokens(&none), 30);
     }
 
     #[test]

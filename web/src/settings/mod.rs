@@ -523,6 +523,7 @@ impl RunPlan {
                 .scrape
                 .is_on()
                 .then_some(self.scrape.interval_ms / 1000.0),
+            trace: None,
         }
     }
 }
