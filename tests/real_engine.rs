@@ -341,6 +341,9 @@ struct Tier {
     wall_s: f64,
     /// Every raw request record (warm-up included).
     records: Vec<Value>,
+    /// Requests the run sent before it (its pre-flight, and the template
+    /// measurement when its prompts were exact).
+    setup_requests: usize,
 }
 
 /// One `bench` per input tier at concurrency 1, each checked for usage, the TPOT
@@ -374,6 +377,7 @@ fn tier_sweep(engine: &Engine, label: &str, requests: u32, max_tokens: u64) -> V
             ],
         );
         let prompt_tokens = check_usage(&run, 0, max_tokens);
+        check_exact_prompts(&run, u64::from(input_tokens), label == "gemma");
         let (tpot_client_p50, tpot_server_p50, span_diff_p50) = check_tpot(&run, 0);
         let outside_p50 = check_ttft_covers_the_prompt(&run, 0);
         let metrics = &run.level(0)["metrics"];
@@ -388,6 +392,7 @@ fn tier_sweep(engine: &Engine, label: &str, requests: u32, max_tokens: u64) -> V
             span_diff_p50,
             client_cpu_s: f(&run.report["environment"]["client_cpu_s"]),
             wall_s: run.wall_s,
+            setup_requests: 1 + usize::from(run.report["config"]["tokens"]["exact"] == true),
             records: run.raw,
         };
         eprintln!(
@@ -408,6 +413,39 @@ fn tier_sweep(engine: &Engine, label: &str, requests: u32, max_tokens: u64) -> V
         tiers.push(tier);
     }
     tiers
+}
+
+/// With llama-server's own tokenizer (`/tokenize`, found by default), prompts are
+/// exactly the tier's tokens: every request's `usage.prompt_tokens` is the tier
+/// plus the template's overhead measured once (BOS for completions), as counted
+/// when the prompt was built. `must` (a real model's vocabulary): it has to be.
+fn check_exact_prompts(run: &Run, tokens: u64, must: bool) {
+    let counting = &run.report["config"]["tokens"];
+    if counting["exact"] != true {
+        assert!(!must, "prompts were not exact: {counting}");
+        return;
+    }
+    assert_eq!(counting["method"], "server", "{counting}");
+    assert_eq!(counting["source"], "llama.cpp /tokenize", "{counting}");
+    let overhead = counting["template_overhead"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no overhead measured: {counting}"));
+    for r in run.measured(0) {
+        assert_eq!(r["prompt_tokens_sent"].as_u64(), Some(tokens), "{r}");
+        let used = r["usage"]["prompt_tokens"].as_i64().unwrap();
+        assert_eq!(used, tokens as i64 + overhead, "usage.prompt_tokens: {r}");
+    }
+    let level = run.level(0);
+    assert_eq!(
+        level["prompt_tokens_checked"].as_u64(),
+        Some(run.measured(0).len() as u64)
+    );
+    assert!(level["prompt_tokens_differ"].is_null(), "{level}");
+    eprintln!(
+        "exact prompts: {} requests of {tokens} tokens by llama.cpp /tokenize, usage.prompt_tokens {} each (template overhead {overhead})",
+        run.measured(0).len(),
+        tokens as i64 + overhead
+    );
 }
 
 /// Prompts grow with the tier (the server's usage), and so do its prefill time and
@@ -460,15 +498,16 @@ fn tiny_model_ttft_rises_with_input_and_tpot_matches_the_server() {
     let tiers = tier_sweep(&engine, "tiny", 8, 32);
     check_ttft_rises(&tiers, 2.0);
 
-    // The server's own records: one task per request we sent, pre-flights included.
+    // The server's own records: one task per request we sent, the pre-flights and
+    // template measurements included.
     let after = engine.metrics();
     let tasks = engine.log_tasks();
     let records: Vec<&Value> = tiers.iter().flat_map(|t| &t.records).collect();
-    let preflights = tiers.len();
+    let preflights: usize = tiers.iter().map(|t| t.setup_requests).sum();
     assert_eq!(
         tasks.len(),
         records.len() + preflights,
-        "llama-server logged {} tasks; we sent {} requests and {preflights} pre-flights",
+        "llama-server logged {} tasks; we sent {} requests and {preflights} pre-flights and template measurements",
         tasks.len(),
         records.len()
     );
@@ -482,7 +521,7 @@ fn tiny_model_ttft_rises_with_input_and_tpot_matches_the_server() {
         log_tokens,
         "/metrics tokens_predicted_total agrees with the log"
     );
-    // Pre-flights ask for at most 4 tokens; ours for 32.
+    // Pre-flights and template measurements ask for at most 4 tokens; ours for 32.
     let preflight: Vec<&LogTask> = tasks.iter().filter(|t| t.eval_n <= 4).collect();
     assert_eq!(preflight.len(), preflights, "{tasks:?}");
     let preflight_tokens: u64 = preflight.iter().map(|t| t.eval_n).sum();

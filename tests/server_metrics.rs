@@ -104,6 +104,10 @@ fn the_mocks_metrics_are_its_log() {
         "--input-tokens",
         "64",
         "--no-preflight",
+        // Only the measured requests reach the server (no /tokenize probe, no
+        // template measurement).
+        "--tokenizer",
+        "approx",
         "--quiet",
     ]);
     assert!(o.status.success(), "{}", text(&o));

@@ -111,6 +111,10 @@ fn a_request_on_a_connection_the_server_closed_is_resent_once() {
         "--model",
         "m",
         "--no-preflight",
+        // Only the measured requests reach the server (no /tokenize probe, no
+        // template measurement).
+        "--tokenizer",
+        "approx",
         "--concurrency",
         "1",
         "--requests",

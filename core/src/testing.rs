@@ -41,6 +41,7 @@ pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
         t_first_paint_ms: None,
         paint_method: None,
         shared_read_events: 0,
+        prompt_tokens_sent: None,
         usage: Some(Usage {
             prompt_tokens: Some(10),
             completion_tokens: Some(tokens),
@@ -112,6 +113,7 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         distinct_prompts: None,
         scrape_interval_s: None,
         trace: None,
+        tokens: None,
     }
 }
 

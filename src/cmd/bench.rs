@@ -12,6 +12,7 @@ use tokenscope_core::render;
 use tokenscope_core::report::{Arrival, ClientReport, TraceInfo};
 use tokenscope_core::workload::trace::Trace;
 
+use crate::engine::tokenize::TokenizerChoice;
 use crate::engine::{self, BenchConfig, FilePrompt, LoadPlan, PerLevel, Prompts};
 use crate::util::{Secret, parse_base_url, parse_duration, parse_f64_list, parse_u32_list};
 
@@ -127,6 +128,13 @@ pub struct BenchArgs {
     /// small server or a test (0.05: a 6758-token prompt becomes 338).
     #[arg(long, default_value_t = 1.0, value_name = "F", requires = "trace")]
     pub trace_token_scale: f64,
+
+    /// How prompt tokens are counted, so prompts are exactly --input-tokens long:
+    /// `server` (the endpoint's /tokenize: llama.cpp, vLLM), a Hugging Face
+    /// tokenizer.json, or `approx` (one token per word) [default: server when
+    /// the endpoint has /tokenize, else approx].
+    #[arg(long, value_name = "server|FILE|approx")]
+    pub tokenizer: Option<String>,
 
     /// max_tokens of each request.
     #[arg(long, default_value_t = 128)]
@@ -454,6 +462,10 @@ impl BenchArgs {
             }
         }
         let (rounds, tracing) = (self.rounds(), self.trace.is_some());
+        let tokenizer = TokenizerChoice::parse(self.tokenizer.as_deref().unwrap_or("auto"));
+        if let TokenizerChoice::File(path) = &tokenizer {
+            engine::tokenize::check_file(path)?;
+        }
         let cfg = BenchConfig {
             base_url,
             api: match self.api {
@@ -487,6 +499,8 @@ impl BenchArgs {
             gpu_metrics,
             scrape_interval,
             metrics_send_key: self.metrics_send_key,
+            tokenizer,
+            tokens: None,
         };
         Ok((
             cfg,

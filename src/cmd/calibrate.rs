@@ -105,6 +105,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             gpu_metrics: None,
             scrape_interval: Duration::from_secs(1),
             metrics_send_key: false,
+            tokenizer: crate::engine::tokenize::TokenizerChoice::Approx,
+            tokens: None,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

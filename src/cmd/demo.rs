@@ -71,6 +71,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         input_tokens: 256,
         prompts: None,
         trace: None,
+        tokenizer: None,
         trace_speed: 1.0,
         trace_token_scale: 1.0,
         max_tokens,

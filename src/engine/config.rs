@@ -140,6 +140,10 @@ pub struct BenchConfig {
     pub scrape_interval: Duration,
     /// Send the API key to metrics URLs on another origin than the endpoint's.
     pub metrics_send_key: bool,
+    /// How prompt tokens are counted (`--tokenizer`).
+    pub tokenizer: super::tokenize::TokenizerChoice,
+    /// How they were counted, once the run has set its tokenizer up.
+    pub tokens: Option<tokenscope_core::report::TokenCounting>,
 }
 
 impl BenchConfig {
@@ -214,6 +218,7 @@ impl BenchConfig {
                 LoadPlan::Trace { info, .. } => Some(info.clone()),
                 _ => None,
             },
+            tokens: self.tokens.clone(),
         }
     }
 }

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bytes::Bytes;
 use tokenscope_core::report::raw::Phase;
 use tokenscope_core::report::{Arrival, Load};
 use tokenscope_core::rng::Rng;
@@ -14,7 +13,7 @@ use tokenscope_core::workload::plan;
 use tokenscope_core::workload::trace::Trace;
 use tokio::sync::mpsc;
 
-use super::{BenchConfig, Ctx, Finished, PerLevel};
+use super::{BenchConfig, Body, Ctx, Finished, PerLevel};
 
 /// How much a round sends.
 #[derive(Debug, Clone, Copy)]
@@ -49,7 +48,7 @@ pub(super) async fn run_closed(
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let started = Arc::new(AtomicU64::new(0));
-    let prebuilt: Arc<Vec<(u64, Bytes)>> = Arc::new(match quota {
+    let prebuilt: Arc<Vec<(u64, Body)>> = Arc::new(match quota {
         Quota::Count(n) => (0..n)
             .map(|_| {
                 let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);

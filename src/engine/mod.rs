@@ -15,6 +15,7 @@ pub mod preflight;
 pub mod progress;
 pub mod raw;
 pub mod scrape;
+pub mod tokenize;
 pub mod transport;
 
 use std::sync::atomic::AtomicU64;
@@ -31,7 +32,9 @@ use tokenscope_core::report::warning::event_loop_warning;
 use tokenscope_core::report::{Arrival, ClientReport, Environment, Load, ReportWarning, Source};
 use tokenscope_core::rng::Rng;
 use tokenscope_core::workload::plan;
-use tokenscope_core::workload::prompts::{block_prompt, synthetic_prompt};
+use tokenscope_core::workload::prompts::{
+    block_prompt, exact_prompt, synthetic_prompt, vocabulary,
+};
 use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;
@@ -75,10 +78,21 @@ struct Ctx {
     cancel: CancellationToken,
     next_index: AtomicU64,
     run_id: String,
+    /// How prompts are sized: the tokenizer's single-token words (exact) and
+    /// each prompts-file prompt's count.
+    tokens: tokenize::Prompting,
+}
+
+/// A request's body, built before its send, with its prompt's counted tokens.
+#[derive(Debug, Clone)]
+pub(crate) struct Body {
+    bytes: Bytes,
+    prompt_tokens: Option<u64>,
 }
 
 impl Ctx {
-    fn body(&self, index: u64) -> Bytes {
+    fn body(&self, index: u64) -> Body {
+        let words = self.tokens.words.as_deref();
         let traced = match &self.cfg.load {
             LoadPlan::Trace { trace, .. } => trace
                 .requests
@@ -86,21 +100,39 @@ impl Ctx {
                 .map(|r| (r, trace.block_tokens)),
             _ => None,
         };
-        let (prompt, max_tokens) = match (&self.cfg.prompts, traced) {
+        let (prompt, max_tokens, counted) = match (&self.cfg.prompts, traced) {
             // A trace's request: its own lengths, its prefix blocks shared.
             (_, Some((r, block))) => (
-                block_prompt(&r.hash_ids, block, r.input_tokens, self.cfg.seed, index),
+                block_prompt(
+                    words.unwrap_or(vocabulary()),
+                    &r.hash_ids,
+                    block,
+                    r.input_tokens,
+                    self.cfg.seed,
+                    index,
+                ),
                 u32::try_from(r.output_tokens).unwrap_or(u32::MAX),
+                words.map(|_| r.input_tokens),
             ),
-            (Prompts::Synthetic { tokens }, None) => (
-                synthetic_prompt(*tokens, self.cfg.seed, index),
-                self.cfg.max_tokens,
-            ),
+            (Prompts::Synthetic { tokens }, None) => match words {
+                Some(w) => (
+                    exact_prompt(w, u64::from(*tokens), self.cfg.seed, index),
+                    self.cfg.max_tokens,
+                    Some(u64::from(*tokens)),
+                ),
+                None => (
+                    synthetic_prompt(*tokens, self.cfg.seed, index),
+                    self.cfg.max_tokens,
+                    None,
+                ),
+            },
             (Prompts::File { prompts, .. }, None) => {
-                let p = &prompts[(index % prompts.len() as u64) as usize];
+                let i = (index % prompts.len() as u64) as usize;
+                let p = &prompts[i];
                 (
                     p.prompt.clone(),
                     p.max_tokens.unwrap_or(self.cfg.max_tokens),
+                    self.tokens.file_counts.get(i).copied().flatten(),
                 )
             }
         };
@@ -113,27 +145,33 @@ impl Ctx {
             min_tokens: self.cfg.min_tokens,
             temperature: self.cfg.temperature,
         };
-        Bytes::from(serde_json::to_vec(&request_body(&spec)).expect("a JSON value serializes"))
+        Body {
+            bytes: Bytes::from(
+                serde_json::to_vec(&request_body(&spec)).expect("a JSON value serializes"),
+            ),
+            prompt_tokens: counted,
+        }
     }
 
     async fn one(
         &self,
         t_scheduled_ms: Option<f64>,
         phase: Phase,
-        body: Bytes,
+        body: Body,
         index: u64,
     ) -> Finished {
         let request_id = format!("{}-{index}", self.run_id);
-        let record = transport::run_request(
+        let mut record = transport::run_request(
             &self.client,
             &self.target,
-            body,
+            body.bytes,
             &request_id,
             &self.clock,
             t_scheduled_ms,
             &self.cancel,
         )
         .await;
+        record.prompt_tokens_sent = body.prompt_tokens;
         Finished {
             request_id,
             phase,
@@ -179,7 +217,12 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         "ts{:x}",
         Rng::new(cfg.seed ^ std::process::id() as u64 ^ now_nanos()).next_u64() & 0xffff_ffff
     );
+    // Its own client, as the pre-flight's: the measured streams start on
+    // connections nothing else has used.
+    let tokens = tokenize::prepare(&cfg, &transport::client()?, &target, &pre.model).await?;
+    cfg.tokens = Some(tokens.counting.clone());
     let ctx = Arc::new(Ctx {
+        tokens,
         model: pre.model.clone(),
         client,
         target,

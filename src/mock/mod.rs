@@ -168,6 +168,7 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/completions", post(completions).options(preflight))
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(server_metrics))
+        .route("/tokenize", post(tokenize).options(preflight))
         .layer(axum::middleware::map_response(cors))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -223,6 +224,28 @@ async fn server_metrics(State(s): State<MockState>) -> Response {
         s.metrics.render(&s.gauges, &s.cfg),
     )
         .into_response()
+}
+
+/// `POST /tokenize` in llama.cpp's contract (`{content}` -> `{tokens}`), counting
+/// as the simulator counts prompts (one token per word and punctuation mark), so
+/// `bench --tokenizer server` sizes prompts exactly as the mock's `usage` counts them.
+async fn tokenize(body: Bytes) -> Response {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "the body is not JSON",
+            "invalid_request_error",
+        );
+    };
+    let Some(content) = v.get("content").and_then(|c| c.as_str()) else {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "\"content\" (a string) is required",
+            "invalid_request_error",
+        );
+    };
+    let n = approx_tokens(content);
+    axum::Json(serde_json::json!({ "tokens": (1..=n).collect::<Vec<u64>>() })).into_response()
 }
 
 async fn models(State(s): State<MockState>) -> Response {

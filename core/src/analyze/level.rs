@@ -37,6 +37,9 @@ pub struct LevelOptions {
     pub sample_cap: usize,
     /// Snapshot interval for long runs, ms (`None`: no snapshots).
     pub snapshot_interval_ms: Option<f64>,
+    /// Tokens the server adds around a prompt (`config.tokens`): a request's
+    /// `usage.prompt_tokens` should be its counted prompt plus this.
+    pub template_overhead: Option<i64>,
 }
 
 impl Default for LevelOptions {
@@ -46,6 +49,7 @@ impl Default for LevelOptions {
             metric: MetricOptions::default(),
             sample_cap: stats::DEFAULT_SAMPLE_CAP,
             snapshot_interval_ms: None,
+            template_overhead: None,
         }
     }
 }
@@ -64,6 +68,11 @@ impl LevelOptions {
                 .sample_cap
                 .map_or(stats::DEFAULT_SAMPLE_CAP, |c| c as usize),
             snapshot_interval_ms: cfg.snapshot_interval_s.map(|s| s * 1000.0),
+            template_overhead: cfg
+                .tokens
+                .as_ref()
+                .filter(|t| t.exact)
+                .and_then(|t| t.template_overhead),
         }
     }
 }
@@ -111,6 +120,9 @@ pub struct LevelAccumulator {
     snapshots: BTreeMap<u64, SnapAcc>,
     /// `usage` summed: prompt tokens, completion tokens, requests without one.
     usage: (u64, u64, u64),
+    /// Requests whose counted prompt was checked against `usage`, and those whose
+    /// `usage.prompt_tokens` was not the count plus the template's overhead.
+    prompt_check: (u64, u64),
 }
 
 impl LevelAccumulator {
@@ -157,6 +169,7 @@ impl LevelAccumulator {
             t_level_start: None,
             snapshots: BTreeMap::new(),
             usage: (0, 0, 0),
+            prompt_check: (0, 0),
             opts,
         }
     }
@@ -213,6 +226,16 @@ impl LevelAccumulator {
                 self.usage.1 += u.completion_tokens.unwrap_or(0);
             }
             None => self.usage.2 += 1,
+        }
+        if let (Some(sent), Some(overhead), Some(used)) = (
+            r.prompt_tokens_sent,
+            self.opts.template_overhead,
+            r.usage.and_then(|u| u.prompt_tokens),
+        ) {
+            self.prompt_check.0 += 1;
+            if used as i64 != sent as i64 + overhead {
+                self.prompt_check.1 += 1;
+            }
         }
         match &r.outcome {
             Outcome::Ok => {}
@@ -416,6 +439,8 @@ impl LevelAccumulator {
             usage_prompt_tokens: self.usage.0,
             usage_completion_tokens: self.usage.1,
             requests_without_usage: self.usage.2,
+            prompt_tokens_checked: self.prompt_check.0,
+            prompt_tokens_differ: self.prompt_check.1,
             server: None,
         }
     }

@@ -193,6 +193,10 @@ pub struct RequestRecord {
     pub paint_method: Option<PaintMethod>,
     /// Content events that arrived in the same read as another content event.
     pub shared_read_events: u32,
+    /// The prompt's own tokens as the run's tokenizer counted them when it built
+    /// the prompt (`config.tokens`); absent for a prompt it did not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_sent: Option<u64>,
     /// `usage` as the server sent it (the last one seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,

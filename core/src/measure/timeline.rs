@@ -69,6 +69,7 @@ impl RequestTimeline {
                 t_first_paint_ms: None,
                 paint_method: None,
                 shared_read_events: 0,
+                prompt_tokens_sent: None,
                 usage: None,
                 server_timings: None,
                 output_chars: 0,

@@ -144,6 +144,25 @@ pub enum Arrival {
     Trace,
 }
 
+/// How a run counted tokens for the prompts it built (`tokenscope bench
+/// --tokenizer`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenCounting {
+    /// `server` (the endpoint's `/tokenize`), `file` (a `tokenizer.json`) or
+    /// `approx` (one token per word and punctuation mark).
+    pub method: String,
+    /// Which: `llama.cpp /tokenize`, `vLLM /tokenize`, the file's path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Prompts are exactly the requested tokens long by that count (words that
+    /// are one token each were found); false: approximate.
+    pub exact: bool,
+    /// Tokens the server adds around a prompt (chat template, BOS): its
+    /// `usage.prompt_tokens` minus the prompt's own count, measured once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_overhead: Option<i64>,
+}
+
 /// The trace a run replayed (`tokenscope bench --trace`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceInfo {
@@ -239,6 +258,10 @@ pub struct RunConfig {
     /// The trace replayed (its arrivals, lengths and prefix blocks), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceInfo>,
+    /// How the prompts' tokens were counted (absent: approximately, before this
+    /// was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenCounting>,
 }
 
 /// Where and with what the run was made.
@@ -528,6 +551,13 @@ pub struct LevelReport {
     #[serde(default)]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub usage_completion_tokens: u64,
+    /// Requests whose prompt the run's tokenizer counted exactly, checked against
+    /// their `usage.prompt_tokens` (the count plus the template's overhead).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prompt_tokens_checked: u64,
+    /// Of those, the ones whose `usage.prompt_tokens` was something else.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prompt_tokens_differ: u64,
     /// Requests sent in the level without a `usage`.
     #[serde(default)]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]

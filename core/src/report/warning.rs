@@ -39,6 +39,9 @@ pub enum WarningKind {
     ServerMetricsOff,
     /// The engine's token counters disagree with the `usage` the client received.
     TokenMismatch,
+    /// Requests whose `usage.prompt_tokens` was not their counted prompt plus the
+    /// template's overhead: the server counts differently than the tokenizer used.
+    PromptTokensDiffer,
     /// The browser hid when its network stack had the responses (Resource
     /// Timing's `responseStart`): its delivery delay is not measured (informational).
     DeliveryUnmeasured,
@@ -66,6 +69,7 @@ impl WarningKind {
             WarningKind::ServerMetricsOff => "server_metrics_off",
             WarningKind::TokenMismatch => "token_mismatch",
             WarningKind::DeliveryUnmeasured => "delivery_unmeasured",
+            WarningKind::PromptTokensDiffer => "prompt_tokens_differ",
             WarningKind::Unknown => "unknown",
         }
     }
@@ -143,6 +147,17 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
                     ),
                 });
             }
+        }
+        if l.prompt_tokens_differ > 0 {
+            out.push(ReportWarning::new(
+                WarningKind::PromptTokensDiffer,
+                format!(
+                    "{}: {} of {} requests' usage.prompt_tokens are not their prompt's counted tokens plus the template's overhead: the server counts differently than the tokenizer used (config.tokens)",
+                    l.load().label(),
+                    l.prompt_tokens_differ,
+                    l.prompt_tokens_checked
+                ),
+            ));
         }
         if l.ok == 0 && l.sent > 0 {
             out.push(ReportWarning {

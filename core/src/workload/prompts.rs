@@ -223,15 +223,41 @@ pub fn synthetic_prompt(tokens: u32, seed: u64, index: u64) -> String {
     out
 }
 
-/// The text of prefix block `hash` (a trace's block id): `tokens` words drawn from
-/// the block's own random stream, so the same id is the same text in every prompt.
-fn block_words(seed: u64, hash: u64, tokens: u64, out: &mut String) {
+/// The words synthetic prompts are made of: a tokenizer's count of each (after a
+/// space) decides which make exact prompts ([`exact_prompt`]).
+pub fn vocabulary() -> &'static [&'static str] {
+    WORDS
+}
+
+/// A prompt of exactly `tokens` tokens for a tokenizer under which every word of
+/// `single` (a subset of [`vocabulary`]) is one token after a space, and words do
+/// not merge across spaces (what `bench` checks before using it): `tokens` words
+/// drawn from request `index`'s own stream, so prompts differ from their first word.
+pub fn exact_prompt(single: &[&str], tokens: u64, seed: u64, index: u64) -> String {
+    if single.is_empty() {
+        return synthetic_prompt(u32::try_from(tokens).unwrap_or(u32::MAX), seed, index);
+    }
+    let mut rng = Rng::for_stream(seed ^ 0xE8AC_7000, index);
+    let mut out = String::new();
+    for _ in 0..tokens.max(1) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(single[rng.below(single.len() as u64) as usize]);
+    }
+    out
+}
+
+/// The text of prefix block `hash` (a trace's block id): `tokens` of `words`
+/// drawn from the block's own random stream, so the same id is the same text in
+/// every prompt.
+fn block_words(words: &[&str], seed: u64, hash: u64, tokens: u64, out: &mut String) {
     let mut rng = Rng::for_stream(seed ^ 0xB10C_B10C, hash);
     for _ in 0..tokens {
         if !out.is_empty() {
             out.push(' ');
         }
-        out.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+        out.push_str(words[rng.below(words.len() as u64) as usize]);
     }
 }
 
@@ -240,14 +266,18 @@ fn block_words(seed: u64, hash: u64, tokens: u64, out: &mut String) {
 /// long (the last one cut to fit), so prompts that share leading ids share
 /// exactly that text and a server's prefix cache can reuse it. Tokens beyond the
 /// listed blocks, and every token of a prompt with no ids, come from request
-/// `index`'s own stream (no prefix shared).
+/// `index`'s own stream (no prefix shared). `words`: the vocabulary
+/// ([`vocabulary`], about one token a word), or a tokenizer's single-token words
+/// for exact lengths.
 pub fn block_prompt(
+    words: &[&str],
     hash_ids: &[u64],
     block_tokens: u64,
     tokens: u64,
     seed: u64,
     index: u64,
 ) -> String {
+    let words = if words.is_empty() { WORDS } else { words };
     let block_tokens = block_tokens.max(1);
     let mut out = String::new();
     let mut left = tokens.max(1);
@@ -256,15 +286,12 @@ pub fn block_prompt(
             break;
         }
         let n = left.min(block_tokens);
-        block_words(seed, hash, n, &mut out);
+        block_words(words, seed, hash, n, &mut out);
         left -= n;
     }
     if left > 0 {
-        if out.is_empty() {
-            return synthetic_prompt(u32::try_from(left).unwrap_or(u32::MAX), seed, index);
-        }
-        // Past the shared blocks: this request's own words.
-        block_words(seed ^ 0x5E1F, index, left, &mut out);
+        // Past the shared blocks (or with none): this request's own words.
+        block_words(words, seed ^ 0x5E1F, index, left, &mut out);
     }
     out
 }
@@ -282,10 +309,24 @@ mod tests {
     }
 
     #[test]
+    fn exact_prompts_are_words_of_the_single_token_set() {
+        let single = ["the", "time", "people"];
+        let p = exact_prompt(&single, 50, 1, 7);
+        let words: Vec<&str> = p.split(' ').collect();
+        assert_eq!(words.len(), 50);
+        assert!(words.iter().all(|w| single.contains(w)));
+        assert_ne!(p, exact_prompt(&single, 50, 1, 8));
+        assert_eq!(p, exact_prompt(&single, 50, 1, 7));
+        assert!(vocabulary().len() > 100);
+        // Without a single-token set: the approximate prompt.
+        assert_eq!(approx_tokens(&exact_prompt(&[], 20, 1, 1)), 20);
+    }
+
+    #[test]
     fn block_prompts_share_exactly_their_common_blocks() {
-        let a = block_prompt(&[7, 8, 9], 16, 40, 1, 0);
-        let b = block_prompt(&[7, 8, 5], 16, 48, 1, 1);
-        let c = block_prompt(&[3, 8], 16, 20, 1, 2);
+        let a = block_prompt(WORDS, &[7, 8, 9], 16, 40, 1, 0);
+        let b = block_prompt(WORDS, &[7, 8, 5], 16, 48, 1, 1);
+        let c = block_prompt(WORDS, &[3, 8], 16, 20, 1, 2);
         assert_eq!(approx_tokens(&a), 40);
         assert_eq!(approx_tokens(&b), 48);
         assert_eq!(approx_tokens(&c), 20);
@@ -297,12 +338,16 @@ mod tests {
         // The same id is the same text wherever it stands: block 8 at position 1.
         assert_eq!(wa[16..20], wc[16..20]);
         // A prompt past its blocks, and one without ids, continue with their own words.
-        let long = block_prompt(&[7], 16, 30, 1, 3);
+        let long = block_prompt(WORDS, &[7], 16, 30, 1, 3);
         assert_eq!(approx_tokens(&long), 30);
         assert_eq!(words(&long)[..16], wa[..16]);
-        assert_ne!(block_prompt(&[7], 16, 30, 1, 4), long);
-        let none = block_prompt(&[], 16, 30, 1, 5);
+        assert_ne!(block_prompt(WORDS, &[7], 16, 30, 1, 4), long);
+        let none = block_prompt(WORDS, &[], 16, 30, 1, 5);
         assert_eq!(approx_tokens(&none), 30);
+        assert_ne!(none, block_prompt(WORDS, &[], 16, 30, 1, 6));
+        // Made of the words given.
+        let few = block_prompt(&["a", "b"], &[1, 2], 4, 12, 1, 7);
+        assert!(few.split(' ').all(|w| w == "a" || w == "b"), "{few}");
     }
 
     #[test]

@@ -524,6 +524,7 @@ impl RunPlan {
                 .is_on()
                 .then_some(self.scrape.interval_ms / 1000.0),
             trace: None,
+            tokens: None,
         }
     }
 }

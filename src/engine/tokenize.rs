@@ -1,0 +1,400 @@
+//! Counting tokens as the server does (`bench --tokenizer`), so that synthetic
+//! and trace prompts are exactly the requested length.
+//!
+//! - `server`: the endpoint's own tokenizer, `POST {origin}/tokenize`: llama.cpp's
+//!   `{content, add_special: false}` -> `{tokens: [...]}`, or vLLM's `{model,
+//!   prompt, add_special_tokens: false}` -> `{count, tokens}`
+//!   (`tests/fixtures` quote both contracts: `docs/metrics.md`, "Exact token
+//!   counts");
+//! - a `tokenizer.json` (Hugging Face `tokenizers`, encoded without special
+//!   tokens);
+//! - `approx`: one token per word and punctuation mark.
+//!
+//! With a real tokenizer, the words that are one token each after a space are
+//! found once ([`single_token_words`]); a prompt of `n` of them is then `n` tokens
+//! (checked on a sample before the run). What the server adds around a prompt
+//! (the chat template, BOS) is measured once from `usage` and recorded; each
+//! request's counted prompt is checked against its `usage` in the report.
+
+use std::path::{Path, PathBuf};
+
+use reqwest::header::{AUTHORIZATION, HeaderValue};
+use tokenscope_core::measure::openai::{RequestSpec, request_body as completion_body};
+use tokenscope_core::report::TokenCounting;
+use tokenscope_core::workload::prompts::{exact_prompt, vocabulary};
+
+use super::clock::Clock;
+use super::config::{BenchConfig, Prompts};
+use super::transport::{Target, run_request};
+use crate::util::Secret;
+
+/// What `--tokenizer` asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenizerChoice {
+    /// The endpoint's `/tokenize` when it has one, else approximate (the default).
+    Auto,
+    /// The endpoint's `/tokenize`, or an error.
+    Server,
+    /// A `tokenizer.json`.
+    File(PathBuf),
+    /// One token per word and punctuation mark.
+    Approx,
+}
+
+impl TokenizerChoice {
+    /// Parse `--tokenizer`'s value.
+    pub fn parse(s: &str) -> Self {
+        match s.trim() {
+            "" | "auto" => TokenizerChoice::Auto,
+            "server" => TokenizerChoice::Server,
+            "approx" => TokenizerChoice::Approx,
+            path => TokenizerChoice::File(PathBuf::from(path)),
+        }
+    }
+}
+
+/// Which server contract `/tokenize` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerKind {
+    /// `{content}` -> `{tokens}`.
+    LlamaCpp,
+    /// `{model, prompt}` -> `{count, tokens}`.
+    Vllm,
+}
+
+/// A token counter.
+pub enum Counter {
+    /// The endpoint's `/tokenize`.
+    Server {
+        /// The HTTP client.
+        client: reqwest::Client,
+        /// `{origin}/tokenize`.
+        url: reqwest::Url,
+        /// The model (vLLM needs it).
+        model: String,
+        /// The contract.
+        kind: ServerKind,
+        /// The key, sent as to the endpoint (same origin).
+        api_key: Option<Secret>,
+    },
+    /// A `tokenizer.json`.
+    File {
+        /// The tokenizer.
+        tokenizer: Box<tokenizers::Tokenizer>,
+        /// Its path, for the report.
+        path: PathBuf,
+    },
+    /// Words and punctuation marks.
+    Approx,
+}
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (method, source) = self.describe();
+        write!(f, "Counter({method}, {source:?})")
+    }
+}
+
+/// Load a `tokenizer.json`: the tokenizer, or a sentence naming the file.
+pub fn load_file(path: &Path) -> Result<Counter, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the file ({e})"))?;
+    let tokenizer = tokenizers::Tokenizer::from_bytes(text.as_bytes())
+        .map_err(|e| format!("not a Hugging Face tokenizer.json ({e})"))?;
+    Ok(Counter::File {
+        tokenizer: Box::new(tokenizer),
+        path: path.to_owned(),
+    })
+}
+
+impl Counter {
+    /// `(method, source)` as the report records them.
+    pub fn describe(&self) -> (&'static str, Option<String>) {
+        match self {
+            Counter::Server { kind, .. } => (
+                "server",
+                Some(
+                    match kind {
+                        ServerKind::LlamaCpp => "llama.cpp /tokenize",
+                        ServerKind::Vllm => "vLLM /tokenize",
+                    }
+                    .into(),
+                ),
+            ),
+            Counter::File { path, .. } => ("file", Some(path.display().to_string())),
+            Counter::Approx => ("approx", None),
+        }
+    }
+
+    /// Tokens of `text` (no special tokens).
+    pub async fn count(&self, text: &str) -> Result<u64, String> {
+        match self {
+            Counter::Approx => Ok(tokenscope_core::workload::prompts::approx_tokens(text)),
+            Counter::File { tokenizer, .. } => tokenizer
+                .encode(text, false)
+                .map(|e| e.len() as u64)
+                .map_err(|e| format!("the tokenizer failed: {e}")),
+            Counter::Server {
+                client,
+                url,
+                model,
+                kind,
+                api_key,
+            } => server_count(client, url, model, *kind, api_key.as_ref(), text).await,
+        }
+    }
+}
+
+fn request_body(kind: ServerKind, model: &str, text: &str) -> serde_json::Value {
+    match kind {
+        ServerKind::LlamaCpp => serde_json::json!({"content": text, "add_special": false}),
+        ServerKind::Vllm => {
+            serde_json::json!({"model": model, "prompt": text, "add_special_tokens": false})
+        }
+    }
+}
+
+async fn server_count(
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+    model: &str,
+    kind: ServerKind,
+    api_key: Option<&Secret>,
+    text: &str,
+) -> Result<u64, String> {
+    let mut req = client
+        .post(url.clone())
+        .json(&request_body(kind, model, text));
+    if let Some(key) = api_key
+        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+    {
+        v.set_sensitive(true);
+        req = req.header(AUTHORIZATION, v);
+    }
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| format!("/tokenize: {}", super::transport::strip_url(&e)))?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(format!("/tokenize answered HTTP {}", status.as_u16()));
+    }
+    let v: serde_json::Value = resp
+        .json()
+        .await
+        .map_err(|e| format!("/tokenize answered something other than JSON ({e})"))?;
+    tokens_in(&v).ok_or_else(|| "/tokenize answered without a token list".into())
+}
+
+/// The token count in a `/tokenize` answer: vLLM's `count`, or the length of
+/// `tokens` (llama.cpp, vLLM).
+fn tokens_in(v: &serde_json::Value) -> Option<u64> {
+    v.get("count")
+        .and_then(serde_json::Value::as_u64)
+        .or_else(|| Some(v.get("tokens")?.as_array()?.len() as u64))
+}
+
+/// The endpoint's `/tokenize` (at `origin`), if it has one: llama.cpp's contract
+/// first, then vLLM's. Each must count "hello world" as a small positive number.
+pub async fn detect_server(
+    client: &reqwest::Client,
+    origin: &reqwest::Url,
+    model: &str,
+    api_key: Option<&Secret>,
+) -> Option<Counter> {
+    let url = origin.join("/tokenize").ok()?;
+    for kind in [ServerKind::LlamaCpp, ServerKind::Vllm] {
+        if let Ok(n) = server_count(client, &url, model, kind, api_key, "hello world").await
+            && (1..=8).contains(&n)
+        {
+            return Some(Counter::Server {
+                client: client.clone(),
+                url,
+                model: model.to_owned(),
+                kind,
+                api_key: api_key.cloned(),
+            });
+        }
+    }
+    None
+}
+
+/// How a run sizes its prompts, set up before it starts.
+#[derive(Debug, Clone)]
+pub struct Prompting {
+    /// The report's record.
+    pub counting: TokenCounting,
+    /// The words that are one token each (exact prompts), or none (approximate).
+    pub words: Option<Vec<&'static str>>,
+    /// Each prompts-file prompt's count (exact counters only).
+    pub file_counts: Vec<Option<u64>>,
+}
+
+/// Set up `--tokenizer` for a run against `target` with `model`: the counter, the
+/// single-token words, each prompts-file prompt's count, and the template's
+/// overhead (one tiny request). An explicit choice that cannot work is an error
+/// before anything is measured; the default falls back to approximate with a note.
+pub async fn prepare(
+    cfg: &BenchConfig,
+    client: &reqwest::Client,
+    target: &Target,
+    model: &str,
+) -> anyhow::Result<Prompting> {
+    let origin = cfg.base_url.join("/")?;
+    let key = cfg.api_key.as_ref();
+    let counter = match &cfg.tokenizer {
+        TokenizerChoice::Auto => match detect_server(client, &origin, model, key).await {
+            Some(c) => c,
+            None => {
+                if cfg.progress {
+                    eprintln!(
+                        "note: the endpoint has no /tokenize: prompt lengths are approximate (one token per word); --tokenizer tokenizer.json counts them exactly"
+                    );
+                }
+                Counter::Approx
+            }
+        },
+        TokenizerChoice::Server => detect_server(client, &origin, model, key)
+            .await
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--tokenizer server: {}tokenize answers neither llama.cpp's nor vLLM's contract (llama-server and vLLM serve it); give a tokenizer.json or approx",
+                    crate::util::redact_url(&origin)
+                )
+            })?,
+        TokenizerChoice::File(path) => {
+            load_file(path).map_err(|e| anyhow::anyhow!("--tokenizer {}: {e}", path.display()))?
+        }
+        TokenizerChoice::Approx => Counter::Approx,
+    };
+    let words = single_token_words(&counter)
+        .await
+        .map_err(|e| anyhow::anyhow!("--tokenizer: {e}"))?;
+    let (method, source) = counter.describe();
+    if words.is_none() && !matches!(counter, Counter::Approx) && cfg.progress {
+        eprintln!(
+            "note: the tokenizer ({}) has too few single-token words among the prompt vocabulary: prompt lengths are approximate",
+            source.as_deref().unwrap_or(method)
+        );
+    }
+    let mut file_counts = Vec::new();
+    if let (Prompts::File { prompts, .. }, Some(_)) = (&cfg.prompts, &words) {
+        for p in prompts {
+            file_counts.push(Some(
+                counter
+                    .count(&p.prompt)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("--tokenizer: {e}"))?,
+            ));
+        }
+    }
+    let template_overhead = match &words {
+        Some(w) => template_overhead(cfg, client, target, model, w).await,
+        None => None,
+    };
+    Ok(Prompting {
+        counting: TokenCounting {
+            method: method.into(),
+            source,
+            exact: words.is_some(),
+            template_overhead,
+        },
+        words,
+        file_counts,
+    })
+}
+
+/// Tokens the server adds around a prompt: one request with a 16-token prompt
+/// (and `max_tokens` 1), its `usage.prompt_tokens` minus 16. `None` when the
+/// server sends no usage or the request fails.
+async fn template_overhead(
+    cfg: &BenchConfig,
+    client: &reqwest::Client,
+    target: &Target,
+    model: &str,
+    words: &[&str],
+) -> Option<i64> {
+    const N: u64 = 16;
+    let spec = RequestSpec {
+        api: cfg.api,
+        model: model.to_owned(),
+        prompt: exact_prompt(words, N, cfg.seed ^ 0x0EAD, 0),
+        max_tokens: 1,
+        ignore_eos: false,
+        min_tokens: None,
+        temperature: cfg.temperature,
+    };
+    let body = serde_json::to_vec(&completion_body(&spec)).ok()?;
+    let record = run_request(
+        client,
+        target,
+        body.into(),
+        "tokenscope-template",
+        &Clock::start(),
+        None,
+        &tokio_util::sync::CancellationToken::new(),
+    )
+    .await;
+    let used = record.usage?.prompt_tokens?;
+    Some(used as i64 - N as i64)
+}
+
+/// Read and check a `--tokenizer` file before anything is sent.
+pub fn check_file(path: &Path) -> anyhow::Result<()> {
+    load_file(path)
+        .map(|_| ())
+        .map_err(|e| anyhow::anyhow!("--tokenizer {}: {e}", path.display()))
+}
+
+/// The vocabulary's words that are exactly one token both at a text's start and
+/// after a space (a prompt's first word stands at its start), and the check that
+/// prompts of them count what they should. `None` when too few are (fewer than 16) or a sample
+/// prompt does not count its words: then prompts are approximate.
+pub async fn single_token_words(counter: &Counter) -> Result<Option<Vec<&'static str>>, String> {
+    if matches!(counter, Counter::Approx) {
+        return Ok(None);
+    }
+    let base = counter.count("the").await?;
+    let mut single = Vec::new();
+    for &w in vocabulary() {
+        if counter.count(&format!("the {w}")).await? == base + 1 && counter.count(w).await? == 1 {
+            single.push(w);
+        }
+    }
+    if single.len() < 16 {
+        return Ok(None);
+    }
+    // Words must not merge across spaces: sample prompts count their words.
+    for (i, n) in [(0u64, 1u64), (1, 17), (2, 64), (3, 257)] {
+        let p = exact_prompt(&single, n, 0x7E57, i);
+        if counter.count(&p).await? != n {
+            return Ok(None);
+        }
+    }
+    Ok(Some(single))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenize_answers() {
+        let llama: serde_json::Value = serde_json::json!({"tokens": [123, 456, 789]});
+        assert_eq!(tokens_in(&llama), Some(3));
+        let pieces =
+            serde_json::json!({"tokens": [{"id": 1, "piece": "a"}, {"id": 2, "piece": "b"}]});
+        assert_eq!(tokens_in(&pieces), Some(2));
+        let vllm = serde_json::json!({"count": 7, "max_model_len": 8192, "tokens": [1, 2, 3, 4, 5, 6, 7], "token_strs": null});
+        assert_eq!(tokens_in(&vllm), Some(7));
+        assert_eq!(tokens_in(&serde_json::json!({"error": "x"})), None);
+        assert_eq!(
+            request_body(ServerKind::Vllm, "m", "hi"),
+            serde_json::json!({"model": "m", "prompt": "hi", "add_special_tokens": false})
+        );
+        assert_eq!(TokenizerChoice::parse("server"), TokenizerChoice::Server);
+        assert_eq!(
+            TokenizerChoice::parse("./tok.json"),
+            TokenizerChoice::File("./tok.json".into())
+        );
+    }
+}
