@@ -394,3 +394,69 @@ fn mock_can_write_the_head_with_the_first_token() {
         }
     }
 }
+
+#[test]
+fn long_context_prompts_resolve_against_the_window_and_overflow_is_classified() {
+    // The mock says its window in /v1/models (vLLM's max_model_len) and refuses
+    // a prompt + max_tokens beyond it with llama.cpp's words.
+    let mock = Mock::start(&["--max-context", "400", "--ttft-ms", "5", "--itl-ms", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let bench = |input: &str, extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--url",
+            &mock.url,
+            "--concurrency",
+            "1",
+            "--requests",
+            "3",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--max-tokens",
+            "8",
+            "--server-metrics",
+            "none",
+            "--input-tokens",
+            input,
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        r
+    };
+    // 75% of 400: 300 tokens, exact by the mock's /tokenize; every request fits.
+    let r = bench("0.75max", &[]);
+    assert_eq!(r["config"]["context_window"], 400);
+    assert_eq!(r["config"]["input_tokens"], 300);
+    assert_eq!(r["levels"][0]["ok"], 3);
+    assert_eq!(r["levels"][0]["usage_prompt_tokens"], 900);
+    // The whole window plus max_tokens does not fit: refused, counted as such.
+    let r = bench("1max", &[]);
+    let level = &r["levels"][0];
+    assert_eq!(level["errors"], 3, "{level}");
+    assert_eq!(level["error_kinds"]["context_overflow"], 3, "{level}");
+    // --context-window for a server that does not say (here: overriding it).
+    let r = bench("0.5max", &["--context-window", "200"]);
+    assert_eq!(r["config"]["input_tokens"], 100);
+    // Bad values are one line before anything runs.
+    for (value, want) in [
+        ("1.5max", "in (0, 1]"),
+        ("lots", "expected a number of tokens"),
+    ] {
+        let o = run(&["bench", "--url", &mock.url, "--input-tokens", value]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(want),
+            "{}",
+            text(&o)
+        );
+    }
+}

@@ -785,13 +785,37 @@ fn gemma_kv_buffers_are_what_the_planner_says() {
     assert_eq!(buffers, [full, local]);
 }
 
-/// A prompt longer than a slot's context is an HTTP error on llama-server: counted
-/// by kind, every request accounted for, the run still reports.
+/// A prompt longer than a slot's context is refused by llama-server: counted as a
+/// context overflow (its HTTP 400 says so), every request accounted for, the run
+/// still reports.
 #[test]
 #[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn tiny_model_prompt_over_the_context_is_an_http_error_counted() {
     let _one = serial();
     let engine = Engine::start("tiny", 1, 256, TINY_THREADS);
+    // The long-context tier: 75% of the slot's context, read from /props n_ctx,
+    // exactly that long by llama-server's own tokenizer.
+    let long = bench(
+        &engine,
+        &[
+            "--concurrency",
+            "1",
+            "--requests",
+            "3",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--input-tokens",
+            "0.75max",
+            "--max-tokens",
+            "8",
+        ],
+    );
+    assert_eq!(long.report["config"]["context_window"], 256);
+    assert_eq!(long.report["config"]["input_tokens"], 192);
+    assert_eq!(u(&long.level(0)["ok"]), 3, "{}", long.level(0));
+    check_exact_prompts(&long, 192, true);
     let run = bench(
         &engine,
         &[
@@ -814,7 +838,7 @@ fn tiny_model_prompt_over_the_context_is_an_http_error_counted() {
     assert_eq!(u(&level["ok"]), 0);
     assert_eq!(u(&level["errors"]), 4, "{level}");
     assert_eq!(
-        u(&level["error_kinds"]["http_400"]),
+        u(&level["error_kinds"]["context_overflow"]),
         4,
         "{}",
         level["error_kinds"]

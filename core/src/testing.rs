@@ -102,6 +102,7 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         max_tokens: 16,
         ignore_eos: false,
         min_tokens: None,
+        context_window: None,
         timeout_s: 60.0,
         slos: Vec::new(),
         stall_threshold_ms: crate::measure::metrics::DEFAULT_STALL_THRESHOLD_MS,

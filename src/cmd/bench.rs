@@ -13,7 +13,7 @@ use tokenscope_core::report::{Arrival, ClientReport, TraceInfo};
 use tokenscope_core::workload::trace::Trace;
 
 use crate::engine::tokenize::TokenizerChoice;
-use crate::engine::{self, BenchConfig, FilePrompt, LoadPlan, PerLevel, Prompts};
+use crate::engine::{self, BenchConfig, FilePrompt, InputLength, LoadPlan, PerLevel, Prompts};
 use crate::util::{Secret, parse_base_url, parse_duration, parse_f64_list, parse_u32_list};
 
 /// Endpoint kind on the command line.
@@ -98,10 +98,22 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub warmup: Option<u32>,
 
-    /// Length of the synthetic prompts, approximate tokens (one per word and
-    /// punctuation mark; the server's usage gives the exact count).
-    #[arg(long, default_value_t = 256, conflicts_with = "prompts")]
-    pub input_tokens: u32,
+    /// Length of the synthetic prompts, tokens (exact with a tokenizer, see
+    /// --tokenizer), or a fraction of the server's context window: `0.75max`
+    /// (long context; the window from vLLM's /v1/models max_model_len,
+    /// llama.cpp's /props n_ctx per slot, or --context-window).
+    #[arg(
+        long,
+        default_value = "256",
+        value_name = "N|Fmax",
+        conflicts_with = "prompts"
+    )]
+    pub input_tokens: String,
+
+    /// The server's context window, tokens, when it does not say (for
+    /// --input-tokens 0.75max).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
 
     /// JSONL file of prompts, one object per line: {"prompt": "...", "max_tokens": 64?}.
     #[arg(long, value_name = "FILE")]
@@ -404,9 +416,7 @@ impl BenchArgs {
         if self.max_tokens == 0 {
             anyhow::bail!("--max-tokens: 0 must be at least 1");
         }
-        if self.input_tokens == 0 {
-            anyhow::bail!("--input-tokens: 0 must be at least 1");
-        }
+        let input = flag("input-tokens", InputLength::parse(&self.input_tokens))?;
         if let Some(t) = self.temperature
             && !(0.0..=2.0).contains(&t)
         {
@@ -417,9 +427,7 @@ impl BenchArgs {
                 path: path.clone(),
                 prompts: read_prompts(path)?,
             },
-            None => Prompts::Synthetic {
-                tokens: self.input_tokens,
-            },
+            None => Prompts::Synthetic { tokens: input },
         };
         self.warn_thin_rounds(&per_level, &load);
         let slos = match &self.slo {
@@ -501,6 +509,7 @@ impl BenchArgs {
             metrics_send_key: self.metrics_send_key,
             tokenizer,
             tokens: None,
+            context_window: self.context_window,
         };
         Ok((
             cfg,

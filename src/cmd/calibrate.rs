@@ -86,7 +86,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             per_level: PerLevel::Requests(u64::from(c.max(8)) * 2),
             rounds: 1,
             warmup: Some(c),
-            prompts: Prompts::Synthetic { tokens: 16 },
+            prompts: Prompts::Synthetic {
+                tokens: crate::engine::InputLength::Tokens(16),
+            },
             max_tokens: args.max_tokens,
             ignore_eos: true,
             min_tokens: None,
@@ -107,6 +109,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             metrics_send_key: false,
             tokenizer: crate::engine::tokenize::TokenizerChoice::Approx,
             tokens: None,
+            context_window: None,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

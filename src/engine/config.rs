@@ -57,13 +57,54 @@ pub enum PerLevel {
     Auto,
 }
 
+/// How long synthetic prompts are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum InputLength {
+    /// This many tokens.
+    Tokens(u32),
+    /// This fraction of the server's context window (`0.75max`), resolved before
+    /// the run.
+    OfContext(f64),
+}
+
+impl InputLength {
+    /// Parse `--input-tokens`: `256`, or `0.75max` (a fraction in (0, 1]).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if let Some(f) = s.strip_suffix("max") {
+            let f: f64 = f.trim().parse().map_err(|_| {
+                format!("{s:?}: expected a number of tokens or a fraction like 0.75max")
+            })?;
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(format!("{s:?}: the fraction must be in (0, 1]"));
+            }
+            return Ok(InputLength::OfContext(f));
+        }
+        match s.parse::<u32>() {
+            Ok(0) => Err("0 must be at least 1".into()),
+            Ok(n) => Ok(InputLength::Tokens(n)),
+            Err(_) => Err(format!(
+                "{s:?}: expected a number of tokens or a fraction like 0.75max"
+            )),
+        }
+    }
+
+    /// The tokens, once resolved (a fraction not resolved yet: `None`).
+    pub fn tokens(self) -> Option<u32> {
+        match self {
+            InputLength::Tokens(n) => Some(n),
+            InputLength::OfContext(_) => None,
+        }
+    }
+}
+
 /// Where prompts come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Prompts {
-    /// Generated prompts of about this many tokens.
+    /// Generated prompts of this length.
     Synthetic {
-        /// Approximate tokens.
-        tokens: u32,
+        /// Tokens, or a fraction of the context window.
+        tokens: InputLength,
     },
     /// Prompts read from a JSONL file, used in turn.
     File {
@@ -144,6 +185,9 @@ pub struct BenchConfig {
     pub tokenizer: super::tokenize::TokenizerChoice,
     /// How they were counted, once the run has set its tokenizer up.
     pub tokens: Option<tokenscope_core::report::TokenCounting>,
+    /// The server's context window: given (`--context-window`), or read from
+    /// the server for `--input-tokens 0.75max`.
+    pub context_window: Option<u64>,
 }
 
 impl BenchConfig {
@@ -187,7 +231,7 @@ impl BenchConfig {
             }),
             input_tokens: match (&self.prompts, &self.load) {
                 (_, LoadPlan::Trace { .. }) | (Prompts::File { .. }, _) => None,
-                (Prompts::Synthetic { tokens }, _) => Some(*tokens),
+                (Prompts::Synthetic { tokens }, _) => tokens.tokens(),
             },
             prompts_file: match &self.prompts {
                 Prompts::File { path, .. } => Some(path.display().to_string()),
@@ -219,6 +263,7 @@ impl BenchConfig {
                 _ => None,
             },
             tokens: self.tokens.clone(),
+            context_window: self.context_window,
         }
     }
 }

@@ -38,7 +38,7 @@ use tokenscope_core::workload::prompts::{
 use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;
-pub use self::config::{BenchConfig, FilePrompt, LoadPlan, PerLevel, Prompts};
+pub use self::config::{BenchConfig, FilePrompt, InputLength, LoadPlan, PerLevel, Prompts};
 use self::load::{Quota, Schedule, quota_for, run_closed, run_open};
 use self::progress::Progress;
 use self::raw::RawWriter;
@@ -114,18 +114,22 @@ impl Ctx {
                 u32::try_from(r.output_tokens).unwrap_or(u32::MAX),
                 words.map(|_| r.input_tokens),
             ),
-            (Prompts::Synthetic { tokens }, None) => match words {
-                Some(w) => (
-                    exact_prompt(w, u64::from(*tokens), self.cfg.seed, index),
-                    self.cfg.max_tokens,
-                    Some(u64::from(*tokens)),
-                ),
-                None => (
-                    synthetic_prompt(*tokens, self.cfg.seed, index),
-                    self.cfg.max_tokens,
-                    None,
-                ),
-            },
+            (Prompts::Synthetic { tokens }, None) => {
+                // Resolved before the run (a fraction of the context: `prepare`).
+                let tokens = tokens.tokens().unwrap_or(1);
+                match words {
+                    Some(w) => (
+                        exact_prompt(w, u64::from(tokens), self.cfg.seed, index),
+                        self.cfg.max_tokens,
+                        Some(u64::from(tokens)),
+                    ),
+                    None => (
+                        synthetic_prompt(tokens, self.cfg.seed, index),
+                        self.cfg.max_tokens,
+                        None,
+                    ),
+                }
+            }
             (Prompts::File { prompts, .. }, None) => {
                 let i = (index % prompts.len() as u64) as usize;
                 let p = &prompts[i];
@@ -219,7 +223,9 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
     );
     // Its own client, as the pre-flight's: the measured streams start on
     // connections nothing else has used.
-    let tokens = tokenize::prepare(&cfg, &transport::client()?, &target, &pre.model).await?;
+    let setup_client = transport::client()?;
+    tokenize::resolve_input_length(&mut cfg, &setup_client, &pre.model).await?;
+    let tokens = tokenize::prepare(&cfg, &setup_client, &target, &pre.model).await?;
     cfg.tokens = Some(tokens.counting.clone());
     let ctx = Arc::new(Ctx {
         tokens,

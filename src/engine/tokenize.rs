@@ -24,7 +24,7 @@ use tokenscope_core::report::TokenCounting;
 use tokenscope_core::workload::prompts::{exact_prompt, vocabulary};
 
 use super::clock::Clock;
-use super::config::{BenchConfig, Prompts};
+use super::config::{BenchConfig, InputLength, Prompts};
 use super::transport::{Target, run_request};
 use crate::util::Secret;
 
@@ -336,6 +336,81 @@ async fn template_overhead(
     .await;
     let used = record.usage?.prompt_tokens?;
     Some(used as i64 - N as i64)
+}
+
+/// The server's context window for `model`: vLLM's `max_model_len` in
+/// `/v1/models`, or llama.cpp's per-slot `n_ctx` in `/props`.
+pub async fn context_window(
+    client: &reqwest::Client,
+    base: &reqwest::Url,
+    model: &str,
+    api_key: Option<&Secret>,
+) -> Option<u64> {
+    let get = |url: reqwest::Url| {
+        let mut req = client.get(url);
+        if let Some(key) = api_key
+            && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+        {
+            v.set_sensitive(true);
+            req = req.header(AUTHORIZATION, v);
+        }
+        async move {
+            let resp = req.send().await.ok()?;
+            if !resp.status().is_success() {
+                return None;
+            }
+            resp.json::<serde_json::Value>().await.ok()
+        }
+    };
+    if let Some(models) = get(crate::util::join_url(base, "models")).await
+        && let Some(n) = models["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["id"] == model)
+            .and_then(|m| m["max_model_len"].as_u64())
+    {
+        return Some(n);
+    }
+    let props = get(base.join("/props").ok()?).await?;
+    props["default_generation_settings"]["n_ctx"].as_u64()
+}
+
+/// Resolve `--input-tokens 0.75max` against the server's context window (or
+/// `--context-window`): an error naming what is missing when neither says.
+pub async fn resolve_input_length(
+    cfg: &mut BenchConfig,
+    client: &reqwest::Client,
+    model: &str,
+) -> anyhow::Result<()> {
+    let Prompts::Synthetic {
+        tokens: InputLength::OfContext(fraction),
+    } = cfg.prompts
+    else {
+        return Ok(());
+    };
+    let window = match cfg.context_window {
+        Some(w) => w,
+        None => context_window(client, &cfg.base_url, model, cfg.api_key.as_ref())
+            .await
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--input-tokens {fraction}max: the server does not say its context window (vLLM's /v1/models max_model_len, llama.cpp's /props n_ctx); give --context-window N"
+                )
+            })?,
+    };
+    let tokens = ((window as f64 * fraction).floor() as u32).max(1);
+    if u64::from(tokens) + u64::from(cfg.max_tokens) > window && cfg.progress {
+        eprintln!(
+            "note: --input-tokens {fraction}max is {tokens} tokens of a {window}-token context: with --max-tokens {} the requests do not fit (the server refuses them: context_overflow)",
+            cfg.max_tokens
+        );
+    }
+    cfg.context_window = Some(window);
+    cfg.prompts = Prompts::Synthetic {
+        tokens: InputLength::Tokens(tokens),
+    };
+    Ok(())
 }
 
 /// Read and check a `--tokenizer` file before anything is sent.

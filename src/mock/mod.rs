@@ -251,7 +251,7 @@ async fn tokenize(body: Bytes) -> Response {
 async fn models(State(s): State<MockState>) -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
-        encode::models_body(&s.cfg.model),
+        encode::models_body(&s.cfg.model, s.cfg.max_context_tokens),
     )
         .into_response()
 }

@@ -455,10 +455,11 @@ pub mod encode {
         )
     }
 
-    /// `GET /v1/models` answer listing one model.
-    pub fn models_body(model: &str) -> String {
+    /// `GET /v1/models` answer listing one model, with its context window as
+    /// vLLM gives it (`max_model_len`).
+    pub fn models_body(model: &str, max_model_len: u64) -> String {
         format!(
-            "{{\"object\":\"list\",\"data\":[{{\"id\":{},\"object\":\"model\",\"created\":0,\"owned_by\":\"tokenscope\"}}]}}",
+            "{{\"object\":\"list\",\"data\":[{{\"id\":{},\"object\":\"model\",\"created\":0,\"owned_by\":\"tokenscope\",\"max_model_len\":{max_model_len}}}]}}",
             json_str(model)
         )
     }
@@ -560,7 +561,7 @@ mod tests {
         let llama = include_str!("../../../tests/fixtures/sse/llama-server-models.json");
         assert_eq!(first_model_id(llama).as_deref(), Some("gemma-3-270m"));
         assert_eq!(
-            first_model_id(&encode::models_body("sim")).as_deref(),
+            first_model_id(&encode::models_body("sim", 4096)).as_deref(),
             Some("sim")
         );
         assert_eq!(first_model_id("{}"), None);

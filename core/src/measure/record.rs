@@ -12,6 +12,10 @@ use crate::measure::openai::{ServerTimings, Usage};
 pub enum ErrorKind {
     /// The server answered with this non-2xx HTTP status.
     Http(u16),
+    /// The server refused the prompt (plus `max_tokens`) as longer than its
+    /// context window (an HTTP 4xx saying so, in llama.cpp's, vLLM's, SGLang's,
+    /// TGI's or OpenAI's words).
+    ContextOverflow,
     /// No connection could be made (refused, DNS, TLS).
     Connect,
     /// The connection broke while the body was streaming.
@@ -46,6 +50,7 @@ impl ErrorKind {
     fn static_key(&self) -> &'static str {
         match self {
             ErrorKind::Http(_) => "http",
+            ErrorKind::ContextOverflow => "context_overflow",
             ErrorKind::Connect => "connect",
             ErrorKind::Reset => "reset",
             ErrorKind::StreamError => "stream_error",
@@ -65,6 +70,7 @@ impl ErrorKind {
             return status.parse().ok().map(ErrorKind::Http);
         }
         Some(match key {
+            "context_overflow" => ErrorKind::ContextOverflow,
             "connect" => ErrorKind::Connect,
             "reset" => ErrorKind::Reset,
             "stream_error" => ErrorKind::StreamError,

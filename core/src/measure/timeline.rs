@@ -271,6 +271,12 @@ impl RequestTimeline {
                     ErrorKind::NonSse,
                     format!("HTTP {status} answer is not an event stream: {detail}"),
                 );
+            } else if (400..500).contains(&status) && is_context_overflow(&text) {
+                self.fail(
+                    t_ms,
+                    ErrorKind::ContextOverflow,
+                    format!("HTTP {status}, the prompt is longer than the context: {detail}"),
+                );
             } else {
                 self.fail(
                     t_ms,
@@ -390,6 +396,26 @@ impl RequestTimeline {
 
 /// One line out of an error body: the JSON error message when there is one,
 /// otherwise the first characters of the text.
+/// Whether an error answer says the request is longer than the model's context,
+/// in the words servers use: llama.cpp ("exceeds the available context size",
+/// `exceed_context_size_error`), vLLM and OpenAI ("maximum context length",
+/// `context_length_exceeded`), SGLang ("is longer than the model's context
+/// length"), TGI ("`inputs` tokens + `max_new_tokens` must be <=").
+pub fn is_context_overflow(body: &str) -> bool {
+    let b = body.to_ascii_lowercase();
+    [
+        "exceeds the available context size",
+        "exceed_context_size",
+        "maximum context length",
+        "context_length_exceeded",
+        "longer than the model's context length",
+        "max_new_tokens` must be <=",
+        "context window",
+    ]
+    .iter()
+    .any(|p| b.contains(p))
+}
+
 fn summarize_error_body(text: &str) -> String {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(text)
         && v.get("error").is_some()
@@ -484,7 +510,7 @@ mod tests {
         let r = tl.finish();
         match r.outcome {
             Outcome::Error { kind, message } => {
-                assert_eq!(kind, ErrorKind::Http(400));
+                assert_eq!(kind, ErrorKind::ContextOverflow);
                 assert!(
                     message.contains("exceeds the available context size"),
                     "{message}"
@@ -493,6 +519,39 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn context_overflow_in_each_servers_words_and_other_400s() {
+        let kind = |status: u16, body: &str| {
+            let mut tl = RequestTimeline::new(0.0, None);
+            tl.on_headers(1.0, status, Some("application/json"));
+            tl.on_error_body(2.0, body.as_bytes());
+            tl.on_end(3.0);
+            match tl.finish().outcome {
+                Outcome::Error { kind, .. } => kind,
+                other => panic!("{other:?}"),
+            }
+        };
+        // vLLM's and OpenAI's wording.
+        let vllm = r#"{"object":"error","message":"This model's maximum context length is 2048 tokens. However, you requested 4100 tokens (4000 in the messages, 100 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
+        assert_eq!(kind(400, vllm), ErrorKind::ContextOverflow);
+        let openai = r#"{"error":{"message":"...","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert_eq!(kind(400, openai), ErrorKind::ContextOverflow);
+        // TGI's.
+        let tgi = r#"{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`","error_type":"validation"}"#;
+        assert_eq!(kind(422, tgi), ErrorKind::ContextOverflow);
+        // Other refusals stay HTTP errors; a 5xx saying so is still the server's error.
+        assert_eq!(
+            kind(400, r#"{"error":{"message":"model not found"}}"#),
+            ErrorKind::Http(400)
+        );
+        assert_eq!(kind(503, vllm), ErrorKind::Http(503));
+        assert_eq!(
+            ErrorKind::from_key("context_overflow"),
+            Some(ErrorKind::ContextOverflow)
+        );
+        assert_eq!(ErrorKind::ContextOverflow.key(), "context_overflow");
     }
 
     #[test]

@@ -262,6 +262,10 @@ pub struct RunConfig {
     /// was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<TokenCounting>,
+    /// The server's context window, tokens (given, or read from the server for
+    /// an input length given as a fraction of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 /// Where and with what the run was made.

@@ -500,6 +500,7 @@ impl RunPlan {
             max_tokens: self.max_tokens,
             ignore_eos: self.ignore_eos,
             min_tokens: None,
+            context_window: None,
             timeout_s: self.timeout_ms / 1000.0,
             slos: self.slos.clone(),
             stall_threshold_ms: self.stall_threshold_ms,
