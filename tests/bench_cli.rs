@@ -460,3 +460,97 @@ fn long_context_prompts_resolve_against_the_window_and_overflow_is_classified() 
         );
     }
 }
+
+#[test]
+fn stalls_and_longest_gaps_match_the_gaps_the_mock_injected() {
+    // Every request stalls once for 400 ms mid-stream (the mock's `stall` fault),
+    // then completes: each request's longest gap is that stall, counted once.
+    let mock = Mock::start(&[
+        "--error-rate",
+        "1",
+        "--faults",
+        "stall",
+        "--stall",
+        "400ms",
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "5",
+        "--jitter-ms",
+        "0",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, raw) = (dir.path().join("r.json"), dir.path().join("raw.jsonl"));
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--no-preflight",
+        "--concurrency",
+        "2",
+        "--requests",
+        "4",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--max-tokens",
+        "12",
+        "--stall-gap",
+        "250ms",
+        "--slo",
+        "max_gap_ms:p95<=300",
+        "--server-metrics",
+        "none",
+        "--tokenizer",
+        "approx",
+        "--out",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let level = &report["levels"][0];
+    assert_eq!(level["ok"], 4, "{level}");
+    assert_eq!(
+        level["stalls"]["count"], 4,
+        "one stall per request: {level}"
+    );
+    assert_eq!(level["stalls"]["requests"], 4);
+    // Request by request: the client's longest gap is the mock's (its log's
+    // chunk times), within a few ms of delivery.
+    let log: std::collections::HashMap<String, serde_json::Value> = mock
+        .log_records(4)
+        .into_iter()
+        .map(|r| (r["request_id"].as_str().unwrap().to_owned(), r))
+        .collect();
+    let longest = |times: &[serde_json::Value]| {
+        times
+            .windows(2)
+            .map(|w| w[1].as_f64().unwrap() - w[0].as_f64().unwrap())
+            .fold(0.0_f64, f64::max)
+    };
+    for r in common::raw_requests(&raw) {
+        let ours = longest(r["token_events_ms"].as_array().unwrap());
+        let theirs = longest(
+            log[r["request_id"].as_str().unwrap()]["chunk_times_ms"]
+                .as_array()
+                .unwrap(),
+        );
+        assert!(theirs >= 400.0, "the mock stalled 400 ms: {theirs}");
+        assert!(
+            (ours - theirs).abs() < 5.0,
+            "client {ours} vs server {theirs}"
+        );
+    }
+    let max_gap = &level["metrics"]["max_gap_ms"];
+    assert_eq!(max_gap["count"], 4);
+    assert!(common::f(&max_gap["p50"]) >= 400.0, "{max_gap}");
+    // The SLO on smoothness: no request met it, the level does not.
+    assert_eq!(level["goodput_per_s"], 0.0, "{level}");
+    assert_eq!(level["slo_checks"][0]["met"], false, "{level}");
+    assert_eq!(level["slo_checks"][0]["slo"], "max_gap_ms:p95<=300");
+}

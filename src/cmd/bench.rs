@@ -172,8 +172,14 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SLOS")]
     pub slo: Option<String>,
 
-    /// An ITL gap longer than this counts as a stall.
-    #[arg(long, default_value = "250ms", value_name = "DURATION")]
+    /// An ITL gap longer than this counts as a stall (stream smoothness: each
+    /// request's longest gap is reported, and max_gap_ms is an SLO key).
+    #[arg(
+        long,
+        alias = "stall-gap",
+        default_value = "250ms",
+        value_name = "DURATION"
+    )]
     pub stall_threshold: String,
 
     /// Seed of the synthetic prompts and the arrival schedule.

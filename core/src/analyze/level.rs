@@ -94,6 +94,7 @@ pub struct LevelAccumulator {
     out_tokens: Samples,
     rendered: Samples,
     render_delay: Samples,
+    max_gap: Samples,
     send: Samples,
     delivery: Samples,
     ttft_at_network_stack: u64,
@@ -144,6 +145,7 @@ impl LevelAccumulator {
             out_tokens: s(),
             rendered: s(),
             render_delay: s(),
+            max_gap: s(),
             send: s(),
             delivery: s(),
             ttft_at_network_stack: 0,
@@ -313,6 +315,7 @@ impl LevelAccumulator {
         }
         if let Some(l) = m.longest_gap_ms {
             self.longest_gap = Some(self.longest_gap.map_or(l, |x| x.max(l)));
+            self.max_gap.push(l);
         }
         if self.opts.slos.iter().all(|slo| slo.request_meets(&m)) {
             self.goodput += 1;
@@ -348,6 +351,7 @@ impl LevelAccumulator {
             output_tokens: self.out_tokens.summary(),
             rendered_ttft_ms: nonempty(&self.rendered),
             render_delay_ms: nonempty(&self.render_delay),
+            max_gap_ms: nonempty(&self.max_gap),
             browser_send_ms: nonempty(&self.send),
             browser_delivery_ms: nonempty(&self.delivery),
             client_lag_ms: nonempty(&self.lag),
@@ -471,6 +475,10 @@ fn level_percentile(m: &LevelMetrics, itl: &Samples, rendered: &Samples, slo: &S
         SloMetric::ItlMs => &m.itl_ms,
         SloMetric::E2eMs => &m.e2e_ms,
         SloMetric::RenderedTtftMs => return rendered_pct(m, rendered, slo.percentile),
+        SloMetric::MaxGapMs => {
+            let s = m.max_gap_ms.as_ref()?;
+            return pct_key(slo.percentile).and_then(|k| s.get(k)).or(s.p95);
+        }
     };
     let key = pct_key(slo.percentile);
     match key {

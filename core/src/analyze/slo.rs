@@ -27,16 +27,19 @@ pub enum SloMetric {
     E2eMs,
     /// User-perceived (painted) TTFT, browser only.
     RenderedTtftMs,
+    /// A request's longest gap between tokens (stream smoothness).
+    MaxGapMs,
 }
 
 impl SloMetric {
     /// All metrics, for error messages.
-    pub const ALL: [SloMetric; 5] = [
+    pub const ALL: [SloMetric; 6] = [
         SloMetric::TtftMs,
         SloMetric::TpotMs,
         SloMetric::ItlMs,
         SloMetric::E2eMs,
         SloMetric::RenderedTtftMs,
+        SloMetric::MaxGapMs,
     ];
 
     /// The metric's name (`ttft_ms`, ...).
@@ -47,6 +50,7 @@ impl SloMetric {
             SloMetric::ItlMs => "itl_ms",
             SloMetric::E2eMs => "e2e_ms",
             SloMetric::RenderedTtftMs => "rendered_ttft_ms",
+            SloMetric::MaxGapMs => "max_gap_ms",
         }
     }
 
@@ -60,6 +64,7 @@ impl SloMetric {
             "itl" => SloMetric::ItlMs,
             "e2e" | "e2el" => SloMetric::E2eMs,
             "rendered_ttft" => SloMetric::RenderedTtftMs,
+            "max_gap" => SloMetric::MaxGapMs,
             _ => return None,
         })
     }
@@ -87,7 +92,7 @@ pub enum SloError {
     },
     /// Unknown metric.
     #[error(
-        "SLO {item:?}: unknown metric {metric:?} (known: ttft_ms, tpot_ms, itl_ms, e2e_ms, rendered_ttft_ms)"
+        "SLO {item:?}: unknown metric {metric:?} (known: ttft_ms, tpot_ms, itl_ms, e2e_ms, rendered_ttft_ms, max_gap_ms)"
     )]
     UnknownMetric {
         /// The offending item.
@@ -194,6 +199,7 @@ impl Slo {
             SloMetric::TpotMs => m.tpot_ms,
             SloMetric::E2eMs => m.e2e_ms,
             SloMetric::RenderedTtftMs => m.rendered_ttft_ms,
+            SloMetric::MaxGapMs => m.longest_gap_ms,
             SloMetric::ItlMs => {
                 let gaps: Vec<f64> = m.gaps.iter().map(|g| g.ms).collect();
                 percentile(&gaps, self.percentile / 100.0)

@@ -309,7 +309,7 @@ pub fn server_markdown(out: &mut String, report: &ClientReport) {
     }
 }
 
-const CSV_METRICS: [&str; 11] = [
+const CSV_METRICS: [&str; 12] = [
     "ttft_ms",
     "tpot_ms",
     "itl_ms",
@@ -319,6 +319,7 @@ const CSV_METRICS: [&str; 11] = [
     "time_to_first_byte_ms",
     "rendered_ttft_ms",
     "render_delay_ms",
+    "max_gap_ms",
     "browser_send_ms",
     "browser_delivery_ms",
 ];
@@ -335,6 +336,7 @@ fn level_metric<'a>(l: &'a LevelReport, name: &str) -> Option<&'a Summary> {
         "time_to_first_byte_ms" => Some(&m.time_to_first_byte_ms),
         "rendered_ttft_ms" => m.rendered_ttft_ms.as_ref(),
         "render_delay_ms" => m.render_delay_ms.as_ref(),
+        "max_gap_ms" => m.max_gap_ms.as_ref(),
         "browser_send_ms" => m.browser_send_ms.as_ref(),
         "browser_delivery_ms" => m.browser_delivery_ms.as_ref(),
         _ => None,

@@ -50,6 +50,11 @@ pub const GLOSSARY: &[GlossaryEntry] = &[
         peers: "vLLM ITL, AIPerf ICL",
     },
     GlossaryEntry {
+        name: "Longest gap",
+        definition: "a request's longest gap between content events (stream smoothness); gaps above the stall threshold (--stall-gap, 250 ms) are stalls; an SLO key: max_gap_ms:p95<=500",
+        peers: "-",
+    },
+    GlossaryEntry {
         name: "E2E",
         definition: "t_done - t_send",
         peers: "E2EL, request latency",

@@ -331,6 +331,10 @@ pub struct LevelMetrics {
     /// Render delay (browser).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render_delay_ms: Option<Summary>,
+    /// Each request's longest gap between tokens (stream smoothness; requests
+    /// with at least two content events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap_ms: Option<Summary>,
     /// The browser's own send delay: from the page's send to its network stack
     /// beginning the request (Resource Timing's `requestStart`; a new
     /// connection's setup included) (browser, where exposed).
