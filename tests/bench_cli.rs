@@ -554,3 +554,156 @@ fn stalls_and_longest_gaps_match_the_gaps_the_mock_injected() {
     assert_eq!(level["slo_checks"][0]["met"], false, "{level}");
     assert_eq!(level["slo_checks"][0]["slo"], "max_gap_ms:p95<=300");
 }
+
+#[test]
+fn gamma_arrivals_have_the_burstiness_asked() {
+    let mock = Mock::start(&["--max-batch", "256", "--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cv_of = |arrival: &str| {
+        let raw = dir
+            .path()
+            .join(format!("{}.jsonl", arrival.replace(':', "_")));
+        let out = dir.path().join("r.json");
+        let o = run(&[
+            "bench",
+            "--url",
+            &mock.url,
+            "--rate",
+            "100",
+            "--arrival",
+            arrival,
+            "--requests",
+            "300",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--max-tokens",
+            "2",
+            "--input-tokens",
+            "8",
+            "--server-metrics",
+            "none",
+            "--raw",
+            raw.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let mut t: Vec<f64> = common::raw_requests(&raw)
+            .iter()
+            .map(|r| common::f(&r["t_scheduled_ms"]))
+            .collect();
+        t.sort_by(f64::total_cmp);
+        let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+        (mean, sd / mean, report)
+    };
+    let (mean, cv, report) = cv_of("gamma:2");
+    assert_eq!(report["config"]["arrival"], "gamma");
+    assert_eq!(report["config"]["arrival_cv"], 2.0);
+    assert!((mean - 10.0).abs() < 2.5, "mean gap {mean} ms at 100/s");
+    assert!((1.4..2.6).contains(&cv), "gamma:2 gave a CV of {cv}");
+    let (_, cv, _) = cv_of("constant");
+    assert!(cv < 1e-9, "constant gaps: {cv}");
+    let (_, cv, _) = cv_of("poisson");
+    assert!((0.75..1.25).contains(&cv), "poisson: {cv}");
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--rate",
+        "1",
+        "--arrival",
+        "gamma:0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--arrival"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_ramp_raises_the_load_linearly_before_the_measured_part() {
+    let mock = Mock::start(&["--max-batch", "64", "--ttft-ms", "2", "--itl-ms", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run_ramp = |load: &[&str]| {
+        let raw = dir.path().join("raw.jsonl");
+        let mut args = vec![
+            "bench",
+            "--url",
+            &mock.url,
+            "--ramp",
+            "1s",
+            "--requests",
+            "8",
+            "--rounds",
+            "1",
+            "--max-tokens",
+            "4",
+            "--input-tokens",
+            "8",
+            "--server-metrics",
+            "none",
+            "--raw",
+            raw.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend_from_slice(load);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let lines = common::read_jsonl(&raw);
+        assert_eq!(lines[0]["config"]["ramp_s"], 1.0);
+        common::raw_requests(&raw)
+    };
+    // Rate 40/s: the ramp sends sqrt(2 T k / r) apart, about r T / 2 = 20 requests,
+    // their gaps shrinking; none is measured.
+    let reqs = run_ramp(&["--rate", "40"]);
+    let mut ramp: Vec<f64> = reqs
+        .iter()
+        .filter(|r| r["warmup"] == true)
+        .map(|r| common::f(&r["t_scheduled_ms"]))
+        .collect();
+    ramp.sort_by(f64::total_cmp);
+    assert_eq!(
+        ramp.len(),
+        19,
+        "k = 1..19 fall within the ramp (k = 20 is its end)"
+    );
+    // t_k = sqrt(2 T k / r) with T = 1000 ms and r = 0.04 per ms.
+    let t0 = ramp[0] - (2.0 * 1000.0 / 0.04_f64).sqrt();
+    for (k, t) in ramp.iter().enumerate() {
+        let want = (2.0 * 1000.0 * (k + 1) as f64 / 0.04).sqrt();
+        assert!(
+            (t - t0 - want).abs() < 1e-6,
+            "send {k} at {} ms, want {want}",
+            t - t0
+        );
+    }
+    assert_eq!(reqs.iter().filter(|r| r["warmup"] == false).count(), 8);
+    // Concurrency 4: workers join at 0, 250, 500 and 750 ms.
+    let reqs = run_ramp(&["--concurrency", "4"]);
+    let mut sends: Vec<f64> = reqs
+        .iter()
+        .filter(|r| r["warmup"] == true)
+        .map(|r| common::f(&r["t_send_ms"]))
+        .collect();
+    sends.sort_by(f64::total_cmp);
+    let t0 = sends[0];
+    // In flight over time: at most one worker before 250 ms, at most two before 500.
+    let before = |ms: f64| sends.iter().filter(|t| **t - t0 < ms).count();
+    assert!(before(240.0) >= 1);
+    let in_first_quarter: Vec<f64> = sends.iter().filter(|t| **t - t0 < 240.0).copied().collect();
+    assert!(
+        in_first_quarter.windows(2).all(|w| w[1] - w[0] > 5.0),
+        "one worker: sends follow each other's ends: {in_first_quarter:?}"
+    );
+    assert!(sends.last().unwrap() - t0 < 1000.0, "the ramp ends at 1 s");
+    assert_eq!(reqs.iter().filter(|r| r["warmup"] == false).count(), 8);
+}

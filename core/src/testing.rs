@@ -103,6 +103,8 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         ignore_eos: false,
         min_tokens: None,
         context_window: None,
+        arrival_cv: None,
+        ramp_s: None,
         timeout_s: 60.0,
         slos: Vec::new(),
         stall_threshold_ms: crate::measure::metrics::DEFAULT_STALL_THRESHOLD_MS,

@@ -25,13 +25,24 @@ pub enum ApiArg {
     Completions,
 }
 
-/// Arrival process on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ArrivalArg {
-    /// Exponential gaps (Poisson process)
-    Poisson,
-    /// Equal gaps
-    Constant,
+/// `--arrival`: `poisson`, `constant`, or `gamma:CV` (the gaps' coefficient of
+/// variation: 1 is Poisson, above 1 burstier).
+fn parse_arrival(s: &str) -> Result<(Arrival, Option<f64>), String> {
+    match s.trim() {
+        "poisson" => Ok((Arrival::Poisson, None)),
+        "constant" => Ok((Arrival::Constant, None)),
+        other => {
+            let cv = other.strip_prefix("gamma:").ok_or_else(|| {
+                format!("{other:?}: expected poisson, constant or gamma:CV (e.g. gamma:2)")
+            })?;
+            match cv.trim().parse::<f64>() {
+                Ok(cv) if cv > 0.0 && cv.is_finite() => Ok((Arrival::Gamma, Some(cv))),
+                _ => Err(format!(
+                    "{other:?}: the coefficient of variation must be a number above 0"
+                )),
+            }
+        }
+    }
 }
 
 /// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL, E2E,
@@ -75,9 +86,16 @@ pub struct BenchArgs {
     #[arg(long, value_name = "R,R,..", allow_hyphen_values = true)]
     pub rate: Option<String>,
 
-    /// Inter-arrival distribution in rate mode.
-    #[arg(long, value_enum, default_value = "poisson", requires = "rate")]
-    pub arrival: ArrivalArg,
+    /// Inter-arrival distribution in rate mode: poisson (exponential gaps),
+    /// constant, or gamma:CV (gamma gaps with that coefficient of variation:
+    /// gamma:1 is Poisson, gamma:2 bursty, gamma:0.5 regular).
+    #[arg(
+        long,
+        default_value = "poisson",
+        value_name = "poisson|constant|gamma:CV",
+        requires = "rate"
+    )]
+    pub arrival: String,
 
     /// Measured requests per level, split over the rounds
     /// (default: per round max(10, 2 x concurrency); rate: 10 s worth).
@@ -97,6 +115,11 @@ pub struct BenchArgs {
     /// concurrency slot; rate mode: about one second's worth).
     #[arg(long, value_name = "N")]
     pub warmup: Option<u32>,
+
+    /// Instead of the warm-up, raise the load linearly for this long before each
+    /// level's measured part (rate from 0, concurrency from 1), not measured.
+    #[arg(long, value_name = "DURATION", conflicts_with_all = ["warmup", "trace"])]
+    pub ramp: Option<String>,
 
     /// Length of the synthetic prompts, tokens (exact with a tokenizer, see
     /// --tokenizer), or a fraction of the server's context window: `0.75max`
@@ -306,13 +329,14 @@ impl BenchArgs {
             return self.trace_plan(path);
         }
         Ok(match (&self.concurrency, &self.rate) {
-            (_, Some(r)) => LoadPlan::Rate {
-                rates: flag("rate", parse_f64_list(r))?,
-                arrival: match self.arrival {
-                    ArrivalArg::Poisson => Arrival::Poisson,
-                    ArrivalArg::Constant => Arrival::Constant,
-                },
-            },
+            (_, Some(r)) => {
+                let (arrival, cv) = flag("arrival", parse_arrival(&self.arrival))?;
+                LoadPlan::Rate {
+                    rates: flag("rate", parse_f64_list(r))?,
+                    arrival,
+                    cv,
+                }
+            }
             (Some(c), None) => LoadPlan::Concurrency(flag("concurrency", parse_u32_list(c))?),
             (None, None) => LoadPlan::Concurrency(vec![1, 4, 8, 16, 32]),
         })
@@ -516,6 +540,10 @@ impl BenchArgs {
             tokenizer,
             tokens: None,
             context_window: self.context_window,
+            ramp: match &self.ramp {
+                Some(r) => Some(flag("ramp", parse_duration(r))?),
+                None => None,
+            },
         };
         Ok((
             cfg,

@@ -110,6 +110,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             tokenizer: crate::engine::tokenize::TokenizerChoice::Approx,
             tokens: None,
             context_window: None,
+            ramp: None,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::cmd::bench::{ApiArg, ArrivalArg, BenchArgs};
+use crate::cmd::bench::{ApiArg, BenchArgs};
 
 /// Start the simulated inference server on a free loopback port and benchmark it
 /// with the real client over real HTTP: a concurrency sweep with a knee, printed
@@ -63,11 +63,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         api_key: None,
         concurrency: Some(levels.into()),
         rate: None,
-        arrival: ArrivalArg::Poisson,
+        arrival: "poisson".into(),
         requests: None,
         duration: None,
         rounds: Some(rounds),
         warmup: None,
+        ramp: None,
         input_tokens: "256".into(),
         context_window: None,
         prompts: None,

@@ -24,6 +24,8 @@ pub enum LoadPlan {
         rates: Vec<f64>,
         /// Inter-arrival distribution.
         arrival: Arrival,
+        /// The gaps' coefficient of variation (`Arrival::Gamma`).
+        cv: Option<f64>,
     },
     /// A trace replayed as recorded: one open-loop level at the trace's mean
     /// rate, each request at its own time with its own lengths.
@@ -188,6 +190,8 @@ pub struct BenchConfig {
     /// The server's context window: given (`--context-window`), or read from
     /// the server for `--input-tokens 0.75max`.
     pub context_window: Option<u64>,
+    /// A linear ramp before each level instead of its warm-up (`--ramp`).
+    pub ramp: Option<Duration>,
 }
 
 impl BenchConfig {
@@ -199,7 +203,9 @@ impl BenchConfig {
                 cs.iter().map(|&c| f64::from(c)).collect(),
                 None,
             ),
-            LoadPlan::Rate { rates, arrival } => (LoadMode::Rate, rates.clone(), Some(*arrival)),
+            LoadPlan::Rate { rates, arrival, .. } => {
+                (LoadMode::Rate, rates.clone(), Some(*arrival))
+            }
             LoadPlan::Trace { trace, .. } => (
                 LoadMode::Rate,
                 vec![trace.mean_rate_per_s()],
@@ -222,13 +228,18 @@ impl BenchConfig {
                 _ => None,
             },
             rounds: self.rounds,
-            // The default is per level; the report records the first level's.
-            warmup_requests: self.warmup.unwrap_or_else(|| {
-                self.load
-                    .loads()
-                    .first()
-                    .map_or(0, |l| plan::default_warmup(*l))
-            }),
+            // The default is per level; the report records the first level's
+            // (none with a ramp: it replaces the warm-up).
+            warmup_requests: if self.ramp.is_some() {
+                0
+            } else {
+                self.warmup.unwrap_or_else(|| {
+                    self.load
+                        .loads()
+                        .first()
+                        .map_or(0, |l| plan::default_warmup(*l))
+                })
+            },
             input_tokens: match (&self.prompts, &self.load) {
                 (_, LoadPlan::Trace { .. }) | (Prompts::File { .. }, _) => None,
                 (Prompts::Synthetic { tokens }, _) => tokens.tokens(),
@@ -264,6 +275,11 @@ impl BenchConfig {
             },
             tokens: self.tokens.clone(),
             context_window: self.context_window,
+            ramp_s: self.ramp.map(|d| d.as_secs_f64()),
+            arrival_cv: match &self.load {
+                LoadPlan::Rate { cv, .. } => *cv,
+                _ => None,
+            },
         }
     }
 }

@@ -109,6 +109,8 @@ pub(super) enum Schedule {
         rate: f64,
         /// The gaps' distribution.
         arrival: Arrival,
+        /// Their coefficient of variation (`Arrival::Gamma`).
+        cv: Option<f64>,
     },
     /// At each request's own time in a trace, ms after the round's start.
     Trace(Arc<Trace>),
@@ -161,11 +163,12 @@ pub(super) async fn run_open(
             });
             sent += 1;
             t_next = match &schedule {
-                Schedule::Rate { rate, arrival } => {
+                Schedule::Rate { rate, arrival, cv } => {
                     let mean_gap_ms = 1000.0 / rate;
                     t_next
                         + match arrival {
                             Arrival::Poisson => rng.exponential(mean_gap_ms),
+                            Arrival::Gamma => rng.gamma_gap(mean_gap_ms, cv.unwrap_or(1.0)),
                             Arrival::Constant | Arrival::Trace => mean_gap_ms,
                         }
                 }
@@ -181,4 +184,65 @@ pub(super) async fn run_open(
         sink(f);
     }
     let _ = scheduler.await;
+}
+
+/// A ramp before a level's measured part (`--ramp`), never measured: the rate
+/// rising linearly from 0 to the level's over `ramp_ms` (the k-th send at
+/// `sqrt(2 · ramp · k / rate)`), or the concurrency rising from 1 to the level's
+/// (worker `i` of `c` joins at `ramp · i / c`, each sending closed loop until the
+/// ramp ends).
+pub(super) async fn run_ramp(
+    ctx: &Arc<Ctx>,
+    load: tokenscope_core::report::Load,
+    ramp_ms: f64,
+    mut sink: impl FnMut(Finished),
+) {
+    use tokenscope_core::report::Load;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let start = ctx.clock.now_ms();
+    let end = start + ramp_ms;
+    match load {
+        Load::Rate(rate) => {
+            let ctx = Arc::clone(ctx);
+            tokio::spawn(async move {
+                for k in 1u64.. {
+                    // The rate reaches `rate` req/s at the ramp's end: N(t) = rate t² / 2T.
+                    let t = start + (2.0 * ramp_ms * k as f64 * 1000.0 / rate).sqrt();
+                    if t >= end || ctx.stop.is_cancelled() {
+                        break;
+                    }
+                    let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+                    let body = ctx.body(index);
+                    tokio::time::sleep_until(ctx.clock.instant_at(t)).await;
+                    let (ctx2, tx) = (Arc::clone(&ctx), tx.clone());
+                    tokio::spawn(async move {
+                        let _ = tx.send(ctx2.one(Some(t), Phase::Warmup, body, index).await);
+                    });
+                }
+            });
+        }
+        Load::Concurrency(c) => {
+            for i in 0..c {
+                let (ctx, tx) = (Arc::clone(ctx), tx.clone());
+                let join_at = start + ramp_ms * f64::from(i) / f64::from(c);
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(ctx.clock.instant_at(join_at)).await;
+                    while ctx.clock.now_ms() < end && !ctx.stop.is_cancelled() {
+                        let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+                        let body = ctx.body(index);
+                        if tx
+                            .send(ctx.one(None, Phase::Warmup, body, index).await)
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+        }
+    }
+    while let Some(f) = rx.recv().await {
+        sink(f);
+    }
 }

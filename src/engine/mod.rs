@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;
 pub use self::config::{BenchConfig, FilePrompt, InputLength, LoadPlan, PerLevel, Prompts};
-use self::load::{Quota, Schedule, quota_for, run_closed, run_open};
+use self::load::{Quota, Schedule, quota_for, run_closed, run_open, run_ramp};
 use self::progress::Progress;
 use self::raw::RawWriter;
 use self::scrape::{Endpoint, Scraper, ServerMetrics};
@@ -416,7 +416,15 @@ async fn run_level(
 ) {
     let cfg = &ctx.cfg;
     let warm_n = cfg.warmup.unwrap_or(plan::default_warmup(load));
-    if warm_n > 0 {
+    if let Some(ramp) = cfg.ramp {
+        // The ramp replaces the warm-up: load rising to the level's, not measured.
+        progress.phase(&format!("{} ramp", load.label()), None);
+        run_ramp(ctx, load, ramp.as_secs_f64() * 1000.0, |f| {
+            progress.tick(&f.record);
+            lock(run).finished(f, li, load);
+        })
+        .await;
+    } else if warm_n > 0 {
         progress.phase(
             &format!("{} warm-up", load.label()),
             Some(u64::from(warm_n)),
@@ -461,14 +469,16 @@ async fn run_level(
             }
             Load::Rate(rate) => {
                 let schedule = match &cfg.load {
-                    LoadPlan::Rate { arrival, .. } => Schedule::Rate {
+                    LoadPlan::Rate { arrival, cv, .. } => Schedule::Rate {
                         rate,
                         arrival: *arrival,
+                        cv: *cv,
                     },
                     LoadPlan::Trace { trace, .. } => Schedule::Trace(Arc::clone(trace)),
                     LoadPlan::Concurrency(_) => Schedule::Rate {
                         rate,
                         arrival: Arrival::Poisson,
+                        cv: None,
                     },
                 };
                 run_open(ctx, schedule, quota, round, &mut sink).await;

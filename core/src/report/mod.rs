@@ -142,6 +142,9 @@ pub enum Arrival {
     Constant,
     /// The arrivals of a replayed trace (`config.trace`).
     Trace,
+    /// Gamma-distributed gaps with the coefficient of variation in
+    /// `config.arrival_cv` (1: Poisson; above: burstier).
+    Gamma,
 }
 
 /// How a run counted tokens for the prompts it built (`tokenscope bench
@@ -266,6 +269,13 @@ pub struct RunConfig {
     /// an input length given as a fraction of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The gaps' coefficient of variation (`arrival: gamma`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_cv: Option<f64>,
+    /// Seconds of load rising linearly before each level's measured part
+    /// (instead of its warm-up; not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_s: Option<f64>,
 }
 
 /// Where and with what the run was made.

@@ -501,6 +501,8 @@ impl RunPlan {
             ignore_eos: self.ignore_eos,
             min_tokens: None,
             context_window: None,
+            arrival_cv: None,
+            ramp_s: None,
             timeout_s: self.timeout_ms / 1000.0,
             slos: self.slos.clone(),
             stall_threshold_ms: self.stall_threshold_ms,
