@@ -707,3 +707,55 @@ fn a_ramp_raises_the_load_linearly_before_the_measured_part() {
     assert!(sends.last().unwrap() - t0 < 1000.0, "the ramp ends at 1 s");
     assert_eq!(reqs.iter().filter(|r| r["warmup"] == false).count(), 8);
 }
+
+#[test]
+fn a_shared_prefix_begins_every_request_with_the_same_system_prompt() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    for api in ["chat", "completions"] {
+        let (out, raw) = (
+            dir.path().join("r.json"),
+            dir.path().join(format!("{api}.jsonl")),
+        );
+        let o = run(&[
+            "bench",
+            "--url",
+            &mock.url,
+            "--api",
+            api,
+            "--shared-prefix",
+            "50",
+            "--input-tokens",
+            "20",
+            "--concurrency",
+            "2",
+            "--requests",
+            "4",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--max-tokens",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+            "--raw",
+            raw.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{api}: {}", text(&o));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(report["config"]["shared_prefix_tokens"], 50);
+        assert_eq!(report["config"]["tokens"]["template_overhead"], 0, "{api}");
+        let level = &report["levels"][0];
+        assert_eq!(level["prompt_tokens_checked"], 4, "{api}: {level}");
+        assert!(level["prompt_tokens_differ"].is_null(), "{api}: {level}");
+        for r in common::raw_requests(&raw) {
+            assert_eq!(r["prompt_tokens_sent"], 70, "{api}: {r}");
+            assert_eq!(r["usage"]["prompt_tokens"], 70, "{api}: {r}");
+        }
+    }
+    let o = run(&["bench", "--url", &mock.url, "--shared-prefix", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

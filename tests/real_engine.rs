@@ -858,3 +858,67 @@ fn gemma_ttft_rises_with_input_and_tpot_matches_the_server() {
     let tiers = tier_sweep(&engine, "gemma", 4, 16);
     check_ttft_rises(&tiers, 2.0);
 }
+
+/// A shared system prompt is what llama.cpp's prompt cache reuses: with 256 of
+/// 320 tokens shared, every request after the first evaluates only its own part
+/// (llama-server's own `prompt_n` in the timings it sends), and the TTFT falls
+/// with it; the same 320 tokens with nothing shared are evaluated whole.
+#[test]
+#[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn tiny_model_shared_prefix_is_reused_by_the_prompt_cache() {
+    let _one = serial();
+    let engine = Engine::start("tiny", 1, 2048, TINY_THREADS);
+    let common = [
+        "--concurrency",
+        "1",
+        "--requests",
+        "6",
+        "--rounds",
+        "1",
+        "--warmup",
+        "1",
+        "--max-tokens",
+        "4",
+        "--seed",
+        "31",
+    ];
+    let cold = bench(&engine, &[&common[..], &["--input-tokens", "320"]].concat());
+    let warm = bench(
+        &engine,
+        &[
+            &common[..],
+            &["--shared-prefix", "256", "--input-tokens", "64"],
+        ]
+        .concat(),
+    );
+    let evaluated = |run: &Run| -> Vec<u64> {
+        run.measured(0)
+            .iter()
+            .map(|r| u(&r["server_timings"]["prompt_n"]))
+            .collect()
+    };
+    let (cold_n, warm_n) = (evaluated(&cold), evaluated(&warm));
+    assert_eq!(warm.report["config"]["shared_prefix_tokens"], 256);
+    for run in [&cold, &warm] {
+        let level = run.level(0);
+        assert!(level["prompt_tokens_differ"].is_null(), "{level}");
+        for r in run.measured(0) {
+            assert_eq!(r["prompt_tokens_sent"], 320, "{r}");
+        }
+    }
+    assert!(
+        cold_n.iter().all(|&n| n >= 300),
+        "cold prompts evaluated whole: {cold_n:?}"
+    );
+    assert!(
+        warm_n.iter().all(|&n| n <= 70),
+        "only the unshared part evaluated: {warm_n:?}"
+    );
+    let ttft = |run: &Run| f(&run.level(0)["metrics"]["ttft_ms"]["p50"]);
+    eprintln!(
+        "shared prefix on llama-server (tiny, 320-token prompts): evaluated per request {cold_n:?} cold vs {warm_n:?} with 256 shared; TTFT p50 {:.2} vs {:.2} ms",
+        ttft(&cold),
+        ttft(&warm)
+    );
+    assert!(ttft(&warm) < 0.7 * ttft(&cold), "the prefix effect");
+}

@@ -105,6 +105,7 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         context_window: None,
         arrival_cv: None,
         ramp_s: None,
+        shared_prefix_tokens: None,
         timeout_s: 60.0,
         slos: Vec::new(),
         stall_threshold_ms: crate::measure::metrics::DEFAULT_STALL_THRESHOLD_MS,

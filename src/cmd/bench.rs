@@ -133,6 +133,12 @@ pub struct BenchArgs {
     )]
     pub input_tokens: String,
 
+    /// Begin every request with the same system prompt of this many tokens (a
+    /// system message for chat, the prompt's first words for completions): what a
+    /// server's prefix cache can reuse.
+    #[arg(long, value_name = "TOKENS")]
+    pub shared_prefix: Option<u32>,
+
     /// The server's context window, tokens, when it does not say (for
     /// --input-tokens 0.75max).
     #[arg(long, value_name = "TOKENS")]
@@ -540,6 +546,10 @@ impl BenchArgs {
             tokenizer,
             tokens: None,
             context_window: self.context_window,
+            shared_prefix: match self.shared_prefix {
+                Some(0) => anyhow::bail!("--shared-prefix: 0 must be at least 1"),
+                n => n,
+            },
             ramp: match &self.ramp {
                 Some(r) => Some(flag("ramp", parse_duration(r))?),
                 None => None,

@@ -111,6 +111,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             tokens: None,
             context_window: None,
             ramp: None,
+            shared_prefix: None,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

@@ -71,6 +71,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ramp: None,
         input_tokens: "256".into(),
         context_window: None,
+        shared_prefix: None,
         prompts: None,
         trace: None,
         tokenizer: None,

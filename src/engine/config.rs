@@ -192,6 +192,9 @@ pub struct BenchConfig {
     pub context_window: Option<u64>,
     /// A linear ramp before each level instead of its warm-up (`--ramp`).
     pub ramp: Option<Duration>,
+    /// One system prompt of this many tokens before every request's prompt
+    /// (`--shared-prefix`).
+    pub shared_prefix: Option<u32>,
 }
 
 impl BenchConfig {
@@ -276,6 +279,7 @@ impl BenchConfig {
             tokens: self.tokens.clone(),
             context_window: self.context_window,
             ramp_s: self.ramp.map(|d| d.as_secs_f64()),
+            shared_prefix_tokens: self.shared_prefix,
             arrival_cv: match &self.load {
                 LoadPlan::Rate { cv, .. } => *cv,
                 _ => None,

@@ -140,7 +140,10 @@ impl Ctx {
                 )
             }
         };
+        let prefix = self.tokens.prefix.as_ref();
+        let counted = counted.map(|c| c + prefix.map_or(0, |p| p.1));
         let spec = RequestSpec {
+            system: prefix.map(|p| p.0.clone()),
             api: self.cfg.api,
             model: self.model.clone(),
             prompt,

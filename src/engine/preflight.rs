@@ -109,6 +109,7 @@ async fn tiny_request(
         timeout: cfg.timeout.min(Duration::from_secs(30)),
     };
     let spec = RequestSpec {
+        system: None,
         api: cfg.api,
         model: model.to_owned(),
         prompt: "Say hello.".into(),

@@ -227,6 +227,9 @@ pub struct Prompting {
     pub words: Option<Vec<&'static str>>,
     /// Each prompts-file prompt's count (exact counters only).
     pub file_counts: Vec<Option<u64>>,
+    /// The system prompt every request begins with (`--shared-prefix`), and its
+    /// tokens (exactly that many with an exact counter).
+    pub prefix: Option<(String, u64)>,
 }
 
 /// Set up `--tokenizer` for a run against `target` with `model`: the counter, the
@@ -287,8 +290,18 @@ pub async fn prepare(
             ));
         }
     }
+    let prefix = cfg.shared_prefix.map(|n| {
+        let n = u64::from(n);
+        let text = exact_prompt(
+            words.as_deref().unwrap_or(vocabulary()),
+            n,
+            cfg.seed ^ 0x5AED,
+            0,
+        );
+        (text, n)
+    });
     let template_overhead = match &words {
-        Some(w) => template_overhead(cfg, client, target, model, w).await,
+        Some(w) => template_overhead(cfg, client, target, model, w, prefix.as_ref()).await,
         None => None,
     };
     Ok(Prompting {
@@ -300,21 +313,26 @@ pub async fn prepare(
         },
         words,
         file_counts,
+        prefix,
     })
 }
 
 /// Tokens the server adds around a prompt: one request with a 16-token prompt
-/// (and `max_tokens` 1), its `usage.prompt_tokens` minus 16. `None` when the
-/// server sends no usage or the request fails.
+/// (and `max_tokens` 1; with the run's shared system prompt, if any), its
+/// `usage.prompt_tokens` minus what it sent. `None` when the server sends no
+/// usage or the request fails.
 async fn template_overhead(
     cfg: &BenchConfig,
     client: &reqwest::Client,
     target: &Target,
     model: &str,
     words: &[&str],
+    prefix: Option<&(String, u64)>,
 ) -> Option<i64> {
     const N: u64 = 16;
+    let sent = N + prefix.map_or(0, |p| p.1);
     let spec = RequestSpec {
+        system: prefix.map(|p| p.0.clone()),
         api: cfg.api,
         model: model.to_owned(),
         prompt: exact_prompt(words, N, cfg.seed ^ 0x0EAD, 0),
@@ -335,7 +353,7 @@ async fn template_overhead(
     )
     .await;
     let used = record.usage?.prompt_tokens?;
-    Some(used as i64 - N as i64)
+    Some(used as i64 - sent as i64)
 }
 
 /// The server's context window for `model`: vLLM's `max_model_len` in

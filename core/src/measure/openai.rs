@@ -56,6 +56,11 @@ pub struct RequestSpec {
     pub api: Api,
     /// Model name sent in the body.
     pub model: String,
+    /// A system prompt shared by every request (`--shared-prefix`): a system
+    /// message before the user's for chat, the prompt's first words for
+    /// completions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
     /// The prompt (sent as one user message for chat).
     pub prompt: String,
     /// `max_tokens`.
@@ -75,13 +80,21 @@ pub fn request_body(spec: &RequestSpec) -> serde_json::Value {
     body.insert("model".into(), spec.model.clone().into());
     match spec.api {
         Api::Chat => {
-            body.insert(
-                "messages".into(),
-                serde_json::json!([{ "role": "user", "content": spec.prompt }]),
-            );
+            let user = serde_json::json!({ "role": "user", "content": spec.prompt });
+            let messages = match &spec.system {
+                Some(system) => {
+                    serde_json::json!([{ "role": "system", "content": system }, user])
+                }
+                None => serde_json::json!([user]),
+            };
+            body.insert("messages".into(), messages);
         }
         Api::Completions => {
-            body.insert("prompt".into(), spec.prompt.clone().into());
+            let prompt = match &spec.system {
+                Some(system) => format!("{system} {}", spec.prompt),
+                None => spec.prompt.clone(),
+            };
+            body.insert("prompt".into(), prompt.into());
         }
     }
     body.insert("max_tokens".into(), spec.max_tokens.into());
@@ -603,6 +616,7 @@ mod tests {
     #[test]
     fn request_body_shapes() {
         let spec = RequestSpec {
+            system: None,
             api: Api::Completions,
             model: "m".into(),
             prompt: "p".into(),
@@ -617,6 +631,7 @@ mod tests {
         assert_eq!(b["min_tokens"], 8);
         assert_eq!(b["stream_options"]["include_usage"], true);
         let b = request_body(&RequestSpec {
+            system: None,
             api: Api::Chat,
             ignore_eos: false,
             min_tokens: None,

@@ -276,6 +276,9 @@ pub struct RunConfig {
     /// (instead of its warm-up; not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp_s: Option<f64>,
+    /// Tokens of the system prompt every request began with (`--shared-prefix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix_tokens: Option<u32>,
 }
 
 /// Where and with what the run was made.

@@ -174,6 +174,7 @@ impl Ctx {
                 let index = self.next_index.get();
                 self.next_index.set(index + 1);
                 let spec = RequestSpec {
+                    system: None,
                     api: p.api,
                     model: self.model.clone(),
                     prompt: synthetic_prompt(p.input_tokens, p.seed, index),

@@ -503,6 +503,7 @@ impl RunPlan {
             context_window: None,
             arrival_cv: None,
             ramp_s: None,
+            shared_prefix_tokens: None,
             timeout_s: self.timeout_ms / 1000.0,
             slos: self.slos.clone(),
             stall_threshold_ms: self.stall_threshold_ms,

@@ -156,22 +156,32 @@ fn rule_client_far_above_server(c: &ClientReport, who: &str) -> Option<Finding> 
     })
 }
 
-/// A low prefix-cache hit rate although the run sent the same prompts again.
+/// A low prefix-cache hit rate although the run sent the same prompts again, or
+/// began every request with the same system prompt (`--shared-prefix`).
 fn rule_prefix_cache_low(c: &ClientReport, who: &str) -> Option<Finding> {
-    let distinct = c.config.distinct_prompts?;
+    let distinct = c.config.distinct_prompts;
+    let shared = c.config.shared_prefix_tokens;
+    if distinct.is_none() && shared.is_none() {
+        return None;
+    }
     let evidence: Vec<String> = server_levels(c)
         .filter_map(|(l, s)| {
-            if l.sent <= distinct {
-                return None;
-            }
+            let repeats = match (shared, distinct) {
+                (Some(p), _) if l.sent > 1 => {
+                    format!("every one of {} requests began with the same {p}-token system prompt", l.sent)
+                }
+                (_, Some(d)) if l.sent > d => {
+                    format!("{} requests reused {d} distinct prompts", l.sent)
+                }
+                _ => return None,
+            };
             let (hits, asked) = s.prefix_hits()?;
             let rate = hits / asked;
             (asked > 0.0 && rate < PREFIX_HIT_LOW).then(|| {
                 format!(
-                    "{}: prefix-cache hit rate {:.0}% ({hits:.0} of {asked:.0} prompt tokens) while {} requests reused {distinct} distinct prompts",
+                    "{}: prefix-cache hit rate {:.0}% ({hits:.0} of {asked:.0} prompt tokens) while {repeats}",
                     l.load().label(),
                     rate * 100.0,
-                    l.sent
                 )
             })
         })
