@@ -115,8 +115,104 @@ fn prompts_file_with_a_broken_line() {
             "--prompts",
             p.to_str().unwrap(),
         ],
-        &format!("--prompts {}:2: not JSON", p.display()),
+        &format!("--prompts {}: line 2: not JSON", p.display()),
     );
+}
+
+#[test]
+fn datasets_of_conversations_and_sharegpt_are_sent_as_chat_messages() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    // A conversation line, a plain prompt with its own max_tokens, and ShareGPT.
+    let jsonl = dir.path().join("prompts.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"messages\": [{\"role\": \"system\", \"content\": \"be brief\"}, {\"role\": \"user\", \"content\": \"why is the sky blue\"}]}\n\
+         {\"prompt\": \"one two three four\", \"max_tokens\": 3}\n",
+    )
+    .unwrap();
+    let sharegpt = format!(
+        "{}/tests/fixtures/traces/sharegpt-v3-record0-as-quoted.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for (file, n) in [(jsonl.to_str().unwrap().to_owned(), 4u64), (sharegpt, 2)] {
+        let raw = dir.path().join("raw.jsonl");
+        let o = run(&[
+            "bench",
+            "--url",
+            &mock.url,
+            "--prompts",
+            &file,
+            "--concurrency",
+            "1",
+            "--requests",
+            &n.to_string(),
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--max-tokens",
+            "5",
+            "--server-metrics",
+            "none",
+            "--raw",
+            raw.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            common::raw_requests(&raw)
+                .iter()
+                .all(|r| r["outcome"]["status"] == "ok")
+        );
+    }
+    // The mock counted every message of a conversation, and the plain prompt's
+    // own max_tokens was sent.
+    let log = mock.log_records(6);
+    let prompts: Vec<u64> = log
+        .iter()
+        .filter_map(|r| r["prompt_tokens"].as_u64())
+        .collect();
+    assert!(
+        prompts.contains(&7),
+        "be brief + why is the sky blue: {prompts:?}"
+    );
+    assert!(
+        log.iter()
+            .any(|r| r["prompt_tokens"] == 4 && r["max_tokens"] == 3),
+        "{log:?}"
+    );
+    // --sample picks from the file with the seed; the same seed, the same picks.
+    let pick = |seed: &str| {
+        let raw = dir.path().join("s.jsonl");
+        let o = run(&[
+            "bench",
+            "--url",
+            &mock.url,
+            "--prompts",
+            jsonl.to_str().unwrap(),
+            "--sample",
+            "1",
+            "--seed",
+            seed,
+            "--concurrency",
+            "1",
+            "--requests",
+            "2",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--server-metrics",
+            "none",
+            "--raw",
+            raw.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        common::raw_requests(&raw)[0]["usage"]["prompt_tokens"].clone()
+    };
+    assert_eq!(pick("5"), pick("5"));
 }
 
 #[test]

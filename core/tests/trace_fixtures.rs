@@ -106,3 +106,29 @@ fn bad_traces_name_the_line_and_the_field() {
     let e = err("TIMESTAMP,ContextTokens\n2023-11-16 18:17:03.97,12\n");
     assert_eq!(e, "line 1: generatedtokens: the header has no such column");
 }
+
+#[test]
+fn sharegpt_record() {
+    use tokenscope_core::workload::dataset::{Dataset, DatasetFormat};
+    let text = fixture("sharegpt-v3-record0-as-quoted.json");
+    let d = Dataset::parse(&text).unwrap();
+    assert_eq!(d.format, DatasetFormat::Sharegpt);
+    assert_eq!(d.prompts.len(), 1);
+    let p = &d.prompts[0];
+    assert!(
+        p.prompt
+            .starts_with("Summarize the main ideas of Jeff Walker's Product Launch Formula"),
+        "{}",
+        p.prompt
+    );
+    let m = p.messages.as_ref().unwrap();
+    assert_eq!(m.len(), 1, "the first human turn only");
+    assert_eq!(m[0].role, "user");
+    // As the real file holds it: an array of records; one without a human turn is
+    // skipped and counted.
+    let array = format!(
+        "[{text}, {{\"id\": \"x\", \"conversations\": [{{\"from\": \"gpt\", \"value\": \"hi\"}}]}}]"
+    );
+    let d = Dataset::parse(&array).unwrap();
+    assert_eq!((d.prompts.len(), d.skipped), (1, 1));
+}

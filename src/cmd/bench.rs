@@ -13,8 +13,9 @@ use tokenscope_core::report::{Arrival, ClientReport, TraceInfo};
 use tokenscope_core::workload::trace::Trace;
 
 use crate::engine::tokenize::TokenizerChoice;
-use crate::engine::{self, BenchConfig, FilePrompt, InputLength, LoadPlan, PerLevel, Prompts};
+use crate::engine::{self, BenchConfig, InputLength, LoadPlan, PerLevel, Prompts};
 use crate::util::{Secret, parse_base_url, parse_duration, parse_f64_list, parse_u32_list};
+use tokenscope_core::workload::dataset::{Dataset, DatasetPrompt};
 
 /// Endpoint kind on the command line.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -144,9 +145,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
 
-    /// JSONL file of prompts, one object per line: {"prompt": "...", "max_tokens": 64?}.
+    /// Your own prompts: JSON Lines ({"prompt": "..."} or {"messages": [{"role",
+    /// "content"}, ...]}, each with an optional "max_tokens"), or ShareGPT JSON
+    /// (each record's first human turn). Used in turn, request after request.
     #[arg(long, value_name = "FILE")]
     pub prompts: Option<PathBuf>,
+
+    /// Use N prompts of the file, picked with a seeded shuffle (--seed).
+    #[arg(long, value_name = "N", requires = "prompts")]
+    pub sample: Option<usize>,
 
     /// Replay a request trace as it was recorded: Mooncake JSONL (timestamp ms,
     /// input_length, output_length, hash_ids: prompts sharing leading ids share
@@ -277,54 +284,28 @@ fn flag<T>(name: &str, r: Result<T, String>) -> anyhow::Result<T> {
     r.map_err(|e| anyhow::anyhow!("--{name}: {e}"))
 }
 
-/// Read a prompts file; a broken line is an error naming the file and line.
-pub fn read_prompts(path: &Path) -> anyhow::Result<Vec<FilePrompt>> {
+/// Read `--prompts`: JSON Lines of prompts or conversations, or ShareGPT
+/// (`core::workload::dataset`), `--sample N` of them picked with `--seed`.
+pub fn read_prompts(
+    path: &Path,
+    sample: Option<usize>,
+    seed: u64,
+) -> anyhow::Result<Vec<DatasetPrompt>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("--prompts {}: cannot read the file", path.display()))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
-            anyhow::anyhow!("--prompts {}:{}: not JSON ({e})", path.display(), i + 1)
-        })?;
-        let prompt = v
-            .get("prompt")
-            .or_else(|| v.get("text"))
-            .and_then(|p| p.as_str())
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--prompts {}:{}: expected an object with a \"prompt\" string",
-                    path.display(),
-                    i + 1
-                )
-            })?;
-        let max_tokens = match v.get("max_tokens") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(m) => Some(
-                m.as_u64()
-                    .and_then(|m| u32::try_from(m).ok())
-                    .filter(|&m| m > 0)
-                    .ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "--prompts {}:{}: max_tokens must be a positive whole number, got {m}",
-                            path.display(),
-                            i + 1
-                        )
-                    })?,
-            ),
-        };
-        out.push(FilePrompt {
-            prompt: prompt.to_owned(),
-            max_tokens,
-        });
+    let dataset =
+        Dataset::parse(&text).map_err(|e| anyhow::anyhow!("--prompts {}: {e}", path.display()))?;
+    if dataset.skipped > 0 {
+        eprintln!(
+            "note: --prompts {}: {} records without a human turn left out",
+            path.display(),
+            dataset.skipped
+        );
     }
-    if out.is_empty() {
-        anyhow::bail!("--prompts {}: the file holds no prompts", path.display());
-    }
-    Ok(out)
+    Ok(match sample {
+        Some(n) => dataset.sample(n, seed),
+        None => dataset.prompts,
+    })
 }
 
 impl BenchArgs {
@@ -461,7 +442,7 @@ impl BenchArgs {
         let prompts = match &self.prompts {
             Some(path) => Prompts::File {
                 path: path.clone(),
-                prompts: read_prompts(path)?,
+                prompts: read_prompts(path, self.sample, self.seed)?,
             },
             None => Prompts::Synthetic { tokens: input },
         };

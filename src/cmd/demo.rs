@@ -73,6 +73,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         context_window: None,
         shared_prefix: None,
         prompts: None,
+        sample: None,
         trace: None,
         tokenizer: None,
         trace_speed: 1.0,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::measure::openai::Api;
 use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig, TraceInfo};
+use tokenscope_core::workload::dataset::DatasetPrompt;
 use tokenscope_core::workload::plan;
 use tokenscope_core::workload::trace::Trace;
 
@@ -113,17 +114,8 @@ pub enum Prompts {
         /// The file, for the report.
         path: PathBuf,
         /// The prompts.
-        prompts: Vec<FilePrompt>,
+        prompts: Vec<DatasetPrompt>,
     },
-}
-
-/// One prompt from a prompts file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FilePrompt {
-    /// The text.
-    pub prompt: String,
-    /// Its own `max_tokens`, if the line gave one.
-    pub max_tokens: Option<u32>,
 }
 
 /// A validated benchmark configuration.

@@ -38,7 +38,7 @@ use tokenscope_core::workload::prompts::{
 use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;
-pub use self::config::{BenchConfig, FilePrompt, InputLength, LoadPlan, PerLevel, Prompts};
+pub use self::config::{BenchConfig, InputLength, LoadPlan, PerLevel, Prompts};
 use self::load::{Quota, Schedule, quota_for, run_closed, run_open, run_ramp};
 use self::progress::Progress;
 use self::raw::RawWriter;
@@ -100,6 +100,7 @@ impl Ctx {
                 .map(|r| (r, trace.block_tokens)),
             _ => None,
         };
+        let mut messages = None;
         let (prompt, max_tokens, counted) = match (&self.cfg.prompts, traced) {
             // A trace's request: its own lengths, its prefix blocks shared.
             (_, Some((r, block))) => (
@@ -133,6 +134,7 @@ impl Ctx {
             (Prompts::File { prompts, .. }, None) => {
                 let i = (index % prompts.len() as u64) as usize;
                 let p = &prompts[i];
+                messages.clone_from(&p.messages);
                 (
                     p.prompt.clone(),
                     p.max_tokens.unwrap_or(self.cfg.max_tokens),
@@ -144,6 +146,7 @@ impl Ctx {
         let counted = counted.map(|c| c + prefix.map_or(0, |p| p.1));
         let spec = RequestSpec {
             system: prefix.map(|p| p.0.clone()),
+            messages,
             api: self.cfg.api,
             model: self.model.clone(),
             prompt,

@@ -110,6 +110,7 @@ async fn tiny_request(
     };
     let spec = RequestSpec {
         system: None,
+        messages: None,
         api: cfg.api,
         model: model.to_owned(),
         prompt: "Say hello.".into(),

@@ -282,12 +282,17 @@ pub async fn prepare(
     let mut file_counts = Vec::new();
     if let (Prompts::File { prompts, .. }, Some(_)) = (&cfg.prompts, &words) {
         for p in prompts {
-            file_counts.push(Some(
-                counter
-                    .count(&p.prompt)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("--tokenizer: {e}"))?,
-            ));
+            // A conversation's template wraps each message: only plain prompts
+            // are checked against usage.
+            file_counts.push(match &p.messages {
+                Some(_) => None,
+                None => Some(
+                    counter
+                        .count(&p.prompt)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("--tokenizer: {e}"))?,
+                ),
+            });
         }
     }
     let prefix = cfg.shared_prefix.map(|n| {
@@ -333,6 +338,7 @@ async fn template_overhead(
     let sent = N + prefix.map_or(0, |p| p.1);
     let spec = RequestSpec {
         system: prefix.map(|p| p.0.clone()),
+        messages: None,
         api: cfg.api,
         model: model.to_owned(),
         prompt: exact_prompt(words, N, cfg.seed ^ 0x0EAD, 0),

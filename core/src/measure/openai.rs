@@ -49,6 +49,15 @@ impl Api {
     }
 }
 
+/// One chat message a request sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
 /// What a benchmark request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestSpec {
@@ -63,6 +72,10 @@ pub struct RequestSpec {
     pub system: Option<String>,
     /// The prompt (sent as one user message for chat).
     pub prompt: String,
+    /// A conversation to send instead of `prompt` to a chat endpoint (a dataset's
+    /// `messages`); a completions endpoint gets `prompt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<ChatMessage>>,
     /// `max_tokens`.
     pub max_tokens: u32,
     /// Send `ignore_eos: true` (llama.cpp, vLLM) so every response is `max_tokens` long.
@@ -80,14 +93,21 @@ pub fn request_body(spec: &RequestSpec) -> serde_json::Value {
     body.insert("model".into(), spec.model.clone().into());
     match spec.api {
         Api::Chat => {
-            let user = serde_json::json!({ "role": "user", "content": spec.prompt });
-            let messages = match &spec.system {
-                Some(system) => {
-                    serde_json::json!([{ "role": "system", "content": system }, user])
+            let mut messages = Vec::new();
+            if let Some(system) = &spec.system {
+                messages.push(serde_json::json!({ "role": "system", "content": system }));
+            }
+            match &spec.messages {
+                Some(conversation) => messages.extend(
+                    conversation
+                        .iter()
+                        .map(|m| serde_json::json!({ "role": m.role, "content": m.content })),
+                ),
+                None => {
+                    messages.push(serde_json::json!({ "role": "user", "content": spec.prompt }))
                 }
-                None => serde_json::json!([user]),
-            };
-            body.insert("messages".into(), messages);
+            }
+            body.insert("messages".into(), messages.into());
         }
         Api::Completions => {
             let prompt = match &spec.system {
@@ -617,6 +637,7 @@ mod tests {
     fn request_body_shapes() {
         let spec = RequestSpec {
             system: None,
+            messages: None,
             api: Api::Completions,
             model: "m".into(),
             prompt: "p".into(),
@@ -632,6 +653,7 @@ mod tests {
         assert_eq!(b["stream_options"]["include_usage"], true);
         let b = request_body(&RequestSpec {
             system: None,
+            messages: None,
             api: Api::Chat,
             ignore_eos: false,
             min_tokens: None,

@@ -175,6 +175,7 @@ impl Ctx {
                 self.next_index.set(index + 1);
                 let spec = RequestSpec {
                     system: None,
+                    messages: None,
                     api: p.api,
                     model: self.model.clone(),
                     prompt: synthetic_prompt(p.input_tokens, p.seed, index),
