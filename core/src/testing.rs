@@ -38,6 +38,8 @@ pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
         t_first_byte_ms: Some(t0_ms + 2.0),
         token_events_ms: events_ms,
         t_done_ms: Some(t_done),
+        t_first_answer_ms: None,
+        reasoning_events: 0,
         t_first_paint_ms: None,
         paint_method: None,
         shared_read_events: 0,
@@ -45,6 +47,7 @@ pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
         usage: Some(Usage {
             prompt_tokens: Some(10),
             completion_tokens: Some(tokens),
+            completion_tokens_details: None,
         }),
         server_timings: None,
         output_chars: tokens * 4,

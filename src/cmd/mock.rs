@@ -100,6 +100,12 @@ pub struct SimArgs {
     #[arg(long, default_value_t = SimConfig::default().itl_growth_ms_per_min)]
     pub itl_growth_ms_per_min: f64,
 
+    /// The first N tokens of each chat answer are reasoning (delta.reasoning_content,
+    /// counted in usage.completion_tokens_details.reasoning_tokens), as a reasoning
+    /// model's are.
+    #[arg(long, default_value_t = SimConfig::default().reasoning_tokens, value_name = "N")]
+    pub reasoning_tokens: u32,
+
     /// Longest prompt + max_tokens accepted (HTTP 400 beyond).
     #[arg(long, default_value_t = SimConfig::default().max_context_tokens)]
     pub max_context: u64,
@@ -123,6 +129,7 @@ impl SimArgs {
             step_growth: self.step_growth,
             jitter_ms: self.jitter_ms,
             tokens_per_chunk: self.tokens_per_chunk,
+            reasoning_tokens: self.reasoning_tokens,
             error_rate: self.error_rate,
             faults,
             stall_ms: stall.as_secs_f64() * 1000.0,

@@ -414,7 +414,8 @@ async fn handle(
         include_usage,
         prompt_tokens,
         s.cfg.seed,
-    );
+    )
+    .with_reasoning(s.cfg.reasoning_tokens);
     if !streaming {
         return non_streaming(s, api, id, tok_rx, log, prompt_tokens).await;
     }

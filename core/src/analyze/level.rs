@@ -95,6 +95,8 @@ pub struct LevelAccumulator {
     rendered: Samples,
     render_delay: Samples,
     max_gap: Samples,
+    first_answer: Samples,
+    reasoning: Samples,
     send: Samples,
     delivery: Samples,
     ttft_at_network_stack: u64,
@@ -146,6 +148,8 @@ impl LevelAccumulator {
             rendered: s(),
             render_delay: s(),
             max_gap: s(),
+            first_answer: s(),
+            reasoning: s(),
             send: s(),
             delivery: s(),
             ttft_at_network_stack: 0,
@@ -284,6 +288,8 @@ impl LevelAccumulator {
         push_samples(&mut self.rendered, m.rendered_ttft_ms);
         push_samples(&mut self.render_delay, m.render_delay_ms);
         push_samples(&mut self.send, m.browser_send_ms);
+        push_samples(&mut self.first_answer, m.time_to_first_answer_ms);
+        push_samples(&mut self.reasoning, m.reasoning_tokens.map(|n| n as f64));
         push_samples(&mut self.delivery, m.browser_delivery_ms);
         if m.ttft_at_network_stack {
             self.ttft_at_network_stack += 1;
@@ -352,6 +358,8 @@ impl LevelAccumulator {
             rendered_ttft_ms: nonempty(&self.rendered),
             render_delay_ms: nonempty(&self.render_delay),
             max_gap_ms: nonempty(&self.max_gap),
+            time_to_first_answer_ms: nonempty(&self.first_answer),
+            reasoning_tokens: nonempty(&self.reasoning),
             browser_send_ms: nonempty(&self.send),
             browser_delivery_ms: nonempty(&self.delivery),
             client_lag_ms: nonempty(&self.lag),

@@ -13,6 +13,7 @@
 //! | decode rate | `(output_tokens - 1) / (t_last_token - t_first_token)`, tokens/s |
 //! | rendered TTFT | `t_first_paint - t_send` (browser) |
 //! | render delay | `t_first_paint - t_first_token` (browser) |
+//! | time to first answer | `t_first_answer - t_send`: the first answer token after a reasoning model's reasoning |
 //! | browser send | `t_request_start - t_send` (browser, where exposed) |
 //! | browser delivery | `t_headers - t_response_start` (browser, where exposed) |
 //! | stall | an ITL gap longer than the stall threshold |
@@ -96,6 +97,12 @@ pub struct RequestMetrics {
     pub browser_delivery_ms: Option<f64>,
     /// TTFT was taken from the browser's network stack (`responseStart`).
     pub ttft_at_network_stack: bool,
+    /// A reasoning model's time to its first answer token (after the reasoning),
+    /// ms; only for a request that reasoned.
+    pub time_to_first_answer_ms: Option<f64>,
+    /// Its reasoning tokens (`usage.completion_tokens_details.reasoning_tokens`,
+    /// else the reasoning events counted); only for a request that reasoned.
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl RequestMetrics {
@@ -163,6 +170,17 @@ impl RequestMetrics {
             browser_send_ms: r.browser_send_ms(),
             browser_delivery_ms: r.browser_delivery_ms(),
             ttft_at_network_stack: arrival.is_some() && arrival != first,
+            reasoning_tokens: r
+                .usage
+                .and_then(|u| u.reasoning_tokens())
+                .filter(|n| *n > 0)
+                .or((r.reasoning_events > 0).then_some(u64::from(r.reasoning_events))),
+            time_to_first_answer_ms: (r.reasoning_events > 0
+                || r.usage
+                    .and_then(|u| u.reasoning_tokens())
+                    .is_some_and(|n| n > 0))
+            .then_some(r.t_first_answer_ms.map(|t| t - t0))
+            .flatten(),
         }
     }
 }
@@ -183,6 +201,7 @@ mod tests {
             usage: usage.map(|n| Usage {
                 prompt_tokens: Some(5),
                 completion_tokens: Some(n),
+                completion_tokens_details: None,
             }),
             output_chars: 0,
             finish_reason: None,

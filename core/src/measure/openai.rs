@@ -144,6 +144,25 @@ pub struct Usage {
     /// Tokens generated.
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    /// Of those, the reasoning tokens (`completion_tokens_details.reasoning_tokens`:
+    /// OpenAI, vLLM, SGLang with a reasoning parser).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+/// `usage.completion_tokens_details`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CompletionTokensDetails {
+    /// Reasoning tokens among the completion tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// The reasoning tokens the server reported.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.completion_tokens_details?.reasoning_tokens
+    }
 }
 
 /// llama.cpp's own per-request timings, sent in its final chunk (`timings`): the
@@ -424,6 +443,16 @@ pub mod encode {
         }
     }
 
+    /// A chat chunk carrying reasoning text (`delta.reasoning_content`, as vLLM's
+    /// and SGLang's reasoning parsers and DeepSeek's API send it).
+    pub fn reasoning_event(id: u64, model: &str, text: &str, created_s: u64) -> String {
+        let text = serde_json::Value::String(text.to_owned());
+        format!(
+            "data: {{\"id\":\"chatcmpl-{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created_s},\"model\":{model},\"choices\":[{{\"index\":0,\"delta\":{{\"reasoning_content\":{text}}},\"finish_reason\":null}}]}}\n\n",
+            model = json_str(model)
+        )
+    }
+
     /// The role-only first chunk chat servers send (not a token).
     pub fn role_event(id: u64, model: &str, created_s: u64) -> String {
         format!(
@@ -454,14 +483,18 @@ pub mod encode {
         model: &str,
         prompt_tokens: u64,
         completion_tokens: u64,
+        reasoning_tokens: Option<u64>,
         created_s: u64,
     ) -> String {
         let (prefix, object) = match api {
             Api::Chat => ("chatcmpl", "chat.completion.chunk"),
             Api::Completions => ("cmpl", "text_completion"),
         };
+        let details = reasoning_tokens
+            .map(|r| format!(",\"completion_tokens_details\":{{\"reasoning_tokens\":{r}}}"))
+            .unwrap_or_default();
         format!(
-            "data: {{\"id\":\"{prefix}-{id}\",\"object\":\"{object}\",\"created\":{created_s},\"model\":{model},\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{completion_tokens},\"total_tokens\":{total}}}}}\n\n",
+            "data: {{\"id\":\"{prefix}-{id}\",\"object\":\"{object}\",\"created\":{created_s},\"model\":{model},\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{completion_tokens},\"total_tokens\":{total}{details}}}}}\n\n",
             model = json_str(model),
             total = prompt_tokens + completion_tokens
         )
@@ -615,7 +648,7 @@ mod tests {
             let ev = encode::content_event(api, 1, "m\"x", "a \"quoted\"\n", 0);
             let events = crate::measure::sse::decode_all(ev.as_bytes()).unwrap();
             assert_eq!(chunk(&events[0].data).content, "a \"quoted\"\n");
-            let ev = encode::usage_event(api, 1, "m", 5, 7, 0);
+            let ev = encode::usage_event(api, 1, "m", 5, 7, None, 0);
             let events = crate::measure::sse::decode_all(ev.as_bytes()).unwrap();
             assert_eq!(
                 chunk(&events[0].data).usage.unwrap().completion_tokens,

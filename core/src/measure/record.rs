@@ -155,6 +155,10 @@ pub enum PaintMethod {
     RequestAnimationFrame,
 }
 
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A first token read at most this long after the response head came in the
 /// response's first bytes (ms): the body's first read resolves at once when its
 /// bytes were already there as the head was handed over.
@@ -191,6 +195,12 @@ pub struct RequestRecord {
     pub token_events_ms: Vec<f64>,
     /// `[DONE]` received, or the body ended (or the failure time).
     pub t_done_ms: Option<f64>,
+    /// The first event carrying answer text or a tool call (after any reasoning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_first_answer_ms: Option<f64>,
+    /// Content events that carried reasoning text.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub reasoning_events: u32,
     /// Browser only: when the first token was painted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_first_paint_ms: Option<f64>,

@@ -66,6 +66,8 @@ impl RequestTimeline {
                 t_first_byte_ms: None,
                 token_events_ms: Vec::new(),
                 t_done_ms: None,
+                t_first_answer_ms: None,
+                reasoning_events: 0,
                 t_first_paint_ms: None,
                 paint_method: None,
                 shared_read_events: 0,
@@ -223,6 +225,12 @@ impl RequestTimeline {
                     }
                     self.record.token_events_ms.push(t_ms);
                     summary.token_events += 1;
+                    if !chunk.content.is_empty() || chunk.tool_call_deltas > 0 {
+                        self.record.t_first_answer_ms.get_or_insert(t_ms);
+                    }
+                    if !chunk.reasoning.is_empty() {
+                        self.record.reasoning_events += 1;
+                    }
                     self.record.output_chars += chunk.text_chars() as u64;
                     if self.keep_text {
                         self.text.push_str(&chunk.reasoning);

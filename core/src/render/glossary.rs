@@ -30,6 +30,11 @@ pub const GLOSSARY: &[GlossaryEntry] = &[
         peers: "-",
     },
     GlossaryEntry {
+        name: "Time to first answer",
+        definition: "t_first_answer - t_send: a reasoning model's first answer token after its reasoning (TTFT counts the first token of any kind)",
+        peers: "-",
+    },
+    GlossaryEntry {
         name: "Browser delivery",
         definition: "t_headers - t_response_start: from the browser's network stack having the response (Resource Timing responseStart) to the page's script having it",
         peers: "-",

@@ -344,6 +344,13 @@ pub struct LevelMetrics {
     /// Render delay (browser).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render_delay_ms: Option<Summary>,
+    /// A reasoning model's time to its first answer token (requests that
+    /// reasoned; TTFT counts the reasoning's first token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_first_answer_ms: Option<Summary>,
+    /// Reasoning tokens per request (requests that reasoned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<Summary>,
     /// Each request's longest gap between tokens (stream smoothness; requests
     /// with at least two content events).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -141,6 +141,10 @@ pub struct SimConfig {
     pub max_context_tokens: u64,
     /// `max_tokens` when a request gives none.
     pub default_max_tokens: u32,
+    /// The first this many tokens of each chat answer are reasoning
+    /// (`delta.reasoning_content`), as a reasoning model's are; 0: none.
+    #[serde(default)]
+    pub reasoning_tokens: u32,
     /// Seed.
     pub seed: u64,
 }
@@ -163,6 +167,7 @@ impl Default for SimConfig {
             itl_growth_ms_per_min: 0.0,
             max_context_tokens: 32_768,
             default_max_tokens: 128,
+            reasoning_tokens: 0,
             seed: 1,
         }
     }

@@ -16,6 +16,8 @@ pub struct StreamWriter {
     include_usage: bool,
     prompt_tokens: u64,
     sent_tokens: u64,
+    /// Tokens to send as reasoning before the answer (chat only).
+    reasoning: u64,
     rng: Rng,
 }
 
@@ -89,8 +91,18 @@ impl StreamWriter {
             include_usage,
             prompt_tokens,
             sent_tokens: 0,
+            reasoning: 0,
             rng: Rng::for_stream(seed ^ 0x5eed, id),
         }
+    }
+
+    /// The answer's first `n` tokens are reasoning (`delta.reasoning_content`;
+    /// a completions stream has no such field and sends them as text).
+    pub fn with_reasoning(mut self, n: u32) -> Self {
+        if self.api == Api::Chat {
+            self.reasoning = u64::from(n);
+        }
+        self
     }
 
     /// Bytes sent right after the headers (the role-only chunk for chat).
@@ -101,20 +113,47 @@ impl StreamWriter {
         }
     }
 
-    /// One chunk carrying `n` tokens (one word each).
+    /// One chunk carrying `n` tokens (one word each): reasoning while the
+    /// answer's reasoning lasts, then text (one event of each when a chunk
+    /// straddles the two).
     pub fn tokens(&mut self, n: u32) -> String {
-        if n == 0 {
-            return String::new();
-        }
-        let mut text = String::new();
+        let (mut reasoning, mut text) = (String::new(), String::new());
         for _ in 0..n {
-            if self.sent_tokens > 0 {
-                text.push(' ');
+            let into = if self.sent_tokens < self.reasoning {
+                &mut reasoning
+            } else {
+                &mut text
+            };
+            if !into.is_empty() || (self.sent_tokens > 0 && self.sent_tokens != self.reasoning) {
+                into.push(' ');
             }
-            text.push_str(WORDS[self.rng.below(WORDS.len() as u64) as usize]);
+            into.push_str(WORDS[self.rng.below(WORDS.len() as u64) as usize]);
             self.sent_tokens += 1;
         }
-        encode::content_event(self.api, self.id, &self.model, &text, 0)
+        let mut out = String::new();
+        if !reasoning.is_empty() {
+            out.push_str(&encode::reasoning_event(
+                self.id,
+                &self.model,
+                &reasoning,
+                0,
+            ));
+        }
+        if !text.is_empty() {
+            out.push_str(&encode::content_event(
+                self.api,
+                self.id,
+                &self.model,
+                &text,
+                0,
+            ));
+        }
+        out
+    }
+
+    /// Reasoning tokens sent so far.
+    pub fn reasoning_sent(&self) -> u64 {
+        self.sent_tokens.min(self.reasoning)
     }
 
     /// The end of a complete stream: `finish_reason`, usage (when asked) and `[DONE]`.
@@ -127,6 +166,7 @@ impl StreamWriter {
                 &self.model,
                 self.prompt_tokens,
                 self.sent_tokens,
+                (self.reasoning > 0).then(|| self.reasoning_sent()),
                 0,
             ));
         }

@@ -25,6 +25,7 @@ fn cfg() -> SimConfig {
         itl_growth_ms_per_min: 0.0,
         max_context_tokens: 32_768,
         default_max_tokens: 128,
+        reasoning_tokens: 0,
         seed: 1,
     }
 }

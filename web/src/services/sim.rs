@@ -149,7 +149,8 @@ impl SimServer {
                     true,
                     req.prompt_tokens,
                     self.cfg.seed,
-                );
+                )
+                .with_reasoning(self.cfg.reasoning_tokens);
                 Ok((
                     Head {
                         status: 200,
