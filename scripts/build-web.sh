@@ -54,7 +54,7 @@ bindgen() {
     "$target_dir/wasm32-unknown-unknown/web-release/$name.wasm"
   if [[ -x $opt ]]; then
     say "wasm-opt -Oz: $name"
-    "$opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    "$opt" -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
       --enable-mutable-globals --enable-reference-types --enable-multivalue \
       "$stage/${name}_bg.wasm" -o "$stage/${name}_bg.opt.wasm"
     mv "$stage/${name}_bg.opt.wasm" "$stage/${name}_bg.wasm"

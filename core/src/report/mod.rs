@@ -260,24 +260,30 @@ pub struct RunConfig {
     pub scrape_interval_s: Option<f64>,
     /// The trace replayed (its arrivals, lengths and prefix blocks), when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub trace: Option<TraceInfo>,
     /// How the prompts' tokens were counted (absent: approximately, before this
     /// was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub tokens: Option<TokenCounting>,
     /// The server's context window, tokens (given, or read from the server for
     /// an input length given as a fraction of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub context_window: Option<u64>,
     /// The gaps' coefficient of variation (`arrival: gamma`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub arrival_cv: Option<f64>,
     /// Seconds of load rising linearly before each level's measured part
     /// (instead of its warm-up; not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub ramp_s: Option<f64>,
     /// Tokens of the system prompt every request began with (`--shared-prefix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub shared_prefix_tokens: Option<u32>,
 }
 
@@ -582,9 +588,11 @@ pub struct LevelReport {
     /// Requests whose prompt the run's tokenizer counted exactly, checked against
     /// their `usage.prompt_tokens` (the count plus the template's overhead).
     #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub prompt_tokens_checked: u64,
     /// Of those, the ones whose `usage.prompt_tokens` was something else.
     #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub prompt_tokens_differ: u64,
     /// Requests sent in the level without a `usage`.
     #[serde(default)]
