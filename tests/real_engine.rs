@@ -922,3 +922,131 @@ fn tiny_model_shared_prefix_is_reused_by_the_prompt_cache() {
     );
     assert!(ttft(&warm) < 0.7 * ttft(&cold), "the prefix effect");
 }
+
+/// Trace replay on llama-server. A Mooncake-format trace written here, in which
+/// every second request continues the one before it (the same leading
+/// `hash_ids`, one block more): llama.cpp's prompt cache reuses exactly those
+/// shared blocks (its own `prompt_n` is the new block alone) and the continuation's
+/// TTFT is lower. Then the real Mooncake excerpt, scaled down: every prompt exactly
+/// its length by llama-server's tokenizer, sent on schedule (lag p99 under 5 ms).
+#[test]
+#[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn tiny_model_trace_replay_shares_prefix_blocks_and_keeps_its_schedule() {
+    let _one = serial();
+    let engine = Engine::start("tiny", 1, 2048, TINY_THREADS);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let mut lines = String::new();
+    for pair in 0..4u64 {
+        let base: Vec<u64> = (0..4).map(|b| 100 * pair + b).collect();
+        let mut more = base.clone();
+        more.push(100 * pair + 50);
+        for (k, ids) in [base, more].iter().enumerate() {
+            let t = (2 * pair + k as u64) * 600;
+            let input = 512 * ids.len() as u64;
+            lines.push_str(&format!(
+                "{{\"timestamp\": {t}, \"input_length\": {input}, \"output_length\": 32, \"hash_ids\": {ids:?}}}\n"
+            ));
+        }
+    }
+    std::fs::write(&trace, lines).unwrap();
+    // Blocks of 64 tokens (512 x 0.125): fresh prompts of 256, continuations of 320.
+    let run = bench(
+        &engine,
+        &[
+            "--trace",
+            trace.to_str().unwrap(),
+            "--trace-token-scale",
+            "0.125",
+        ],
+    );
+    check_exact_prompts_in(&run, |r| {
+        if r["request_id"]
+            .as_str()
+            .unwrap()
+            .ends_with(['1', '3', '5', '7'])
+        {
+            320
+        } else {
+            256
+        }
+    });
+    let mut by_index: Vec<&Value> = run.measured(0);
+    by_index.sort_by_key(|r| {
+        r["request_id"]
+            .as_str()
+            .unwrap()
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    });
+    let (mut fresh, mut continued) = (vec![], vec![]);
+    for (i, r) in by_index.iter().enumerate() {
+        let evaluated = u(&r["server_timings"]["prompt_n"]);
+        let ttft = f(&r["token_events_ms"][0]) - f(&r["t_scheduled_ms"]);
+        if i % 2 == 1 {
+            assert!(
+                evaluated <= 66,
+                "a continuation evaluates its new block only: {r}"
+            );
+            continued.push(ttft);
+        } else {
+            assert!(evaluated >= 250, "a fresh prompt is evaluated whole: {r}");
+            fresh.push(ttft);
+        }
+    }
+    eprintln!(
+        "trace replay on llama-server: TTFT p50 {:.2} ms for fresh 256-token prompts, {:.2} ms for 320-token continuations sharing 256",
+        median(&fresh),
+        median(&continued)
+    );
+    assert!(
+        median(&continued) < median(&fresh),
+        "the shared blocks were reused"
+    );
+
+    // The real excerpt: Mooncake's first 30 requests, 4x faster, lengths x 0.02.
+    let mooncake = format!(
+        "{}/tests/fixtures/traces/mooncake-conversation_trace-head200.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let run = bench(
+        &engine,
+        &[
+            "--trace",
+            &mooncake,
+            "--trace-speed",
+            "4",
+            "--trace-token-scale",
+            "0.02",
+            "--requests",
+            "30",
+        ],
+    );
+    let level = run.level(0);
+    assert_eq!(u(&level["ok"]), 30, "{level}");
+    assert!(level["prompt_tokens_differ"].is_null(), "{level}");
+    assert_eq!(u(&level["prompt_tokens_checked"]), 30);
+    let lag_p99 = f(&level["metrics"]["client_lag_ms"]["p99"]);
+    eprintln!("Mooncake replay on llama-server: 30 requests, send lag p99 {lag_p99:.2} ms");
+    assert!(lag_p99 < 5.0, "send lag p99 {lag_p99} ms");
+}
+
+/// Every measured request's prompt exactly `want(r)` tokens by llama-server's
+/// tokenizer, its `usage.prompt_tokens` that plus the template's overhead.
+fn check_exact_prompts_in(run: &Run, want: impl Fn(&Value) -> u64) {
+    let counting = &run.report["config"]["tokens"];
+    assert_eq!(counting["exact"], true, "{counting}");
+    let overhead = counting["template_overhead"].as_i64().unwrap();
+    for r in run.measured(0) {
+        let n = want(r);
+        assert_eq!(r["prompt_tokens_sent"].as_u64(), Some(n), "{r}");
+        assert_eq!(
+            r["usage"]["prompt_tokens"].as_i64(),
+            Some(n as i64 + overhead),
+            "{r}"
+        );
+    }
+}
