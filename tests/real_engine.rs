@@ -69,24 +69,28 @@ impl Run {
     }
 }
 
-/// `tokenscope bench --api completions --ignore-eos --quiet <args>` against `engine`.
+/// `tokenscope bench --api completions --ignore-eos --quiet <args>` against
+/// `engine` (`--api chat` in `args` instead of completions).
 fn bench(engine: &Engine, args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report.json");
     let raw = dir.path().join("raw.jsonl");
-    let mut all = vec![
-        "bench",
-        "--url",
-        &engine.url,
-        "--api",
-        "completions",
+    // `--api chat` among the args replaces the default completions.
+    let api = if args.contains(&"--api") {
+        vec![]
+    } else {
+        vec!["--api", "completions"]
+    };
+    let mut all = vec!["bench", "--url", &engine.url];
+    all.extend(api);
+    all.extend([
         "--ignore-eos",
         "--quiet",
         "--out",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
-    ];
+    ]);
     all.extend_from_slice(args);
     let t0 = Instant::now();
     let o = run(&all);
@@ -921,6 +925,96 @@ fn tiny_model_shared_prefix_is_reused_by_the_prompt_cache() {
         ttft(&warm)
     );
     assert!(ttft(&warm) < 0.7 * ttft(&cold), "the prefix effect");
+}
+
+/// Conversations on llama-server: the second turn sends the first turn's prompt
+/// and answer again, which llama.cpp's slot keeps (its `timings.cache_n`), so its
+/// TTFT is lower than a cold prompt's of the same length; the report's per-turn
+/// cache share says so from the server's own counts. (Not all of the answer is
+/// reused: the tiny model's text, tokenized again, is not always the tokens it
+/// generated, so the cache match ends early in the answer.)
+#[test]
+#[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn tiny_model_second_turn_reuses_the_history() {
+    let _one = serial();
+    let engine = Engine::start("tiny", 1, 2048, TINY_THREADS);
+    let common = [
+        "--api",
+        "chat",
+        "--concurrency",
+        "1",
+        "--rounds",
+        "1",
+        "--warmup",
+        "1",
+        "--max-tokens",
+        "32",
+        "--seed",
+        "37",
+    ];
+    let conv = bench(
+        &engine,
+        &[
+            &common[..],
+            &[
+                "--conversation",
+                "turns=2,think=200ms",
+                "--requests",
+                "8",
+                "--input-tokens",
+                "256",
+            ],
+        ]
+        .concat(),
+    );
+    let level = conv.level(0);
+    let turns = level["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{level}");
+    let (first, second) = (&turns[0], &turns[1]);
+    for t in turns {
+        assert_eq!((u(&t["sent"]), u(&t["ok"])), (4, 4), "{t}");
+    }
+    let prompt = |t: &Value| f(&t["prompt_tokens"]["p50"]);
+    let second_prompt = prompt(second) as u64;
+    assert!(
+        second_prompt > 2 * 256 + 16,
+        "turn 2 carries turn 1's prompt and answer: {second_prompt}"
+    );
+    let cached = |t: &Value| {
+        let c = &t["prompt_cache"];
+        u(&c["cached_tokens"]) as f64 / u(&c["prompt_tokens"]) as f64
+    };
+    assert!(
+        cached(second) > 0.4,
+        "llama.cpp kept turn 1 in its slot: {second}"
+    );
+    // A cold prompt as long as turn 2's whole history.
+    let cold_input = second_prompt - (prompt(first) as u64 - 256);
+    let cold = bench(
+        &engine,
+        &[
+            &common[..],
+            &["--requests", "4", "--input-tokens", &cold_input.to_string()],
+        ]
+        .concat(),
+    );
+    let cold_prompt = f(&cold.level(0)["usage_prompt_tokens"]) / 4.0;
+    let (turn1, turn2) = (f(&first["ttft_ms"]["p50"]), f(&second["ttft_ms"]["p50"]));
+    let cold_ttft = f(&cold.level(0)["metrics"]["ttft_ms"]["p50"]);
+    eprintln!(
+        "conversation on llama-server (tiny, chat, 256-token turns, 32-token answers): turn 1 TTFT p50 {turn1:.2} ms ({:.0} prompt tokens, {:.0}% cached), turn 2 {turn2:.2} ms ({second_prompt} prompt tokens, {:.0}% cached); a cold {cold_prompt:.0}-token prompt {cold_ttft:.2} ms",
+        prompt(first),
+        100.0 * cached(first),
+        100.0 * cached(second)
+    );
+    assert!(
+        (cold_prompt - second_prompt as f64).abs() <= 2.0,
+        "the cold prompt is as long as turn 2's: {cold_prompt} vs {second_prompt}"
+    );
+    assert!(
+        turn2 < 0.85 * cold_ttft,
+        "turn 2 ({turn2:.2} ms) under a cold prompt of its length ({cold_ttft:.2} ms)"
+    );
 }
 
 /// Trace replay on llama-server. A Mooncake-format trace written here, in which

@@ -57,6 +57,10 @@ fn llama_server_chat_with_usage() {
     assert_eq!(t.predicted_per_token_ms, Some(19.711));
     assert_eq!(t.prompt_ms, Some(89.905));
     assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    // Its prefix cache, said twice: usage.prompt_tokens_details and timings.cache_n.
+    assert_eq!(usage.cached_tokens(), Some(1));
+    assert_eq!(t.cache_n, Some(1));
+    assert_eq!(r.cached_prompt_tokens(), Some(1));
 }
 
 #[test]

@@ -10,6 +10,7 @@ use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::measure::openai::Api;
 use tokenscope_core::render;
 use tokenscope_core::report::{Arrival, ClientReport, TraceInfo};
+use tokenscope_core::workload::conversation::Conversation;
 use tokenscope_core::workload::trace::Trace;
 
 use crate::engine::tokenize::TokenizerChoice;
@@ -139,6 +140,19 @@ pub struct BenchArgs {
     /// server's prefix cache can reuse.
     #[arg(long, value_name = "TOKENS")]
     pub shared_prefix: Option<u32>,
+
+    /// Run conversations: sessions of N turns, each turn sending the history so
+    /// far (the user's messages and the server's own answers) after the user's
+    /// think time. Sessions are the concurrency unit (closed loop, chat API);
+    /// each turn's user message is a prompt as --input-tokens or --prompts
+    /// makes it. The report gives TTFT and TPOT per turn and the prompt tokens
+    /// the server served from its cache.
+    #[arg(
+        long,
+        value_name = "turns=N,think=DURATION",
+        conflicts_with_all = ["rate", "trace"]
+    )]
+    pub conversation: Option<String>,
 
     /// The server's context window, tokens, when it does not say (for
     /// --input-tokens 0.75max).
@@ -491,6 +505,25 @@ impl BenchArgs {
         if let TokenizerChoice::File(path) = &tokenizer {
             engine::tokenize::check_file(path)?;
         }
+        let conversation = match &self.conversation {
+            Some(c) => Some(flag("conversation", Conversation::parse(c))?),
+            None => None,
+        };
+        if conversation.is_some() {
+            if matches!(self.api, ApiArg::Completions) {
+                anyhow::bail!(
+                    "--conversation: a conversation's history is a list of chat messages: use --api chat"
+                );
+            }
+            if let Prompts::File { path, prompts } = &prompts
+                && prompts.iter().any(|p| p.messages.is_some())
+            {
+                anyhow::bail!(
+                    "--conversation: {} holds whole conversations ({{\"messages\": ...}}); --conversation takes prompts ({{\"prompt\": ...}}), one per turn",
+                    path.display()
+                );
+            }
+        }
         let cfg = BenchConfig {
             base_url,
             api: match self.api {
@@ -535,6 +568,7 @@ impl BenchArgs {
                 Some(r) => Some(flag("ramp", parse_duration(r))?),
                 None => None,
             },
+            conversation,
         };
         Ok((
             cfg,

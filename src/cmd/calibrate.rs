@@ -112,6 +112,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             context_window: None,
             ramp: None,
             shared_prefix: None,
+            conversation: None,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

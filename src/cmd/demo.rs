@@ -72,6 +72,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         input_tokens: "256".into(),
         context_window: None,
         shared_prefix: None,
+        conversation: None,
         prompts: None,
         sample: None,
         trace: None,

@@ -187,6 +187,9 @@ pub struct BenchConfig {
     /// One system prompt of this many tokens before every request's prompt
     /// (`--shared-prefix`).
     pub shared_prefix: Option<u32>,
+    /// Sessions of several turns, each sending the history so far
+    /// (`--conversation`; closed loop: sessions are the concurrency unit).
+    pub conversation: Option<tokenscope_core::workload::conversation::Conversation>,
 }
 
 impl BenchConfig {
@@ -272,6 +275,7 @@ impl BenchConfig {
             context_window: self.context_window,
             ramp_s: self.ramp.map(|d| d.as_secs_f64()),
             shared_prefix_tokens: self.shared_prefix,
+            conversation: self.conversation,
             arrival_cv: match &self.load {
                 LoadPlan::Rate { cv, .. } => *cv,
                 _ => None,

@@ -5,10 +5,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokenscope_core::report::raw::Phase;
 use tokenscope_core::report::{Arrival, Load};
 use tokenscope_core::rng::Rng;
+use tokenscope_core::workload::conversation::{Conversation, History};
 use tokenscope_core::workload::plan;
 use tokenscope_core::workload::trace::Trace;
 use tokio::sync::mpsc;
@@ -90,6 +92,78 @@ pub(super) async fn run_closed(
                 let f = ctx.one(None, phase, body, index).await;
                 if tx.send(f).is_err() {
                     break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    while let Some(f) = rx.recv().await {
+        sink(f);
+    }
+}
+
+/// Closed loop of conversations: `c` sessions at once, each sending its turns
+/// one after another (the next when the last answer has ended and the think
+/// time has passed), then starting a new session. A count quota runs whole
+/// sessions ([`Conversation::sessions_for`]); a time quota starts no session
+/// after its end, and lets those under way finish. A turn that fails ends its
+/// session (its history has no answer to send back).
+pub(super) async fn run_sessions(
+    ctx: &Arc<Ctx>,
+    c: u32,
+    conv: Conversation,
+    quota: Quota,
+    phase: Phase,
+    mut sink: impl FnMut(Finished),
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let started = Arc::new(AtomicU64::new(0));
+    let sessions = match quota {
+        Quota::Count(n) => Some(conv.sessions_for(n)),
+        Quota::For(_) => None,
+    };
+    let deadline_ms = match quota {
+        Quota::For(ms) => Some(ctx.clock.now_ms() + ms),
+        Quota::Count(_) => None,
+    };
+    let think = Duration::from_secs_f64(conv.think_ms / 1000.0);
+    for _ in 0..c {
+        let ctx = Arc::clone(ctx);
+        let tx = tx.clone();
+        let started = Arc::clone(&started);
+        tokio::spawn(async move {
+            'sessions: loop {
+                if ctx.stop.is_cancelled()
+                    || deadline_ms.is_some_and(|d| ctx.clock.now_ms() >= d)
+                    || sessions.is_some_and(|n| started.fetch_add(1, Ordering::Relaxed) >= n)
+                {
+                    break;
+                }
+                let session = ctx.next_session.fetch_add(1, Ordering::Relaxed);
+                let mut history = History::default();
+                for turn in 1..=conv.turns {
+                    if turn > 1 && !think.is_zero() {
+                        tokio::select! {
+                            () = tokio::time::sleep(think) => {}
+                            () = ctx.stop.cancelled() => break 'sessions,
+                        }
+                    }
+                    if ctx.stop.is_cancelled() {
+                        break 'sessions;
+                    }
+                    let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+                    let body = ctx.turn_body(index, &mut history);
+                    let (f, answer) = ctx
+                        .send(None, phase, body, index, Some((session, turn)))
+                        .await;
+                    let ok = f.record.outcome.is_ok();
+                    if tx.send(f).is_err() {
+                        break 'sessions;
+                    }
+                    match answer {
+                        Some(a) if ok => history.answered(a),
+                        _ => break,
+                    }
                 }
             }
         });

@@ -31,6 +31,7 @@ use tokenscope_core::report::server::ScrapeLog;
 use tokenscope_core::report::warning::event_loop_warning;
 use tokenscope_core::report::{Arrival, ClientReport, Environment, Load, ReportWarning, Source};
 use tokenscope_core::rng::Rng;
+use tokenscope_core::workload::conversation::History;
 use tokenscope_core::workload::plan;
 use tokenscope_core::workload::prompts::{
     block_prompt, exact_prompt, synthetic_prompt, vocabulary,
@@ -39,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;
 pub use self::config::{BenchConfig, InputLength, LoadPlan, PerLevel, Prompts};
-use self::load::{Quota, Schedule, quota_for, run_closed, run_open, run_ramp};
+use self::load::{Quota, Schedule, quota_for, run_closed, run_open, run_ramp, run_sessions};
 use self::progress::Progress;
 use self::raw::RawWriter;
 use self::scrape::{Endpoint, Scraper, ServerMetrics};
@@ -77,6 +78,8 @@ struct Ctx {
     /// After the grace period: cancel what is in flight.
     cancel: CancellationToken,
     next_index: AtomicU64,
+    /// The next conversation's number.
+    next_session: AtomicU64,
     run_id: String,
     /// How prompts are sized: the tokenizer's single-token words (exact) and
     /// each prompts-file prompt's count.
@@ -92,6 +95,22 @@ pub(crate) struct Body {
 
 impl Ctx {
     fn body(&self, index: u64) -> Body {
+        let (spec, counted) = self.spec(index);
+        Body::of(&spec, counted)
+    }
+
+    /// The body of a conversation's next turn: the history so far and the user's
+    /// new message (request `index`'s prompt), which the history keeps. Only the
+    /// first turn's prompt is counted (later ones carry the server's answers).
+    fn turn_body(&self, index: u64, history: &mut History) -> Body {
+        let (mut spec, counted) = self.spec(index);
+        let first = history.next_turn() == 1;
+        spec.messages = Some(history.ask(std::mem::take(&mut spec.prompt)));
+        Body::of(&spec, counted.filter(|_| first))
+    }
+
+    /// Request `index`'s spec and its prompt's counted tokens.
+    fn spec(&self, index: u64) -> (RequestSpec, Option<u64>) {
         let words = self.tokens.words.as_deref();
         let traced = match &self.cfg.load {
             LoadPlan::Trace { trace, .. } => trace
@@ -155,12 +174,7 @@ impl Ctx {
             min_tokens: self.cfg.min_tokens,
             temperature: self.cfg.temperature,
         };
-        Body {
-            bytes: Bytes::from(
-                serde_json::to_vec(&request_body(&spec)).expect("a JSON value serializes"),
-            ),
-            prompt_tokens: counted,
-        }
+        (spec, counted)
     }
 
     async fn one(
@@ -170,22 +184,53 @@ impl Ctx {
         body: Body,
         index: u64,
     ) -> Finished {
+        self.send(t_scheduled_ms, phase, body, index, None).await.0
+    }
+
+    /// Send one request; a conversation's turn (`turn`: session, turn) also
+    /// gives back the answer's text.
+    async fn send(
+        &self,
+        t_scheduled_ms: Option<f64>,
+        phase: Phase,
+        body: Body,
+        index: u64,
+        turn: Option<(u64, u32)>,
+    ) -> (Finished, Option<String>) {
         let request_id = format!("{}-{index}", self.run_id);
-        let mut record = transport::run_request(
+        let send = transport::Send {
+            request_id: &request_id,
+            t_scheduled_ms,
+            keep_answer: turn.is_some(),
+        };
+        let (mut record, answer) = transport::exchange(
             &self.client,
             &self.target,
             body.bytes,
-            &request_id,
             &self.clock,
-            t_scheduled_ms,
+            send,
             &self.cancel,
         )
         .await;
         record.prompt_tokens_sent = body.prompt_tokens;
-        Finished {
+        record.session = turn.map(|t| t.0);
+        record.turn = turn.map(|t| t.1);
+        let f = Finished {
             request_id,
             phase,
             record,
+        };
+        (f, answer)
+    }
+}
+
+impl Body {
+    fn of(spec: &RequestSpec, prompt_tokens: Option<u64>) -> Self {
+        Self {
+            bytes: Bytes::from(
+                serde_json::to_vec(&request_body(spec)).expect("a JSON value serializes"),
+            ),
+            prompt_tokens,
         }
     }
 }
@@ -242,6 +287,7 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         stop: CancellationToken::new(),
         cancel: CancellationToken::new(),
         next_index: AtomicU64::new(0),
+        next_session: AtomicU64::new(0),
         run_id,
         cfg,
     });
@@ -460,9 +506,10 @@ async fn run_level(
         let quota = quota_for(cfg, load, round);
         progress.phase(
             &format!("{} round {}/{}", load.label(), round + 1, cfg.rounds),
-            match quota {
-                Quota::Count(n) => Some(n),
-                Quota::For(_) => None,
+            match (quota, cfg.conversation) {
+                (Quota::Count(n), Some(conv)) => Some(conv.sessions_for(n) * u64::from(conv.turns)),
+                (Quota::Count(n), None) => Some(n),
+                (Quota::For(_), _) => None,
             },
         );
         let mut sink = |f: Finished| {
@@ -470,9 +517,12 @@ async fn run_level(
             lock(run).finished(f, li, load);
         };
         match load {
-            Load::Concurrency(c) => {
-                run_closed(ctx, c, quota, Phase::Round(round), &mut sink).await;
-            }
+            Load::Concurrency(c) => match cfg.conversation {
+                Some(conv) => {
+                    run_sessions(ctx, c, conv, quota, Phase::Round(round), &mut sink).await;
+                }
+                None => run_closed(ctx, c, quota, Phase::Round(round), &mut sink).await,
+            },
             Load::Rate(rate) => {
                 let schedule = match &cfg.load {
                     LoadPlan::Rate { arrival, cv, .. } => Schedule::Rate {

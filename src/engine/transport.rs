@@ -109,10 +109,38 @@ pub async fn run_request(
     t_scheduled_ms: Option<f64>,
     cancel: &CancellationToken,
 ) -> RequestRecord {
-    let headers = headers(target, request_id);
+    let send = Send {
+        request_id,
+        t_scheduled_ms,
+        keep_answer: false,
+    };
+    exchange(client, target, body, clock, send, cancel).await.0
+}
+
+/// What one send needs besides the target and the body.
+#[derive(Debug, Clone, Copy)]
+pub struct Send<'a> {
+    /// `x-request-id`.
+    pub request_id: &'a str,
+    /// The open loop's scheduled time.
+    pub t_scheduled_ms: Option<f64>,
+    /// Keep the answer's text (a conversation's next turn sends it back).
+    pub keep_answer: bool,
+}
+
+/// [`run_request`], also giving the answer's text when `send.keep_answer`.
+pub async fn exchange(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+    clock: &Clock,
+    send: Send<'_>,
+    cancel: &CancellationToken,
+) -> (RequestRecord, Option<String>) {
+    let headers = headers(target, send.request_id);
     let deadline = tokio::time::Instant::now() + target.timeout;
     let t_send = clock.now_ms();
-    let mut tl = RequestTimeline::new(t_send, t_scheduled_ms);
+    let mut tl = RequestTimeline::new(t_send, send.t_scheduled_ms).keep_answer(send.keep_answer);
     enum End {
         Finished,
         Timeout,
@@ -133,7 +161,8 @@ pub async fn run_request(
         End::Timeout => tl.on_timeout(clock.now_ms()),
         End::Cancelled => tl.on_cancel(clock.now_ms()),
     }
-    tl.finish()
+    let answer = tl.take_answer();
+    (tl.finish(), answer)
 }
 
 async fn drive(

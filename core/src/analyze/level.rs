@@ -17,7 +17,8 @@ use crate::analyze::stats::{self, Samples, Summary};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
 use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
 use crate::report::{
-    LevelMetrics, LevelReport, Load, PositionBucket, RunConfig, SloCheck, StallReport,
+    LevelMetrics, LevelReport, Load, PositionBucket, PromptCache, RunConfig, SloCheck, StallReport,
+    TurnReport,
 };
 
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
@@ -126,6 +127,19 @@ pub struct LevelAccumulator {
     /// Requests whose counted prompt was checked against `usage`, and those whose
     /// `usage.prompt_tokens` was not the count plus the template's overhead.
     prompt_check: (u64, u64),
+    prompt_cache: Option<PromptCache>,
+    turns: BTreeMap<u32, TurnAcc>,
+}
+
+/// One conversation turn's requests within a level.
+#[derive(Debug, Clone)]
+struct TurnAcc {
+    sent: u64,
+    ok: u64,
+    ttft: Samples,
+    tpot: Samples,
+    prompt_tokens: Samples,
+    cache: Option<PromptCache>,
 }
 
 impl LevelAccumulator {
@@ -176,6 +190,8 @@ impl LevelAccumulator {
             snapshots: BTreeMap::new(),
             usage: (0, 0, 0),
             prompt_check: (0, 0),
+            prompt_cache: None,
+            turns: BTreeMap::new(),
             opts,
         }
     }
@@ -241,6 +257,39 @@ impl LevelAccumulator {
             self.prompt_check.0 += 1;
             if used as i64 != sent as i64 + overhead {
                 self.prompt_check.1 += 1;
+            }
+        }
+        let cached = match (
+            r.usage.and_then(|u| u.prompt_tokens),
+            r.cached_prompt_tokens(),
+        ) {
+            (Some(p), Some(c)) => {
+                self.prompt_cache.get_or_insert_default().add(p, c);
+                Some((p, c))
+            }
+            _ => None,
+        };
+        if let Some(turn) = r.turn {
+            let cap = self.opts.sample_cap;
+            let t = self.turns.entry(turn).or_insert_with(|| TurnAcc {
+                sent: 0,
+                ok: 0,
+                ttft: Samples::with_cap(cap),
+                tpot: Samples::with_cap(cap),
+                prompt_tokens: Samples::with_cap(cap),
+                cache: None,
+            });
+            t.sent += 1;
+            if let Some(p) = r.usage.and_then(|u| u.prompt_tokens) {
+                t.prompt_tokens.push(p as f64);
+            }
+            if let Some((p, c)) = cached {
+                t.cache.get_or_insert_default().add(p, c);
+            }
+            if r.outcome.is_ok() {
+                t.ok += 1;
+                push_samples(&mut t.ttft, m.ttft_ms);
+                push_samples(&mut t.tpot, m.tpot_ms);
             }
         }
         match &r.outcome {
@@ -453,6 +502,20 @@ impl LevelAccumulator {
             requests_without_usage: self.usage.2,
             prompt_tokens_checked: self.prompt_check.0,
             prompt_tokens_differ: self.prompt_check.1,
+            prompt_cache: self.prompt_cache,
+            turns: self
+                .turns
+                .into_iter()
+                .map(|(turn, t)| TurnReport {
+                    turn,
+                    sent: t.sent,
+                    ok: t.ok,
+                    ttft_ms: t.ttft.summary(),
+                    tpot_ms: t.tpot.summary(),
+                    prompt_tokens: nonempty(&t.prompt_tokens),
+                    prompt_cache: t.cache,
+                })
+                .collect(),
             server: None,
         }
     }
@@ -565,6 +628,62 @@ mod tests {
         assert_eq!(l.slo_checks[0].value_ms, Some(100.0));
         assert!(l.slo_checks[0].met);
         assert!(!l.slo_checks[1].met);
+    }
+
+    #[test]
+    fn turns_and_the_prefix_cache_as_the_server_said() {
+        use crate::measure::openai::{PromptTokensDetails, ServerTimings};
+        let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());
+        let turn = |t0: f64, ttft: f64, turn: u32, prompt: u64, cached: Option<u64>| {
+            let mut r = testing::record(t0, ttft, 10.0, 4);
+            r.turn = Some(turn);
+            r.session = Some(0);
+            if let Some(u) = r.usage.as_mut() {
+                u.prompt_tokens = Some(prompt);
+            }
+            r.server_timings = cached.map(|c| ServerTimings {
+                cache_n: Some(c),
+                ..ServerTimings::default()
+            });
+            r
+        };
+        acc.push(0, &turn(0.0, 100.0, 1, 100, Some(0)));
+        acc.push(0, &turn(1000.0, 40.0, 2, 300, Some(200)));
+        acc.push(0, &turn(2000.0, 110.0, 1, 100, None));
+        // usage's own figure wins over the timings'.
+        let mut r = turn(3000.0, 50.0, 2, 300, Some(1));
+        r.usage.as_mut().unwrap().prompt_tokens_details = Some(PromptTokensDetails {
+            cached_tokens: Some(250),
+        });
+        acc.push(0, &r);
+        acc.push(0, &testing::failed(4000.0, ErrorKind::Http(503)));
+        let l = acc.finish();
+        assert_eq!(l.turns.len(), 2);
+        let (t1, t2) = (&l.turns[0], &l.turns[1]);
+        assert_eq!((t1.turn, t1.sent, t1.ok), (1, 2, 2));
+        assert_eq!((t2.turn, t2.sent, t2.ok), (2, 2, 2));
+        assert_eq!(t1.ttft_ms.p50, Some(105.0));
+        assert_eq!(t2.ttft_ms.p50, Some(45.0));
+        assert_eq!(t2.prompt_tokens.unwrap().p50, Some(300.0));
+        let c1 = t1.prompt_cache.unwrap();
+        assert_eq!(
+            (c1.requests, c1.prompt_tokens, c1.cached_tokens),
+            (1, 100, 0)
+        );
+        let c2 = t2.prompt_cache.unwrap();
+        assert_eq!(
+            (c2.requests, c2.prompt_tokens, c2.cached_tokens),
+            (2, 600, 450)
+        );
+        assert_eq!(c2.cached_fraction(), Some(0.75));
+        let all = l.prompt_cache.unwrap();
+        assert_eq!(
+            (all.requests, all.prompt_tokens, all.cached_tokens),
+            (3, 700, 450)
+        );
+        // Outside conversations: no turns, and no cache without the server saying.
+        let plain = testing::level(Load::Concurrency(1), &[testing::record(0.0, 1.0, 1.0, 2)]);
+        assert!(plain.turns.is_empty() && plain.prompt_cache.is_none());
     }
 
     #[test]

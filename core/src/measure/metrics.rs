@@ -202,6 +202,7 @@ mod tests {
                 prompt_tokens: Some(5),
                 completion_tokens: Some(n),
                 completion_tokens_details: None,
+                prompt_tokens_details: None,
             }),
             output_chars: 0,
             finish_reason: None,

@@ -148,6 +148,18 @@ pub struct Usage {
     /// OpenAI, vLLM, SGLang with a reasoning parser).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens_details: Option<CompletionTokensDetails>,
+    /// Of the prompt's tokens, those served from the server's prefix cache
+    /// (`prompt_tokens_details.cached_tokens`: OpenAI, vLLM, llama.cpp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PromptTokensDetails {
+    /// Prompt tokens the server did not compute again (its prefix cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
 }
 
 /// `usage.completion_tokens_details`.
@@ -163,12 +175,20 @@ impl Usage {
     pub fn reasoning_tokens(&self) -> Option<u64> {
         self.completion_tokens_details?.reasoning_tokens
     }
+
+    /// The prompt tokens the server said came from its cache.
+    pub fn cached_tokens(&self) -> Option<u64> {
+        self.prompt_tokens_details?.cached_tokens
+    }
 }
 
 /// llama.cpp's own per-request timings, sent in its final chunk (`timings`): the
 /// server-side figures to reconcile client measurements against.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct ServerTimings {
+    /// Prompt tokens taken from the slot's cache (not evaluated again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_n: Option<u64>,
     /// Prompt tokens evaluated (excluding cached ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_n: Option<u64>,

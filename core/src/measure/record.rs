@@ -213,6 +213,13 @@ pub struct RequestRecord {
     /// the prompt (`config.tokens`); absent for a prompt it did not count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_sent: Option<u64>,
+    /// The turn of a conversation this request was (`--conversation`; 1 the
+    /// first), absent outside conversations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// The conversation it belonged to (numbered from 0 in the run), with `turn`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
     /// `usage` as the server sent it (the last one seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -237,6 +244,15 @@ impl RequestRecord {
     /// else the actual send time.
     pub fn t_reference_ms(&self) -> f64 {
         self.t_scheduled_ms.unwrap_or(self.t_send_ms)
+    }
+
+    /// The prompt tokens the server took from its prefix cache, as it said:
+    /// `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
+    /// `timings.cache_n`.
+    pub fn cached_prompt_tokens(&self) -> Option<u64> {
+        self.usage
+            .and_then(|u| u.cached_tokens())
+            .or_else(|| self.server_timings.and_then(|t| t.cache_n))
     }
 
     /// First content event's arrival: the read that completed it.

@@ -49,6 +49,8 @@ pub struct RequestTimeline {
     decided: bool,
     error_body: Option<Vec<u8>>,
     keep_text: bool,
+    /// The answer's text, when kept.
+    answer: Option<String>,
     text: String,
 }
 
@@ -72,6 +74,8 @@ impl RequestTimeline {
                 paint_method: None,
                 shared_read_events: 0,
                 prompt_tokens_sent: None,
+                turn: None,
+                session: None,
                 usage: None,
                 server_timings: None,
                 output_chars: 0,
@@ -86,7 +90,20 @@ impl RequestTimeline {
             error_body: None,
             keep_text: false,
             text: String::new(),
+            answer: None,
         }
+    }
+
+    /// Keep the answer's text (`content`, without reasoning): a conversation's
+    /// next turn sends it back ([`RequestTimeline::take_answer`]).
+    pub fn keep_answer(mut self, keep: bool) -> Self {
+        self.answer = keep.then(String::new);
+        self
+    }
+
+    /// The answer's text so far (when [`RequestTimeline::keep_answer`] is on).
+    pub fn take_answer(&mut self) -> Option<String> {
+        self.answer.take()
     }
 
     /// Keep the generated text (the page shows it as it streams).
@@ -235,6 +252,9 @@ impl RequestTimeline {
                     if self.keep_text {
                         self.text.push_str(&chunk.reasoning);
                         self.text.push_str(&chunk.content);
+                    }
+                    if let Some(a) = self.answer.as_mut() {
+                        a.push_str(&chunk.content);
                     }
                 }
                 if let Some(usage) = chunk.usage {

@@ -216,6 +216,8 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
     } else if !report.config.slos.is_empty() {
         notes.push("SLO capacity: no level met every SLO".into());
     }
+    #[cfg(feature = "server-view")]
+    notes.extend(super::turns::cache_notes(report));
     if report.levels.iter().any(|l| l.output_tokens_estimated) {
         notes.push(
             "output tokens were counted from stream events (the server sent no usage): estimated"
@@ -249,6 +251,12 @@ pub fn text_summary(report: &ClientReport) -> String {
         }
         if let Some((h, rows)) = super::server::stage_rows(report) {
             out.push_str("\nwhere TTFT went (means, ms):\n");
+            out.push_str(&text_table(&h, &rows));
+        }
+        if let Some((h, rows)) = super::turns::turn_rows(report) {
+            out.push_str(
+                "\nper conversation turn (ms; cached: prompt tokens from the server's cache):\n",
+            );
             out.push_str(&text_table(&h, &rows));
         }
     }
@@ -302,6 +310,10 @@ pub fn server_markdown(out: &mut String, report: &ClientReport) {
     }
     if let Some((h, rows)) = super::server::stage_rows(report) {
         out.push_str("\n### Where TTFT went (means, ms)\n\n");
+        out.push_str(&markdown_table(&h, &rows));
+    }
+    if let Some((h, rows)) = super::turns::turn_rows(report) {
+        out.push_str("\n### Per conversation turn (ms)\n\n");
         out.push_str(&markdown_table(&h, &rows));
     }
     if let Some(line) = super::server::source_line(report) {

@@ -364,6 +364,10 @@ fn html_server(o: &mut String, client: &ClientReport) {
         o.push_str("<h3 id=\"stages\">Where TTFT went (means, ms)</h3>");
         o.push_str(&html_table(&h, &rows));
     }
+    if let Some((h, rows)) = super::turns::turn_rows(client) {
+        o.push_str("<h3 id=\"turns\">Per conversation turn (ms)</h3>");
+        o.push_str(&html_table(&h, &rows));
+    }
     if let Some(line) = server::source_line(client) {
         let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(&line));
     }

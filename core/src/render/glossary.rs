@@ -60,6 +60,16 @@ pub const GLOSSARY: &[GlossaryEntry] = &[
         peers: "-",
     },
     GlossaryEntry {
+        name: "Turn TTFT",
+        definition: "TTFT of the requests that were turn k of a conversation (--conversation), each sending the history so far; below turn 1's when the server reuses the history's cached tokens",
+        peers: "multi-turn TTFT (vLLM multi-turn bench, AIPerf)",
+    },
+    GlossaryEntry {
+        name: "Cached prompt tokens",
+        definition: "the prompt tokens the server said it took from its prefix cache (usage.prompt_tokens_details.cached_tokens, llama.cpp timings.cache_n), as a share of the prompt tokens of the requests that said",
+        peers: "prefix cache hit rate",
+    },
+    GlossaryEntry {
         name: "E2E",
         definition: "t_done - t_send",
         peers: "E2EL, request latency",

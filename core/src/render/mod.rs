@@ -7,7 +7,9 @@
 //!   KV-cache plan;
 //! - [`combined`]: the combined report as Markdown and self-contained HTML, with
 //!   its [`glossary`];
-//! - [`charts`]: SVG charts (sweeps, distributions, requests, kernels).
+//! - [`charts`]: SVG charts (sweeps, distributions, requests, kernels);
+//! - [`server`]: the server view's tables; [`turns`]: conversations per turn and
+//!   the prefix cache.
 
 pub mod charts;
 pub mod client;
@@ -19,3 +21,5 @@ pub mod kv_plan;
 #[cfg(feature = "server-view")]
 pub mod server;
 pub mod table;
+#[cfg(feature = "server-view")]
+pub mod turns;

@@ -285,6 +285,10 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub shared_prefix_tokens: Option<u32>,
+    /// The sessions' shape when the run sent conversations (`--conversation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub conversation: Option<crate::workload::conversation::Conversation>,
 }
 
 /// Where and with what the run was made.
@@ -391,6 +395,52 @@ pub struct PositionBucket {
     pub to: Option<u64>,
     /// ITL of the gaps in this range.
     pub itl_ms: Summary,
+}
+
+/// What the server's prefix cache served, as the server said per request.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct PromptCache {
+    /// Requests whose server said how many prompt tokens came from its cache.
+    pub requests: u64,
+    /// Their prompt tokens (`usage.prompt_tokens`).
+    pub prompt_tokens: u64,
+    /// Of those, the cached ones.
+    pub cached_tokens: u64,
+}
+
+impl PromptCache {
+    /// The share of prompt tokens served from the cache (0 to 1).
+    pub fn cached_fraction(&self) -> Option<f64> {
+        (self.prompt_tokens > 0).then(|| self.cached_tokens as f64 / self.prompt_tokens as f64)
+    }
+
+    /// Add one request's counts.
+    pub fn add(&mut self, prompt_tokens: u64, cached_tokens: u64) {
+        self.requests += 1;
+        self.prompt_tokens += prompt_tokens;
+        self.cached_tokens += cached_tokens;
+    }
+}
+
+/// One turn of a level's conversations: the requests that were that turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnReport {
+    /// The turn, 1 the first.
+    pub turn: u32,
+    /// Requests sent as this turn.
+    pub sent: u64,
+    /// Of those, successful.
+    pub ok: u64,
+    /// Time to first token of the successful ones.
+    pub ttft_ms: Summary,
+    /// Their time per output token.
+    pub tpot_ms: Summary,
+    /// Their prompt tokens (`usage.prompt_tokens`: the whole history sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<Summary>,
+    /// What the server's prefix cache served for this turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<PromptCache>,
 }
 
 /// Stalls (ITL gaps above the threshold).
@@ -598,6 +648,16 @@ pub struct LevelReport {
     #[serde(default)]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub requests_without_usage: u64,
+    /// The prompt tokens of the level's requests whose server said how many it
+    /// took from its prefix cache, and those cached tokens; absent: none said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub prompt_cache: Option<PromptCache>,
+    /// Per turn of the level's conversations (`--conversation`), first turn
+    /// first; empty outside conversations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub turns: Vec<TurnReport>,
     /// The level as the server's `/metrics` (and the GPU exporter's) saw it.
     /// Read and written with the feature `server-view`, which the page's main
     /// module goes without (it never scrapes; the code would weigh on its first

@@ -1,6 +1,8 @@
 //! What both clients send: the run plan (rounds, warm-up, requests per round),
-//! the synthetic prompts, and traces replayed as they happened.
+//! the synthetic prompts, datasets, conversations, and traces replayed as they
+//! happened.
 
+pub mod conversation;
 pub mod dataset;
 pub mod plan;
 pub mod prompts;

@@ -504,6 +504,7 @@ impl RunPlan {
             arrival_cv: None,
             ramp_s: None,
             shared_prefix_tokens: None,
+            conversation: None,
             timeout_s: self.timeout_ms / 1000.0,
             slos: self.slos.clone(),
             stall_threshold_ms: self.stall_threshold_ms,
