@@ -954,3 +954,93 @@ fn reasoning_run(mock: &Mock) -> Result<(), String> {
         Err(format!("median {med:.3} ms over 1 ms: {diffs:?}"))
     }
 }
+
+/// Input and output tiers: the sweep runs at each pair, one report (and raw
+/// file) per tier named for it; every request of a tier had the tier's prompt
+/// length and max_tokens as the mock counted them, and the run ends with the
+/// tiers side by side.
+#[test]
+fn input_and_output_tiers_run_the_sweep_at_each_and_name_their_files() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, raw) = (dir.path().join("r.json"), dir.path().join("raw.jsonl"));
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--input-tokens",
+        "16,48",
+        "--max-tokens",
+        "3,7",
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "4",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--ignore-eos",
+        "--out",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("all tiers"), "{stdout}");
+    let log: std::collections::HashMap<String, serde_json::Value> = mock
+        .log_records(4 * 2 * 4)
+        .into_iter()
+        .map(|r| (r["request_id"].as_str().unwrap().to_owned(), r))
+        .collect();
+    for (input, max_tokens) in [(16, 3), (16, 7), (48, 3), (48, 7)] {
+        let tier = format!("in{input}-out{max_tokens}");
+        assert!(stdout.contains(&tier), "{stdout}");
+        let path = dir.path().join(format!("r.{tier}.json"));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        common::assert_schema("client.schema.json", &report, &tier);
+        assert_eq!(report["config"]["input_tokens"], input, "{tier}");
+        assert_eq!(report["config"]["max_tokens"], max_tokens, "{tier}");
+        assert_eq!(report["levels"].as_array().unwrap().len(), 2, "{tier}");
+        let lines = common::raw_requests(&dir.path().join(format!("raw.{tier}.jsonl")));
+        assert_eq!(lines.len(), 8, "{tier}");
+        for l in lines {
+            let server = &log[l["request_id"].as_str().unwrap()];
+            assert_eq!(server["prompt_tokens"], input, "{tier}: {server}");
+            assert_eq!(server["max_tokens"], max_tokens, "{tier}: {server}");
+            assert_eq!(l["usage"]["completion_tokens"], max_tokens, "{tier}");
+        }
+    }
+    assert!(
+        !out.exists(),
+        "with tiers, every file is named for its tier"
+    );
+    // The tiers' reports make one combined report.
+    let mut a = vec!["report".to_owned(), "--client".to_owned()];
+    for (i, m) in [(16, 3), (16, 7), (48, 3), (48, 7)] {
+        a.push(
+            dir.path()
+                .join(format!("r.in{i}-out{m}.json"))
+                .display()
+                .to_string(),
+        );
+    }
+    a.extend(["--markdown".into(), "-".into()]);
+    let o = run(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(md.matches("## Levels (native client").count(), 4, "{md}");
+    for (args, says) in [
+        (vec!["--max-tokens", "3,0"], "--max-tokens"),
+        (vec!["--input-tokens", "16,x"], "--input-tokens"),
+    ] {
+        let mut a = vec!["bench", "--url", &mock.url];
+        a.extend(args.iter().copied());
+        let o = run(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
+    }
+}

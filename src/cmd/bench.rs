@@ -126,11 +126,13 @@ pub struct BenchArgs {
     /// Length of the synthetic prompts, tokens (exact with a tokenizer, see
     /// --tokenizer), or a fraction of the server's context window: `0.75max`
     /// (long context; the window from vLLM's /v1/models max_model_len,
-    /// llama.cpp's /props n_ctx per slot, or --context-window).
+    /// llama.cpp's /props n_ctx per slot, or --context-window). Several
+    /// (64,256,512) are input tiers: the whole sweep runs at each, one report
+    /// per tier (see --max-tokens).
     #[arg(
         long,
         default_value = "256",
-        value_name = "N|Fmax",
+        value_name = "N|Fmax,..",
         conflicts_with = "prompts"
     )]
     pub input_tokens: String,
@@ -198,9 +200,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "server|FILE|approx")]
     pub tokenizer: Option<String>,
 
-    /// max_tokens of each request.
-    #[arg(long, default_value_t = 128)]
-    pub max_tokens: u32,
+    /// max_tokens of each request. Several (128,256,512) are output tiers: the
+    /// whole sweep runs at each (and at each input tier), one report per tier,
+    /// its files named with the tier (report.in256-out128.json).
+    #[arg(long, default_value = "128", value_name = "N,..")]
+    pub max_tokens: String,
 
     /// Send ignore_eos: true (llama.cpp, vLLM) so every answer is max_tokens long.
     #[arg(long)]
@@ -427,7 +431,7 @@ impl BenchArgs {
     }
 
     /// Validate everything before anything is sent.
-    pub fn into_config(self) -> anyhow::Result<(BenchConfig, Outputs)> {
+    pub fn into_config(self) -> anyhow::Result<(Plan, Outputs)> {
         let (base_url, url_note) = flag("url", parse_base_url(&self.url))?;
         if let Some(note) = url_note {
             eprintln!("note: --url: {note}");
@@ -444,10 +448,27 @@ impl BenchArgs {
             .map(Secret::new);
         let load = self.load_plan()?;
         let per_level = self.per_level(&load)?;
-        if self.max_tokens == 0 {
-            anyhow::bail!("--max-tokens: 0 must be at least 1");
+        let outputs_tiers = flag("max-tokens", parse_u32_list(&self.max_tokens))?;
+        let inputs = flag("input-tokens", InputLength::parse_list(&self.input_tokens))?;
+        let tiers: Vec<Tier> = inputs
+            .iter()
+            .flat_map(|&input| {
+                outputs_tiers
+                    .iter()
+                    .map(move |&max_tokens| Tier { input, max_tokens })
+            })
+            .collect();
+        if tiers.len() > 1 && self.trace.is_some() {
+            anyhow::bail!(
+                "--trace: a trace gives every request its own lengths; one --input-tokens and one --max-tokens at most"
+            );
         }
-        let input = flag("input-tokens", InputLength::parse(&self.input_tokens))?;
+        if outputs_tiers.len() > 1 && self.prompts.is_some() {
+            eprintln!(
+                "note: --max-tokens: a prompt's own max_tokens in --prompts wins over the tier's"
+            );
+        }
+        let (input, max_tokens) = (tiers[0].input, tiers[0].max_tokens);
         if let Some(t) = self.temperature
             && !(0.0..=2.0).contains(&t)
         {
@@ -538,7 +559,7 @@ impl BenchArgs {
             // A trace is replayed as recorded: nothing before it.
             warmup: if tracing { Some(0) } else { self.warmup },
             prompts,
-            max_tokens: self.max_tokens,
+            max_tokens,
             // A trace's output lengths are the answers' lengths.
             ignore_eos: self.ignore_eos || tracing,
             min_tokens: self.min_tokens,
@@ -570,15 +591,82 @@ impl BenchArgs {
             },
             conversation,
         };
+        let outputs = Outputs {
+            out: self.out,
+            csv: self.csv,
+            markdown: self.markdown,
+        };
         Ok((
-            cfg,
-            Outputs {
-                out: self.out,
-                csv: self.csv,
-                markdown: self.markdown,
+            Plan {
+                cfg,
+                tiers,
+                synthetic: self.prompts.is_none(),
             },
+            outputs,
         ))
     }
+}
+
+/// One input and output tier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tier {
+    /// The prompts' length.
+    pub input: InputLength,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+}
+
+impl Tier {
+    /// `in256-out128` (`in0.75max-out128`), as file names carry it.
+    pub fn label(&self) -> String {
+        let input = match self.input {
+            InputLength::Tokens(n) => n.to_string(),
+            InputLength::OfContext(f) => format!("{f}max"),
+        };
+        format!("in{input}-out{}", self.max_tokens)
+    }
+}
+
+/// What `bench` runs: the configuration at each tier, in turn.
+#[derive(Debug)]
+pub struct Plan {
+    /// The first tier's configuration; the others differ only in prompt length
+    /// and `max_tokens`.
+    pub cfg: BenchConfig,
+    /// The input x output tiers (one: no tiers).
+    pub tiers: Vec<Tier>,
+    /// Synthetic prompts (a tier's input length applies).
+    synthetic: bool,
+}
+
+impl Plan {
+    /// The configuration at tier `i`, with its raw file named for the tier when
+    /// there are several.
+    pub fn tier_config(&self, i: usize) -> BenchConfig {
+        let t = self.tiers[i];
+        let mut cfg = self.cfg.clone();
+        cfg.max_tokens = t.max_tokens;
+        if self.synthetic {
+            cfg.prompts = Prompts::Synthetic { tokens: t.input };
+        }
+        if self.tiers.len() > 1 {
+            cfg.raw = cfg.raw.map(|p| tier_path(&p, &t));
+        }
+        cfg
+    }
+}
+
+/// `report.json` -> `report.in256-out128.json`.
+fn tier_path(path: &Path, tier: &Tier) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{}.{}", tier.label(), ext.to_string_lossy()),
+        None => format!("{stem}.{}", tier.label()),
+    };
+    path.with_file_name(name)
 }
 
 /// `--server-metrics`: `auto` (the endpoint's origin + `/metrics`), `none`, or a URL.
@@ -644,6 +732,24 @@ pub struct Outputs {
 }
 
 impl Outputs {
+    /// The same outputs, named for `tier`.
+    fn for_tier(&self, tier: &Tier) -> Self {
+        let name = |p: &Option<PathBuf>| p.as_deref().map(|p| tier_path(p, tier));
+        Self {
+            out: name(&self.out),
+            csv: name(&self.csv),
+            markdown: name(&self.markdown),
+        }
+    }
+
+    /// The files written, for the closing lines.
+    fn paths(&self) -> Vec<&Path> {
+        [&self.out, &self.csv, &self.markdown]
+            .into_iter()
+            .filter_map(|p| p.as_deref())
+            .collect()
+    }
+
     /// Write every requested export.
     pub fn write(&self, report: &ClientReport) -> anyhow::Result<()> {
         if let Some(p) = &self.out {
@@ -662,28 +768,114 @@ impl Outputs {
     }
 }
 
-/// Run the subcommand.
+/// Run the subcommand: the sweep at each tier in turn, each tier's report
+/// written as soon as it ends.
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, outputs) = args.into_config()?;
+    let (plan, outputs) = args.into_config()?;
     let rt = super::runtime()?;
-    let report = rt.block_on(async {
-        let pre = engine::preflight::check(&cfg).await?;
-        if cfg.progress {
+    let pre = rt.block_on(async {
+        let pre = engine::preflight::check(&plan.cfg).await?;
+        if plan.cfg.progress {
             eprintln!(
                 "benchmarking {} ({}) at {}",
                 pre.model,
-                cfg.api.as_str(),
-                crate::util::redact_url(&cfg.base_url)
+                plan.cfg.api.as_str(),
+                crate::util::redact_url(&plan.cfg.base_url)
             );
         }
-        anyhow::Ok(engine::run(cfg, pre).await?.report)
+        anyhow::Ok(pre)
     })?;
-    // Exports first (a failing terminal must not lose the files), then the table.
-    outputs.write(&report)?;
-    print!("{}", render::client::text_summary(&report));
-    Ok(if report.interrupted {
+    let tiered = plan.tiers.len() > 1;
+    let mut done = Vec::new();
+    for (i, tier) in plan.tiers.iter().enumerate() {
+        if tiered {
+            println!(
+                "\n== tier {}/{}: input {}, max_tokens {} ==",
+                i + 1,
+                plan.tiers.len(),
+                match tier.input {
+                    InputLength::Tokens(n) => format!("{n} tokens"),
+                    InputLength::OfContext(f) => format!("{f} of the context window"),
+                },
+                tier.max_tokens
+            );
+        }
+        let cfg = plan.tier_config(i);
+        let report =
+            rt.block_on(async { anyhow::Ok(engine::run(cfg, pre.clone()).await?.report) })?;
+        // Exports first (a failing terminal must not lose the files), then the table.
+        let out = if tiered {
+            outputs.for_tier(tier)
+        } else {
+            Outputs {
+                out: outputs.out.clone(),
+                csv: outputs.csv.clone(),
+                markdown: outputs.markdown.clone(),
+            }
+        };
+        out.write(&report)?;
+        print!("{}", render::client::text_summary(&report));
+        if tiered {
+            for p in out.paths() {
+                println!("wrote {}", p.display());
+            }
+        }
+        let interrupted = report.interrupted;
+        done.push((*tier, report));
+        if interrupted {
+            break;
+        }
+    }
+    if tiered {
+        print!("{}", tier_summary(&done));
+    }
+    Ok(if done.iter().any(|(_, r)| r.interrupted) {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The tiers side by side: per tier and level, TTFT, TPOT, E2E and throughput,
+/// with each tier's knee.
+fn tier_summary(done: &[(Tier, ClientReport)]) -> String {
+    use tokenscope_core::render::fmt::{fmt_ms, fmt_rate};
+    let headers: Vec<String> = [
+        "tier",
+        "load",
+        "ok",
+        "TTFT p50",
+        "TTFT p95",
+        "TPOT p50",
+        "E2E p95",
+        "out tok/s",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut rows = Vec::new();
+    for (tier, r) in done {
+        let knee = r.sweep.knee.as_ref().map(|k| k.level_index);
+        for (i, l) in r.levels.iter().enumerate() {
+            let m = &l.metrics;
+            let load = l.load().label();
+            rows.push(vec![
+                tier.label(),
+                if knee == Some(i) {
+                    format!("{load} (knee)")
+                } else {
+                    load
+                },
+                l.ok.to_string(),
+                fmt_ms(m.ttft_ms.p50),
+                fmt_ms(m.ttft_ms.p95),
+                fmt_ms(m.tpot_ms.p50),
+                fmt_ms(m.e2e_ms.p95),
+                fmt_rate(l.output_tokens_per_s),
+            ]);
+        }
+    }
+    format!(
+        "\nall tiers (ms):\n{}",
+        tokenscope_core::render::table::text_table(&headers, &rows)
+    )
 }

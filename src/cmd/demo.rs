@@ -79,7 +79,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         tokenizer: None,
         trace_speed: 1.0,
         trace_token_scale: 1.0,
-        max_tokens,
+        max_tokens: max_tokens.to_string(),
         ignore_eos: true,
         min_tokens: None,
         temperature: None,

@@ -21,11 +21,14 @@ use tokenscope_core::report::kernels::KernelReport;
   tokenscope report --client client.json --out report.html
   tokenscope report --client native.json --client browser.json --kernels kernels.json \\
       --model llama-3.1-8b --quant q4_0 --context 4096 --out report.html --markdown report.md
+  tokenscope report --client report.in*.json --out tiers.html   (a tiered bench's reports)
   tokenscope report --raw requests.jsonl --markdown -      (a report from a raw file alone)
   tokenscope report --raw requests.jsonl --client-out client.json   (the client report rebuilt)")]
 pub struct ReportArgs {
-    /// A client report (tokenscope.client/1) from `bench --out` or the page's export.
-    #[arg(long, value_name = "FILE")]
+    /// Client reports (tokenscope.client/1) from `bench --out` or the page's
+    /// export: one or more after the flag, or the flag repeated (a tiered
+    /// bench's reports: `--client report.in*.json`).
+    #[arg(long, value_name = "FILE", num_args = 1..)]
     pub client: Vec<PathBuf>,
 
     /// A raw per-request file (`bench --raw`): the client report is rebuilt from it.

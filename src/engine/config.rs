@@ -92,6 +92,20 @@ impl InputLength {
         }
     }
 
+    /// Parse a comma-separated list of lengths (input tiers).
+    pub fn parse_list(s: &str) -> Result<Vec<Self>, String> {
+        let v: Vec<Self> = s
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(Self::parse)
+            .collect::<Result<_, _>>()?;
+        if v.is_empty() {
+            return Err(format!("{s:?}: expected a length or a list (64,256,512)"));
+        }
+        Ok(v)
+    }
+
     /// The tokens, once resolved (a fraction not resolved yet: `None`).
     pub fn tokens(self) -> Option<u32> {
         match self {
