@@ -17,8 +17,7 @@ use crate::analyze::stats::{self, Samples, Summary};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
 use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
 use crate::report::{
-    LevelMetrics, LevelReport, Load, PositionBucket, PromptCache, RunConfig, SloCheck, StallReport,
-    TurnReport,
+    LevelMetrics, LevelReport, Load, PositionBucket, RunConfig, SloCheck, StallReport,
 };
 
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
@@ -127,19 +126,9 @@ pub struct LevelAccumulator {
     /// Requests whose counted prompt was checked against `usage`, and those whose
     /// `usage.prompt_tokens` was not the count plus the template's overhead.
     prompt_check: (u64, u64),
-    prompt_cache: Option<PromptCache>,
-    turns: BTreeMap<u32, TurnAcc>,
-}
-
-/// One conversation turn's requests within a level.
-#[derive(Debug, Clone)]
-struct TurnAcc {
-    sent: u64,
-    ok: u64,
-    ttft: Samples,
-    tpot: Samples,
-    prompt_tokens: Samples,
-    cache: Option<PromptCache>,
+    /// Conversation turns and prefix-cache counts.
+    #[cfg(feature = "server-view")]
+    turns: super::turns::TurnsAcc,
 }
 
 impl LevelAccumulator {
@@ -190,8 +179,8 @@ impl LevelAccumulator {
             snapshots: BTreeMap::new(),
             usage: (0, 0, 0),
             prompt_check: (0, 0),
-            prompt_cache: None,
-            turns: BTreeMap::new(),
+            #[cfg(feature = "server-view")]
+            turns: Default::default(),
             opts,
         }
     }
@@ -259,39 +248,8 @@ impl LevelAccumulator {
                 self.prompt_check.1 += 1;
             }
         }
-        let cached = match (
-            r.usage.and_then(|u| u.prompt_tokens),
-            r.cached_prompt_tokens(),
-        ) {
-            (Some(p), Some(c)) => {
-                self.prompt_cache.get_or_insert_default().add(p, c);
-                Some((p, c))
-            }
-            _ => None,
-        };
-        if let Some(turn) = r.turn {
-            let cap = self.opts.sample_cap;
-            let t = self.turns.entry(turn).or_insert_with(|| TurnAcc {
-                sent: 0,
-                ok: 0,
-                ttft: Samples::with_cap(cap),
-                tpot: Samples::with_cap(cap),
-                prompt_tokens: Samples::with_cap(cap),
-                cache: None,
-            });
-            t.sent += 1;
-            if let Some(p) = r.usage.and_then(|u| u.prompt_tokens) {
-                t.prompt_tokens.push(p as f64);
-            }
-            if let Some((p, c)) = cached {
-                t.cache.get_or_insert_default().add(p, c);
-            }
-            if r.outcome.is_ok() {
-                t.ok += 1;
-                push_samples(&mut t.ttft, m.ttft_ms);
-                push_samples(&mut t.tpot, m.tpot_ms);
-            }
-        }
+        #[cfg(feature = "server-view")]
+        self.turns.push(r, &m, self.opts.sample_cap);
         match &r.outcome {
             Outcome::Ok => {}
             Outcome::Error { kind, .. } => {
@@ -429,6 +387,10 @@ impl LevelAccumulator {
             })
             .collect();
         let has_slos = !self.opts.slos.is_empty();
+        #[cfg(feature = "server-view")]
+        let (prompt_cache, turns) = self.turns.finish();
+        #[cfg(not(feature = "server-view"))]
+        let (prompt_cache, turns) = (None, Vec::new());
         let (rounds, round_spread) = analyze_rounds(&self.rounds);
         let snapshots = snapshots(&self.snapshots, self.opts.snapshot_interval_ms);
         let drift = drift(&snapshots);
@@ -502,20 +464,8 @@ impl LevelAccumulator {
             requests_without_usage: self.usage.2,
             prompt_tokens_checked: self.prompt_check.0,
             prompt_tokens_differ: self.prompt_check.1,
-            prompt_cache: self.prompt_cache,
-            turns: self
-                .turns
-                .into_iter()
-                .map(|(turn, t)| TurnReport {
-                    turn,
-                    sent: t.sent,
-                    ok: t.ok,
-                    ttft_ms: t.ttft.summary(),
-                    tpot_ms: t.tpot.summary(),
-                    prompt_tokens: nonempty(&t.prompt_tokens),
-                    prompt_cache: t.cache,
-                })
-                .collect(),
+            prompt_cache,
+            turns,
             server: None,
         }
     }
@@ -631,6 +581,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "server-view")]
     fn turns_and_the_prefix_cache_as_the_server_said() {
         use crate::measure::openai::{PromptTokensDetails, ServerTimings};
         let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());

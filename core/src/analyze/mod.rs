@@ -2,8 +2,8 @@
 //! conclusions.
 //!
 //! - [`stats`]: summaries, percentiles, histograms, linear fits (pure maths);
-//! - [`level`]: one load level from its requests, with [`rounds`] and [`long_run`]
-//!   (snapshots, drift);
+//! - [`level`]: one load level from its requests, with [`rounds`], [`long_run`]
+//!   (snapshots, drift) and [`turns`] (conversations, the prefix cache);
 //! - [`sweep`]: the knee and the SLO capacity across levels; [`slo`]: SLOs;
 //! - [`floor`]: model shapes, bytes per decode step and the bandwidth floor of TPOT;
 //! - [`verdict`] and [`diagnosis`]: the combined report's conclusions and the rules
@@ -19,4 +19,6 @@ pub mod server;
 pub mod slo;
 pub mod stats;
 pub mod sweep;
+#[cfg(feature = "server-view")]
+pub mod turns;
 pub mod verdict;
