@@ -985,3 +985,140 @@ async fn the_layout_shows_each_thing_once_and_wide_tables_scroll() {
     browser.screenshot("narrow-layout").await;
     browser.close().await;
 }
+
+/// The page's workload settings against the mock and its log: a prompts file
+/// (served beside the page, `prompts=`, `sample=`) sends its prompts in turn,
+/// each with its own `max_tokens`, as the CLI would; and a reasoning model's
+/// answer with the reasoning hidden (`reasoning=hidden`) paints its first answer
+/// token, not its first reasoning token, so the rendered TTFT follows what the
+/// user saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_sends_a_prompts_file_and_paints_after_hidden_reasoning() {
+    let _one = lock().await;
+    let site = chromium::dist_copy();
+    let prompts = [
+        ("alpha beta gamma delta", Some(3u64)),
+        ("one two three four five six seven eight nine ten", None),
+        ("short", Some(5)),
+    ];
+    let mut text = String::new();
+    for (p, m) in &prompts {
+        let mut line = serde_json::json!({ "prompt": p });
+        if let Some(m) = m {
+            line["max_tokens"] = (*m).into();
+        }
+        text.push_str(&format!("{line}\n"));
+    }
+    text.push_str("{\"messages\": [{\"role\": \"system\", \"content\": \"be brief\"}, {\"role\": \"user\", \"content\": \"why is the sky blue\"}]}\n");
+    std::fs::write(site.path().join("prompts.jsonl"), &text).unwrap();
+    std::fs::write(
+        site.path().join("broken.jsonl"),
+        "{\"prompt\": \"ok\"}\n{\"oops\": 1}\n",
+    )
+    .unwrap();
+    let serve = Serve::start_dir(site.path(), &[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "2"]);
+    let n = 8u64;
+    let url = format!(
+        "{}?url={}&api=chat&concurrency=1&requests={n}&rounds=1&warmup=0&max_tokens=7&ignore_eos=1&prompts=prompts.jsonl&autorun=1",
+        serve.url, mock.url
+    );
+    let state = browser.run(&url, Duration::from_secs(60)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    validate_schema(&report);
+    check_accounting(&report, n);
+    assert_eq!(report["config"]["prompts_file"], "prompts.jsonl");
+    assert_eq!(report["config"]["distinct_prompts"], 4);
+    assert!(report["config"]["input_tokens"].is_null());
+    let records = json_of(&browser.text_of("records-json").await, "#records-json");
+    let log: HashMap<String, Value> = mock
+        .log_records(n as usize)
+        .into_iter()
+        .map(|r| (r["request_id"].as_str().unwrap().to_owned(), r))
+        .collect();
+    // Request i (in the order sent) carried prompt i mod 4, as the mock counted it.
+    let expected: Vec<(u64, u64)> = vec![(4, 3), (10, 7), (1, 5), (7, 7)];
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len() as u64, n);
+    for r in records {
+        let id = r["request_id"].as_str().unwrap();
+        let i: usize = id.rsplit('-').next().unwrap().parse().unwrap();
+        let server = &log[id];
+        let (tokens, max_tokens) = expected[i % 4];
+        assert_eq!(server["prompt_tokens"], tokens, "request {i}: {server}");
+        assert_eq!(server["max_tokens"], max_tokens, "request {i}: {server}");
+    }
+    // A file that does not read: the run stops before it starts, naming the line.
+    let state = browser
+        .run(
+            &format!(
+                "{}?url={}&model=m&prompts=broken.jsonl&autorun=1",
+                serve.url, mock.url
+            ),
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(state, "failed");
+    let error = browser.text_of("run-error").await;
+    assert!(
+        error.contains("broken.jsonl") && error.contains("line 2"),
+        "{error}"
+    );
+
+    // Reasoning: 10 reasoning tokens 20 ms apart before the answer.
+    let mock = Mock::start(&[
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "20",
+        "--reasoning-tokens",
+        "10",
+    ]);
+    let mut figures = Vec::new();
+    for display in ["shown", "hidden"] {
+        let url = format!(
+            "{}?url={}&api=chat&concurrency=1&requests=6&rounds=1&warmup=1&max_tokens=14&ignore_eos=1&reasoning={display}&autorun=1",
+            serve.url, mock.url
+        );
+        let state = browser.run(&url, Duration::from_secs(60)).await;
+        assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+        let report = json_of(&browser.text_of("report-json").await, "#report-json");
+        validate_schema(&report);
+        assert_eq!(report["config"]["reasoning_display"], display);
+        let m = &report["levels"][0]["metrics"];
+        let (ttft, answer, rendered, delay) = (
+            f(&m["ttft_ms"]["p50"]),
+            f(&m["time_to_first_answer_ms"]["p50"]),
+            f(&m["rendered_ttft_ms"]["p50"]),
+            f(&m["render_delay_ms"]["p50"]),
+        );
+        figures.push(format!(
+            "{display}: TTFT p50 {ttft:.1} ms, first answer {answer:.1} ms, rendered {rendered:.1} ms, render delay {delay:.1} ms"
+        ));
+        assert!(
+            answer > ttft + 150.0,
+            "{display}: the reasoning took 200 ms"
+        );
+        assert!(
+            (0.0..100.0).contains(&delay),
+            "{display}: render delay {delay}"
+        );
+        if display == "shown" {
+            assert!(
+                rendered < answer - 100.0,
+                "the first reasoning token painted: {figures:?}"
+            );
+        } else {
+            assert!(
+                rendered >= answer,
+                "the first answer token painted: {figures:?}"
+            );
+        }
+    }
+    eprintln!("reasoning in the page: {}", figures.join("; "));
+    browser.close().await;
+}

@@ -113,6 +113,7 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         ramp_s: None,
         shared_prefix_tokens: None,
         conversation: None,
+        reasoning_display: None,
         timeout_s: 60.0,
         slos: Vec::new(),
         stall_threshold_ms: crate::measure::metrics::DEFAULT_STALL_THRESHOLD_MS,

@@ -290,6 +290,7 @@ impl BenchConfig {
             ramp_s: self.ramp.map(|d| d.as_secs_f64()),
             shared_prefix_tokens: self.shared_prefix,
             conversation: self.conversation,
+            reasoning_display: None,
             arrival_cv: match &self.load {
                 LoadPlan::Rate { cv, .. } => *cv,
                 _ => None,

@@ -29,6 +29,26 @@ pub fn dist() -> PathBuf {
     d
 }
 
+/// A copy of the built page in a temporary folder, to put a test's own files
+/// beside it (served from the page's origin).
+pub fn dist_copy() -> tempfile::TempDir {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), target).unwrap();
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy(&dist(), dir.path());
+    dir
+}
+
 /// `target/browser-e2e/` (screenshots).
 pub fn out_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -58,9 +78,15 @@ pub struct Serve {
 
 impl Serve {
     pub fn start(args: &[&str]) -> Serve {
+        Self::start_dir(&dist(), args)
+    }
+
+    /// `tokenscope serve` of `dir` (a copy of the page with files of a test's
+    /// own beside it).
+    pub fn start_dir(dir: &Path, args: &[&str]) -> Serve {
         let mut child = Command::new(bin())
             .args(["serve", "--port", "0", "--dir"])
-            .arg(dist())
+            .arg(dir)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -64,7 +64,7 @@ impl SettingsActions {
                 };
                 let key = Some(state.api_key.clone()).filter(|k| !k.is_empty());
                 wasm_bindgen_futures::spawn_local(async move {
-                    let r = FetchTarget::get_models(&url, key.as_deref())
+                    let r = FetchTarget::get_text(&url, key.as_deref())
                         .await
                         .and_then(|text| model_ids(&text).ok_or_else(|| "no model listed".into()));
                     d.dispatch(Action::Models(r));

@@ -17,7 +17,8 @@ use crate::analyze::stats::{self, Samples, Summary};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
 use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
 use crate::report::{
-    LevelMetrics, LevelReport, Load, PositionBucket, RunConfig, SloCheck, StallReport,
+    LevelMetrics, LevelReport, Load, PositionBucket, ReasoningDisplay, RunConfig, SloCheck,
+    StallReport,
 };
 
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
@@ -63,6 +64,7 @@ impl LevelOptions {
             slos: cfg.slos.clone(),
             metric: MetricOptions {
                 stall_threshold_ms: cfg.stall_threshold_ms,
+                paint_follows_answer: cfg.reasoning_display == Some(ReasoningDisplay::Hidden),
             },
             sample_cap: cfg
                 .sample_cap

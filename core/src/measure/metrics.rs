@@ -38,12 +38,17 @@ pub const DEFAULT_STALL_THRESHOLD_MS: f64 = 250.0;
 pub struct MetricOptions {
     /// An ITL gap longer than this is a stall, ms.
     pub stall_threshold_ms: f64,
+    /// The page showed no reasoning (`reasoning_display: hidden`): its first
+    /// paint is of the first answer token, so the render delay counts from that
+    /// token's arrival.
+    pub paint_follows_answer: bool,
 }
 
 impl Default for MetricOptions {
     fn default() -> Self {
         Self {
             stall_threshold_ms: DEFAULT_STALL_THRESHOLD_MS,
+            paint_follows_answer: false,
         }
     }
 }
@@ -149,6 +154,13 @@ impl RequestMetrics {
                 position: ((i + 1) as f64 * tokens_per_event).floor() as u64 + 1,
             });
         }
+        // The token the first paint showed: the first of any kind, or the first
+        // answer token when the page hid the reasoning.
+        let painted = if opts.paint_follows_answer {
+            r.t_first_answer_ms.or(arrival)
+        } else {
+            arrival
+        };
         Self {
             ttft_ms: arrival.map(|f| f - t0),
             time_to_headers_ms: r.t_headers_ms.map(|t| t - t0),
@@ -162,7 +174,7 @@ impl RequestMetrics {
             stalls,
             longest_gap_ms: longest,
             rendered_ttft_ms: r.t_first_paint_ms.map(|p| p - t0),
-            render_delay_ms: match (r.t_first_paint_ms, arrival) {
+            render_delay_ms: match (r.t_first_paint_ms, painted) {
                 (Some(p), Some(f)) => Some(p - f),
                 _ => None,
             },
@@ -278,6 +290,24 @@ mod tests {
         assert_eq!(m.longest_gap_ms, Some(300.0));
         assert_eq!(m.rendered_ttft_ms, Some(116.0));
         assert_eq!(m.render_delay_ms, Some(16.0));
+    }
+
+    #[test]
+    fn with_the_reasoning_hidden_the_render_delay_counts_from_the_first_answer() {
+        // Reasoning from 1100, the answer from 1400, painted at 1410.
+        let mut r = record(&[1100.0, 1200.0, 1400.0, 1450.0], Some(4));
+        r.t_first_answer_ms = Some(1400.0);
+        r.t_first_paint_ms = Some(1410.0);
+        let hidden = MetricOptions {
+            paint_follows_answer: true,
+            ..MetricOptions::default()
+        };
+        let m = RequestMetrics::from_record(&r, &hidden);
+        assert_eq!(m.ttft_ms, Some(100.0), "TTFT: the first token of any kind");
+        assert_eq!(m.rendered_ttft_ms, Some(410.0));
+        assert_eq!(m.render_delay_ms, Some(10.0));
+        let shown = RequestMetrics::from_record(&r, &MetricOptions::default());
+        assert_eq!(shown.render_delay_ms, Some(310.0));
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct RequestTimeline {
     decided: bool,
     error_body: Option<Vec<u8>>,
     keep_text: bool,
+    /// The kept text includes the reasoning.
+    text_reasoning: bool,
     /// The answer's text, when kept.
     answer: Option<String>,
     text: String,
@@ -89,9 +91,16 @@ impl RequestTimeline {
             decided: false,
             error_body: None,
             keep_text: false,
+            text_reasoning: true,
             text: String::new(),
             answer: None,
         }
+    }
+
+    /// Leave the reasoning out of the kept text (the page hides it).
+    pub fn hide_reasoning(mut self, hide: bool) -> Self {
+        self.text_reasoning = !hide;
+        self
     }
 
     /// Keep the answer's text (`content`, without reasoning): a conversation's
@@ -250,7 +259,9 @@ impl RequestTimeline {
                     }
                     self.record.output_chars += chunk.text_chars() as u64;
                     if self.keep_text {
-                        self.text.push_str(&chunk.reasoning);
+                        if self.text_reasoning {
+                            self.text.push_str(&chunk.reasoning);
+                        }
                         self.text.push_str(&chunk.content);
                     }
                     if let Some(a) = self.answer.as_mut() {

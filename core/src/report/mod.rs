@@ -131,6 +131,19 @@ impl Load {
     }
 }
 
+/// What a browser run's page showed of a reasoning model's answer (`reasoning`):
+/// its rendered TTFT is the paint of the first token shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningDisplay {
+    /// The reasoning is shown as it streams: the first token of any kind is
+    /// painted first.
+    #[default]
+    Shown,
+    /// Only the answer is shown: the first answer token is painted first.
+    Hidden,
+}
+
 /// Inter-arrival distribution in rate mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -285,6 +298,10 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub shared_prefix_tokens: Option<u32>,
+    /// Browser runs: what the page showed of reasoning (the rendered TTFT is
+    /// the paint of the first token shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_display: Option<ReasoningDisplay>,
     /// The sessions' shape when the run sent conversations (`--conversation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]

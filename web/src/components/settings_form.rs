@@ -5,7 +5,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
-use crate::settings::{INPUT_TIERS, NetMode, PaintMode, Settings};
+use crate::settings::{INPUT_TIERS, NetMode, PaintMode, ReasoningDisplay, Settings};
 
 /// Form props.
 #[derive(Properties, PartialEq)]
@@ -180,6 +180,15 @@ fn load_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
             </label>
         </div>
         <div class="two">
+            <label>{ "Prompts file" }
+                <input name="prompts" value={s.prompts.clone()} onchange={onfield.clone()} disabled={d}
+                    placeholder="URL of a JSONL / ShareGPT file (optional)" spellcheck="false" />
+            </label>
+            <label>{ "Sample" }
+                <input name="sample" type="number" min="1" value={s.prompts_sample.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="all" />
+            </label>
+        </div>
+        <div class="two">
             <label>{ "Timeout" }
                 <input name="timeout" value={format!("{}s", s.timeout_s)} onchange={onfield.clone()} disabled={d} />
             </label>
@@ -209,6 +218,12 @@ fn more_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
                     </select>
                 </label>
             </div>
+            <label>{ "Reasoning (thinking) tokens" }
+                <select name="reasoning" onchange={onfield.clone()} disabled={d}>
+                    <option value="shown" selected={s.reasoning == ReasoningDisplay::Shown}>{ "shown as they stream (rendered TTFT: the first token)" }</option>
+                    <option value="hidden" selected={s.reasoning == ReasoningDisplay::Hidden}>{ "hidden (rendered TTFT: the first answer token)" }</option>
+                </select>
+            </label>
             <label>{ "Streams read in" }
                 <select name="net" onchange={onfield.clone()} disabled={d}>
                     <option value="worker" selected={s.net == NetMode::Worker}>{ "a worker (stamps off the main thread)" }</option>
@@ -267,6 +282,7 @@ fn sim_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
                 <label>{ "jitter ms" }<input name="sim_jitter_ms" type="number" step="any" value={s.sim.jitter_ms.to_string()} onchange={onfield.clone()} /></label>
                 <label>{ "error rate" }<input name="sim_error_rate" type="number" step="any" min="0" max="1" value={s.sim.error_rate.to_string()} onchange={onfield.clone()} /></label>
                 <label>{ "tokens/chunk" }<input name="sim_tokens_per_chunk" type="number" min="1" value={s.sim.tokens_per_chunk.to_string()} onchange={onfield.clone()} /></label>
+                <label>{ "reasoning tokens" }<input name="sim_reasoning_tokens" type="number" min="0" value={s.sim.reasoning_tokens.to_string()} onchange={onfield.clone()} /></label>
             </div>
             <label>{ "faults" }<input name="sim_faults" value={s.sim_faults.clone()} onchange={onfield.clone()} spellcheck="false" /></label>
         </fieldset>

@@ -146,8 +146,9 @@ impl FetchTarget {
         Ok((t, head, FetchBody { reader }))
     }
 
-    /// `GET` the models URL (`{base}/models`): the body text, or why it failed.
-    pub async fn get_models(url: &str, api_key: Option<&str>) -> Result<String, String> {
+    /// `GET` a URL (the models list `{base}/models`, a prompts file): the body
+    /// text, or why it failed.
+    pub async fn get_text(url: &str, api_key: Option<&str>) -> Result<String, String> {
         let init = RequestInit::new();
         init.set_method("GET");
         init.set_mode(web_sys::RequestMode::Cors);

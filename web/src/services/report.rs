@@ -64,6 +64,15 @@ pub async fn read_scrapes(taken: &[TakenScrape]) -> Result<Vec<ReadScrape>, Stri
     serde_json::from_str(&text).map_err(|e| format!("the report module's answer: {e}"))
 }
 
+/// A prompts file's text read by the module (the CLI's parser), sampled as asked.
+pub async fn read_prompts(
+    request: &tokenscope_core::page::prompts::PromptsRequest,
+) -> Result<tokenscope_core::workload::dataset::Dataset, String> {
+    let request = serde_json::to_string(request).map_err(|e| e.to_string())?;
+    let text = call("read_prompts", &request).await?;
+    serde_json::from_str(&text).map_err(|e| format!("the report module's answer: {e}"))
+}
+
 /// The page run's report (JSON) with the server view, from its raw file.
 pub async fn rebuild_report(raw_jsonl: &str) -> Result<String, String> {
     call("rebuild_report", raw_jsonl).await

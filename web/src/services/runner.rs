@@ -18,12 +18,14 @@ use futures_util::future::join_all;
 use tokenscope_core::analyze::server::scrape::ScrapeTarget;
 use tokenscope_core::analyze::stats::{Samples, Summary};
 use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
+use tokenscope_core::page::prompts::PromptsRequest;
 use tokenscope_core::page::scrape::TakenScrape;
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
 use tokenscope_core::report::{
     ClientReport, Environment, LevelReport, Load, ReportWarning, Source, WarningKind,
 };
+use tokenscope_core::workload::dataset::DatasetPrompt;
 use tokenscope_core::workload::plan;
 use tokenscope_core::workload::prompts::{approx_tokens, synthetic_prompt};
 
@@ -37,7 +39,7 @@ use super::sim::{SimLog, SimServer};
 use super::transport::{Prepared, Transport, run_request};
 use super::watch::{self, LagMonitor};
 use super::worker::{NetWorker, WorkerTarget};
-use crate::settings::{NetMode, RunPlan, ServerMetricsTarget};
+use crate::settings::{NetMode, PromptsPlan, ReasoningDisplay, RunPlan, ServerMetricsTarget};
 
 /// Finished requests after which an unreported protocol is taken as unknown.
 const PROTOCOL_CHECKS: u32 = 4;
@@ -153,6 +155,8 @@ struct Ctx {
     /// The run's scrapes, in order: taken (text kept) until the report module
     /// reads them into raw lines at a level's end.
     scrapes: RefCell<Vec<ScrapeSlot>>,
+    /// A prompts file's prompts, sent in turn (`None`: synthetic prompts).
+    prompts: Option<Vec<DatasetPrompt>>,
 }
 
 /// One scrape of the run.
@@ -173,13 +177,22 @@ impl Ctx {
             .map(|_| {
                 let index = self.next_index.get();
                 self.next_index.set(index + 1);
+                // A prompts file's next prompt (its own max_tokens and
+                // conversation, if it has them), else a synthetic one.
+                let file = self
+                    .prompts
+                    .as_ref()
+                    .map(|ps| &ps[(index % ps.len() as u64) as usize]);
                 let spec = RequestSpec {
                     system: None,
-                    messages: None,
+                    messages: file.and_then(|f| f.messages.clone()),
                     api: p.api,
                     model: self.model.clone(),
-                    prompt: synthetic_prompt(p.input_tokens, p.seed, index),
-                    max_tokens: p.max_tokens,
+                    prompt: file.map_or_else(
+                        || synthetic_prompt(p.input_tokens, p.seed, index),
+                        |f| f.prompt.clone(),
+                    ),
+                    max_tokens: file.and_then(|f| f.max_tokens).unwrap_or(p.max_tokens),
                     ignore_eos: p.ignore_eos,
                     min_tokens: None,
                     temperature: None,
@@ -190,7 +203,8 @@ impl Ctx {
                     body: serde_json::to_string(&request_body(&spec))
                         .expect("a JSON value serializes"),
                     api: p.api,
-                    max_tokens: p.max_tokens,
+                    max_tokens: spec.max_tokens,
+                    hide_reasoning: p.reasoning == ReasoningDisplay::Hidden,
                 }
             })
             .collect()
@@ -336,7 +350,7 @@ pub async fn run(
                 Some(m) => m.clone(),
                 None => {
                     let url = base.endpoint("models");
-                    let text = FetchTarget::get_models(&url, input.api_key.as_deref())
+                    let text = FetchTarget::get_text(&url, input.api_key.as_deref())
                         .await
                         .map_err(|e| {
                             format!("could not list the models: {e}; type the model name")
@@ -363,6 +377,10 @@ pub async fn run(
             (transport, model)
         }
     };
+    let prompts = match &plan.prompts {
+        Some(p) => Some(load_prompts(p, plan.seed).await?),
+        None => None,
+    };
     on_event(RunEvent::Started {
         simulated: transport.is_simulated(),
         model: model.clone(),
@@ -377,6 +395,7 @@ pub async fn run(
         config.gpu_metrics_url = None;
         config.scrape_interval_s = None;
     }
+    config.distinct_prompts = prompts.as_ref().map(|p| p.len() as u64);
     let recorder = RunRecorder::new(Source::Browser, config);
     let ctx = Rc::new(Ctx {
         transport,
@@ -395,6 +414,7 @@ pub async fn run(
         total_finished: Cell::new(0),
         scraper: RefCell::new(None),
         scrapes: RefCell::new(Vec::new()),
+        prompts,
         input,
     });
     for w in scraping.notes {
@@ -504,6 +524,25 @@ pub async fn run(
         sim_log,
         report_json,
     })
+}
+
+/// The prompts file's prompts: fetched (the key never goes with it), read by the
+/// report module with the CLI's parser, sampled as asked. A file that cannot be
+/// fetched or read stops the run before it starts, naming the file and the line.
+async fn load_prompts(p: &PromptsPlan, seed: u64) -> Result<Vec<DatasetPrompt>, String> {
+    let shown = tokenscope_core::parse::redact_url(&p.url);
+    let text = FetchTarget::get_text(&p.url, None)
+        .await
+        .map_err(|e| format!("prompts file {shown}: {e}"))?;
+    let request = PromptsRequest {
+        text,
+        sample: p.sample,
+        seed,
+    };
+    let dataset = super::report::read_prompts(&request)
+        .await
+        .map_err(|e| format!("prompts file {shown}: {e}"))?;
+    Ok(dataset.prompts)
 }
 
 /// What the run scrapes, set up before it starts.

@@ -42,6 +42,9 @@ pub struct Prepared {
     pub prompt_tokens: u64,
     /// `max_tokens` asked.
     pub max_tokens: u32,
+    /// The stream view leaves the reasoning out: the first paint is of the
+    /// first answer token.
+    pub hide_reasoning: bool,
 }
 
 /// The response head.
@@ -304,7 +307,7 @@ pub async fn run_request(
             Either::Right((Either::Right(_), _)) => End::Cancelled,
         }
     };
-    let mut tl = timeline.unwrap_or_else(|| new_timeline(t_start));
+    let mut tl = timeline.unwrap_or_else(|| new_timeline(t_start, req.hide_reasoning));
     if let Some(TimingSource::Page { t_send_ms, .. }) = &mut timing {
         *t_send_ms = tl.record().t_send_ms;
     }
@@ -331,8 +334,10 @@ pub async fn run_request(
     }
 }
 
-fn new_timeline(t_send: f64) -> RequestTimeline {
-    RequestTimeline::new(t_send, None).keep_text(true)
+fn new_timeline(t_send: f64, hide_reasoning: bool) -> RequestTimeline {
+    RequestTimeline::new(t_send, None)
+        .keep_text(true)
+        .hide_reasoning(hide_reasoning)
 }
 
 async fn drive(
@@ -346,7 +351,7 @@ async fn drive(
 ) {
     let opened = {
         let mut on_sent = |t: f64| {
-            timeline.get_or_insert_with(|| new_timeline(t));
+            timeline.get_or_insert_with(|| new_timeline(t, req.hide_reasoning));
         };
         match outgoing {
             Ok(out) => transport.open(req, &out, &mut on_sent).await,
@@ -356,7 +361,7 @@ async fn drive(
             }
         }
     };
-    let tl = timeline.get_or_insert_with(|| new_timeline(now()));
+    let tl = timeline.get_or_insert_with(|| new_timeline(now(), req.hide_reasoning));
     let (t, head, mut body) = match opened {
         Ok(x) => x,
         Err((kind, msg)) => {
@@ -383,10 +388,17 @@ async fn drive(
                         {
                             let text = tl.text();
                             let new = text.get(shown..).unwrap_or_default();
-                            if summary.first_token {
+                            // The first token shown: the first of any kind, or
+                            // (reasoning hidden) the first answer text.
+                            let first = if req.hide_reasoning {
+                                probe.is_none() && !new.is_empty()
+                            } else {
+                                summary.first_token
+                            };
+                            if first {
                                 // Never batched: the probe goes into the DOM now.
                                 *probe = Some(p.first_token(lane, new));
-                            } else {
+                            } else if !new.is_empty() || probe.is_some() {
                                 p.append(lane, new);
                             }
                             shown = text.len();

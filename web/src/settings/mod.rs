@@ -17,6 +17,7 @@ use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::measure::metrics::DEFAULT_STALL_THRESHOLD_MS;
 use tokenscope_core::measure::openai::Api;
 use tokenscope_core::parse::{BaseUrl, parse_base_url};
+pub use tokenscope_core::report::ReasoningDisplay;
 use tokenscope_core::report::{Load, LoadMode, RunConfig};
 use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
 use tokenscope_core::workload::plan;
@@ -226,6 +227,14 @@ pub struct Settings {
     /// Seconds between scrapes within a level (`scrape_interval`), besides one at
     /// each level's start and end.
     pub scrape_interval_s: f64,
+    /// A prompts file's URL (`prompts`; relative to the page, or any CORS-open
+    /// URL): the CLI's `--prompts` formats, sent in turn instead of synthetic
+    /// prompts; empty: synthetic.
+    pub prompts: String,
+    /// Use this many of its prompts, picked with a seeded shuffle (`sample`).
+    pub prompts_sample: Option<u64>,
+    /// What the stream view shows of a reasoning model's answer (`reasoning`).
+    pub reasoning: ReasoningDisplay,
 }
 
 /// The default `scrape_interval`, seconds (as `bench --scrape-interval`).
@@ -261,6 +270,9 @@ impl Default for Settings {
             metrics: MetricsSetting::Auto,
             gpu_metrics: String::new(),
             scrape_interval_s: DEFAULT_SCRAPE_INTERVAL_S,
+            prompts: String::new(),
+            prompts_sample: None,
+            reasoning: ReasoningDisplay::Shown,
         }
     }
 }
@@ -308,6 +320,19 @@ pub struct RunPlan {
     pub sim: SimConfig,
     /// What to scrape during the run.
     pub scrape: ScrapePlan,
+    /// A prompts file to send instead of synthetic prompts.
+    pub prompts: Option<PromptsPlan>,
+    /// What the stream view shows of reasoning.
+    pub reasoning: ReasoningDisplay,
+}
+
+/// A prompts file to fetch and send in turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptsPlan {
+    /// Its URL, as given (relative to the page or absolute).
+    pub url: String,
+    /// Use this many of its prompts (seeded shuffle).
+    pub sample: Option<u64>,
 }
 
 /// Whose `/metrics` the run scrapes, and how often.
@@ -432,7 +457,33 @@ impl Settings {
             request_ids: self.request_ids,
             sim: self.sim_config()?,
             scrape: self.scrape_plan(base_origin.as_deref())?,
+            prompts: self.prompts_plan()?,
+            reasoning: self.reasoning,
         })
+    }
+
+    /// The prompts file, when one is set: a relative URL or an `http(s)` one
+    /// without credentials.
+    fn prompts_plan(&self) -> Result<Option<PromptsPlan>, String> {
+        let url = self.prompts.trim();
+        if url.is_empty() {
+            return Ok(None);
+        }
+        if url.contains("://") {
+            metrics_url(url).map_err(|e| format!("prompts file URL {e}"))?;
+        } else if url.contains(':') {
+            return Err(format!(
+                "prompts file URL {:?}: expected a path on this site or an http(s) URL",
+                tokenscope_core::parse::redact_url(url)
+            ));
+        }
+        if self.prompts_sample == Some(0) {
+            return Err("sample: 0 prompts; give at least 1".into());
+        }
+        Ok(Some(PromptsPlan {
+            url: url.to_owned(),
+            sample: self.prompts_sample,
+        }))
     }
 
     /// What to scrape: the endpoint's origin + `/metrics` by default (the
@@ -495,8 +546,11 @@ impl RunPlan {
             rounds: self.rounds,
             // The default is per level; the report records the first level's.
             warmup_requests: self.loads.first().map_or(0, |l| self.warmup_for(*l)),
-            input_tokens: Some(self.input_tokens),
-            prompts_file: None,
+            input_tokens: self.prompts.is_none().then_some(self.input_tokens),
+            prompts_file: self
+                .prompts
+                .as_ref()
+                .map(|p| tokenscope_core::parse::redact_url(&p.url)),
             max_tokens: self.max_tokens,
             ignore_eos: self.ignore_eos,
             min_tokens: None,
@@ -505,6 +559,7 @@ impl RunPlan {
             ramp_s: None,
             shared_prefix_tokens: None,
             conversation: None,
+            reasoning_display: Some(self.reasoning),
             timeout_s: self.timeout_ms / 1000.0,
             slos: self.slos.clone(),
             stall_threshold_ms: self.stall_threshold_ms,

@@ -7,8 +7,8 @@ use tokenscope_core::measure::openai::Api;
 use tokenscope_core::sim::parse_faults;
 
 use super::{
-    MetricsSetting, NetMode, PaintFallback, PaintMode, Settings, metrics_url, normalize_url,
-    parse_concurrency, parse_duration_s,
+    MetricsSetting, NetMode, PaintFallback, PaintMode, ReasoningDisplay, Settings, metrics_url,
+    normalize_url, parse_concurrency, parse_duration_s,
 };
 
 /// Decode `application/x-www-form-urlencoded` text (`+` is a space, `%XX` a byte).
@@ -179,6 +179,26 @@ impl Settings {
                 }
                 self.scrape_interval_s = s;
             }
+            "prompts" => self.prompts = value.trim().to_owned(),
+            "sample" if value.trim().is_empty() => self.prompts_sample = None,
+            "sample" => {
+                let n: u64 = num(key, value)?;
+                if n == 0 {
+                    return Err("sample=0: ignored (give at least 1)".into());
+                }
+                self.prompts_sample = Some(n);
+            }
+            "reasoning" => {
+                self.reasoning = match value.trim() {
+                    "shown" | "show" => ReasoningDisplay::Shown,
+                    "hidden" | "hide" => ReasoningDisplay::Hidden,
+                    _ => {
+                        return Err(format!(
+                            "reasoning={value:?}: expected shown or hidden: ignored"
+                        ));
+                    }
+                }
+            }
             "autorun" => self.autorun = flag(value),
             // The view and the GPU view's settings: read by `GpuSettings`.
             "view" | "preset" | "timestamps" => {}
@@ -195,6 +215,7 @@ impl Settings {
                 self.sim_faults = value.trim().to_owned();
             }
             "sim_stall_ms" => self.sim.stall_ms = num(key, value)?,
+            "sim_reasoning_tokens" => self.sim.reasoning_tokens = num(key, value)?,
             "key" | "api_key" | "apikey" | "token" => {
                 return Err(format!(
                     "{key}= in the URL is ignored: the API key is never read from (or written to) the URL; type it in the form"
@@ -268,6 +289,15 @@ impl Settings {
         if self.scrape_interval_s != d.scrape_interval_s {
             put("scrape_interval", format!("{}s", self.scrape_interval_s));
         }
+        if !self.prompts.is_empty() {
+            put("prompts", self.prompts.clone());
+        }
+        if let Some(n) = self.prompts_sample {
+            put("sample", n.to_string());
+        }
+        if self.reasoning != d.reasoning {
+            put("reasoning", "hidden".into());
+        }
         if self.url.is_empty() && (self.sim != d.sim || self.sim_faults != d.sim_faults) {
             let (s, ds) = (&self.sim, &d.sim);
             let nums = [
@@ -292,6 +322,11 @@ impl Settings {
                 ),
                 ("sim_error_rate", s.error_rate, ds.error_rate),
                 ("sim_stall_ms", s.stall_ms, ds.stall_ms),
+                (
+                    "sim_reasoning_tokens",
+                    f64::from(s.reasoning_tokens),
+                    f64::from(ds.reasoning_tokens),
+                ),
             ];
             for (k, v, dv) in nums {
                 if v != dv {

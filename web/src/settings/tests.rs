@@ -294,3 +294,48 @@ fn metrics_settings_and_where_the_key_goes() {
     assert!(notes[2].contains("at least 0.1 s"), "{notes:?}");
     assert_eq!(s.metrics, MetricsSetting::Auto);
 }
+
+#[test]
+fn prompts_file_sample_and_reasoning_from_the_url() {
+    let (s, notes) = Settings::from_query(
+        "?prompts=data%2Fprompts.jsonl&sample=5&reasoning=hidden&sim_reasoning_tokens=12",
+    );
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(s.prompts, "data/prompts.jsonl");
+    assert_eq!(s.prompts_sample, Some(5));
+    assert_eq!(s.reasoning, ReasoningDisplay::Hidden);
+    assert_eq!(s.sim.reasoning_tokens, 12);
+    let plan = s.validate().unwrap();
+    assert_eq!(
+        plan.prompts,
+        Some(PromptsPlan {
+            url: "data/prompts.jsonl".into(),
+            sample: Some(5)
+        })
+    );
+    let cfg = plan.run_config("m");
+    assert_eq!(cfg.prompts_file.as_deref(), Some("data/prompts.jsonl"));
+    assert_eq!(cfg.input_tokens, None, "the file's prompts, not a length");
+    assert_eq!(cfg.reasoning_display, Some(ReasoningDisplay::Hidden));
+    // The link that reruns it says the same.
+    let (again, notes) = Settings::from_query(&s.to_query());
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(again, s);
+    // Defaults: synthetic prompts, reasoning shown (and recorded so).
+    let cfg = Settings::default().validate().unwrap().run_config("m");
+    assert_eq!(cfg.prompts_file, None);
+    assert_eq!(cfg.reasoning_display, Some(ReasoningDisplay::Shown));
+    // Bad values are notes naming them, or refusals naming the field.
+    let (_, notes) = Settings::from_query("?reasoning=maybe&sample=0");
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].contains("reasoning=\"maybe\""), "{notes:?}");
+    for bad in ["javascript:alert(1)", "http://user:pw@example.com/p.jsonl"] {
+        let s = Settings {
+            prompts: bad.into(),
+            ..Settings::default()
+        };
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("prompts file URL"), "{bad}: {e}");
+        assert!(!e.contains("pw@"), "no credentials in the error: {e}");
+    }
+}
