@@ -1122,3 +1122,146 @@ async fn page_sends_a_prompts_file_and_paints_after_hidden_reasoning() {
     eprintln!("reasoning in the page: {}", figures.join("; "));
     browser.close().await;
 }
+
+/// The page's open loop against the mock: requests sent at rates with the
+/// native client's own schedule (the same seeded gaps, `core::workload::plan`),
+/// and a public Mooncake trace replayed from a file beside the page, sped up and
+/// scaled, each request at its time with its lengths as the mock counted them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_sends_on_schedule_and_replays_a_trace() {
+    use tokenscope_core::report::Arrival;
+    use tokenscope_core::workload::plan;
+    let _one = lock().await;
+    let site = chromium::dist_copy();
+    let name = "mooncake-conversation_trace-head200.jsonl";
+    std::fs::copy(
+        repo().join("tests/fixtures/traces").join(name),
+        site.path().join("mooncake.jsonl"),
+    )
+    .unwrap();
+    let serve = Serve::start_dir(site.path(), &[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    let mock = Mock::start(&["--max-batch", "32", "--ttft-ms", "10", "--itl-ms", "3"]);
+    let lags = |records: &Value| -> Vec<f64> {
+        records
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["warmup"] == false)
+            .map(|r| f(&r["t_send_ms"]) - f(&r["t_scheduled_ms"]))
+            .collect()
+    };
+    let scheduled = |records: &Value| -> Vec<(u64, f64)> {
+        let mut v: Vec<(u64, f64)> = records
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["warmup"] == false)
+            .map(|r| {
+                let id = r["request_id"].as_str().unwrap();
+                (
+                    id.rsplit('-').next().unwrap().parse().unwrap(),
+                    f(&r["t_scheduled_ms"]),
+                )
+            })
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+
+    // Rate mode, gamma arrivals (CV 2): the native client's gaps exactly.
+    let (n, rate, seed) = (12u64, 20.0, 5u64);
+    let url = format!(
+        "{}?url={}&api=chat&rate={rate}&arrival=gamma:2&requests={n}&rounds=1&warmup=0&max_tokens=4&seed={seed}&autorun=1",
+        serve.url, mock.url
+    );
+    let state = browser.run(&url, Duration::from_secs(60)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    validate_schema(&report);
+    check_accounting(&report, n);
+    assert_eq!(report["config"]["mode"], "rate");
+    assert_eq!(report["config"]["arrival"], "gamma");
+    assert_eq!(f(&report["config"]["arrival_cv"]), 2.0);
+    let records = json_of(&browser.text_of("records-json").await, "#records-json");
+    let times = scheduled(&records);
+    assert_eq!(times.len() as u64, n);
+    let mut rng = plan::arrival_stream(seed, 0);
+    for w in times.windows(2) {
+        let want = plan::arrival_gap_ms(&mut rng, rate, Arrival::Gamma, Some(2.0));
+        let got = w[1].1 - w[0].1;
+        assert!((got - want).abs() < 1e-6, "gap {got} vs the CLI's {want}");
+    }
+    let rate_lag = lags(&records);
+
+    // The Mooncake excerpt: 30 requests at 10x, lengths x 0.02.
+    let (n, speed, scale) = (30usize, 10.0, 0.02);
+    let url = format!(
+        "{}?url={}&api=chat&trace=mooncake.jsonl&trace_speed={speed}&trace_token_scale={scale}&requests={n}&autorun=1",
+        serve.url, mock.url
+    );
+    let state = browser.run(&url, Duration::from_secs(120)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    validate_schema(&report);
+    check_accounting(&report, n as u64);
+    let t = &report["config"]["trace"];
+    assert_eq!(t["format"], "mooncake");
+    assert_eq!(t["requests"], n as u64);
+    assert_eq!(report["config"]["arrival"], "trace");
+    let records = json_of(&browser.text_of("records-json").await, "#records-json");
+    let trace: Vec<Value> = std::fs::read_to_string(site.path().join("mooncake.jsonl"))
+        .unwrap()
+        .lines()
+        .take(n)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let scaled = |v: &Value| ((v.as_u64().unwrap() as f64 * scale).round() as u64).max(1);
+    let times = scheduled(&records);
+    let t0 = f(&trace[0]["timestamp"]);
+    for (i, (k, at)) in times.iter().enumerate() {
+        assert_eq!(*k as usize, i);
+        let want = (f(&trace[i]["timestamp"]) - t0) / speed;
+        assert!(
+            ((at - times[0].1) - want).abs() < 1e-6,
+            "request {i}: {at} vs {want}"
+        );
+    }
+    let log: HashMap<String, Value> = mock
+        .log_records(12 + n)
+        .into_iter()
+        .map(|r| (r["request_id"].as_str().unwrap().to_owned(), r))
+        .collect();
+    for r in records.as_array().unwrap() {
+        let id = r["request_id"].as_str().unwrap();
+        let i: usize = id.rsplit('-').next().unwrap().parse().unwrap();
+        let server = &log[id];
+        assert_eq!(
+            server["prompt_tokens"],
+            scaled(&trace[i]["input_length"]),
+            "request {i}"
+        );
+        assert_eq!(
+            server["max_tokens"],
+            scaled(&trace[i]["output_length"]),
+            "request {i}"
+        );
+    }
+    let trace_lag = lags(&records);
+    let p99 = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[((v.len() as f64 * 0.99).ceil() as usize).min(v.len()) - 1]
+    };
+    eprintln!(
+        "page open loop: send lag median {:.2} ms, max {:.2} ms (gamma:2 at {rate}/s); trace replay lag median {:.2} ms, p99 {:.2} ms",
+        median(&rate_lag),
+        p99(&rate_lag),
+        median(&trace_lag),
+        p99(&trace_lag)
+    );
+    // Browser timers: a send is due no later than a frame or so after its time.
+    assert!(p99(&trace_lag) < 30.0 && p99(&rate_lag) < 30.0);
+    browser.close().await;
+}

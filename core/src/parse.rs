@@ -28,6 +28,28 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * unit_ms / 1000.0))
 }
 
+/// Parse an arrival process: `poisson`, `constant`, or `gamma:CV` (the gaps'
+/// coefficient of variation: 1 is Poisson, above 1 burstier). The CLI's
+/// `--arrival` and the page's `arrival`.
+pub fn parse_arrival(s: &str) -> Result<(crate::report::Arrival, Option<f64>), String> {
+    use crate::report::Arrival;
+    match s.trim() {
+        "poisson" => Ok((Arrival::Poisson, None)),
+        "constant" => Ok((Arrival::Constant, None)),
+        other => {
+            let cv = other.strip_prefix("gamma:").ok_or_else(|| {
+                format!("{other:?}: expected poisson, constant or gamma:CV (e.g. gamma:2)")
+            })?;
+            match cv.trim().parse::<f64>() {
+                Ok(cv) if cv > 0.0 && cv.is_finite() => Ok((Arrival::Gamma, Some(cv))),
+                _ => Err(format!(
+                    "{other:?}: the coefficient of variation must be a number above 0"
+                )),
+            }
+        }
+    }
+}
+
 /// Parse a comma-separated list of positive integers (`1,4,8`).
 pub fn parse_u32_list(s: &str) -> Result<Vec<u32>, String> {
     let items: Result<Vec<u32>, String> = s

@@ -97,11 +97,17 @@ impl Rng {
         }
     }
 
-    /// Standard normal (Box-Muller).
+    /// Standard normal (Marsaglia's polar method: no trigonometry, so the
+    /// page's wasm carries no `sin`/`cos` for it).
     pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.next_f64();
-        let u2 = self.next_f64();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        loop {
+            let u = 2.0 * self.next_f64() - 1.0;
+            let v = 2.0 * self.next_f64() - 1.0;
+            let s = u * u + v * v;
+            if s > 0.0 && s < 1.0 {
+                return u * (-2.0 * s.ln() / s).sqrt();
+            }
+        }
     }
 }
 
@@ -151,5 +157,18 @@ mod tests {
         let n = 20_000;
         let mean = (0..n).map(|_| r.exponential(5.0)).sum::<f64>() / f64::from(n);
         assert!((mean - 5.0).abs() < 0.2, "{mean}");
+    }
+
+    #[test]
+    fn normal_has_mean_zero_and_unit_spread() {
+        let mut r = Rng::new(11);
+        let n = 200_000;
+        let xs: Vec<f64> = (0..n).map(|_| r.normal()).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!(mean.abs() < 0.01, "{mean}");
+        assert!((var.sqrt() - 1.0).abs() < 0.01, "{var}");
+        let tail = xs.iter().filter(|x| x.abs() > 1.96).count() as f64 / n as f64;
+        assert!((tail - 0.05).abs() < 0.003, "{tail}");
     }
 }

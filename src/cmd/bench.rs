@@ -8,8 +8,9 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::measure::openai::Api;
+use tokenscope_core::parse::parse_arrival;
 use tokenscope_core::render;
-use tokenscope_core::report::{Arrival, ClientReport, TraceInfo};
+use tokenscope_core::report::{ClientReport, TraceInfo};
 use tokenscope_core::workload::conversation::Conversation;
 use tokenscope_core::workload::trace::Trace;
 
@@ -25,26 +26,6 @@ pub enum ApiArg {
     Chat,
     /// POST /completions
     Completions,
-}
-
-/// `--arrival`: `poisson`, `constant`, or `gamma:CV` (the gaps' coefficient of
-/// variation: 1 is Poisson, above 1 burstier).
-fn parse_arrival(s: &str) -> Result<(Arrival, Option<f64>), String> {
-    match s.trim() {
-        "poisson" => Ok((Arrival::Poisson, None)),
-        "constant" => Ok((Arrival::Constant, None)),
-        other => {
-            let cv = other.strip_prefix("gamma:").ok_or_else(|| {
-                format!("{other:?}: expected poisson, constant or gamma:CV (e.g. gamma:2)")
-            })?;
-            match cv.trim().parse::<f64>() {
-                Ok(cv) if cv > 0.0 && cv.is_finite() => Ok((Arrival::Gamma, Some(cv))),
-                _ => Err(format!(
-                    "{other:?}: the coefficient of variation must be a number above 0"
-                )),
-            }
-        }
-    }
 }
 
 /// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL, E2E,

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use tokenscope_core::report::raw::Phase;
 use tokenscope_core::report::{Arrival, Load};
-use tokenscope_core::rng::Rng;
 use tokenscope_core::workload::conversation::{Conversation, History};
 use tokenscope_core::workload::plan;
 use tokenscope_core::workload::trace::Trace;
@@ -202,7 +201,7 @@ pub(super) async fn run_open(
     let ctx2 = Arc::clone(ctx);
     let scheduler = tokio::spawn(async move {
         let ctx = ctx2;
-        let mut rng = Rng::for_stream(ctx.cfg.seed, 0xA11 + u64::from(round));
+        let mut rng = plan::arrival_stream(ctx.cfg.seed, round);
         let start = ctx.clock.now_ms();
         let until = match quota {
             Quota::For(ms) => Some(start + ms),
@@ -238,13 +237,7 @@ pub(super) async fn run_open(
             sent += 1;
             t_next = match &schedule {
                 Schedule::Rate { rate, arrival, cv } => {
-                    let mean_gap_ms = 1000.0 / rate;
-                    t_next
-                        + match arrival {
-                            Arrival::Poisson => rng.exponential(mean_gap_ms),
-                            Arrival::Gamma => rng.gamma_gap(mean_gap_ms, cv.unwrap_or(1.0)),
-                            Arrival::Constant | Arrival::Trace => mean_gap_ms,
-                        }
+                    t_next + plan::arrival_gap_ms(&mut rng, *rate, *arrival, *cv)
                 }
                 Schedule::Trace(trace) => match trace.requests.get(sent as usize) {
                     Some(r) => start + r.t_ms,

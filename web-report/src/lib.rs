@@ -46,15 +46,16 @@ pub fn read_kernels(json: String) -> Result<String, String> {
     serde_json::to_string(&read).map_err(|e| e.to_string())
 }
 
-/// Read a prompts file for the page (a JSON
-/// [`tokenscope_core::page::prompts::PromptsRequest`]): the
-/// [`tokenscope_core::workload::dataset::Dataset`] to send as JSON, or why the
-/// text is not one (the CLI's own errors: the line or record and the field).
+/// Prepare a prompts file or a trace for the page (a JSON
+/// [`tokenscope_core::page::workload::WorkloadRequest`]): the
+/// [`tokenscope_core::page::workload::PreparedWorkload`] (every body to send) as
+/// JSON, or why the text is not such a file (the CLI's own errors: the line or
+/// record and the field).
 #[wasm_bindgen]
-pub fn read_prompts(request: &str) -> Result<String, String> {
-    let req: tokenscope_core::page::prompts::PromptsRequest = serde_json::from_str(request)
+pub fn prepare_workload(request: &str) -> Result<String, String> {
+    let req: tokenscope_core::page::workload::WorkloadRequest = serde_json::from_str(request)
         .map_err(|e| format!("invalid request to the report module: {e}"))?;
-    serde_json::to_string(&req.read()?).map_err(|e| e.to_string())
+    serde_json::to_string(&req.prepare()?).map_err(|e| e.to_string())
 }
 
 fn render(request: &str) -> Result<String, String> {

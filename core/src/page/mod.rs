@@ -5,6 +5,6 @@
 //! those strings, shared so that neither side spells them twice.
 
 pub mod gpu;
-pub mod prompts;
 pub mod report;
 pub mod scrape;
+pub mod workload;

@@ -272,8 +272,11 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrape_interval_s: Option<f64>,
     /// The trace replayed (its arrivals, lengths and prefix blocks), when one was.
+    /// The page's main module writes it (a trace replayed in the page) but does
+    /// not read it back (a report it opens keeps its full text for the Analysis
+    /// and the export).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub trace: Option<TraceInfo>,
     /// How the prompts' tokens were counted (absent: approximately, before this
     /// was recorded).
@@ -287,7 +290,6 @@ pub struct RunConfig {
     pub context_window: Option<u64>,
     /// The gaps' coefficient of variation (`arrival: gamma`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub arrival_cv: Option<f64>,
     /// Seconds of load rising linearly before each level's measured part
     /// (instead of its warm-up; not measured).
@@ -826,13 +828,23 @@ impl ClientReport {
 
     /// Read a report, refusing unknown schemas or major versions.
     pub fn from_json(text: &str) -> Result<Self, ReportError> {
-        let value: serde_json::Value = serde_json::from_str(text)?;
-        let schema = value
-            .get("schema")
-            .and_then(|s| s.as_str())
-            .unwrap_or("(none)");
-        check_schema(schema, CLIENT_SCHEMA)?;
-        Ok(serde_json::from_value(value)?)
+        /// The schema alone (every other field skipped unread).
+        #[derive(Deserialize)]
+        struct Schema {
+            #[serde(default)]
+            schema: Option<String>,
+        }
+        // Read as the report itself, not through `serde_json::Value`: one set of
+        // deserializing code in the page's wasm (the Value path was 2 KB
+        // gzipped more there).
+        let schema = match serde_json::from_str::<Schema>(text) {
+            Ok(head) => head.schema,
+            Err(e) if e.is_syntax() || e.is_eof() => return Err(e.into()),
+            // JSON, but not an object with a text `schema`.
+            Err(_) => None,
+        };
+        check_schema(schema.as_deref().unwrap_or("(none)"), CLIENT_SCHEMA)?;
+        Ok(serde_json::from_str(text)?)
     }
 
     /// Pretty JSON.

@@ -20,7 +20,7 @@ pub use crate::measure::openai::ChatMessage;
 use crate::rng::Rng;
 
 /// One prompt of a dataset.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DatasetPrompt {
     /// The text a completions endpoint gets (a conversation's contents joined).
     pub prompt: String,
@@ -41,7 +41,7 @@ pub enum DatasetFormat {
 }
 
 /// A dataset read from a file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
     /// Its shape.
     pub format: DatasetFormat,

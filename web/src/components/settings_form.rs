@@ -160,45 +160,61 @@ fn load_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
                 }) }
             </select>
         </label>
-        <div class="two">
-            <label>{ "Max tokens" }
-                <input name="max_tokens" type="number" min="1" value={s.max_tokens.to_string()} onchange={onfield.clone()} disabled={d} />
-            </label>
-            <label>{ "Concurrency levels" }
-                <input name="concurrency" value={s.concurrency.clone()} onchange={onfield.clone()} disabled={d} placeholder="1,4,16" />
-            </label>
-        </div>
-        <div class="three">
-            <label>{ "Requests / level" }
-                <input name="requests" type="number" min="1" value={s.requests.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="auto" />
-            </label>
-            <label>{ "Rounds" }
-                <input name="rounds" type="number" min="1" value={s.rounds.to_string()} onchange={onfield.clone()} disabled={d} />
-            </label>
-            <label>{ "Warm-up" }
-                <input name="warmup" type="number" min="0" value={s.warmup.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="auto" />
-            </label>
-        </div>
-        <div class="two">
-            <label>{ "Prompts file" }
-                <input name="prompts" value={s.prompts.clone()} onchange={onfield.clone()} disabled={d}
-                    placeholder="URL of a JSONL / ShareGPT file (optional)" spellcheck="false" />
-            </label>
-            <label>{ "Sample" }
-                <input name="sample" type="number" min="1" value={s.prompts_sample.map(|v| v.to_string()).unwrap_or_default()} onchange={onfield.clone()} disabled={d} placeholder="all" />
-            </label>
-        </div>
-        <div class="two">
-            <label>{ "Timeout" }
-                <input name="timeout" value={format!("{}s", s.timeout_s)} onchange={onfield.clone()} disabled={d} />
-            </label>
-            <label>{ "SLOs" }
-                <input name="slo" value={s.slo.clone()} onchange={onfield.clone()} disabled={d}
-                    placeholder="ttft_ms:p95<=500" spellcheck="false" />
-            </label>
-        </div>
+        { row("two", [
+            text_field("Max tokens", "max_tokens", s.max_tokens.to_string(), "", onfield, d),
+            text_field("Concurrency levels", "concurrency", s.concurrency.clone(), "1,4,16", onfield, d),
+        ]) }
+        { row("three", [
+            text_field("Requests / level", "requests", opt(s.requests), "auto", onfield, d),
+            text_field("Rounds", "rounds", s.rounds.to_string(), "", onfield, d),
+            text_field("Warm-up", "warmup", opt(s.warmup), "auto", onfield, d),
+        ]) }
+        { row("two", [
+            text_field("or rates (req/s, open loop)", "rate", s.rate.clone(), "2,4 (instead of concurrency)", onfield, d),
+            text_field("Arrivals", "arrival", s.arrival.clone(), "poisson, constant, gamma:2", onfield, d),
+        ]) }
+        { row("three", [
+            text_field("or a trace to replay", "trace", s.trace.clone(), "Mooncake / Azure / BurstGPT file URL", onfield, d),
+            text_field("speed", "trace_speed", s.trace_speed.to_string(), "", onfield, d),
+            text_field("token scale", "trace_token_scale", s.trace_token_scale.to_string(), "", onfield, d),
+        ]) }
+        { row("two", [
+            text_field("Prompts file", "prompts", s.prompts.clone(), "URL of a JSONL / ShareGPT file (optional)", onfield, d),
+            text_field("Sample", "sample", opt(s.prompts_sample), "all", onfield, d),
+        ]) }
+        { row("two", [
+            text_field("Timeout", "timeout", format!("{}s", s.timeout_s), "", onfield, d),
+            text_field("SLOs", "slo", s.slo.clone(), "ttft_ms:p95<=500", onfield, d),
+        ]) }
         </>
     }
+}
+
+/// One labelled text field named as its query key (the settings validate what
+/// is typed: one code path for every field keeps the page's wasm small).
+fn text_field(
+    label: &'static str,
+    name: &'static str,
+    value: String,
+    placeholder: &'static str,
+    onfield: &Callback<Event>,
+    d: bool,
+) -> Html {
+    html! {
+        <label>{ label }
+            <input {name} {value} {placeholder} onchange={onfield.clone()} disabled={d} spellcheck="false" />
+        </label>
+    }
+}
+
+/// Fields side by side (`class`: `two`, `three`).
+fn row<const N: usize>(class: &'static str, fields: [Html; N]) -> Html {
+    html! { <div {class}>{ for fields }</div> }
+}
+
+/// An optional number as typed (empty: the default).
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
 }
 
 /// The "More" section: seed, paint and stream modes, request options, the stall
@@ -208,9 +224,7 @@ fn more_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
         <details>
             <summary>{ "More" }</summary>
             <div class="two">
-                <label>{ "Seed" }
-                    <input name="seed" type="number" min="0" value={s.seed.to_string()} onchange={onfield.clone()} disabled={d} />
-                </label>
+                { text_field("Seed", "seed", s.seed.to_string(), "", onfield, d) }
                 <label>{ "Paint timing" }
                     <select name="paint" onchange={onfield.clone()} disabled={d}>
                         <option value="auto" selected={s.paint == PaintMode::Auto}>{ "Element Timing (fallback: frames)" }</option>
@@ -238,9 +252,7 @@ fn more_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
                 <input name="request_ids" type="checkbox" checked={s.request_ids} onchange={onfield.clone()} disabled={d} />
                 { "send x-request-id (turn off if the endpoint's CORS policy refuses it)" }
             </label>
-            <label>{ "Stall threshold (ms)" }
-                <input name="stall_ms" type="number" min="1" value={s.stall_threshold_ms.to_string()} onchange={onfield.clone()} disabled={d} />
-            </label>
+            { text_field("Stall threshold (ms)", "stall_ms", s.stall_threshold_ms.to_string(), "", onfield, d) }
             { metrics_fields(s, onfield, d) }
             { sim_fields(s, onfield, d) }
         </details>
@@ -258,13 +270,8 @@ fn metrics_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
                 <small>{ "auto: the endpoint's origin + /metrics (the simulator's own without an endpoint); none; or a URL" }</small>
             </label>
             <div class="two">
-                <label>{ "GPU exporter" }
-                    <input name="gpu_metrics" type="url" value={s.gpu_metrics.clone()} onchange={onfield.clone()} spellcheck="false"
-                        placeholder="dcgm-exporter URL (optional)" />
-                </label>
-                <label>{ "Scrape every" }
-                    <input name="scrape_interval" value={format!("{}s", s.scrape_interval_s)} onchange={onfield.clone()} />
-                </label>
+                { text_field("GPU exporter", "gpu_metrics", s.gpu_metrics.clone(), "dcgm-exporter URL (optional)", onfield, false) }
+                { text_field("Scrape every", "scrape_interval", format!("{}s", s.scrape_interval_s), "", onfield, false) }
             </div>
         </fieldset>
     }
@@ -276,13 +283,13 @@ fn sim_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
         <fieldset disabled={d || !s.is_simulated()}>
             <legend>{ "Simulated endpoint (as tokenscope mock)" }</legend>
             <div class="three">
-                <label>{ "TTFT ms" }<input name="sim_ttft_ms" type="number" step="any" value={s.sim.ttft_ms.to_string()} onchange={onfield.clone()} /></label>
-                <label>{ "ITL ms" }<input name="sim_itl_ms" type="number" step="any" value={s.sim.itl_ms.to_string()} onchange={onfield.clone()} /></label>
-                <label>{ "max batch" }<input name="sim_max_batch" type="number" min="1" value={s.sim.max_batch.to_string()} onchange={onfield.clone()} /></label>
-                <label>{ "jitter ms" }<input name="sim_jitter_ms" type="number" step="any" value={s.sim.jitter_ms.to_string()} onchange={onfield.clone()} /></label>
-                <label>{ "error rate" }<input name="sim_error_rate" type="number" step="any" min="0" max="1" value={s.sim.error_rate.to_string()} onchange={onfield.clone()} /></label>
-                <label>{ "tokens/chunk" }<input name="sim_tokens_per_chunk" type="number" min="1" value={s.sim.tokens_per_chunk.to_string()} onchange={onfield.clone()} /></label>
-                <label>{ "reasoning tokens" }<input name="sim_reasoning_tokens" type="number" min="0" value={s.sim.reasoning_tokens.to_string()} onchange={onfield.clone()} /></label>
+                { text_field("TTFT ms", "sim_ttft_ms", s.sim.ttft_ms.to_string(), "", onfield, false) }
+                { text_field("ITL ms", "sim_itl_ms", s.sim.itl_ms.to_string(), "", onfield, false) }
+                { text_field("max batch", "sim_max_batch", s.sim.max_batch.to_string(), "", onfield, false) }
+                { text_field("jitter ms", "sim_jitter_ms", s.sim.jitter_ms.to_string(), "", onfield, false) }
+                { text_field("error rate", "sim_error_rate", s.sim.error_rate.to_string(), "", onfield, false) }
+                { text_field("tokens/chunk", "sim_tokens_per_chunk", s.sim.tokens_per_chunk.to_string(), "", onfield, false) }
+                { text_field("reasoning tokens", "sim_reasoning_tokens", s.sim.reasoning_tokens.to_string(), "", onfield, false) }
             </div>
             <label>{ "faults" }<input name="sim_faults" value={s.sim_faults.clone()} onchange={onfield.clone()} spellcheck="false" /></label>
         </fieldset>

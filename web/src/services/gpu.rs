@@ -12,12 +12,10 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::services::fetch::js_error_text;
 
-/// Reads JSON through `serde_json::Value`, as `ClientReport::from_json` does: the
-/// types then deserialize with one set of code in the page's wasm.
+/// Reads JSON straight into its type, as `ClientReport::from_json` does (not
+/// through `serde_json::Value`: one set of deserializing code in the page).
 fn read<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_json::from_str::<serde_json::Value>(text)
-        .and_then(serde_json::from_value)
-        .map_err(|e| e.to_string())
+    serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
 fn not_loaded(message: String) -> GpuFailure {

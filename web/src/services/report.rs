@@ -64,12 +64,15 @@ pub async fn read_scrapes(taken: &[TakenScrape]) -> Result<Vec<ReadScrape>, Stri
     serde_json::from_str(&text).map_err(|e| format!("the report module's answer: {e}"))
 }
 
-/// A prompts file's text read by the module (the CLI's parser), sampled as asked.
-pub async fn read_prompts(
-    request: &tokenscope_core::page::prompts::PromptsRequest,
-) -> Result<tokenscope_core::workload::dataset::Dataset, String> {
+/// A prompts file or a trace prepared by the module (the CLI's parsers): every
+/// body to send.
+pub async fn prepare_workload(
+    request: &tokenscope_core::page::workload::WorkloadRequest,
+) -> Result<tokenscope_core::page::workload::PreparedWorkload, String> {
     let request = serde_json::to_string(request).map_err(|e| e.to_string())?;
-    let text = call("read_prompts", &request).await?;
+    let text = call("prepare_workload", &request).await?;
+    // Through `serde_json::Value`, as `ClientReport::from_json` reads: the
+    // deserializing code is the one set the page already carries.
     serde_json::from_str(&text).map_err(|e| format!("the report module's answer: {e}"))
 }
 

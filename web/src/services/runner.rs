@@ -18,14 +18,13 @@ use futures_util::future::join_all;
 use tokenscope_core::analyze::server::scrape::ScrapeTarget;
 use tokenscope_core::analyze::stats::{Samples, Summary};
 use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
-use tokenscope_core::page::prompts::PromptsRequest;
 use tokenscope_core::page::scrape::TakenScrape;
+use tokenscope_core::page::workload::{PreparedWorkload, WorkloadFile, WorkloadRequest};
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
 use tokenscope_core::report::{
     ClientReport, Environment, LevelReport, Load, ReportWarning, Source, WarningKind,
 };
-use tokenscope_core::workload::dataset::DatasetPrompt;
 use tokenscope_core::workload::plan;
 use tokenscope_core::workload::prompts::{approx_tokens, synthetic_prompt};
 
@@ -39,7 +38,7 @@ use super::sim::{SimLog, SimServer};
 use super::transport::{Prepared, Transport, run_request};
 use super::watch::{self, LagMonitor};
 use super::worker::{NetWorker, WorkerTarget};
-use crate::settings::{NetMode, PromptsPlan, ReasoningDisplay, RunPlan, ServerMetricsTarget};
+use crate::settings::{NetMode, OpenLoop, ReasoningDisplay, RunPlan, ServerMetricsTarget};
 
 /// Finished requests after which an unreported protocol is taken as unknown.
 const PROTOCOL_CHECKS: u32 = 4;
@@ -155,8 +154,9 @@ struct Ctx {
     /// The run's scrapes, in order: taken (text kept) until the report module
     /// reads them into raw lines at a level's end.
     scrapes: RefCell<Vec<ScrapeSlot>>,
-    /// A prompts file's prompts, sent in turn (`None`: synthetic prompts).
-    prompts: Option<Vec<DatasetPrompt>>,
+    /// A prompts file's requests (sent in turn) or a trace's (each at its
+    /// time); `None`: synthetic prompts.
+    workload: Option<PreparedWorkload>,
 }
 
 /// One scrape of the run.
@@ -177,34 +177,42 @@ impl Ctx {
             .map(|_| {
                 let index = self.next_index.get();
                 self.next_index.set(index + 1);
-                // A prompts file's next prompt (its own max_tokens and
-                // conversation, if it has them), else a synthetic one.
-                let file = self
-                    .prompts
-                    .as_ref()
-                    .map(|ps| &ps[(index % ps.len() as u64) as usize]);
+                let request_id = format!("web-{}-{index}", self.run_tag);
+                let hide_reasoning = p.reasoning == ReasoningDisplay::Hidden;
+                // A prompts file's next request (its own max_tokens and
+                // conversation, if it has them), a trace's, or a synthetic one.
+                if let Some(w) = &self.workload {
+                    let r = &w.requests[(index % w.requests.len() as u64) as usize];
+                    return Prepared {
+                        request_id,
+                        body: r.body.clone(),
+                        api: p.api,
+                        prompt_tokens: r.prompt_tokens,
+                        max_tokens: r.max_tokens,
+                        hide_reasoning,
+                        t_scheduled_ms: None,
+                    };
+                }
                 let spec = RequestSpec {
                     system: None,
-                    messages: file.and_then(|f| f.messages.clone()),
+                    messages: None,
                     api: p.api,
                     model: self.model.clone(),
-                    prompt: file.map_or_else(
-                        || synthetic_prompt(p.input_tokens, p.seed, index),
-                        |f| f.prompt.clone(),
-                    ),
-                    max_tokens: file.and_then(|f| f.max_tokens).unwrap_or(p.max_tokens),
+                    prompt: synthetic_prompt(p.input_tokens, p.seed, index),
+                    max_tokens: p.max_tokens,
                     ignore_eos: p.ignore_eos,
                     min_tokens: None,
                     temperature: None,
                 };
                 Prepared {
-                    request_id: format!("web-{}-{index}", self.run_tag),
+                    request_id,
                     prompt_tokens: approx_tokens(&spec.prompt).max(1),
                     body: serde_json::to_string(&request_body(&spec))
                         .expect("a JSON value serializes"),
                     api: p.api,
-                    max_tokens: spec.max_tokens,
-                    hide_reasoning: p.reasoning == ReasoningDisplay::Hidden,
+                    max_tokens: p.max_tokens,
+                    hide_reasoning,
+                    t_scheduled_ms: None,
                 }
             })
             .collect()
@@ -329,7 +337,7 @@ impl Ctx {
 
 /// Run the benchmark. `on_event` sees progress as it happens.
 pub async fn run(
-    input: RunInput,
+    mut input: RunInput,
     on_event: impl Fn(RunEvent) + 'static,
 ) -> Result<RunOutput, String> {
     let started_at = browser::now_rfc3339();
@@ -377,10 +385,20 @@ pub async fn run(
             (transport, model)
         }
     };
-    let prompts = match &plan.prompts {
-        Some(p) => Some(load_prompts(p, plan.seed).await?),
-        None => None,
-    };
+    // A prompts file or a trace: every body built by the report module. A trace's
+    // level is its mean rate, its requests its count, replayed once.
+    let workload = load_workload(plan, &model).await?;
+    if let Some((_, rate)) = workload.as_ref().and_then(|w| w.trace.as_ref()) {
+        let n = workload.as_ref().map_or(0, |w| w.requests.len() as u64);
+        let p = &mut input.plan;
+        p.loads = vec![Load::Rate(*rate)];
+        p.rounds = 1;
+        p.warmup = Some(0);
+        p.requests = Some(n);
+        // The trace's output lengths are the answers' lengths.
+        p.ignore_eos = true;
+    }
+    let plan = &input.plan;
     on_event(RunEvent::Started {
         simulated: transport.is_simulated(),
         model: model.clone(),
@@ -395,7 +413,11 @@ pub async fn run(
         config.gpu_metrics_url = None;
         config.scrape_interval_s = None;
     }
-    config.distinct_prompts = prompts.as_ref().map(|p| p.len() as u64);
+    match workload.as_ref().map(|w| (w.requests.len(), &w.trace)) {
+        Some((_, Some((info, _)))) => config.trace = Some(info.clone()),
+        Some((n, None)) => config.distinct_prompts = Some(n as u64),
+        None => {}
+    }
     let recorder = RunRecorder::new(Source::Browser, config);
     let ctx = Rc::new(Ctx {
         transport,
@@ -414,7 +436,7 @@ pub async fn run(
         total_finished: Cell::new(0),
         scraper: RefCell::new(None),
         scrapes: RefCell::new(Vec::new()),
-        prompts,
+        workload,
         input,
     });
     for w in scraping.notes {
@@ -526,23 +548,53 @@ pub async fn run(
     })
 }
 
-/// The prompts file's prompts: fetched (the key never goes with it), read by the
-/// report module with the CLI's parser, sampled as asked. A file that cannot be
-/// fetched or read stops the run before it starts, naming the file and the line.
-async fn load_prompts(p: &PromptsPlan, seed: u64) -> Result<Vec<DatasetPrompt>, String> {
-    let shown = tokenscope_core::parse::redact_url(&p.url);
-    let text = FetchTarget::get_text(&p.url, None)
-        .await
-        .map_err(|e| format!("prompts file {shown}: {e}"))?;
-    let request = PromptsRequest {
-        text,
-        sample: p.sample,
-        seed,
+/// The plan's prompts file or trace: fetched (the key never goes with it), then
+/// read by the report module with the CLI's parsers, which builds every body.
+/// A file that cannot be fetched or read stops the run before it starts, naming
+/// the file, the line and the field.
+async fn load_workload(plan: &RunPlan, model: &str) -> Result<Option<PreparedWorkload>, String> {
+    let (what, url, file) = match (&plan.open_loop, &plan.prompts) {
+        (
+            Some(OpenLoop::Trace {
+                url,
+                speed,
+                token_scale,
+            }),
+            _,
+        ) => (
+            "trace file",
+            url,
+            WorkloadFile::Trace {
+                speed: *speed,
+                token_scale: *token_scale,
+                limit: plan.requests,
+            },
+        ),
+        (_, Some(p)) => (
+            "prompts file",
+            &p.url,
+            WorkloadFile::Prompts { sample: p.sample },
+        ),
+        _ => return Ok(None),
     };
-    let dataset = super::report::read_prompts(&request)
+    let shown = tokenscope_core::parse::redact_url(url);
+    let text = FetchTarget::get_text(url, None)
         .await
-        .map_err(|e| format!("prompts file {shown}: {e}"))?;
-    Ok(dataset.prompts)
+        .map_err(|e| format!("{what} {shown}: {e}"))?;
+    let request = WorkloadRequest {
+        name: shown.clone(),
+        text,
+        file,
+        seed: plan.seed,
+        api: plan.api,
+        model: model.to_owned(),
+        max_tokens: plan.max_tokens,
+        ignore_eos: plan.ignore_eos,
+    };
+    super::report::prepare_workload(&request)
+        .await
+        .map(Some)
+        .map_err(|e| format!("{what} {shown}: {e}"))
 }
 
 /// What the run scrapes, set up before it starts.
@@ -633,8 +685,9 @@ async fn run_levels(ctx: &Rc<Ctx>) {
         if ctx.input.cancel.is_cancelled() {
             break;
         }
-        let Load::Concurrency(c) = load else {
-            continue;
+        let c = match load {
+            Load::Concurrency(c) => c,
+            Load::Rate(_) => OPEN_LOOP_LANES as u32,
         };
         ctx.input.painter.set_lanes(c as usize);
         let warm_n = plan.warmup_for(load);
@@ -664,7 +717,10 @@ async fn run_levels(ctx: &Rc<Ctx>) {
                 phase: Phase::Round(round),
                 label: format!("{} round {}/{}", load.label(), round + 1, plan.rounds),
             };
-            run_closed(ctx, &phase).await;
+            match (load, &plan.open_loop) {
+                (Load::Rate(rate), Some(open)) => run_open(ctx, &phase, rate, open, round).await,
+                _ => run_closed(ctx, &phase).await,
+            }
         }
         ctx.scrape_now().await;
         let ended = ctx
@@ -714,6 +770,7 @@ fn end_warnings(ctx: &Ctx, hidden: bool, lag: &Summary) {
 }
 
 /// One phase of a level (warm-up or a round).
+#[derive(Clone)]
 struct PhaseRun {
     level: usize,
     load: Load,
@@ -763,54 +820,78 @@ async fn run_closed(ctx: &Rc<Ctx>, run: &PhaseRun) {
                     &ctx.input.cancel,
                 )
                 .await;
-                {
-                    let mut o = ctx.overhead.borrow_mut();
-                    o.reads += sent.parse.per_read_ms.len() as u64;
-                    o.events += sent.timeline.record().token_events_ms.len() as u64;
-                    for ms in &sent.parse.per_read_ms {
-                        o.parse_per_read.push(*ms);
-                    }
-                }
-                ctx.check_protocol();
-                ctx.pending_paints.set(ctx.pending_paints.get() + 1);
-                wasm_bindgen_futures::spawn_local(finalize(
-                    Rc::clone(ctx),
-                    sent,
-                    req.request_id,
-                    Where {
-                        level: run.level,
-                        load: run.load,
-                        phase: run.phase,
-                        lane,
-                    },
-                ));
+                after_send(ctx, run, sent, req.request_id, lane);
                 finished.set(finished.get() + 1);
-                ctx.total_finished.set(ctx.total_finished.get() + 1);
-                if now() - last_live.get() >= LIVE_EVERY_MS {
-                    last_live.set(now());
-                    progress(finished.get());
-                    if measured {
-                        // The live snapshot (a clone of the level's samples, sorted
-                        // for percentiles) runs as its own task once this stream
-                        // yields, not inline between a response and the next send.
-                        let ctx = Rc::clone(ctx);
-                        wasm_bindgen_futures::spawn_local(async move {
-                            let levels = ctx.recorder.borrow().levels_so_far();
-                            ctx.emit(RunEvent::Levels {
-                                levels,
-                                settled: false,
-                            });
-                        });
-                    }
-                }
+                live(ctx, last_live, measured, || progress(finished.get()));
             }
         }
     });
     join_all(workers).await;
+    end_phase(ctx, measured, || progress(finished.get())).await;
+}
+
+/// A response done: the page's costs counted, the protocol checked, and its
+/// record completed once its paint is known ([`finalize`]).
+fn after_send(
+    ctx: &Rc<Ctx>,
+    run: &PhaseRun,
+    sent: super::transport::Sent,
+    request_id: String,
+    lane: usize,
+) {
+    {
+        let mut o = ctx.overhead.borrow_mut();
+        o.reads += sent.parse.per_read_ms.len() as u64;
+        o.events += sent.timeline.record().token_events_ms.len() as u64;
+        for ms in &sent.parse.per_read_ms {
+            o.parse_per_read.push(*ms);
+        }
+    }
+    ctx.check_protocol();
+    ctx.pending_paints.set(ctx.pending_paints.get() + 1);
+    wasm_bindgen_futures::spawn_local(finalize(
+        Rc::clone(ctx),
+        sent,
+        request_id,
+        Where {
+            level: run.level,
+            load: run.load,
+            phase: run.phase,
+            lane,
+        },
+    ));
+    ctx.total_finished.set(ctx.total_finished.get() + 1);
+}
+
+/// The live view, at most every [`LIVE_EVERY_MS`]: progress, and a measured
+/// level's figures so far.
+fn live(ctx: &Rc<Ctx>, last_live: &Cell<f64>, measured: bool, progress: impl Fn()) {
+    if now() - last_live.get() < LIVE_EVERY_MS {
+        return;
+    }
+    last_live.set(now());
+    progress();
+    if measured {
+        // The live snapshot (a clone of the level's samples, sorted for
+        // percentiles) runs as its own task once this stream yields, not inline
+        // between a response and the next send.
+        let ctx = Rc::clone(ctx);
+        wasm_bindgen_futures::spawn_local(async move {
+            let levels = ctx.recorder.borrow().levels_so_far();
+            ctx.emit(RunEvent::Levels {
+                levels,
+                settled: false,
+            });
+        });
+    }
+}
+
+/// A phase's sends are done: wait for their paints, then show where it stands.
+async fn end_phase(ctx: &Rc<Ctx>, measured: bool, progress: impl Fn()) {
     while ctx.pending_paints.get() > 0 {
         sleep_ms(10.0).await;
     }
-    progress(finished.get());
+    progress();
     if measured {
         let levels = ctx.recorder.borrow().levels_so_far();
         ctx.emit(RunEvent::Levels {
@@ -818,6 +899,105 @@ async fn run_closed(ctx: &Rc<Ctx>, run: &PhaseRun) {
             settled: false,
         });
     }
+}
+
+/// Stream lanes on screen in an open-loop level: a request sent while all are
+/// busy streams unpainted (counted in the `unpainted` note).
+const OPEN_LOOP_LANES: usize = 16;
+
+/// Open loop: every request sent at its scheduled time whatever the responses
+/// (a rate's gaps from `core::workload::plan`, as the native client draws them;
+/// a trace's own times), its latencies from that time (no coordinated
+/// omission; the lag between schedule and send is `client_lag_ms`). Bodies are
+/// built before the round starts.
+async fn run_open(ctx: &Rc<Ctx>, run: &PhaseRun, rate: f64, open: &OpenLoop, round: u32) {
+    let reqs = ctx.prepare(run.requests);
+    let finished = Rc::new(Cell::new(0u64));
+    let in_flight = Rc::new(Cell::new(0u64));
+    let last_live = Rc::new(Cell::new(now()));
+    let measured = matches!(run.phase, Phase::Round(_));
+    let free: Rc<RefCell<Vec<usize>>> = Rc::new(RefCell::new((0..OPEN_LOOP_LANES).rev().collect()));
+    let progress = {
+        let ctx = Rc::clone(ctx);
+        let (level, label, planned) = (run.level, run.label.clone(), run.requests);
+        move |finished: u64| {
+            ctx.emit(RunEvent::Progress(Progress {
+                level,
+                levels: ctx.input.plan.loads.len(),
+                phase: label.clone(),
+                finished,
+                planned,
+                total_finished: ctx.total_finished.get(),
+            }));
+        }
+    };
+    progress(0);
+    let mut rng = plan::arrival_stream(ctx.input.plan.seed, round);
+    let start = now();
+    let mut t_next = start;
+    for (k, mut req) in reqs.into_iter().enumerate() {
+        if ctx.input.cancel.is_cancelled() {
+            break;
+        }
+        let wait = t_next - now();
+        if wait > 0.0 {
+            sleep_ms(wait).await;
+        }
+        req.t_scheduled_ms = Some(t_next);
+        let lane = free.borrow_mut().pop();
+        in_flight.set(in_flight.get() + 1);
+        let (ctx2, run2, free, finished, in_flight, last_live, progress) = (
+            Rc::clone(ctx),
+            run.clone(),
+            Rc::clone(&free),
+            Rc::clone(&finished),
+            Rc::clone(&in_flight),
+            Rc::clone(&last_live),
+            progress.clone(),
+        );
+        wasm_bindgen_futures::spawn_local(async move {
+            let painter = lane.map(|l| (&ctx2.input.painter, l));
+            let sent = run_request(
+                &ctx2.transport,
+                &req,
+                painter,
+                ctx2.input.plan.timeout_ms,
+                &ctx2.input.cancel,
+            )
+            .await;
+            after_send(
+                &ctx2,
+                &run2,
+                sent,
+                req.request_id,
+                // Without a lane it streamed unshown: its lane is past the last.
+                lane.unwrap_or(OPEN_LOOP_LANES),
+            );
+            if let Some(l) = lane {
+                free.borrow_mut().push(l);
+            }
+            finished.set(finished.get() + 1);
+            in_flight.set(in_flight.get() - 1);
+            live(&ctx2, &last_live, measured, || progress(finished.get()));
+        });
+        t_next = match open {
+            OpenLoop::Trace { .. } => match ctx
+                .workload
+                .as_ref()
+                .and_then(|w| w.requests.get(k + 1)?.t_ms)
+            {
+                Some(t_ms) => start + t_ms,
+                None => break,
+            },
+            OpenLoop::Rate { arrival, cv } => {
+                t_next + plan::arrival_gap_ms(&mut rng, rate, *arrival, *cv)
+            }
+        };
+    }
+    while in_flight.get() > 0 {
+        sleep_ms(10.0).await;
+    }
+    end_phase(ctx, measured, || progress(finished.get())).await;
 }
 
 /// Where a finished request belongs.

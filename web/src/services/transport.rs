@@ -45,6 +45,8 @@ pub struct Prepared {
     /// The stream view leaves the reasoning out: the first paint is of the
     /// first answer token.
     pub hide_reasoning: bool,
+    /// Open loop: when it was due (latencies count from it).
+    pub t_scheduled_ms: Option<f64>,
 }
 
 /// The response head.
@@ -307,7 +309,7 @@ pub async fn run_request(
             Either::Right((Either::Right(_), _)) => End::Cancelled,
         }
     };
-    let mut tl = timeline.unwrap_or_else(|| new_timeline(t_start, req.hide_reasoning));
+    let mut tl = timeline.unwrap_or_else(|| new_timeline(t_start, req));
     if let Some(TimingSource::Page { t_send_ms, .. }) = &mut timing {
         *t_send_ms = tl.record().t_send_ms;
     }
@@ -334,10 +336,10 @@ pub async fn run_request(
     }
 }
 
-fn new_timeline(t_send: f64, hide_reasoning: bool) -> RequestTimeline {
-    RequestTimeline::new(t_send, None)
+fn new_timeline(t_send: f64, req: &Prepared) -> RequestTimeline {
+    RequestTimeline::new(t_send, req.t_scheduled_ms)
         .keep_text(true)
-        .hide_reasoning(hide_reasoning)
+        .hide_reasoning(req.hide_reasoning)
 }
 
 async fn drive(
@@ -351,7 +353,7 @@ async fn drive(
 ) {
     let opened = {
         let mut on_sent = |t: f64| {
-            timeline.get_or_insert_with(|| new_timeline(t, req.hide_reasoning));
+            timeline.get_or_insert_with(|| new_timeline(t, req));
         };
         match outgoing {
             Ok(out) => transport.open(req, &out, &mut on_sent).await,
@@ -361,7 +363,7 @@ async fn drive(
             }
         }
     };
-    let tl = timeline.get_or_insert_with(|| new_timeline(now(), req.hide_reasoning));
+    let tl = timeline.get_or_insert_with(|| new_timeline(now(), req));
     let (t, head, mut body) = match opened {
         Ok(x) => x,
         Err((kind, msg)) => {

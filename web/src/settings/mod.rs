@@ -18,7 +18,7 @@ use tokenscope_core::measure::metrics::DEFAULT_STALL_THRESHOLD_MS;
 use tokenscope_core::measure::openai::Api;
 use tokenscope_core::parse::{BaseUrl, parse_base_url};
 pub use tokenscope_core::report::ReasoningDisplay;
-use tokenscope_core::report::{Load, LoadMode, RunConfig};
+use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig};
 use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
 use tokenscope_core::workload::plan;
 
@@ -235,6 +235,19 @@ pub struct Settings {
     pub prompts_sample: Option<u64>,
     /// What the stream view shows of a reasoning model's answer (`reasoning`).
     pub reasoning: ReasoningDisplay,
+    /// Open-loop request rates, as typed (`rate=2,4`; req/s): instead of the
+    /// concurrency levels when set.
+    pub rate: String,
+    /// The open loop's arrivals, as typed (`arrival`: poisson, constant,
+    /// gamma:CV).
+    pub arrival: String,
+    /// A trace file's URL to replay (`trace`): one open-loop level, each request
+    /// at its own time with its own lengths.
+    pub trace: String,
+    /// The trace's time compressed by this (`trace_speed`).
+    pub trace_speed: f64,
+    /// Every length of the trace multiplied by this (`trace_token_scale`).
+    pub trace_token_scale: f64,
 }
 
 /// The default `scrape_interval`, seconds (as `bench --scrape-interval`).
@@ -273,6 +286,11 @@ impl Default for Settings {
             prompts: String::new(),
             prompts_sample: None,
             reasoning: ReasoningDisplay::Shown,
+            rate: String::new(),
+            arrival: "poisson".into(),
+            trace: String::new(),
+            trace_speed: 1.0,
+            trace_token_scale: 1.0,
         }
     }
 }
@@ -324,6 +342,30 @@ pub struct RunPlan {
     pub prompts: Option<PromptsPlan>,
     /// What the stream view shows of reasoning.
     pub reasoning: ReasoningDisplay,
+    /// How the levels load the endpoint: closed loop (the loads are
+    /// concurrencies), open loop at rates, or a trace replayed.
+    pub open_loop: Option<OpenLoop>,
+}
+
+/// Sends on a schedule whatever the responses, latency from the scheduled time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpenLoop {
+    /// At each level's rate (the loads), gaps drawn from `arrival`.
+    Rate {
+        /// The gaps' distribution.
+        arrival: Arrival,
+        /// Their coefficient of variation (gamma).
+        cv: Option<f64>,
+    },
+    /// A trace file replayed: one level (its mean rate, known once read).
+    Trace {
+        /// Its URL.
+        url: String,
+        /// Time compressed by this.
+        speed: f64,
+        /// Lengths multiplied by this.
+        token_scale: f64,
+    },
 }
 
 /// A prompts file to fetch and send in turn.
@@ -364,6 +406,21 @@ pub enum ServerMetricsTarget {
     Auto(String),
     /// This URL.
     Url(String),
+}
+
+/// A file's URL as typed: a path on the page's own site, or an `http(s)` URL
+/// without credentials. `what` names the field in the error.
+fn site_or_http_url(url: &str, what: &str) -> Result<String, String> {
+    let url = url.trim();
+    if url.contains("://") {
+        metrics_url(url).map_err(|e| format!("{what} {e}"))?;
+    } else if url.contains(':') {
+        return Err(format!(
+            "{what} {:?}: expected a path on this site or an http(s) URL",
+            tokenscope_core::parse::redact_url(url)
+        ));
+    }
+    Ok(url.to_owned())
 }
 
 /// Parse a duration (`60`, `60s`, `500ms`, `2m`, `1h`: core's parser) in seconds.
@@ -413,9 +470,45 @@ impl Settings {
         Ok(cfg)
     }
 
+    /// The levels and how they load: concurrencies, rates, or a trace.
+    fn loads(&self) -> Result<(Vec<Load>, Option<OpenLoop>), String> {
+        if !self.trace.trim().is_empty() {
+            let url = site_or_http_url(&self.trace, "trace file URL")?;
+            for (name, v) in [
+                ("trace_speed", self.trace_speed),
+                ("trace_token_scale", self.trace_token_scale),
+            ] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(format!("{name}: {v} must be more than 0"));
+                }
+            }
+            // The level's rate is the trace's, known once it is read.
+            return Ok((
+                vec![Load::Rate(1.0)],
+                Some(OpenLoop::Trace {
+                    url,
+                    speed: self.trace_speed,
+                    token_scale: self.trace_token_scale,
+                }),
+            ));
+        }
+        if !self.rate.trim().is_empty() {
+            let rates = tokenscope_core::parse::parse_f64_list(&self.rate)
+                .map_err(|e| format!("rate: {e}"))?;
+            let (arrival, cv) = tokenscope_core::parse::parse_arrival(&self.arrival)
+                .map_err(|e| format!("arrival: {e}"))?;
+            return Ok((
+                rates.into_iter().map(Load::Rate).collect(),
+                Some(OpenLoop::Rate { arrival, cv }),
+            ));
+        }
+        let levels = parse_concurrency(&self.concurrency)?;
+        Ok((levels.into_iter().map(Load::Concurrency).collect(), None))
+    }
+
     /// Check everything and build the plan.
     pub fn validate(&self) -> Result<RunPlan, String> {
-        let levels = parse_concurrency(&self.concurrency)?;
+        let (loads, open_loop) = self.loads()?;
         let slos = Slo::parse_list(&self.slo).map_err(|e| e.to_string())?;
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
             return Err("timeout: must be more than 0 seconds".into());
@@ -440,7 +533,7 @@ impl Settings {
             base,
             api: self.api,
             model: Some(self.model.trim().to_owned()).filter(|m| !m.is_empty()),
-            loads: levels.into_iter().map(Load::Concurrency).collect(),
+            loads,
             requests: self.requests,
             rounds: self.rounds.max(1),
             warmup: self.warmup,
@@ -459,29 +552,22 @@ impl Settings {
             scrape: self.scrape_plan(base_origin.as_deref())?,
             prompts: self.prompts_plan()?,
             reasoning: self.reasoning,
+            open_loop,
         })
     }
 
     /// The prompts file, when one is set: a relative URL or an `http(s)` one
     /// without credentials.
     fn prompts_plan(&self) -> Result<Option<PromptsPlan>, String> {
-        let url = self.prompts.trim();
-        if url.is_empty() {
+        if self.prompts.trim().is_empty() {
             return Ok(None);
         }
-        if url.contains("://") {
-            metrics_url(url).map_err(|e| format!("prompts file URL {e}"))?;
-        } else if url.contains(':') {
-            return Err(format!(
-                "prompts file URL {:?}: expected a path on this site or an http(s) URL",
-                tokenscope_core::parse::redact_url(url)
-            ));
-        }
+        let url = site_or_http_url(&self.prompts, "prompts file URL")?;
         if self.prompts_sample == Some(0) {
             return Err("sample: 0 prompts; give at least 1".into());
         }
         Ok(Some(PromptsPlan {
-            url: url.to_owned(),
+            url,
             sample: self.prompts_sample,
         }))
     }
@@ -538,15 +624,24 @@ impl RunPlan {
                 .map_or_else(|| "builtin:simulated".into(), BaseUrl::redacted),
             api: self.api,
             model: model.to_owned(),
-            mode: LoadMode::Concurrency,
+            mode: match self.open_loop {
+                Some(_) => LoadMode::Rate,
+                None => LoadMode::Concurrency,
+            },
             levels: self.loads.iter().map(Load::value).collect(),
-            arrival: None,
+            arrival: match &self.open_loop {
+                Some(OpenLoop::Rate { arrival, .. }) => Some(*arrival),
+                Some(OpenLoop::Trace { .. }) => Some(Arrival::Trace),
+                None => None,
+            },
             requests_per_level: self.requests,
             duration_per_level_s: None,
             rounds: self.rounds,
             // The default is per level; the report records the first level's.
             warmup_requests: self.loads.first().map_or(0, |l| self.warmup_for(*l)),
-            input_tokens: self.prompts.is_none().then_some(self.input_tokens),
+            input_tokens: (self.prompts.is_none()
+                && !matches!(self.open_loop, Some(OpenLoop::Trace { .. })))
+            .then_some(self.input_tokens),
             prompts_file: self
                 .prompts
                 .as_ref()
@@ -555,7 +650,10 @@ impl RunPlan {
             ignore_eos: self.ignore_eos,
             min_tokens: None,
             context_window: None,
-            arrival_cv: None,
+            arrival_cv: match &self.open_loop {
+                Some(OpenLoop::Rate { cv, .. }) => *cv,
+                _ => None,
+            },
             ramp_s: None,
             shared_prefix_tokens: None,
             conversation: None,

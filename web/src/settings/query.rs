@@ -199,6 +199,21 @@ impl Settings {
                     }
                 }
             }
+            "rate" => {
+                if !value.trim().is_empty() {
+                    tokenscope_core::parse::parse_f64_list(value)
+                        .map_err(|e| format!("rate: {e}: ignored"))?;
+                }
+                self.rate = value.trim().to_owned();
+            }
+            "arrival" => {
+                tokenscope_core::parse::parse_arrival(value)
+                    .map_err(|e| format!("arrival: {e}: ignored"))?;
+                self.arrival = value.trim().to_owned();
+            }
+            "trace" => self.trace = value.trim().to_owned(),
+            "trace_speed" => self.trace_speed = num(key, value)?,
+            "trace_token_scale" => self.trace_token_scale = num(key, value)?,
             "autorun" => self.autorun = flag(value),
             // The view and the GPU view's settings: read by `GpuSettings`.
             "view" | "preset" | "timestamps" => {}
@@ -297,6 +312,21 @@ impl Settings {
         }
         if self.reasoning != d.reasoning {
             put("reasoning", "hidden".into());
+        }
+        if !self.rate.is_empty() {
+            put("rate", self.rate.clone());
+        }
+        if self.arrival != d.arrival {
+            put("arrival", self.arrival.clone());
+        }
+        if !self.trace.is_empty() {
+            put("trace", self.trace.clone());
+        }
+        if self.trace_speed != d.trace_speed {
+            put("trace_speed", self.trace_speed.to_string());
+        }
+        if self.trace_token_scale != d.trace_token_scale {
+            put("trace_token_scale", self.trace_token_scale.to_string());
         }
         if self.url.is_empty() && (self.sim != d.sim || self.sim_faults != d.sim_faults) {
             let (s, ds) = (&self.sim, &d.sim);

@@ -339,3 +339,57 @@ fn prompts_file_sample_and_reasoning_from_the_url() {
         assert!(!e.contains("pw@"), "no credentials in the error: {e}");
     }
 }
+
+#[test]
+fn open_loop_rates_arrivals_and_a_trace_from_the_url() {
+    use tokenscope_core::report::{Arrival, LoadMode};
+    let (s, notes) = Settings::from_query("?rate=2,4.5&arrival=gamma:2");
+    assert!(notes.is_empty(), "{notes:?}");
+    let plan = s.validate().unwrap();
+    assert_eq!(plan.loads, vec![Load::Rate(2.0), Load::Rate(4.5)]);
+    assert_eq!(
+        plan.open_loop,
+        Some(OpenLoop::Rate {
+            arrival: Arrival::Gamma,
+            cv: Some(2.0)
+        })
+    );
+    let cfg = plan.run_config("m");
+    assert_eq!(cfg.mode, LoadMode::Rate);
+    assert_eq!(cfg.arrival, Some(Arrival::Gamma));
+    assert_eq!(cfg.arrival_cv, Some(2.0));
+    let (again, _) = Settings::from_query(&s.to_query());
+    assert_eq!(again, s);
+
+    let (s, notes) =
+        Settings::from_query("?trace=t%2Fmooncake.jsonl&trace_speed=10&trace_token_scale=0.02");
+    assert!(notes.is_empty(), "{notes:?}");
+    let plan = s.validate().unwrap();
+    assert_eq!(
+        plan.open_loop,
+        Some(OpenLoop::Trace {
+            url: "t/mooncake.jsonl".into(),
+            speed: 10.0,
+            token_scale: 0.02
+        })
+    );
+    let cfg = plan.run_config("m");
+    assert_eq!(cfg.arrival, Some(Arrival::Trace));
+    assert_eq!(cfg.input_tokens, None, "the trace's own lengths");
+    let (again, _) = Settings::from_query(&s.to_query());
+    assert_eq!(again, s);
+
+    // Bad values: notes naming them, or a refusal naming the field.
+    let (_, notes) = Settings::from_query("?rate=0&arrival=gamma:-1");
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].starts_with("rate:") && notes[1].starts_with("arrival:"),
+        "{notes:?}"
+    );
+    let slow = Settings {
+        trace: "t.jsonl".into(),
+        trace_speed: 0.0,
+        ..Settings::default()
+    };
+    assert!(slow.validate().unwrap_err().contains("trace_speed"));
+}

@@ -1,0 +1,278 @@
+//! A prompts file or a trace in the page. The page fetches the file's text; the
+//! report module reads it with the CLI's parsers ([`crate::workload::dataset`],
+//! [`crate::workload::trace`]: the same formats, the same errors naming the line
+//! and field) and builds every request body as `bench` would, so the page's main
+//! module keeps only what it sends: bodies, their lengths and, for a trace, their
+//! times.
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::openai::{Api, RequestSpec, request_body};
+use crate::report::TraceInfo;
+use crate::workload::dataset::Dataset;
+use crate::workload::prompts::{approx_tokens, block_prompt, vocabulary};
+use crate::workload::trace::Trace;
+
+/// Which file, and how to use it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadFile {
+    /// Prompts sent in turn (`prompts`), `sample` of them (seeded shuffle).
+    Prompts {
+        /// Use this many.
+        sample: Option<u64>,
+    },
+    /// A trace replayed (`trace`).
+    Trace {
+        /// Time compressed by this (`trace_speed`).
+        speed: f64,
+        /// Every length multiplied by this (`trace_token_scale`).
+        token_scale: f64,
+        /// Only the first this many requests.
+        limit: Option<u64>,
+    },
+}
+
+/// What the page asks the report module to prepare.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadRequest {
+    /// The file's name or URL, as the report records it.
+    pub name: String,
+    /// Its text.
+    pub text: String,
+    /// Which file it is.
+    pub file: WorkloadFile,
+    /// The run's seed.
+    pub seed: u64,
+    /// The endpoint kind.
+    pub api: Api,
+    /// The model named in every body.
+    pub model: String,
+    /// `max_tokens` where the file gives none.
+    pub max_tokens: u32,
+    /// Send `ignore_eos` (a trace always does: its output lengths are the answers').
+    pub ignore_eos: bool,
+}
+
+/// One request the page will send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageRequest {
+    /// A trace's: when it is due, ms after the round's start.
+    pub t_ms: Option<f64>,
+    /// The JSON body.
+    pub body: String,
+    /// Its prompt's tokens (estimated: the simulator's count).
+    pub prompt_tokens: u64,
+    /// Its `max_tokens`.
+    pub max_tokens: u32,
+}
+
+/// The requests to send, in order (a prompts file's are used in turn).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreparedWorkload {
+    /// The requests.
+    pub requests: Vec<PageRequest>,
+    /// A trace's record for the report, and its mean rate (the level's load).
+    pub trace: Option<(TraceInfo, f64)>,
+}
+
+impl WorkloadRequest {
+    /// The requests, or why the text is not such a file.
+    pub fn prepare(&self) -> Result<PreparedWorkload, String> {
+        match &self.file {
+            WorkloadFile::Prompts { sample } => self.prompts(*sample),
+            WorkloadFile::Trace {
+                speed,
+                token_scale,
+                limit,
+            } => self.trace(*speed, *token_scale, *limit),
+        }
+    }
+
+    /// One request's body and its prompt's estimated tokens.
+    fn body(
+        &self,
+        prompt: String,
+        messages: Option<Vec<crate::measure::openai::ChatMessage>>,
+        max_tokens: u32,
+        ignore_eos: bool,
+    ) -> PageRequest {
+        let s = RequestSpec {
+            api: self.api,
+            model: self.model.clone(),
+            system: None,
+            prompt,
+            messages,
+            max_tokens,
+            ignore_eos,
+            min_tokens: None,
+            temperature: None,
+        };
+        PageRequest {
+            t_ms: None,
+            body: request_body(&s).to_string(),
+            prompt_tokens: approx_tokens(&s.prompt).max(1),
+            max_tokens,
+        }
+    }
+
+    fn prompts(&self, sample: Option<u64>) -> Result<PreparedWorkload, String> {
+        let mut d = Dataset::parse(&self.text).map_err(|e| e.to_string())?;
+        if let Some(n) = sample {
+            d.prompts = d.sample(n as usize, self.seed);
+        }
+        if d.prompts.is_empty() {
+            return Err("holds no prompt".into());
+        }
+        let requests = d
+            .prompts
+            .into_iter()
+            .map(|p| {
+                let max_tokens = p.max_tokens.unwrap_or(self.max_tokens);
+                self.body(p.prompt, p.messages, max_tokens, self.ignore_eos)
+            })
+            .collect();
+        Ok(PreparedWorkload {
+            requests,
+            trace: None,
+        })
+    }
+
+    fn trace(
+        &self,
+        speed: f64,
+        token_scale: f64,
+        limit: Option<u64>,
+    ) -> Result<PreparedWorkload, String> {
+        for (name, v) in [("trace_speed", speed), ("trace_token_scale", token_scale)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{name}: {v} must be more than 0"));
+            }
+        }
+        let t = Trace::parse(&self.text).map_err(|e| e.to_string())?.replay(
+            speed,
+            token_scale,
+            limit.map(|n| n as usize),
+        );
+        if t.requests.is_empty() {
+            return Err("holds no request".into());
+        }
+        let requests = t
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let prompt = block_prompt(
+                    vocabulary(),
+                    &r.hash_ids,
+                    t.block_tokens,
+                    r.input_tokens,
+                    self.seed,
+                    i as u64,
+                );
+                let max_tokens = u32::try_from(r.output_tokens).unwrap_or(u32::MAX);
+                PageRequest {
+                    t_ms: Some(r.t_ms),
+                    ..self.body(prompt, None, max_tokens, true)
+                }
+            })
+            .collect();
+        let info = TraceInfo {
+            file: self.name.clone(),
+            format: t.format,
+            requests: t.requests.len() as u64,
+            speed,
+            token_scale,
+            block_tokens: t.block_tokens,
+            span_s: t.span_ms() / 1000.0,
+            skipped: t.skipped.len() as u64,
+        };
+        Ok(PreparedWorkload {
+            requests,
+            trace: Some((info, t.mean_rate_per_s())),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(text: &str, file: WorkloadFile) -> WorkloadRequest {
+        WorkloadRequest {
+            name: "f".into(),
+            text: text.into(),
+            file,
+            seed: 1,
+            api: Api::Chat,
+            model: "m".into(),
+            max_tokens: 9,
+            ignore_eos: false,
+        }
+    }
+
+    #[test]
+    fn a_prompts_file_becomes_bodies_with_their_own_max_tokens() {
+        let text = "{\"prompt\": \"a b c\", \"max_tokens\": 3}\n{\"messages\": [{\"role\": \"user\", \"content\": \"hi there\"}]}\n{\"prompt\": \"d\"}\n";
+        let all = WorkloadFile::Prompts { sample: None };
+        let w = request(text, all.clone()).prepare().unwrap();
+        assert_eq!(w.requests.len(), 3);
+        assert!(w.trace.is_none());
+        let (a, b) = (&w.requests[0], &w.requests[1]);
+        assert_eq!((a.prompt_tokens, a.max_tokens), (3, 3));
+        assert_eq!(b.max_tokens, 9, "the run's where the line gives none");
+        let body: serde_json::Value = serde_json::from_str(&b.body).unwrap();
+        assert_eq!(body["messages"][0]["content"], "hi there");
+        assert_eq!(body["model"], "m");
+        let two = request(text, WorkloadFile::Prompts { sample: Some(2) })
+            .prepare()
+            .unwrap();
+        assert_eq!(two.requests.len(), 2);
+        let e = request("{\"prompt\": \"ok\"}\n{\"nothing\": 1}\n", all.clone())
+            .prepare()
+            .unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+        let e = request("\n", all).prepare().unwrap_err();
+        assert!(e.contains("no prompt"), "{e}");
+    }
+
+    #[test]
+    fn a_trace_becomes_bodies_on_its_schedule() {
+        let text = "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 10, \"hash_ids\": [1]}\n{\"timestamp\": 500, \"input_length\": 200, \"output_length\": 20, \"hash_ids\": [1, 2]}\n{\"timestamp\": 900, \"input_length\": 50, \"output_length\": 5, \"hash_ids\": [3]}\n";
+        let file = WorkloadFile::Trace {
+            speed: 2.0,
+            token_scale: 0.1,
+            limit: Some(2),
+        };
+        let w = request(text, file.clone()).prepare().unwrap();
+        assert_eq!(w.requests.len(), 2);
+        let r = &w.requests[1];
+        assert_eq!(
+            (r.t_ms, r.prompt_tokens, r.max_tokens),
+            (Some(250.0), 20, 2)
+        );
+        let body: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(body["ignore_eos"], true);
+        let (info, rate) = w.trace.unwrap();
+        assert_eq!((info.requests, info.block_tokens), (2, 51));
+        assert_eq!(rate, 4.0, "one gap of 250 ms");
+        let e = request(
+            "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1}\n{\"timestamp\": 5, \"output_length\": 1}\n",
+            file,
+        )
+        .prepare()
+        .unwrap_err();
+        assert!(e.contains("line 2") && e.contains("input_length"), "{e}");
+        let e = request(
+            text,
+            WorkloadFile::Trace {
+                speed: 0.0,
+                token_scale: 1.0,
+                limit: None,
+            },
+        )
+        .prepare()
+        .unwrap_err();
+        assert!(e.contains("trace_speed"), "{e}");
+    }
+}
