@@ -46,6 +46,23 @@ pub fn warmup_concurrency(load: Load) -> u32 {
     }
 }
 
+/// The arrivals of round `round` of an open-loop level: the random stream both
+/// clients draw the gaps from (so a seed gives the same schedule in each).
+pub fn arrival_stream(seed: u64, round: u32) -> Rng {
+    Rng::for_stream(seed, 0xA11 + u64::from(round))
+}
+
+/// The gap to the next send at `rate` req/s: exponential (Poisson arrivals),
+/// gamma with coefficient of variation `cv`, or constant.
+pub fn arrival_gap_ms(rng: &mut Rng, rate: f64, arrival: Arrival, cv: Option<f64>) -> f64 {
+    let mean_gap_ms = 1000.0 / rate;
+    match arrival {
+        Arrival::Poisson => rng.exponential(mean_gap_ms),
+        Arrival::Gamma => rng.gamma_gap(mean_gap_ms, cv.unwrap_or(1.0)),
+        Arrival::Constant | Arrival::Trace => mean_gap_ms,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,22 +78,5 @@ mod tests {
         assert_eq!(round_requests(None, 3, 0, Load::Concurrency(1)), 10);
         assert_eq!(round_requests(None, 3, 0, Load::Rate(2.5)), 25);
         assert_eq!(default_warmup(Load::Rate(0.5)), 1);
-    }
-}
-
-/// The arrivals of round `round` of an open-loop level: the random stream both
-/// clients draw the gaps from (so a seed gives the same schedule in each).
-pub fn arrival_stream(seed: u64, round: u32) -> Rng {
-    Rng::for_stream(seed, 0xA11 + u64::from(round))
-}
-
-/// The gap to the next send at `rate` req/s: exponential (Poisson arrivals),
-/// gamma with coefficient of variation `cv`, or constant.
-pub fn arrival_gap_ms(rng: &mut Rng, rate: f64, arrival: Arrival, cv: Option<f64>) -> f64 {
-    let mean_gap_ms = 1000.0 / rate;
-    match arrival {
-        Arrival::Poisson => rng.exponential(mean_gap_ms),
-        Arrival::Gamma => rng.gamma_gap(mean_gap_ms, cv.unwrap_or(1.0)),
-        Arrival::Constant | Arrival::Trace => mean_gap_ms,
     }
 }
