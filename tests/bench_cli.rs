@@ -1044,3 +1044,101 @@ fn input_and_output_tiers_run_the_sweep_at_each_and_name_their_files() {
         assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
     }
 }
+
+/// Input tiers pick a prompts file's prompts by length: each tier sends the
+/// prompts within 25% of its length (the server's own count: the mock's
+/// /tokenize), as the mock's log shows; a tier no prompt fits is one clear line.
+#[test]
+fn input_tiers_pick_a_prompts_files_prompts_by_length() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let words = |n: usize, w: &str| vec![w; n].join(" ");
+    let mut lines = String::new();
+    for (n, w) in [
+        (10, "alpha"),
+        (11, "beta"),
+        (9, "gamma"),
+        (40, "delta"),
+        (44, "eps"),
+        (100, "zeta"),
+    ] {
+        lines.push_str(&serde_json::json!({ "prompt": words(n, w) }).to_string());
+        lines.push('\n');
+    }
+    let prompts = dir.path().join("p.jsonl");
+    std::fs::write(&prompts, lines).unwrap();
+    let out = dir.path().join("r.json");
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--prompts",
+        prompts.to_str().unwrap(),
+        "--input-tokens",
+        "10,40",
+        "--concurrency",
+        "1",
+        "--requests",
+        "4",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--max-tokens",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // The measured requests (max_tokens 2; the pre-flight's and the template
+    // check's ask for 1).
+    let log: Vec<serde_json::Value> = mock
+        .log_records(11)
+        .into_iter()
+        .filter(|r| r["max_tokens"] == 2)
+        .collect();
+    assert_eq!(log.len(), 8);
+    for (tier, distinct) in [(10, 3), (40, 2)] {
+        let path = dir.path().join(format!("r.in{tier}-out2.json"));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(report["config"]["input_tokens"], tier);
+        assert_eq!(report["config"]["distinct_prompts"], distinct, "{tier}");
+        assert!(report["config"]["prompts_file"].is_string());
+    }
+    // The mock's count of every prompt sent: the first 4 in the 10 tier, the
+    // next 4 in the 40 tier.
+    let counts: Vec<u64> = log
+        .iter()
+        .map(|r| r["prompt_tokens"].as_u64().unwrap())
+        .collect();
+    assert!(
+        counts[..4].iter().all(|c| (9..=11).contains(c)),
+        "{counts:?}"
+    );
+    assert!(
+        counts[4..].iter().all(|c| (40..=44).contains(c)),
+        "{counts:?}"
+    );
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--prompts",
+        prompts.to_str().unwrap(),
+        "--input-tokens",
+        "500",
+        "--requests",
+        "1",
+        "--rounds",
+        "1",
+        "-q",
+    ]);
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(
+        t.contains("--input-tokens 500") && t.contains("within 25%") && t.contains("9 to 100"),
+        "{t}"
+    );
+}

@@ -109,14 +109,10 @@ pub struct BenchArgs {
     /// (long context; the window from vLLM's /v1/models max_model_len,
     /// llama.cpp's /props n_ctx per slot, or --context-window). Several
     /// (64,256,512) are input tiers: the whole sweep runs at each, one report
-    /// per tier (see --max-tokens).
-    #[arg(
-        long,
-        default_value = "256",
-        value_name = "N|Fmax,..",
-        conflicts_with = "prompts"
-    )]
-    pub input_tokens: String,
+    /// per tier (see --max-tokens). With --prompts: each tier sends the file's
+    /// prompts within 25% of its length (by --tokenizer's count) [default: 256].
+    #[arg(long, value_name = "N|Fmax,..")]
+    pub input_tokens: Option<String>,
 
     /// Begin every request with the same system prompt of this many tokens (a
     /// system message for chat, the prompt's first words for completions): what a
@@ -430,7 +426,21 @@ impl BenchArgs {
         let load = self.load_plan()?;
         let per_level = self.per_level(&load)?;
         let outputs_tiers = flag("max-tokens", parse_u32_list(&self.max_tokens))?;
-        let inputs = flag("input-tokens", InputLength::parse_list(&self.input_tokens))?;
+        let inputs = flag(
+            "input-tokens",
+            InputLength::parse_list(self.input_tokens.as_deref().unwrap_or("256")),
+        )?;
+        // A prompts file's prompts are picked into the tiers asked (by length).
+        let pick_by_length = self.prompts.is_some() && self.input_tokens.is_some();
+        if pick_by_length && let Some(f) = inputs.iter().find(|i| i.tokens().is_none()) {
+            anyhow::bail!(
+                "--input-tokens: {:?} with --prompts: the tiers that pick the file's prompts are numbers of tokens",
+                match f {
+                    InputLength::OfContext(x) => format!("{x}max"),
+                    InputLength::Tokens(n) => n.to_string(),
+                }
+            );
+        }
         let tiers: Vec<Tier> = inputs
             .iter()
             .flat_map(|&input| {
@@ -571,6 +581,7 @@ impl BenchArgs {
                 None => None,
             },
             conversation,
+            prompt_tier: None,
         };
         let outputs = Outputs {
             out: self.out,
@@ -582,6 +593,7 @@ impl BenchArgs {
                 cfg,
                 tiers,
                 synthetic: self.prompts.is_none(),
+                pick_by_length,
             },
             outputs,
         ))
@@ -618,6 +630,8 @@ pub struct Plan {
     pub tiers: Vec<Tier>,
     /// Synthetic prompts (a tier's input length applies).
     synthetic: bool,
+    /// A prompts file whose prompts each tier picks by length.
+    pick_by_length: bool,
 }
 
 impl Plan {
@@ -629,6 +643,9 @@ impl Plan {
         cfg.max_tokens = t.max_tokens;
         if self.synthetic {
             cfg.prompts = Prompts::Synthetic { tokens: t.input };
+        }
+        if self.pick_by_length {
+            cfg.prompt_tier = t.input.tokens();
         }
         if self.tiers.len() > 1 {
             cfg.raw = cfg.raw.map(|p| tier_path(&p, &t));

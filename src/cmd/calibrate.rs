@@ -113,6 +113,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             ramp: None,
             shared_prefix: None,
             conversation: None,
+            prompt_tier: None,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

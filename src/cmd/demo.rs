@@ -69,7 +69,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         rounds: Some(rounds),
         warmup: None,
         ramp: None,
-        input_tokens: "256".into(),
+        input_tokens: None,
         context_window: None,
         shared_prefix: None,
         conversation: None,

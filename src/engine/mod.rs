@@ -276,8 +276,11 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
     // connections nothing else has used.
     let setup_client = transport::client()?;
     tokenize::resolve_input_length(&mut cfg, &setup_client, &pre.model).await?;
-    let tokens = tokenize::prepare(&cfg, &setup_client, &target, &pre.model).await?;
+    let mut tokens = tokenize::prepare(&cfg, &setup_client, &target, &pre.model).await?;
     cfg.tokens = Some(tokens.counting.clone());
+    if let Some(tier) = cfg.prompt_tier {
+        tokenize::pick_tier(&mut cfg, &mut tokens, tier)?;
+    }
     let ctx = Arc::new(Ctx {
         tokens,
         model: pre.model.clone(),

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use tokenscope_core::measure::openai::{RequestSpec, request_body as completion_body};
 use tokenscope_core::report::TokenCounting;
-use tokenscope_core::workload::prompts::{exact_prompt, vocabulary};
+use tokenscope_core::workload::prompts::{approx_tokens, exact_prompt, vocabulary};
 
 use super::clock::Clock;
 use super::config::{BenchConfig, InputLength, Prompts};
@@ -128,7 +128,7 @@ impl Counter {
     /// Tokens of `text` (no special tokens).
     pub async fn count(&self, text: &str) -> Result<u64, String> {
         match self {
-            Counter::Approx => Ok(tokenscope_core::workload::prompts::approx_tokens(text)),
+            Counter::Approx => Ok(approx_tokens(text)),
             Counter::File { tokenizer, .. } => tokenizer
                 .encode(text, false)
                 .map(|e| e.len() as u64)
@@ -320,6 +320,54 @@ pub async fn prepare(
         file_counts,
         prefix,
     })
+}
+
+/// Keep the prompts file's prompts within [`super::config::TIER_BAND`] of `tier`
+/// tokens (by the run's counter: exact where it counted the prompt, else one
+/// token per word), with their counts. None there is an error naming the tier
+/// and the lengths the file has.
+pub fn pick_tier(cfg: &mut BenchConfig, tokens: &mut Prompting, tier: u32) -> anyhow::Result<()> {
+    let Prompts::File { path, prompts } = &mut cfg.prompts else {
+        return Ok(());
+    };
+    let band = super::config::TIER_BAND * f64::from(tier);
+    let lengths: Vec<u64> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            tokens
+                .file_counts
+                .get(i)
+                .copied()
+                .flatten()
+                .unwrap_or_else(|| approx_tokens(&p.prompt))
+        })
+        .collect();
+    let keep: Vec<usize> = (0..prompts.len())
+        .filter(|&i| (lengths[i] as f64 - f64::from(tier)).abs() <= band)
+        .collect();
+    if keep.is_empty() {
+        let (lo, hi) = (
+            lengths.iter().min().copied().unwrap_or(0),
+            lengths.iter().max().copied().unwrap_or(0),
+        );
+        anyhow::bail!(
+            "--input-tokens {tier}: no prompt of --prompts {} is within 25% of {tier} tokens (its prompts are {lo} to {hi} tokens)",
+            path.display()
+        );
+    }
+    *prompts = keep.iter().map(|&i| prompts[i].clone()).collect();
+    if !tokens.file_counts.is_empty() {
+        tokens.file_counts = keep.iter().map(|&i| tokens.file_counts[i]).collect();
+    }
+    if cfg.progress {
+        eprintln!(
+            "input tier {tier}: {} prompts of {} within 25% of {tier} tokens",
+            keep.len(),
+            lengths.len()
+        );
+    }
+    Ok(())
 }
 
 /// Tokens the server adds around a prompt: one request with a 16-token prompt
