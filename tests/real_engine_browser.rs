@@ -195,3 +195,122 @@ async fn page_measures_rendered_ttft_on_llama_server() {
         "llama-server's log: {tasks:?}"
     );
 }
+
+/// The page's workload on a real engine: a prompts file sent in turn (each
+/// prompt's own `max_tokens`, as llama-server's `usage` shows), then a
+/// Mooncake-format trace replayed from the page in which every second request
+/// continues the one before it (the same leading `hash_ids`, one block more):
+/// llama.cpp evaluates only the new block of a continuation (its own `prompt_n`),
+/// each request sent on schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs llama-server, Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_sends_a_prompts_file_and_replays_a_trace_on_llama_server() {
+    let engine = Engine::start("tiny", 1, 2048, 1);
+    let site = chromium::dist_copy();
+    let prompts = [
+        ("The quick brown fox jumps over the lazy dog.", 5u64),
+        ("Write one sentence about the sea and the sky at dusk.", 9),
+        ("List three colours.", 3),
+    ];
+    let mut lines = String::new();
+    for (p, m) in prompts {
+        lines.push_str(&format!(
+            "{}\n",
+            serde_json::json!({ "prompt": p, "max_tokens": m })
+        ));
+    }
+    std::fs::write(site.path().join("prompts.jsonl"), lines).unwrap();
+    let mut trace = String::new();
+    for pair in 0..3u64 {
+        let base: Vec<u64> = (0..4).map(|b| 100 * pair + b).collect();
+        let mut more = base.clone();
+        more.push(100 * pair + 50);
+        for (k, ids) in [base, more].iter().enumerate() {
+            let t = (2 * pair + k as u64) * 600;
+            let input = 512 * ids.len() as u64;
+            trace.push_str(&format!(
+                "{{\"timestamp\": {t}, \"input_length\": {input}, \"output_length\": 32, \"hash_ids\": {ids:?}}}\n"
+            ));
+        }
+    }
+    std::fs::write(site.path().join("trace.jsonl"), trace).unwrap();
+    let serve = Serve::start_dir(site.path(), &[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+
+    let url = format!(
+        "{}?url={}&api=completions&concurrency=1&requests=6&rounds=1&warmup=0&ignore_eos=1&prompts=prompts.jsonl&autorun=1",
+        serve.url, engine.url
+    );
+    let state = browser.run(&url, Duration::from_secs(120)).await;
+    assert_eq!(
+        state,
+        "done",
+        "{}\n{}",
+        browser.text_of("run-error").await,
+        engine.diagnostics()
+    );
+    let records: Value = serde_json::from_str(&browser.text_of("records-json").await).unwrap();
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len(), 6);
+    let mut prompt_tokens = std::collections::HashMap::new();
+    for r in records {
+        let id = r["request_id"].as_str().unwrap();
+        let i: usize = id.rsplit('-').next().unwrap().parse().unwrap();
+        assert_eq!(r["outcome"]["status"], "ok", "{r}");
+        assert_eq!(r["usage"]["completion_tokens"], prompts[i % 3].1, "{id}");
+        // The same prompt, the same count every time it is sent.
+        let n = r["usage"]["prompt_tokens"].as_u64().unwrap();
+        assert_eq!(*prompt_tokens.entry(i % 3).or_insert(n), n, "{id}");
+    }
+
+    // The trace: blocks of 64 tokens (512 x 0.125); fresh prompts of 256,
+    // continuations of 320 sharing their first 256.
+    let url = format!(
+        "{}?url={}&api=completions&trace=trace.jsonl&trace_speed=2&trace_token_scale=0.125&autorun=1",
+        serve.url, engine.url
+    );
+    let state = browser.run(&url, Duration::from_secs(120)).await;
+    assert_eq!(
+        state,
+        "done",
+        "{}\n{}",
+        browser.text_of("run-error").await,
+        engine.diagnostics()
+    );
+    let report: Value = serde_json::from_str(&browser.text_of("report-json").await).unwrap();
+    assert_eq!(report["config"]["trace"]["requests"], 6);
+    assert_eq!(
+        report["levels"][0]["ok"], 6,
+        "{}",
+        report["levels"][0]["error_kinds"]
+    );
+    let records: Value = serde_json::from_str(&browser.text_of("records-json").await).unwrap();
+    browser.close().await;
+    let (mut fresh, mut continued, mut lags) = (vec![], vec![], vec![]);
+    for r in records.as_array().unwrap() {
+        let id = r["request_id"].as_str().unwrap();
+        let i: usize = id.rsplit('-').next().unwrap().parse().unwrap();
+        let evaluated = r["server_timings"]["prompt_n"].as_u64().unwrap();
+        let ttft = f(&r["token_events_ms"][0]) - f(&r["t_scheduled_ms"]);
+        if i % 2 == 0 {
+            fresh.push((evaluated, ttft));
+        } else {
+            continued.push((evaluated, ttft));
+        }
+        lags.push(f(&r["t_send_ms"]) - f(&r["t_scheduled_ms"]));
+    }
+    eprintln!(
+        "the page replaying a trace on llama-server (tiny): evaluated {:?} fresh vs {:?} continuing (prompt_n, TTFT ms); send lag max {:.2} ms",
+        fresh,
+        continued,
+        lags.iter().copied().fold(0.0, f64::max)
+    );
+    assert!(
+        fresh.iter().all(|(n, _)| *n >= 200),
+        "fresh prompts evaluated whole: {fresh:?}"
+    );
+    assert!(
+        continued.iter().all(|(n, _)| *n <= 80),
+        "a continuation evaluates only its new block: {continued:?}"
+    );
+}
