@@ -143,3 +143,98 @@ fn a_conversation_needs_the_chat_api_and_a_valid_shape() {
         assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
     }
 }
+
+/// The mock's prefix cache (`--prefix-cache`) is the ground truth for the cache
+/// share the client reports: every request's `cached_tokens` as the mock logged
+/// it, per turn and level; and the prefill the cache saved shows in each TTFT
+/// (the mock prefills 1000 tokens/s here: a cached token is 1 ms less).
+#[test]
+fn the_cache_share_per_turn_is_what_the_mock_cached() {
+    let mock = Mock::start(&[
+        "--ttft-ms",
+        "20",
+        "--itl-ms",
+        "2",
+        "--prefill-tok-per-s",
+        "1000",
+        "--prefix-cache",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (raw, out) = (dir.path().join("raw.jsonl"), dir.path().join("report.json"));
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--conversation",
+        "turns=3",
+        "--concurrency",
+        "1",
+        "--requests",
+        "6",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--input-tokens",
+        "32",
+        "--max-tokens",
+        "8",
+        "--ignore-eos",
+        "--raw",
+        raw.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_schema("client.schema.json", &report, "the cached run's report");
+    let log: HashMap<String, Value> = mock
+        .log_records(8)
+        .into_iter()
+        .filter_map(|r| Some((r["request_id"].as_str()?.to_owned(), r)))
+        .collect();
+    let mut per_turn: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    let mut ttft_off = Vec::new();
+    for line in raw_requests(&raw) {
+        let server = &log[line["request_id"].as_str().unwrap()];
+        let cached = server["cached_tokens"].as_u64().unwrap();
+        let prompt = server["prompt_tokens"].as_u64().unwrap();
+        assert_eq!(
+            line["usage"]["prompt_tokens_details"]["cached_tokens"], cached,
+            "the client read the cache count the mock sent"
+        );
+        let turn = line["turn"].as_u64().unwrap();
+        let e = per_turn.entry(turn).or_default();
+        e.0 += prompt;
+        e.1 += cached;
+        if turn > 1 {
+            // The earlier turns' prompts are this one's first words.
+            assert!(cached >= 32 * (turn - 1), "turn {turn}: {cached} cached");
+        }
+        let ttft = f(&line["token_events_ms"][0]) - f(&line["t_send_ms"]);
+        ttft_off.push(ttft - (20.0 + (prompt - cached) as f64));
+    }
+    for t in report["levels"][0]["turns"].as_array().unwrap() {
+        let (prompt, cached) = per_turn[&t["turn"].as_u64().unwrap()];
+        let c = &t["prompt_cache"];
+        assert_eq!(
+            (c["prompt_tokens"].as_u64(), c["cached_tokens"].as_u64()),
+            (Some(prompt), Some(cached)),
+            "{t}"
+        );
+    }
+    let level_cache = &report["levels"][0]["prompt_cache"];
+    let (p, c) = per_turn
+        .values()
+        .fold((0, 0), |a, v| (a.0 + v.0, a.1 + v.1));
+    assert_eq!(level_cache["prompt_tokens"].as_u64(), Some(p));
+    assert_eq!(level_cache["cached_tokens"].as_u64(), Some(c));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("from its prefix cache"), "{stdout}");
+    // TTFT = the mock's overhead + the uncached tokens' prefill, request by request.
+    assert!(
+        ttft_off.iter().all(|d| d.abs() < 8.0),
+        "TTFT minus (20 ms + uncached tokens x 1 ms): {ttft_off:?}"
+    );
+}

@@ -292,7 +292,7 @@ async fn page_sends_a_prompts_file_and_replays_a_trace_on_llama_server() {
         let i: usize = id.rsplit('-').next().unwrap().parse().unwrap();
         let evaluated = r["server_timings"]["prompt_n"].as_u64().unwrap();
         let ttft = f(&r["token_events_ms"][0]) - f(&r["t_scheduled_ms"]);
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             fresh.push((evaluated, ttft));
         } else {
             continued.push((evaluated, ttft));

@@ -106,6 +106,12 @@ pub struct SimArgs {
     #[arg(long, default_value_t = SimConfig::default().reasoning_tokens, value_name = "N")]
     pub reasoning_tokens: u32,
 
+    /// Keep a prefix cache: the leading words of a prompt that an earlier prompt
+    /// began with are not prefilled again, and usage.prompt_tokens_details.
+    /// cached_tokens says how many (its log's cached_tokens too).
+    #[arg(long)]
+    pub prefix_cache: bool,
+
     /// Longest prompt + max_tokens accepted (HTTP 400 beyond).
     #[arg(long, default_value_t = SimConfig::default().max_context_tokens)]
     pub max_context: u64,
@@ -130,6 +136,7 @@ impl SimArgs {
             jitter_ms: self.jitter_ms,
             tokens_per_chunk: self.tokens_per_chunk,
             reasoning_tokens: self.reasoning_tokens,
+            prefix_cache: self.prefix_cache,
             error_rate: self.error_rate,
             faults,
             stall_ms: stall.as_secs_f64() * 1000.0,

@@ -51,6 +51,8 @@ pub struct MockState {
     metrics_off: bool,
     /// Hold the response head until the first chunk, and send the two together.
     head_with_first_token: bool,
+    /// The prompts seen (`--prefix-cache`).
+    prefix_cache: Arc<std::sync::Mutex<tokenscope_core::sim::prefix::PrefixCache>>,
 }
 
 /// One request as the server saw it (a line of `--log`).
@@ -66,6 +68,8 @@ pub struct LogRecord {
     pub api: &'static str,
     /// Prompt tokens (estimated like the client's synthetic prompts).
     pub prompt_tokens: u64,
+    /// Of those, found in the prefix cache (`--prefix-cache`; else 0).
+    pub cached_tokens: u64,
     /// `max_tokens` asked.
     pub max_tokens: u32,
     /// Request received (ms since the server started).
@@ -131,6 +135,7 @@ impl MockState {
             metrics: Arc::new(ServerMetrics::new()),
             metrics_off: false,
             head_with_first_token: false,
+            prefix_cache: Arc::default(),
         })
     }
 
@@ -342,9 +347,23 @@ async fn handle(
         authorized,
     } = asked;
     let prompt_tokens = approx_tokens(&prompt).max(1);
+    // The words an earlier prompt began with: cached (at most all but one token,
+    // as a server always computes the last).
+    let cached_tokens = if s.cfg.prefix_cache {
+        let words = s
+            .prefix_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .lookup_and_keep(&prompt);
+        approx_tokens(&tokenscope_core::sim::prefix::leading_words(&prompt, words))
+            .min(prompt_tokens - 1)
+    } else {
+        0
+    };
     let (reply_tx, reply_rx) = oneshot::channel();
     let (tok_tx, tok_rx) = mpsc::unbounded_channel();
     let req = SimRequest {
+        cached_tokens,
         prompt_tokens,
         max_tokens,
     };
@@ -375,6 +394,7 @@ async fn handle(
         authorized,
         api: api.as_str(),
         prompt_tokens,
+        cached_tokens,
         max_tokens,
         t_received_ms: t_received,
         t_scheduled_ms: None,
@@ -415,7 +435,8 @@ async fn handle(
         prompt_tokens,
         s.cfg.seed,
     )
-    .with_reasoning(s.cfg.reasoning_tokens);
+    .with_reasoning(s.cfg.reasoning_tokens)
+    .with_cached(s.cfg.prefix_cache.then_some(cached_tokens));
     if !streaming {
         return non_streaming(s, api, id, tok_rx, log, prompt_tokens).await;
     }

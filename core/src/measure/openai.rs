@@ -446,7 +446,7 @@ pub fn first_model_id(models_json: &str) -> Option<String> {
 /// Encoders for the wire format: what an OpenAI-compatible server writes. Used by
 /// the simulated server (`tokenscope mock`, and the page's built-in simulator).
 pub mod encode {
-    use super::Api;
+    use super::{Api, Usage};
 
     /// One streamed content chunk as an SSE event (`data: {...}\n\n`).
     pub fn content_event(api: Api, id: u64, model: &str, text: &str, created_s: u64) -> String {
@@ -497,22 +497,22 @@ pub mod encode {
     }
 
     /// The usage chunk (`choices: []`), sent when the request asked for it.
-    pub fn usage_event(
-        api: Api,
-        id: u64,
-        model: &str,
-        prompt_tokens: u64,
-        completion_tokens: u64,
-        reasoning_tokens: Option<u64>,
-        created_s: u64,
-    ) -> String {
+    pub fn usage_event(api: Api, id: u64, model: &str, usage: &Usage, created_s: u64) -> String {
         let (prefix, object) = match api {
             Api::Chat => ("chatcmpl", "chat.completion.chunk"),
             Api::Completions => ("cmpl", "text_completion"),
         };
-        let details = reasoning_tokens
+        let prompt_tokens = usage.prompt_tokens.unwrap_or(0);
+        let completion_tokens = usage.completion_tokens.unwrap_or(0);
+        let mut details = usage
+            .reasoning_tokens()
             .map(|r| format!(",\"completion_tokens_details\":{{\"reasoning_tokens\":{r}}}"))
             .unwrap_or_default();
+        if let Some(c) = usage.cached_tokens() {
+            details.push_str(&format!(
+                ",\"prompt_tokens_details\":{{\"cached_tokens\":{c}}}"
+            ));
+        }
         format!(
             "data: {{\"id\":\"{prefix}-{id}\",\"object\":\"{object}\",\"created\":{created_s},\"model\":{model},\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{completion_tokens},\"total_tokens\":{total}{details}}}}}\n\n",
             model = json_str(model),
@@ -668,7 +668,12 @@ mod tests {
             let ev = encode::content_event(api, 1, "m\"x", "a \"quoted\"\n", 0);
             let events = crate::measure::sse::decode_all(ev.as_bytes()).unwrap();
             assert_eq!(chunk(&events[0].data).content, "a \"quoted\"\n");
-            let ev = encode::usage_event(api, 1, "m", 5, 7, None, 0);
+            let usage = Usage {
+                prompt_tokens: Some(5),
+                completion_tokens: Some(7),
+                ..Usage::default()
+            };
+            let ev = encode::usage_event(api, 1, "m", &usage, 0);
             let events = crate::measure::sse::decode_all(ev.as_bytes()).unwrap();
             assert_eq!(
                 chunk(&events[0].data).usage.unwrap().completion_tokens,

@@ -13,6 +13,8 @@ use crate::rng::Rng;
 pub struct SimRequest {
     /// Prompt length, tokens.
     pub prompt_tokens: u64,
+    /// Of those, the ones found in the prefix cache (not prefilled).
+    pub cached_tokens: u64,
     /// Tokens to generate.
     pub max_tokens: u32,
 }
@@ -60,6 +62,8 @@ pub struct Emission {
 struct Slot {
     id: u64,
     prompt_tokens: u64,
+    /// Prompt tokens to prefill (not cached).
+    prefill_tokens: u64,
     max_tokens: u32,
     generated: u32,
     pending: u32,
@@ -147,6 +151,7 @@ impl Engine {
         self.waiting.push_back(Slot {
             id,
             prompt_tokens: req.prompt_tokens,
+            prefill_tokens: req.prompt_tokens.saturating_sub(req.cached_tokens),
             max_tokens: req.max_tokens.max(1),
             generated: 0,
             pending: 0,
@@ -179,7 +184,7 @@ impl Engine {
             let Some(slot) = self.waiting.pop_front() else {
                 break;
             };
-            prefill_tokens += slot.prompt_tokens;
+            prefill_tokens += slot.prefill_tokens;
             self.admitted.push(self.running.len());
             self.running.push(slot);
         }

@@ -10,7 +10,8 @@
 //! * At the start of a step, waiting requests are admitted while the batch has room
 //!   (`max_batch`); the rest queue.
 //! * A step that admits requests pays their **prefill**: `ttft_ms` (a fixed
-//!   per-step overhead) plus `sum(prompt_tokens) / prefill_tok_per_s`. Requests
+//!   per-step overhead) plus `sum(prompt_tokens) / prefill_tok_per_s` (less the
+//!   tokens a request found in the [`prefix`] cache, with `prefix_cache`). Requests
 //!   already decoding wait for it too (prefill interference, as on real servers).
 //! * Every step decodes one token for every running request; the decode time grows
 //!   with the batch: `itl_ms * (1 + step_growth * (batch - 1))`, plus uniform jitter
@@ -29,6 +30,7 @@
 
 mod engine;
 pub mod exposition;
+pub mod prefix;
 mod stream;
 
 use serde::{Deserialize, Serialize};
@@ -145,6 +147,10 @@ pub struct SimConfig {
     /// (`delta.reasoning_content`), as a reasoning model's are; 0: none.
     #[serde(default)]
     pub reasoning_tokens: u32,
+    /// Keep a prefix cache ([`prefix`]): prompt words an earlier prompt began
+    /// with are not prefilled again, and `usage` says how many.
+    #[serde(default)]
+    pub prefix_cache: bool,
     /// Seed.
     pub seed: u64,
 }
@@ -168,6 +174,7 @@ impl Default for SimConfig {
             max_context_tokens: 32_768,
             default_max_tokens: 128,
             reasoning_tokens: 0,
+            prefix_cache: false,
             seed: 1,
         }
     }

@@ -3,7 +3,7 @@
 //! of a stream.
 
 use super::FaultKind;
-use crate::measure::openai::{Api, encode};
+use crate::measure::openai::{Api, CompletionTokensDetails, PromptTokensDetails, Usage, encode};
 use crate::rng::Rng;
 
 /// Formats one request's stream: the same bytes `tokenscope mock` and the page's
@@ -15,6 +15,8 @@ pub struct StreamWriter {
     model: String,
     include_usage: bool,
     prompt_tokens: u64,
+    /// Prompt tokens the prefix cache served, when the simulator keeps one.
+    cached_tokens: Option<u64>,
     sent_tokens: u64,
     /// Tokens to send as reasoning before the answer (chat only).
     reasoning: u64,
@@ -90,10 +92,18 @@ impl StreamWriter {
             model: model.to_owned(),
             include_usage,
             prompt_tokens,
+            cached_tokens: None,
             sent_tokens: 0,
             reasoning: 0,
             rng: Rng::for_stream(seed ^ 0x5eed, id),
         }
+    }
+
+    /// Say in `usage` that `cached` of the prompt's tokens came from the prefix
+    /// cache (`prompt_tokens_details.cached_tokens`).
+    pub fn with_cached(mut self, cached: Option<u64>) -> Self {
+        self.cached_tokens = cached;
+        self
     }
 
     /// The answer's first `n` tokens are reasoning (`delta.reasoning_content`;
@@ -160,13 +170,21 @@ impl StreamWriter {
     pub fn finish(&mut self) -> String {
         let mut out = encode::finish_event(self.api, self.id, &self.model, "length", 0);
         if self.include_usage {
+            let usage = Usage {
+                prompt_tokens: Some(self.prompt_tokens),
+                completion_tokens: Some(self.sent_tokens),
+                completion_tokens_details: (self.reasoning > 0).then(|| CompletionTokensDetails {
+                    reasoning_tokens: Some(self.reasoning_sent()),
+                }),
+                prompt_tokens_details: self.cached_tokens.map(|c| PromptTokensDetails {
+                    cached_tokens: Some(c),
+                }),
+            };
             out.push_str(&encode::usage_event(
                 self.api,
                 self.id,
                 &self.model,
-                self.prompt_tokens,
-                self.sent_tokens,
-                (self.reasoning > 0).then(|| self.reasoning_sent()),
+                &usage,
                 0,
             ));
         }

@@ -26,18 +26,33 @@ fn cfg() -> SimConfig {
         max_context_tokens: 32_768,
         default_max_tokens: 128,
         reasoning_tokens: 0,
+        prefix_cache: false,
         seed: 1,
     }
 }
 
 fn accept(e: &mut Engine, prompt: u64, max: u32) -> u64 {
     match e.submit(SimRequest {
+        cached_tokens: 0,
         prompt_tokens: prompt,
         max_tokens: max,
     }) {
         Admission::Accepted { id } => id,
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn cached_prompt_tokens_are_not_prefilled() {
+    let mut e = Engine::new(cfg());
+    let admitted = e.submit(SimRequest {
+        cached_tokens: 600,
+        prompt_tokens: 800,
+        max_tokens: 1,
+    });
+    assert!(matches!(admitted, Admission::Accepted { .. }));
+    // ttft 40 + (800 - 600) / 8000 s = 65 ms.
+    assert_eq!(e.start_step(0.0), Some(65.0));
 }
 
 #[test]
@@ -144,6 +159,7 @@ fn faults_are_seeded_and_placed() {
     });
     assert!(matches!(
         e.submit(SimRequest {
+            cached_tokens: 0,
             prompt_tokens: 1,
             max_tokens: 1
         }),
@@ -162,6 +178,7 @@ fn context_limit() {
     });
     assert!(matches!(
         e.submit(SimRequest {
+            cached_tokens: 0,
             prompt_tokens: 90,
             max_tokens: 20
         }),

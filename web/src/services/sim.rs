@@ -110,6 +110,7 @@ impl SimServer {
         let (admission, log) = {
             let mut inner = self.inner.borrow_mut();
             let admission = inner.engine.submit(SimRequest {
+                cached_tokens: 0,
                 prompt_tokens: req.prompt_tokens,
                 max_tokens: req.max_tokens,
             });
