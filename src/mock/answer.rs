@@ -160,8 +160,12 @@ pub(super) async fn non_streaming(
     log.completion_tokens = tokens;
     log.t_end_ms = s.clock.now_ms();
     log.t_headers_ms = Some(log.t_end_ms);
+    let cached = log.cached_tokens;
     s.write_log(log);
-    let usage = serde_json::json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens});
+    let mut usage = serde_json::json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens});
+    if s.cfg.prefix_cache {
+        usage["prompt_tokens_details"] = serde_json::json!({ "cached_tokens": cached });
+    }
     let body = match api {
         Api::Chat => serde_json::json!({
             "id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": 0, "model": s.cfg.model,

@@ -45,6 +45,8 @@ fn request(id: &str, prompt_tokens: u64, max_tokens: u32) -> Prepared {
         api: Api::Chat,
         prompt_tokens,
         max_tokens,
+        hide_reasoning: false,
+        t_scheduled_ms: None,
     }
 }
 
