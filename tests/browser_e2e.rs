@@ -987,7 +987,7 @@ async fn the_layout_shows_each_thing_once_and_wide_tables_scroll() {
 }
 
 /// The page's workload settings against the mock and its log: a prompts file
-/// (served beside the page, `prompts=`, `sample=`) sends its prompts in turn,
+/// (served beside the page, `prompts=`) sends its prompts in turn,
 /// each with its own `max_tokens`, as the CLI would; and a reasoning model's
 /// answer with the reasoning hidden (`reasoning=hidden`) paints its first answer
 /// token, not its first reasoning token, so the rendered TTFT follows what the

@@ -949,14 +949,14 @@ fn tiny_model_second_turn_reuses_the_history() {
         "1",
         "--max-tokens",
         "32",
-        "--seed",
-        "37",
     ];
     let conv = bench(
         &engine,
         &[
             &common[..],
             &[
+                "--seed",
+                "37",
                 "--conversation",
                 "turns=2,think=200ms",
                 "--requests",
@@ -994,7 +994,17 @@ fn tiny_model_second_turn_reuses_the_history() {
         &engine,
         &[
             &common[..],
-            &["--requests", "4", "--input-tokens", &cold_input.to_string()],
+            // Another seed: the same seed's prompts would begin as the
+            // conversation's first turns did, and llama-server keeps earlier
+            // prompts' states (its host-memory prompt cache): not cold.
+            &[
+                "--seed",
+                "41",
+                "--requests",
+                "4",
+                "--input-tokens",
+                &cold_input.to_string(),
+            ],
         ]
         .concat(),
     );
@@ -1011,8 +1021,26 @@ fn tiny_model_second_turn_reuses_the_history() {
         (cold_prompt - second_prompt as f64).abs() <= 2.0,
         "the cold prompt is as long as turn 2's: {cold_prompt} vs {second_prompt}"
     );
+    // What the TTFT gap stands on, in llama-server's own counts: the tokens it
+    // evaluated (its `prompt_n`) for each turn-2 request against each cold one.
+    let evaluated = |run: &Run, turn: Option<u64>| -> Vec<u64> {
+        run.measured(0)
+            .iter()
+            .filter(|r| turn.is_none() || r["turn"].as_u64() == turn)
+            .map(|r| u(&r["server_timings"]["prompt_n"]))
+            .collect()
+    };
+    let (warm_n, cold_n) = (evaluated(&conv, Some(2)), evaluated(&cold, None));
+    eprintln!("tokens evaluated by llama-server: turn 2 {warm_n:?}, cold {cold_n:?}");
+    let cold_min = cold_n.iter().copied().min().unwrap();
     assert!(
-        turn2 < 0.85 * cold_ttft,
+        warm_n.iter().all(|&n| n * 10 < cold_min * 7),
+        "turn 2 evaluates under 70% of a cold prompt: {warm_n:?} vs {cold_n:?}"
+    );
+    // 0.58-0.62 measured idle; a fixed per-request cost is in both, and the
+    // margin holds on a loaded 2-core machine.
+    assert!(
+        turn2 < 0.8 * cold_ttft,
         "turn 2 ({turn2:.2} ms) under a cold prompt of its length ({cold_ttft:.2} ms)"
     );
 }
@@ -1030,19 +1058,7 @@ fn tiny_model_trace_replay_shares_prefix_blocks_and_keeps_its_schedule() {
     let engine = Engine::start("tiny", 1, 2048, TINY_THREADS);
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.jsonl");
-    let mut lines = String::new();
-    for pair in 0..4u64 {
-        let base: Vec<u64> = (0..4).map(|b| 100 * pair + b).collect();
-        let mut more = base.clone();
-        more.push(100 * pair + 50);
-        for (k, ids) in [base, more].iter().enumerate() {
-            let t = (2 * pair + k as u64) * 600;
-            let input = 512 * ids.len() as u64;
-            lines.push_str(&format!(
-                "{{\"timestamp\": {t}, \"input_length\": {input}, \"output_length\": 32, \"hash_ids\": {ids:?}}}\n"
-            ));
-        }
-    }
+    let lines = llama::continuation_trace(4);
     std::fs::write(&trace, lines).unwrap();
     // Blocks of 64 tokens (512 x 0.125): fresh prompts of 256, continuations of 320.
     let run = bench(

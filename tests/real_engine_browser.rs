@@ -220,19 +220,7 @@ async fn page_sends_a_prompts_file_and_replays_a_trace_on_llama_server() {
         ));
     }
     std::fs::write(site.path().join("prompts.jsonl"), lines).unwrap();
-    let mut trace = String::new();
-    for pair in 0..3u64 {
-        let base: Vec<u64> = (0..4).map(|b| 100 * pair + b).collect();
-        let mut more = base.clone();
-        more.push(100 * pair + 50);
-        for (k, ids) in [base, more].iter().enumerate() {
-            let t = (2 * pair + k as u64) * 600;
-            let input = 512 * ids.len() as u64;
-            trace.push_str(&format!(
-                "{{\"timestamp\": {t}, \"input_length\": {input}, \"output_length\": 32, \"hash_ids\": {ids:?}}}\n"
-            ));
-        }
-    }
+    let trace = llama::continuation_trace(3);
     std::fs::write(site.path().join("trace.jsonl"), trace).unwrap();
     let serve = Serve::start_dir(site.path(), &[]);
     let browser = Browser::start(&["--disable-gpu"]).await;
@@ -241,14 +229,7 @@ async fn page_sends_a_prompts_file_and_replays_a_trace_on_llama_server() {
         "{}?url={}&api=completions&concurrency=1&requests=6&rounds=1&warmup=0&ignore_eos=1&prompts=prompts.jsonl&autorun=1",
         serve.url, engine.url
     );
-    let state = browser.run(&url, Duration::from_secs(120)).await;
-    assert_eq!(
-        state,
-        "done",
-        "{}\n{}",
-        browser.text_of("run-error").await,
-        engine.diagnostics()
-    );
+    run_to_done(&browser, &url, &engine).await;
     let records: Value = serde_json::from_str(&browser.text_of("records-json").await).unwrap();
     let records = records.as_array().unwrap();
     assert_eq!(records.len(), 6);
@@ -269,14 +250,7 @@ async fn page_sends_a_prompts_file_and_replays_a_trace_on_llama_server() {
         "{}?url={}&api=completions&trace=trace.jsonl&trace_speed=2&trace_token_scale=0.125&autorun=1",
         serve.url, engine.url
     );
-    let state = browser.run(&url, Duration::from_secs(120)).await;
-    assert_eq!(
-        state,
-        "done",
-        "{}\n{}",
-        browser.text_of("run-error").await,
-        engine.diagnostics()
-    );
+    run_to_done(&browser, &url, &engine).await;
     let report: Value = serde_json::from_str(&browser.text_of("report-json").await).unwrap();
     assert_eq!(report["config"]["trace"]["requests"], 6);
     assert_eq!(
@@ -312,5 +286,18 @@ async fn page_sends_a_prompts_file_and_replays_a_trace_on_llama_server() {
     assert!(
         continued.iter().all(|(n, _)| *n <= 80),
         "a continuation evaluates only its new block: {continued:?}"
+    );
+}
+
+/// Run the page at `url` and insist it finished (else the page's error and the
+/// engine's log).
+async fn run_to_done(browser: &Browser, url: &str, engine: &Engine) {
+    let state = browser.run(url, Duration::from_secs(120)).await;
+    assert_eq!(
+        state,
+        "done",
+        "{}\n{}",
+        browser.text_of("run-error").await,
+        engine.diagnostics()
     );
 }

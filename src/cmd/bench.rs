@@ -719,7 +719,7 @@ fn check_writable(name: &str, path: &Path) -> anyhow::Result<()> {
 }
 
 /// Where the report goes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Outputs {
     /// JSON.
     pub out: Option<PathBuf>,
@@ -805,11 +805,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         let out = if tiered {
             outputs.for_tier(tier)
         } else {
-            Outputs {
-                out: outputs.out.clone(),
-                csv: outputs.csv.clone(),
-                markdown: outputs.markdown.clone(),
-            }
+            outputs.clone()
         };
         out.write(&report)?;
         print!("{}", render::client::text_summary(&report));

@@ -270,3 +270,23 @@ fn log_parser_reads_llama_server_timings() {
         }]
     );
 }
+
+/// A Mooncake-format trace of `pairs` pairs, 600 ms apart, in which the second
+/// request of each pair continues the first: the same four leading `hash_ids`
+/// and one block more (inputs of 4 and 5 blocks of 512 tokens, outputs of 32).
+pub fn continuation_trace(pairs: u64) -> String {
+    let mut lines = String::new();
+    for pair in 0..pairs {
+        let base: Vec<u64> = (0..4).map(|b| 100 * pair + b).collect();
+        let mut more = base.clone();
+        more.push(100 * pair + 50);
+        for (k, ids) in [base, more].iter().enumerate() {
+            let t = (2 * pair + k as u64) * 600;
+            let input = 512 * ids.len() as u64;
+            lines.push_str(&format!(
+                "{{\"timestamp\": {t}, \"input_length\": {input}, \"output_length\": 32, \"hash_ids\": {ids:?}}}\n"
+            ));
+        }
+    }
+    lines
+}
