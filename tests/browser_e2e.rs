@@ -1265,3 +1265,100 @@ async fn page_sends_on_schedule_and_replays_a_trace() {
     assert!(p99(&trace_lag) < 30.0 && p99(&rate_lag) < 30.0);
     browser.close().await;
 }
+
+/// Conversations in the page, with prompts of exact length by the server's
+/// `/tokenize` (the mock's counts one token a word, as its `usage` does), one
+/// shared system prompt, and the prompt length given as a fraction of the
+/// server's context window: every turn's prompt as the mock counted it (the
+/// prefix, the history and the new message), the first turns' counted prompts
+/// checked against `usage`, and the per-turn table and the prefix cache in the
+/// report, as `bench --conversation` gives them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_runs_conversations_of_exact_prompts() {
+    let _one = lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    // 0.01 of a 1600-token context: 16-token user messages.
+    let mock = Mock::start(&[
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "2",
+        "--prefix-cache",
+        "--max-context",
+        "1600",
+    ]);
+    let (turns, answer, prefix) = (3u64, 8u64, 8u64);
+    let url = format!(
+        "{}?url={}&api=chat&concurrency=2&requests=6&rounds=1&warmup=0&max_tokens={answer}&ignore_eos=1&input_tokens=0.01max&shared_prefix={prefix}&tokenizer=server&conversation=turns%3D{turns},think%3D100ms&autorun=1",
+        serve.url, mock.url
+    );
+    let state = browser.run(&url, Duration::from_secs(90)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    validate_schema(&report);
+    let config = &report["config"];
+    assert_eq!(config["conversation"]["turns"], turns);
+    assert_eq!(config["context_window"], 1600);
+    assert_eq!(config["input_tokens"], 16);
+    assert_eq!(config["shared_prefix_tokens"], prefix);
+    assert_eq!(config["tokens"]["method"], "server");
+    assert_eq!(config["tokens"]["source"], "llama.cpp /tokenize");
+    assert_eq!(config["tokens"]["exact"], true);
+    assert_eq!(config["tokens"]["template_overhead"], 0);
+    let level = &report["levels"][0];
+    assert_eq!(
+        (level["sent"].as_u64(), level["ok"].as_u64()),
+        (Some(6), Some(6))
+    );
+    // The first turns' prompts were counted, and usage agreed.
+    assert_eq!(level["prompt_tokens_checked"], 2);
+    assert!(level["prompt_tokens_differ"].is_null(), "{level}");
+    let per_turn = level["turns"].as_array().expect("the per-turn table");
+    assert_eq!(per_turn.len(), turns as usize);
+    assert!(level["prompt_cache"]["cached_tokens"].as_u64().unwrap() > 0);
+
+    // Every turn as the mock counted it: the prefix, k prompts and k - 1 answers.
+    let records = json_of(&browser.text_of("records-json").await, "#records-json");
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len(), 6);
+    let log: HashMap<String, Value> = mock
+        .log_records(7)
+        .into_iter()
+        .map(|r| (r["request_id"].as_str().unwrap().to_owned(), r))
+        .collect();
+    let mut sessions = HashMap::new();
+    for r in records {
+        let (session, turn) = (r["session"].as_u64().unwrap(), r["turn"].as_u64().unwrap());
+        *sessions.entry(session).or_insert(0) += 1;
+        let server = &log[r["request_id"].as_str().unwrap()];
+        let expected = prefix + 16 * turn + answer * (turn - 1);
+        assert_eq!(server["prompt_tokens"], expected, "turn {turn}: {server}");
+        assert_eq!(
+            r["prompt_tokens_sent"].as_u64(),
+            (turn == 1).then_some(prefix + 16),
+            "turn {turn}"
+        );
+    }
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert!(sessions.values().all(|&n| n == turns), "{sessions:?}");
+    // The template-overhead request went too (one, before the run).
+    assert!(log.contains_key("tokenscope-template"), "{:?}", log.keys());
+
+    // tokenizer=server against an endpoint without /tokenize: the run does not
+    // start, and says why.
+    let state = browser
+        .run(
+            &format!(
+                "{}?url={}/nothing&model=m&tokenizer=server&autorun=1",
+                serve.url, serve.url
+            ),
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(state, "failed");
+    let error = browser.text_of("run-error").await;
+    assert!(error.contains("tokenizer=server"), "{error}");
+    browser.close().await;
+}

@@ -435,10 +435,7 @@ impl BenchArgs {
         if pick_by_length && let Some(f) = inputs.iter().find(|i| i.tokens().is_none()) {
             anyhow::bail!(
                 "--input-tokens: {:?} with --prompts: the tiers that pick the file's prompts are numbers of tokens",
-                match f {
-                    InputLength::OfContext(x) => format!("{x}max"),
-                    InputLength::Tokens(n) => n.to_string(),
-                }
+                f.label()
             );
         }
         let tiers: Vec<Tier> = inputs
@@ -612,11 +609,7 @@ pub struct Tier {
 impl Tier {
     /// `in256-out128` (`in0.75max-out128`), as file names carry it.
     pub fn label(&self) -> String {
-        let input = match self.input {
-            InputLength::Tokens(n) => n.to_string(),
-            InputLength::OfContext(f) => format!("{f}max"),
-        };
-        format!("in{input}-out{}", self.max_tokens)
+        format!("in{}-out{}", self.input.label(), self.max_tokens)
     }
 }
 

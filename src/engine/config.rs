@@ -60,60 +60,7 @@ pub enum PerLevel {
     Auto,
 }
 
-/// How long synthetic prompts are.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum InputLength {
-    /// This many tokens.
-    Tokens(u32),
-    /// This fraction of the server's context window (`0.75max`), resolved before
-    /// the run.
-    OfContext(f64),
-}
-
-impl InputLength {
-    /// Parse `--input-tokens`: `256`, or `0.75max` (a fraction in (0, 1]).
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let s = s.trim();
-        if let Some(f) = s.strip_suffix("max") {
-            let f: f64 = f.trim().parse().map_err(|_| {
-                format!("{s:?}: expected a number of tokens or a fraction like 0.75max")
-            })?;
-            if !(f > 0.0 && f <= 1.0) {
-                return Err(format!("{s:?}: the fraction must be in (0, 1]"));
-            }
-            return Ok(InputLength::OfContext(f));
-        }
-        match s.parse::<u32>() {
-            Ok(0) => Err("0 must be at least 1".into()),
-            Ok(n) => Ok(InputLength::Tokens(n)),
-            Err(_) => Err(format!(
-                "{s:?}: expected a number of tokens or a fraction like 0.75max"
-            )),
-        }
-    }
-
-    /// Parse a comma-separated list of lengths (input tiers).
-    pub fn parse_list(s: &str) -> Result<Vec<Self>, String> {
-        let v: Vec<Self> = s
-            .split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .map(Self::parse)
-            .collect::<Result<_, _>>()?;
-        if v.is_empty() {
-            return Err(format!("{s:?}: expected a length or a list (64,256,512)"));
-        }
-        Ok(v)
-    }
-
-    /// The tokens, once resolved (a fraction not resolved yet: `None`).
-    pub fn tokens(self) -> Option<u32> {
-        match self {
-            InputLength::Tokens(n) => Some(n),
-            InputLength::OfContext(_) => None,
-        }
-    }
-}
+pub use tokenscope_core::workload::tokens::InputLength;
 
 /// Where prompts come from.
 #[derive(Debug, Clone, PartialEq)]

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use tokenscope_core::measure::openai::{RequestSpec, request_body as completion_body};
 use tokenscope_core::report::TokenCounting;
-use tokenscope_core::workload::prompts::{approx_tokens, exact_prompt, vocabulary};
+use tokenscope_core::workload::prompts::approx_tokens;
+use tokenscope_core::workload::tokens::{self, TokenizeApi};
 
 use super::clock::Clock;
 use super::config::{BenchConfig, InputLength, Prompts};
@@ -53,15 +54,6 @@ impl TokenizerChoice {
     }
 }
 
-/// Which server contract `/tokenize` speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerKind {
-    /// `{content}` -> `{tokens}`.
-    LlamaCpp,
-    /// `{model, prompt}` -> `{count, tokens}`.
-    Vllm,
-}
-
 /// A token counter.
 pub enum Counter {
     /// The endpoint's `/tokenize`.
@@ -73,7 +65,7 @@ pub enum Counter {
         /// The model (vLLM needs it).
         model: String,
         /// The contract.
-        kind: ServerKind,
+        kind: TokenizeApi,
         /// The key, sent as to the endpoint (same origin).
         api_key: Option<Secret>,
     },
@@ -110,16 +102,7 @@ impl Counter {
     /// `(method, source)` as the report records them.
     pub fn describe(&self) -> (&'static str, Option<String>) {
         match self {
-            Counter::Server { kind, .. } => (
-                "server",
-                Some(
-                    match kind {
-                        ServerKind::LlamaCpp => "llama.cpp /tokenize",
-                        ServerKind::Vllm => "vLLM /tokenize",
-                    }
-                    .into(),
-                ),
-            ),
+            Counter::Server { kind, .. } => ("server", Some(kind.source().into())),
             Counter::File { path, .. } => ("file", Some(path.display().to_string())),
             Counter::Approx => ("approx", None),
         }
@@ -144,26 +127,15 @@ impl Counter {
     }
 }
 
-fn request_body(kind: ServerKind, model: &str, text: &str) -> serde_json::Value {
-    match kind {
-        ServerKind::LlamaCpp => serde_json::json!({"content": text, "add_special": false}),
-        ServerKind::Vllm => {
-            serde_json::json!({"model": model, "prompt": text, "add_special_tokens": false})
-        }
-    }
-}
-
 async fn server_count(
     client: &reqwest::Client,
     url: &reqwest::Url,
     model: &str,
-    kind: ServerKind,
+    kind: TokenizeApi,
     api_key: Option<&Secret>,
     text: &str,
 ) -> Result<u64, String> {
-    let mut req = client
-        .post(url.clone())
-        .json(&request_body(kind, model, text));
+    let mut req = client.post(url.clone()).json(&kind.body(model, text));
     if let Some(key) = api_key
         && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
     {
@@ -182,15 +154,7 @@ async fn server_count(
         .json()
         .await
         .map_err(|e| format!("/tokenize answered something other than JSON ({e})"))?;
-    tokens_in(&v).ok_or_else(|| "/tokenize answered without a token list".into())
-}
-
-/// The token count in a `/tokenize` answer: vLLM's `count`, or the length of
-/// `tokens` (llama.cpp, vLLM).
-fn tokens_in(v: &serde_json::Value) -> Option<u64> {
-    v.get("count")
-        .and_then(serde_json::Value::as_u64)
-        .or_else(|| Some(v.get("tokens")?.as_array()?.len() as u64))
+    tokens::tokens_in(&v).ok_or_else(|| "/tokenize answered without a token list".into())
 }
 
 /// The endpoint's `/tokenize` (at `origin`), if it has one: llama.cpp's contract
@@ -202,9 +166,9 @@ pub async fn detect_server(
     api_key: Option<&Secret>,
 ) -> Option<Counter> {
     let url = origin.join("/tokenize").ok()?;
-    for kind in [ServerKind::LlamaCpp, ServerKind::Vllm] {
-        if let Ok(n) = server_count(client, &url, model, kind, api_key, "hello world").await
-            && (1..=8).contains(&n)
+    for kind in TokenizeApi::ALL {
+        if let Ok(n) = server_count(client, &url, model, kind, api_key, tokens::DETECT_TEXT).await
+            && tokens::plausible_detect(n)
         {
             return Some(Counter::Server {
                 client: client.clone(),
@@ -297,13 +261,7 @@ pub async fn prepare(
     }
     let prefix = cfg.shared_prefix.map(|n| {
         let n = u64::from(n);
-        let text = exact_prompt(
-            words.as_deref().unwrap_or(vocabulary()),
-            n,
-            cfg.seed ^ 0x5AED,
-            0,
-        );
-        (text, n)
+        (tokens::shared_prefix(words.as_deref(), n, cfg.seed), n)
     });
     let template_overhead = match &words {
         Some(w) => template_overhead(cfg, client, target, model, w, prefix.as_ref()).await,
@@ -382,14 +340,14 @@ async fn template_overhead(
     words: &[&str],
     prefix: Option<&(String, u64)>,
 ) -> Option<i64> {
-    const N: u64 = 16;
+    const N: u64 = tokens::OVERHEAD_PROBE_TOKENS;
     let sent = N + prefix.map_or(0, |p| p.1);
     let spec = RequestSpec {
         system: prefix.map(|p| p.0.clone()),
         messages: None,
         api: cfg.api,
         model: model.to_owned(),
-        prompt: exact_prompt(words, N, cfg.seed ^ 0x0EAD, 0),
+        prompt: tokens::overhead_prompt(words, cfg.seed),
         max_tokens: 1,
         ignore_eos: false,
         min_tokens: None,
@@ -434,18 +392,12 @@ pub async fn context_window(
             resp.json::<serde_json::Value>().await.ok()
         }
     };
-    if let Some(models) = get(crate::util::join_url(base, "models")).await
-        && let Some(n) = models["data"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|m| m["id"] == model)
-            .and_then(|m| m["max_model_len"].as_u64())
-    {
-        return Some(n);
-    }
-    let props = get(base.join("/props").ok()?).await?;
-    props["default_generation_settings"]["n_ctx"].as_u64()
+    let models = get(crate::util::join_url(base, "models")).await;
+    let props = match base.join("/props") {
+        Ok(url) => get(url).await,
+        Err(_) => None,
+    };
+    tokens::context_window(models.as_ref(), props.as_ref(), model)
 }
 
 /// Resolve `--input-tokens 0.75max` against the server's context window (or
@@ -471,7 +423,7 @@ pub async fn resolve_input_length(
                 )
             })?,
     };
-    let tokens = ((window as f64 * fraction).floor() as u32).max(1);
+    let tokens = InputLength::OfContext(fraction).resolve(window);
     if u64::from(tokens) + u64::from(cfg.max_tokens) > window && cfg.progress {
         eprintln!(
             "note: --input-tokens {fraction}max is {tokens} tokens of a {window}-token context: with --max-tokens {} the requests do not fit (the server refuses them: context_overflow)",
@@ -492,27 +444,22 @@ pub fn check_file(path: &Path) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("--tokenizer {}: {e}", path.display()))
 }
 
-/// The vocabulary's words that are exactly one token both at a text's start and
-/// after a space (a prompt's first word stands at its start), and the check that
-/// prompts of them count what they should. `None` when too few are (fewer than 16) or a sample
-/// prompt does not count its words: then prompts are approximate.
+/// The vocabulary's words that are one token each, checked on sample prompts
+/// ([`tokens::single_token_words`], [`tokens::check_prompts`]). `None` when too
+/// few are, or a sample prompt does not count its words: then prompts are
+/// approximate.
 pub async fn single_token_words(counter: &Counter) -> Result<Option<Vec<&'static str>>, String> {
     if matches!(counter, Counter::Approx) {
         return Ok(None);
     }
-    let base = counter.count("the").await?;
-    let mut single = Vec::new();
-    for &w in vocabulary() {
-        if counter.count(&format!("the {w}")).await? == base + 1 && counter.count(w).await? == 1 {
-            single.push(w);
-        }
+    let mut counts = Vec::new();
+    for text in tokens::probe_texts() {
+        counts.push(counter.count(&text).await?);
     }
-    if single.len() < 16 {
+    let Some(single) = tokens::single_token_words(&counts) else {
         return Ok(None);
-    }
-    // Words must not merge across spaces: sample prompts count their words.
-    for (i, n) in [(0u64, 1u64), (1, 17), (2, 64), (3, 257)] {
-        let p = exact_prompt(&single, n, 0x7E57, i);
+    };
+    for (p, n) in tokens::check_prompts(&single) {
         if counter.count(&p).await? != n {
             return Ok(None);
         }
@@ -525,20 +472,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokenize_answers() {
-        let llama: serde_json::Value = serde_json::json!({"tokens": [123, 456, 789]});
-        assert_eq!(tokens_in(&llama), Some(3));
-        let pieces =
-            serde_json::json!({"tokens": [{"id": 1, "piece": "a"}, {"id": 2, "piece": "b"}]});
-        assert_eq!(tokens_in(&pieces), Some(2));
-        let vllm = serde_json::json!({"count": 7, "max_model_len": 8192, "tokens": [1, 2, 3, 4, 5, 6, 7], "token_strs": null});
-        assert_eq!(tokens_in(&vllm), Some(7));
-        assert_eq!(tokens_in(&serde_json::json!({"error": "x"})), None);
-        assert_eq!(
-            request_body(ServerKind::Vllm, "m", "hi"),
-            serde_json::json!({"model": "m", "prompt": "hi", "add_special_tokens": false})
-        );
+    fn tokenizer_choices() {
         assert_eq!(TokenizerChoice::parse("server"), TokenizerChoice::Server);
+        assert_eq!(TokenizerChoice::parse(""), TokenizerChoice::Auto);
         assert_eq!(
             TokenizerChoice::parse("./tok.json"),
             TokenizerChoice::File("./tok.json".into())

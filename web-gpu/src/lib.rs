@@ -23,11 +23,14 @@ use kernel_harness::clock::Clock;
 use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::page::gpu::{
-    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, KernelsRead,
-    KernelsView,
+    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, GpuViewSettings,
+    KernelsRead, KernelsView,
 };
 use tokenscope_core::report::kernels::KernelReport;
 use wasm_bindgen::prelude::*;
+
+mod dom;
+pub mod view;
 
 /// Why the GPU module gave no result.
 #[derive(Debug, thiserror::Error)]
@@ -192,26 +195,22 @@ pub fn page_config(
     Ok(cfg.for_browser(user_agent))
 }
 
-/// Progress to a JS callback; cancellation from an `AbortSignal`.
-struct JsProgress {
-    on_progress: js_sys::Function,
+/// Progress to a callback (the view's, or a JS function's); cancellation from
+/// an `AbortSignal`.
+struct EventProgress {
+    emit: Box<dyn Fn(GpuEvent)>,
     signal: Option<web_sys::AbortSignal>,
     index: usize,
     total: usize,
 }
 
-impl JsProgress {
+impl EventProgress {
     fn emit(&self, event: &GpuEvent) {
-        if let Ok(text) = serde_json::to_string(event) {
-            // A throwing callback must not stop the run.
-            let _ = self
-                .on_progress
-                .call1(&JsValue::NULL, &JsValue::from_str(&text));
-        }
+        (self.emit)(event.clone());
     }
 }
 
-impl Progress for JsProgress {
+impl Progress for EventProgress {
     fn start(&mut self, label: &str) {
         self.emit(&GpuEvent::Start {
             label: label.to_owned(),
@@ -246,7 +245,8 @@ impl Progress for JsProgress {
     }
 }
 
-async fn probe() -> Result<AdapterProbe, GpuPageError> {
+/// The adapter the GPU view would use, its features and limits.
+pub(crate) async fn probe() -> Result<AdapterProbe, GpuPageError> {
     let ctx = context(&GpuRunRequest::default()).await?;
     Ok(AdapterProbe {
         adapter: ctx.adapter_report(),
@@ -255,31 +255,56 @@ async fn probe() -> Result<AdapterProbe, GpuPageError> {
     })
 }
 
+/// Run the kernel harness for `request`, `emit` getting every event.
 async fn run(
-    request: &str,
-    on_progress: js_sys::Function,
+    request: &GpuRunRequest,
+    emit: Box<dyn Fn(GpuEvent)>,
     signal: Option<web_sys::AbortSignal>,
-) -> Result<String, GpuPageError> {
-    let request: GpuRunRequest = if request.trim().is_empty() {
-        GpuRunRequest::default()
-    } else {
-        serde_json::from_str(request).map_err(|e| GpuPageError::BadRequest(e.to_string()))?
-    };
-    let ctx = context(&request).await?;
-    let cfg = page_config(&ctx, &request, user_agent())?;
-    let mut progress = JsProgress {
-        on_progress,
+) -> Result<KernelsRead, GpuPageError> {
+    let ctx = context(request).await?;
+    let cfg = page_config(&ctx, request, user_agent())?;
+    let mut progress = EventProgress {
+        emit,
         signal,
         index: 0,
         total: cfg.items(),
     };
     let report = suite::run_suite(&ctx, &PerformanceClock::new(), &cfg, &mut progress).await?;
-    let read = KernelsRead {
+    Ok(KernelsRead {
         json: serde_json::to_string_pretty(&report)
             .map_err(|e| GpuPageError::BadRequest(e.to_string()))?,
         view: KernelsView::of(&report),
-    };
-    serde_json::to_string(&read).map_err(|e| GpuPageError::BadRequest(e.to_string()))
+    })
+}
+
+/// The GPU view's run ([`view`]): the report read, or the failure.
+pub(crate) async fn run_view(
+    request: &GpuRunRequest,
+    on_event: impl Fn(GpuEvent) + 'static,
+    signal: web_sys::AbortSignal,
+) -> Result<KernelsRead, GpuFailure> {
+    install_panic_hook();
+    run(request, Box::new(on_event), Some(signal))
+        .await
+        .map_err(|e| e.failure())
+}
+
+/// Show the GPU view in `root` (the page calls this the first time the view
+/// opens): `settings` is a `GpuViewSettings` JSON (the URL's preset, timestamps,
+/// autorun and notes); `on_report` is called with each finished run's
+/// `tokenscope.kernels/1` JSON (the page's Analysis takes it).
+#[wasm_bindgen]
+pub fn mount_view(root: web_sys::Element, settings: &str, on_report: js_sys::Function) {
+    install_panic_hook();
+    let settings: GpuViewSettings = serde_json::from_str(settings).unwrap_or_default();
+    let onreport = yew::Callback::from(move |json: String| {
+        let _ = on_report.call1(&JsValue::NULL, &JsValue::from_str(&json));
+    });
+    yew::Renderer::<view::GpuView>::with_root_and_props(
+        root,
+        view::GpuViewProps { settings, onreport },
+    )
+    .render();
 }
 
 /// The adapter the GPU view would use: resolves to an `AdapterProbe` JSON, rejects
@@ -303,9 +328,22 @@ pub async fn run_kernels(
     signal: Option<web_sys::AbortSignal>,
 ) -> Result<String, JsValue> {
     install_panic_hook();
-    run(&request, on_progress, signal)
+    let request: GpuRunRequest = if request.trim().is_empty() {
+        GpuRunRequest::default()
+    } else {
+        serde_json::from_str(&request)
+            .map_err(|e| GpuPageError::BadRequest(e.to_string()).into_js())?
+    };
+    let emit = Box::new(move |event: GpuEvent| {
+        if let Ok(text) = serde_json::to_string(&event) {
+            // A throwing callback must not stop the run.
+            let _ = on_progress.call1(&JsValue::NULL, &JsValue::from_str(&text));
+        }
+    });
+    let read = run(&request, emit, signal)
         .await
-        .map_err(GpuPageError::into_js)
+        .map_err(GpuPageError::into_js)?;
+    serde_json::to_string(&read).map_err(|e| JsValue::from_str(&e.to_string()))
 }
 
 /// Panics (harness bugs) go to the console with their message before the trap.

@@ -139,9 +139,21 @@ pub fn App(props: &AppProps) -> Html {
     } else {
         state.settings.is_simulated()
     };
+    // A run's report from the GPU module, read (as a loaded file is) by the
+    // report module for the Analysis.
     let onkernels = {
         let measured = measured.clone();
-        Callback::from(move |r: Option<KernelsFile>| measured.set(r))
+        Callback::from(move |json: String| {
+            let measured = measured.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Ok(read) = crate::services::report::read_kernels(&json).await {
+                    measured.set(Some(KernelsFile {
+                        view: Shared::new(read.view),
+                        json: Shared::new(read.json),
+                    }));
+                }
+            });
+        })
     };
     html! {
         <div class="page">

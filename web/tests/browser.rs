@@ -47,6 +47,9 @@ fn request(id: &str, prompt_tokens: u64, max_tokens: u32) -> Prepared {
         max_tokens,
         hide_reasoning: false,
         t_scheduled_ms: None,
+        keep_answer: false,
+        prompt_tokens_sent: None,
+        turn: None,
     }
 }
 

@@ -80,6 +80,23 @@ impl Default for GpuRunRequest {
     }
 }
 
+/// What the page hands the GPU module's view when it shows it (from the URL).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GpuViewSettings {
+    /// The kernel preset.
+    #[serde(default)]
+    pub preset: GpuPreset,
+    /// Allow timestamp queries (false: wall clock).
+    #[serde(default = "yes")]
+    pub timestamps: bool,
+    /// Start a run as soon as the adapter is known (`view=gpu&autorun=1`).
+    #[serde(default)]
+    pub autorun: bool,
+    /// Notes about the URL's GPU parameters (ignored values).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
 /// What the GPU module reports while it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

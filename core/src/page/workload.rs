@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::measure::openai::{Api, RequestSpec, request_body};
 use crate::report::TraceInfo;
 use crate::workload::dataset::Dataset;
-use crate::workload::prompts::{approx_tokens, block_prompt, vocabulary};
+use crate::workload::prompts::{approx_spec_tokens, block_prompt, vocabulary};
 use crate::workload::trace::Trace;
 
 /// Which file, and how to use it.
@@ -52,6 +52,13 @@ pub struct WorkloadRequest {
     pub max_tokens: u32,
     /// Send `ignore_eos` (a trace always does: its output lengths are the answers').
     pub ignore_eos: bool,
+    /// The words that are one token each by the server's tokenizer (a trace's
+    /// prompts are then exactly its lengths); empty: about one token a word.
+    #[serde(default)]
+    pub words: Vec<String>,
+    /// The system prompt every request begins with (`shared_prefix`) and its tokens.
+    #[serde(default)]
+    pub system: Option<(String, u64)>,
 }
 
 /// One request the page will send.
@@ -65,6 +72,13 @@ pub struct PageRequest {
     pub prompt_tokens: u64,
     /// Its `max_tokens`.
     pub max_tokens: u32,
+    /// A plain prompt's text (a conversation's turns send it as the user's
+    /// message); `None` for a conversation of the file.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// Its prompt's tokens by the server's tokenizer, when they were counted.
+    #[serde(default)]
+    pub counted: Option<u64>,
 }
 
 /// The requests to send, in order (a prompts file's are used in turn).
@@ -89,18 +103,21 @@ impl WorkloadRequest {
         }
     }
 
-    /// One request's body and its prompt's estimated tokens.
+    /// One request's body and its prompt's estimated tokens (and counted ones:
+    /// `counted`, the prompt's own, plus the system prompt's).
     fn body(
         &self,
         prompt: String,
         messages: Option<Vec<crate::measure::openai::ChatMessage>>,
         max_tokens: u32,
         ignore_eos: bool,
+        counted: Option<u64>,
     ) -> PageRequest {
+        let system = self.system.as_ref();
         let s = RequestSpec {
             api: self.api,
             model: self.model.clone(),
-            system: None,
+            system: system.map(|p| p.0.clone()),
             prompt,
             messages,
             max_tokens,
@@ -111,8 +128,10 @@ impl WorkloadRequest {
         PageRequest {
             t_ms: None,
             body: request_body(&s).to_string(),
-            prompt_tokens: approx_tokens(&s.prompt).max(1),
+            prompt_tokens: approx_spec_tokens(&s),
             max_tokens,
+            prompt: s.messages.is_none().then_some(s.prompt),
+            counted: counted.map(|c| c + system.map_or(0, |p| p.1)),
         }
     }
 
@@ -129,7 +148,7 @@ impl WorkloadRequest {
             .into_iter()
             .map(|p| {
                 let max_tokens = p.max_tokens.unwrap_or(self.max_tokens);
-                self.body(p.prompt, p.messages, max_tokens, self.ignore_eos)
+                self.body(p.prompt, p.messages, max_tokens, self.ignore_eos, None)
             })
             .collect();
         Ok(PreparedWorkload {
@@ -157,13 +176,15 @@ impl WorkloadRequest {
         if t.requests.is_empty() {
             return Err("holds no request".into());
         }
+        let words: Vec<&str> = self.words.iter().map(String::as_str).collect();
+        let exact = !words.is_empty();
         let requests = t
             .requests
             .iter()
             .enumerate()
             .map(|(i, r)| {
                 let prompt = block_prompt(
-                    vocabulary(),
+                    if exact { &words } else { vocabulary() },
                     &r.hash_ids,
                     t.block_tokens,
                     r.input_tokens,
@@ -173,7 +194,13 @@ impl WorkloadRequest {
                 let max_tokens = u32::try_from(r.output_tokens).unwrap_or(u32::MAX);
                 PageRequest {
                     t_ms: Some(r.t_ms),
-                    ..self.body(prompt, None, max_tokens, true)
+                    ..self.body(
+                        prompt,
+                        None,
+                        max_tokens,
+                        true,
+                        exact.then_some(r.input_tokens),
+                    )
                 }
             })
             .collect();
@@ -208,6 +235,8 @@ mod tests {
             model: "m".into(),
             max_tokens: 9,
             ignore_eos: false,
+            words: Vec::new(),
+            system: None,
         }
     }
 
@@ -224,6 +253,12 @@ mod tests {
         let body: serde_json::Value = serde_json::from_str(&b.body).unwrap();
         assert_eq!(body["messages"][0]["content"], "hi there");
         assert_eq!(body["model"], "m");
+        // A plain prompt's text is kept (a conversation's turn sends it); a
+        // conversation of the file has none.
+        assert_eq!(
+            (a.prompt.as_deref(), b.prompt.as_deref()),
+            (Some("a b c"), None)
+        );
         let two = request(text, WorkloadFile::Prompts { sample: Some(2) })
             .prepare()
             .unwrap();
@@ -274,5 +309,35 @@ mod tests {
         .prepare()
         .unwrap_err();
         assert!(e.contains("trace_speed"), "{e}");
+    }
+
+    /// With the server's single-token words, a trace's prompts are its lengths
+    /// exactly (counted), and a shared system prompt leads every body.
+    #[test]
+    fn exact_words_and_a_shared_prefix() {
+        let text = "{\"timestamp\": 0, \"input_length\": 30, \"output_length\": 4}\n";
+        let file = WorkloadFile::Trace {
+            speed: 1.0,
+            token_scale: 1.0,
+            limit: None,
+        };
+        let req = WorkloadRequest {
+            words: vec!["alpha".into(), "beta".into()],
+            system: Some(("the shared words".into(), 3)),
+            ..request(text, file)
+        };
+        let w = req.prepare().unwrap();
+        let r = &w.requests[0];
+        assert_eq!(r.counted, Some(33), "30 of the trace's and the prefix's 3");
+        assert_eq!(r.prompt_tokens, 33);
+        let body: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(body["messages"][0]["content"], "the shared words");
+        let user = body["messages"][1]["content"].as_str().unwrap();
+        assert_eq!(user.split(' ').count(), 30);
+        assert!(
+            user.split(' ').all(|w| w == "alpha" || w == "beta"),
+            "{user}"
+        );
     }
 }

@@ -281,12 +281,12 @@ pub struct RunConfig {
     /// How the prompts' tokens were counted (absent: approximately, before this
     /// was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub tokens: Option<TokenCounting>,
     /// The server's context window, tokens (given, or read from the server for
     /// an input length given as a fraction of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub context_window: Option<u64>,
     /// The gaps' coefficient of variation (`arrival: gamma`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -298,7 +298,7 @@ pub struct RunConfig {
     pub ramp_s: Option<f64>,
     /// Tokens of the system prompt every request began with (`--shared-prefix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub shared_prefix_tokens: Option<u32>,
     /// Browser runs: what the page showed of reasoning (the rendered TTFT is
     /// the paint of the first token shown).
@@ -306,7 +306,7 @@ pub struct RunConfig {
     pub reasoning_display: Option<ReasoningDisplay>,
     /// The sessions' shape when the run sent conversations (`--conversation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub conversation: Option<crate::workload::conversation::Conversation>,
 }
 

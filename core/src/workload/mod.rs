@@ -6,4 +6,5 @@ pub mod conversation;
 pub mod dataset;
 pub mod plan;
 pub mod prompts;
+pub mod tokens;
 pub mod trace;

@@ -197,6 +197,17 @@ pub fn approx_tokens(text: &str) -> u64 {
     tokens
 }
 
+/// Estimated tokens of everything a request's prompt sends (its system prompt,
+/// and its messages or its prompt), at least 1: what a simulator prefills.
+pub fn approx_spec_tokens(spec: &crate::measure::openai::RequestSpec) -> u64 {
+    let system = spec.system.as_deref().map_or(0, approx_tokens);
+    let body = match &spec.messages {
+        Some(m) => m.iter().map(|m| approx_tokens(&m.content)).sum(),
+        None => approx_tokens(&spec.prompt),
+    };
+    (system + body).max(1)
+}
+
 /// A prompt of about `tokens` tokens for request number `index` of a run seeded `seed`.
 pub fn synthetic_prompt(tokens: u32, seed: u64, index: u64) -> String {
     let mut rng = Rng::for_stream(seed, index);

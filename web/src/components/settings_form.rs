@@ -5,7 +5,11 @@ use wasm_bindgen::JsCast;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
-use crate::settings::{INPUT_TIERS, NetMode, PaintMode, ReasoningDisplay, Settings};
+use tokenscope_core::workload::tokens::InputLength;
+
+use crate::settings::{
+    INPUT_TIERS, NetMode, PaintMode, ReasoningDisplay, Settings, TokenizerSetting,
+};
 
 /// Form props.
 #[derive(Properties, PartialEq)]
@@ -151,13 +155,15 @@ fn load_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
         }
         t
     };
+    let context = InputLength::OfContext(s.input_of_context.unwrap_or(0.75)).label();
     html! {
         <>
         <label>{ "Input length" }
             <select name="input_tokens" onchange={onfield.clone()} disabled={d}>
                 { for tiers.iter().map(|(n, l)| html! {
-                    <option value={n.to_string()} selected={*n == s.input_tokens}>{ l.clone() }</option>
+                    <option value={n.to_string()} selected={s.input_of_context.is_none() && *n == s.input_tokens}>{ l.clone() }</option>
                 }) }
+                <option value={context.clone()} selected={s.input_of_context.is_some()}>{ format!("{context} of the context window (long context)") }</option>
             </select>
         </label>
         { row("two", [
@@ -181,6 +187,10 @@ fn load_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
         { row("two", [
             text_field("Prompts file", "prompts", s.prompts.clone(), "URL of a JSONL / ShareGPT file (optional)", onfield, d),
             text_field("Sample", "sample", opt(s.prompts_sample), "all", onfield, d),
+        ]) }
+        { row("two", [
+            text_field("Conversations", "conversation", s.conversation.clone(), "turns=3,think=2s (optional)", onfield, d),
+            text_field("Shared prefix (tokens)", "shared_prefix", opt(s.shared_prefix), "none", onfield, d),
         ]) }
         { row("two", [
             text_field("Timeout", "timeout", format!("{}s", s.timeout_s), "", onfield, d),
@@ -252,6 +262,16 @@ fn more_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
                 <input name="request_ids" type="checkbox" checked={s.request_ids} onchange={onfield.clone()} disabled={d} />
                 { "send x-request-id (turn off if the endpoint's CORS policy refuses it)" }
             </label>
+            <div class="two">
+                <label>{ "Prompt tokens counted by" }
+                    <select name="tokenizer" onchange={onfield.clone()} disabled={d}>
+                        <option value="auto" selected={s.tokenizer == TokenizerSetting::Auto}>{ "the server's /tokenize if it has one" }</option>
+                        <option value="server" selected={s.tokenizer == TokenizerSetting::Server}>{ "the server's /tokenize (required)" }</option>
+                        <option value="approx" selected={s.tokenizer == TokenizerSetting::Approx}>{ "one token a word (approximate)" }</option>
+                    </select>
+                </label>
+                { text_field("Context window", "context_window", opt(s.context_window), "as the server says", onfield, d) }
+            </div>
             { text_field("Stall threshold (ms)", "stall_ms", s.stall_threshold_ms.to_string(), "", onfield, d) }
             { metrics_fields(s, onfield, d) }
             { sim_fields(s, onfield, d) }

@@ -149,16 +149,34 @@ impl FetchTarget {
     /// `GET` a URL (the models list `{base}/models`, a prompts file): the body
     /// text, or why it failed.
     pub async fn get_text(url: &str, api_key: Option<&str>) -> Result<String, String> {
+        Self::text(url, api_key, None).await
+    }
+
+    /// `GET` a URL, or `POST` it `json` (`/tokenize`): the body text, or why it
+    /// failed.
+    pub async fn text(
+        url: &str,
+        api_key: Option<&str>,
+        json: Option<&str>,
+    ) -> Result<String, String> {
         let init = RequestInit::new();
-        init.set_method("GET");
         init.set_mode(web_sys::RequestMode::Cors);
         init.set_credentials(web_sys::RequestCredentials::Omit);
+        let h = web_sys::Headers::new().map_err(|e| js_error_text(&e))?;
         if let Some(key) = api_key.filter(|k| !k.is_empty()) {
-            let h = web_sys::Headers::new().map_err(|e| js_error_text(&e))?;
             h.set("authorization", &format!("Bearer {key}"))
                 .map_err(|e| js_error_text(&e))?;
-            init.set_headers(&h);
         }
+        match json {
+            Some(body) => {
+                init.set_method("POST");
+                h.set("content-type", "application/json")
+                    .map_err(|e| js_error_text(&e))?;
+                init.set_body(&JsValue::from_str(body));
+            }
+            None => init.set_method("GET"),
+        }
+        init.set_headers(&h);
         let window = web_sys::window().ok_or("no window")?;
         let resp: Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
             .await

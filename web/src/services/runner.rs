@@ -17,7 +17,7 @@ use std::rc::Rc;
 use futures_util::future::join_all;
 use tokenscope_core::analyze::server::scrape::ScrapeTarget;
 use tokenscope_core::analyze::stats::{Samples, Summary};
-use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
+use tokenscope_core::measure::openai::first_model_id;
 use tokenscope_core::page::scrape::TakenScrape;
 use tokenscope_core::page::workload::{PreparedWorkload, WorkloadFile, WorkloadRequest};
 use tokenscope_core::report::assemble::RunRecorder;
@@ -25,20 +25,23 @@ use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
 use tokenscope_core::report::{
     ClientReport, Environment, LevelReport, Load, ReportWarning, Source, WarningKind,
 };
+use tokenscope_core::workload::conversation::{Conversation, History};
 use tokenscope_core::workload::plan;
-use tokenscope_core::workload::prompts::{approx_tokens, synthetic_prompt};
+use tokenscope_core::workload::tokens::InputLength;
 
 use super::browser;
 use super::clock::{CancelToken, now, sleep_ms};
 use super::fetch::FetchTarget;
 use super::paint::Painter;
 pub use super::records::{PageEntry, PageRaw, PageRecord, raw_jsonl};
+use super::requests::Requests;
 use super::scrape::{self, Scraper};
 use super::sim::{SimLog, SimServer};
+use super::tokens::{self, PageTokens};
 use super::transport::{Prepared, Transport, run_request};
 use super::watch::{self, LagMonitor};
 use super::worker::{NetWorker, WorkerTarget};
-use crate::settings::{NetMode, OpenLoop, ReasoningDisplay, RunPlan, ServerMetricsTarget};
+use crate::settings::{NetMode, OpenLoop, RunPlan, ServerMetricsTarget};
 
 /// Finished requests after which an unreported protocol is taken as unknown.
 const PROTOCOL_CHECKS: u32 = 4;
@@ -136,9 +139,8 @@ struct Overhead {
 struct Ctx {
     input: RunInput,
     transport: Transport,
-    model: String,
-    run_tag: String,
-    next_index: Cell<u64>,
+    /// What is sent, request by request.
+    requests: Requests,
     recorder: RefCell<RunRecorder>,
     records: RefCell<Vec<PageRecord>>,
     entries: RefCell<Vec<PageEntry>>,
@@ -154,9 +156,6 @@ struct Ctx {
     /// The run's scrapes, in order: taken (text kept) until the report module
     /// reads them into raw lines at a level's end.
     scrapes: RefCell<Vec<ScrapeSlot>>,
-    /// A prompts file's requests (sent in turn) or a trace's (each at its
-    /// time); `None`: synthetic prompts.
-    workload: Option<PreparedWorkload>,
 }
 
 /// One scrape of the run.
@@ -169,55 +168,6 @@ enum ScrapeSlot {
 }
 
 impl Ctx {
-    /// Build `n` requests (bodies before the round starts: building one never
-    /// delays a send).
-    fn prepare(&self, n: u64) -> Vec<Prepared> {
-        let p = &self.input.plan;
-        (0..n)
-            .map(|_| {
-                let index = self.next_index.get();
-                self.next_index.set(index + 1);
-                let request_id = format!("web-{}-{index}", self.run_tag);
-                let hide_reasoning = p.reasoning == ReasoningDisplay::Hidden;
-                // A prompts file's next request (its own max_tokens and
-                // conversation, if it has them), a trace's, or a synthetic one.
-                if let Some(w) = &self.workload {
-                    let r = &w.requests[(index % w.requests.len() as u64) as usize];
-                    return Prepared {
-                        request_id,
-                        body: r.body.clone(),
-                        api: p.api,
-                        prompt_tokens: r.prompt_tokens,
-                        max_tokens: r.max_tokens,
-                        hide_reasoning,
-                        t_scheduled_ms: None,
-                    };
-                }
-                let spec = RequestSpec {
-                    system: None,
-                    messages: None,
-                    api: p.api,
-                    model: self.model.clone(),
-                    prompt: synthetic_prompt(p.input_tokens, p.seed, index),
-                    max_tokens: p.max_tokens,
-                    ignore_eos: p.ignore_eos,
-                    min_tokens: None,
-                    temperature: None,
-                };
-                Prepared {
-                    request_id,
-                    prompt_tokens: approx_tokens(&spec.prompt).max(1),
-                    body: serde_json::to_string(&request_body(&spec))
-                        .expect("a JSON value serializes"),
-                    api: p.api,
-                    max_tokens: p.max_tokens,
-                    hide_reasoning,
-                    t_scheduled_ms: None,
-                }
-            })
-            .collect()
-    }
-
     fn emit(&self, e: RunEvent) {
         (self.on_event)(e);
     }
@@ -385,9 +335,27 @@ pub async fn run(
             (transport, model)
         }
     };
+    // Exact prompts (the server's tokenizer), the shared prefix, and a prompt
+    // length given as a fraction of the context window: settled before anything
+    // is measured.
+    let page_tokens = tokens::prepare(
+        plan,
+        &transport,
+        &model,
+        input.api_key.as_deref(),
+        &input.cancel,
+    )
+    .await?;
+    let mut context_window = None;
+    if let Some(f) = plan.input_of_context {
+        let window = tokens::context_window(plan, &model, input.api_key.as_deref()).await?;
+        context_window = Some(window);
+        input.plan.input_tokens = InputLength::OfContext(f).resolve(window);
+    }
+    let plan = &input.plan;
     // A prompts file or a trace: every body built by the report module. A trace's
     // level is its mean rate, its requests its count, replayed once.
-    let workload = load_workload(plan, &model).await?;
+    let workload = load_workload(plan, &model, &page_tokens).await?;
     if let Some((_, rate)) = workload.as_ref().and_then(|w| w.trace.as_ref()) {
         let n = workload.as_ref().map_or(0, |w| w.requests.len() as u64);
         let p = &mut input.plan;
@@ -418,12 +386,12 @@ pub async fn run(
         Some((n, None)) => config.distinct_prompts = Some(n as u64),
         None => {}
     }
+    config.tokens = page_tokens.counting.clone();
+    config.context_window = context_window;
     let recorder = RunRecorder::new(Source::Browser, config);
     let ctx = Rc::new(Ctx {
         transport,
-        model,
-        run_tag,
-        next_index: Cell::new(0),
+        requests: Requests::new(plan, &model, &run_tag, workload, page_tokens),
         recorder: RefCell::new(recorder),
         records: RefCell::new(Vec::new()),
         entries: RefCell::new(Vec::new()),
@@ -436,7 +404,6 @@ pub async fn run(
         total_finished: Cell::new(0),
         scraper: RefCell::new(None),
         scrapes: RefCell::new(Vec::new()),
-        workload,
         input,
     });
     for w in scraping.notes {
@@ -507,7 +474,12 @@ pub async fn run(
         .finish(environment, interrupted);
     // A run that scraped: its report with the server view, rebuilt from its raw
     // file by the report module (the code that joins the view lives there).
-    let report_json = if raw.scrapes.iter().any(Option::is_some) {
+    // So is one whose conversations' turns, prefix cache or counted prompts the
+    // report module analyses.
+    let rebuild = raw.scrapes.iter().any(Option::is_some)
+        || ctx.input.plan.conversation.is_some()
+        || ctx.requests.counts_prompts();
+    let report_json = if rebuild {
         let text = raw_jsonl(&raw, &ctx.records.borrow());
         match super::report::rebuild_report(&text).await {
             Ok(json) => match ClientReport::from_json(&json) {
@@ -552,7 +524,11 @@ pub async fn run(
 /// read by the report module with the CLI's parsers, which builds every body.
 /// A file that cannot be fetched or read stops the run before it starts, naming
 /// the file, the line and the field.
-async fn load_workload(plan: &RunPlan, model: &str) -> Result<Option<PreparedWorkload>, String> {
+async fn load_workload(
+    plan: &RunPlan,
+    model: &str,
+    tokens: &PageTokens,
+) -> Result<Option<PreparedWorkload>, String> {
     let (what, url, file) = match (&plan.open_loop, &plan.prompts) {
         (
             Some(OpenLoop::Trace {
@@ -590,11 +566,23 @@ async fn load_workload(plan: &RunPlan, model: &str) -> Result<Option<PreparedWor
         model: model.to_owned(),
         max_tokens: plan.max_tokens,
         ignore_eos: plan.ignore_eos,
+        words: tokens
+            .words
+            .iter()
+            .flatten()
+            .map(|w| (*w).to_owned())
+            .collect(),
+        system: tokens.prefix.clone(),
     };
-    super::report::prepare_workload(&request)
+    let w = super::report::prepare_workload(&request)
         .await
-        .map(Some)
-        .map_err(|e| format!("{what} {shown}: {e}"))
+        .map_err(|e| format!("{what} {shown}: {e}"))?;
+    if plan.conversation.is_some() && w.requests.iter().any(|r| r.prompt.is_none()) {
+        return Err(format!(
+            "conversation: {shown} holds whole conversations ({{\"messages\": ...}}); a conversation takes prompts ({{\"prompt\": ...}}), one per turn"
+        ));
+    }
+    Ok(Some(w))
 }
 
 /// What the run scrapes, set up before it starts.
@@ -717,8 +705,9 @@ async fn run_levels(ctx: &Rc<Ctx>) {
                 phase: Phase::Round(round),
                 label: format!("{} round {}/{}", load.label(), round + 1, plan.rounds),
             };
-            match (load, &plan.open_loop) {
-                (Load::Rate(rate), Some(open)) => run_open(ctx, &phase, rate, open, round).await,
+            match (load, &plan.open_loop, plan.conversation) {
+                (Load::Rate(rate), Some(open), _) => run_open(ctx, &phase, rate, open, round).await,
+                (_, _, Some(conv)) => run_sessions(ctx, &phase, conv).await,
                 _ => run_closed(ctx, &phase).await,
             }
         }
@@ -783,7 +772,7 @@ struct PhaseRun {
 /// Closed loop: `concurrency` workers, each sending its next request when its last
 /// one ends, until the phase's requests are all sent; then wait for their paints.
 async fn run_closed(ctx: &Rc<Ctx>, run: &PhaseRun) {
-    let queue = RefCell::new(VecDeque::from(ctx.prepare(run.requests)));
+    let queue = RefCell::new(VecDeque::from(ctx.requests.prepare(run.requests)));
     let finished = Cell::new(0u64);
     let last_live = Cell::new(now());
     let measured = matches!(run.phase, Phase::Round(_));
@@ -820,7 +809,7 @@ async fn run_closed(ctx: &Rc<Ctx>, run: &PhaseRun) {
                     &ctx.input.cancel,
                 )
                 .await;
-                after_send(ctx, run, sent, req.request_id, lane);
+                after_send(ctx, run, sent, &req, lane);
                 finished.set(finished.get() + 1);
                 live(ctx, last_live, measured, || progress(finished.get()));
             }
@@ -830,13 +819,73 @@ async fn run_closed(ctx: &Rc<Ctx>, run: &PhaseRun) {
     end_phase(ctx, measured, || progress(finished.get())).await;
 }
 
+/// Conversations (`conversation`), as `bench --conversation` runs them: `c`
+/// sessions at once, each sending its turns one after another (the history and
+/// a new user message, after the think time from the last answer's end), whole
+/// sessions enough for the round's requests. A failed turn ends its session.
+async fn run_sessions(ctx: &Rc<Ctx>, run: &PhaseRun, conv: Conversation) {
+    let sessions = conv.sessions_for(run.requests);
+    let planned = sessions * u64::from(conv.turns);
+    let started = Cell::new(0u64);
+    let finished = Cell::new(0u64);
+    let last_live = Cell::new(now());
+    let progress = |finished: u64| {
+        ctx.emit(RunEvent::Progress(Progress {
+            level: run.level,
+            levels: ctx.input.plan.loads.len(),
+            phase: run.label.clone(),
+            finished,
+            planned,
+            total_finished: ctx.total_finished.get(),
+        }));
+    };
+    progress(0);
+    let cancelled = || ctx.input.cancel.is_cancelled();
+    let workers = (0..run.concurrency.min(sessions as u32)).map(|lane| {
+        let (started, finished, last_live, progress) = (&started, &finished, &last_live, &progress);
+        async move {
+            let lane = lane as usize;
+            'sessions: while !cancelled() && started.get() < sessions {
+                started.set(started.get() + 1);
+                let session = ctx.requests.new_session();
+                let mut history = History::default();
+                for turn in 1..=conv.turns {
+                    if turn > 1 && conv.think_ms > 0.0 {
+                        sleep_ms(conv.think_ms).await;
+                    }
+                    if cancelled() {
+                        break 'sessions;
+                    }
+                    let req = ctx.requests.next(Some((&mut history, session, turn)));
+                    let painter = Some((&ctx.input.painter, lane));
+                    let timeout = ctx.input.plan.timeout_ms;
+                    let mut sent =
+                        run_request(&ctx.transport, &req, painter, timeout, &ctx.input.cancel)
+                            .await;
+                    let answer = sent.timeline.take_answer();
+                    let ok = sent.timeline.record().outcome.is_ok();
+                    after_send(ctx, run, sent, &req, lane);
+                    finished.set(finished.get() + 1);
+                    live(ctx, last_live, true, || progress(finished.get()));
+                    match answer {
+                        Some(a) if ok => history.answered(a),
+                        _ => break,
+                    }
+                }
+            }
+        }
+    });
+    join_all(workers).await;
+    end_phase(ctx, true, || progress(finished.get())).await;
+}
+
 /// A response done: the page's costs counted, the protocol checked, and its
 /// record completed once its paint is known ([`finalize`]).
 fn after_send(
     ctx: &Rc<Ctx>,
     run: &PhaseRun,
     sent: super::transport::Sent,
-    request_id: String,
+    req: &Prepared,
     lane: usize,
 ) {
     {
@@ -852,12 +901,14 @@ fn after_send(
     wasm_bindgen_futures::spawn_local(finalize(
         Rc::clone(ctx),
         sent,
-        request_id,
+        req.request_id.clone(),
         Where {
             level: run.level,
             load: run.load,
             phase: run.phase,
             lane,
+            prompt_tokens_sent: req.prompt_tokens_sent,
+            turn: req.turn,
         },
     ));
     ctx.total_finished.set(ctx.total_finished.get() + 1);
@@ -911,7 +962,7 @@ const OPEN_LOOP_LANES: usize = 16;
 /// omission; the lag between schedule and send is `client_lag_ms`). Bodies are
 /// built before the round starts.
 async fn run_open(ctx: &Rc<Ctx>, run: &PhaseRun, rate: f64, open: &OpenLoop, round: u32) {
-    let reqs = ctx.prepare(run.requests);
+    let reqs = ctx.requests.prepare(run.requests);
     let finished = Rc::new(Cell::new(0u64));
     let in_flight = Rc::new(Cell::new(0u64));
     let last_live = Rc::new(Cell::new(now()));
@@ -969,7 +1020,7 @@ async fn run_open(ctx: &Rc<Ctx>, run: &PhaseRun, rate: f64, open: &OpenLoop, rou
                 &ctx2,
                 &run2,
                 sent,
-                req.request_id,
+                &req,
                 // Without a lane it streamed unshown: its lane is past the last.
                 lane.unwrap_or(OPEN_LOOP_LANES),
             );
@@ -981,11 +1032,7 @@ async fn run_open(ctx: &Rc<Ctx>, run: &PhaseRun, rate: f64, open: &OpenLoop, rou
             live(&ctx2, &last_live, measured, || progress(finished.get()));
         });
         t_next = match open {
-            OpenLoop::Trace { .. } => match ctx
-                .workload
-                .as_ref()
-                .and_then(|w| w.requests.get(k + 1)?.t_ms)
-            {
+            OpenLoop::Trace { .. } => match ctx.requests.due_ms(k + 1) {
                 Some(t_ms) => start + t_ms,
                 None => break,
             },
@@ -1007,6 +1054,10 @@ struct Where {
     load: Load,
     phase: Phase,
     lane: usize,
+    /// The prompt's counted tokens, when counted.
+    prompt_tokens_sent: Option<u64>,
+    /// A conversation's (session, turn).
+    turn: Option<(u64, u32)>,
 }
 
 /// Complete a record with its paint (once known) and hand it on.
@@ -1024,8 +1075,14 @@ async fn finalize(ctx: Rc<Ctx>, sent: super::transport::Sent, request_id: String
     {
         tl.on_resource_timing(rt.request_start_ms, rt.response_start_ms);
     }
+    let mut record = tl.finish();
+    record.prompt_tokens_sent = at.prompt_tokens_sent;
+    if let Some((session, turn)) = at.turn {
+        record.session = Some(session);
+        record.turn = Some(turn);
+    }
     ctx.finished(PageRecord {
-        line: RawLine::new(request_id, at.level, at.load, at.phase, tl.finish()),
+        line: RawLine::new(request_id, at.level, at.load, at.phase, record),
         lane: at.lane,
         paint_inserted_ms: paint.map(|p| p.inserted_ms),
         paint_fallback_ms: paint.and_then(|p| p.fallback_ms),

@@ -47,6 +47,13 @@ pub struct Prepared {
     pub hide_reasoning: bool,
     /// Open loop: when it was due (latencies count from it).
     pub t_scheduled_ms: Option<f64>,
+    /// Keep the answer's text (a conversation sends it back next turn).
+    pub keep_answer: bool,
+    /// Its prompt's tokens by the server's tokenizer, when counted (the record's
+    /// `prompt_tokens_sent`).
+    pub prompt_tokens_sent: Option<u64>,
+    /// A conversation's turn: (session, turn).
+    pub turn: Option<(u64, u32)>,
 }
 
 /// The response head.
@@ -339,6 +346,7 @@ pub async fn run_request(
 fn new_timeline(t_send: f64, req: &Prepared) -> RequestTimeline {
     RequestTimeline::new(t_send, req.t_scheduled_ms)
         .keep_text(true)
+        .keep_answer(req.keep_answer)
         .hide_reasoning(req.hide_reasoning)
 }
 

@@ -20,6 +20,7 @@ use tokenscope_core::parse::{BaseUrl, parse_base_url};
 pub use tokenscope_core::report::ReasoningDisplay;
 use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig};
 use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
+use tokenscope_core::workload::conversation::Conversation;
 use tokenscope_core::workload::plan;
 
 /// Prompt-length tiers offered in the form (any value works from the URL).
@@ -111,6 +112,41 @@ impl PaintFallback {
         ]
         .into_iter()
         .find(|f| f.as_str() == s.trim())
+    }
+}
+
+/// How prompts' tokens are counted (`tokenizer`), as `bench --tokenizer`
+/// (which also takes a `tokenizer.json`; the page uses the server's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenizerSetting {
+    /// The endpoint's `/tokenize` when it has one, else approximate.
+    #[default]
+    Auto,
+    /// The endpoint's `/tokenize`, or the run does not start.
+    Server,
+    /// One token per word and punctuation mark.
+    Approx,
+}
+
+impl TokenizerSetting {
+    /// The query value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenizerSetting::Auto => "auto",
+            TokenizerSetting::Server => "server",
+            TokenizerSetting::Approx => "approx",
+        }
+    }
+
+    /// Parse a query value.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            TokenizerSetting::Auto,
+            TokenizerSetting::Server,
+            TokenizerSetting::Approx,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s.trim())
     }
 }
 
@@ -248,6 +284,18 @@ pub struct Settings {
     pub trace_speed: f64,
     /// Every length of the trace multiplied by this (`trace_token_scale`).
     pub trace_token_scale: f64,
+    /// How prompt tokens are counted (`tokenizer`).
+    pub tokenizer: TokenizerSetting,
+    /// Conversations, as typed (`conversation`: `turns=N,think=2s`); empty:
+    /// single requests.
+    pub conversation: String,
+    /// Tokens of one system prompt every request begins with (`shared_prefix`).
+    pub shared_prefix: Option<u32>,
+    /// The prompt length as a fraction of the server's context window
+    /// (`input_tokens=0.75max`), instead of `input_tokens`.
+    pub input_of_context: Option<f64>,
+    /// The server's context window, when it does not say (`context_window`).
+    pub context_window: Option<u64>,
 }
 
 /// The default `scrape_interval`, seconds (as `bench --scrape-interval`).
@@ -291,6 +339,11 @@ impl Default for Settings {
             trace: String::new(),
             trace_speed: 1.0,
             trace_token_scale: 1.0,
+            tokenizer: TokenizerSetting::Auto,
+            conversation: String::new(),
+            shared_prefix: None,
+            input_of_context: None,
+            context_window: None,
         }
     }
 }
@@ -345,6 +398,16 @@ pub struct RunPlan {
     /// How the levels load the endpoint: closed loop (the loads are
     /// concurrencies), open loop at rates, or a trace replayed.
     pub open_loop: Option<OpenLoop>,
+    /// How prompt tokens are counted.
+    pub tokenizer: TokenizerSetting,
+    /// Sessions of turns instead of single requests (closed loop, chat).
+    pub conversation: Option<Conversation>,
+    /// Tokens of the system prompt every request begins with.
+    pub shared_prefix: Option<u32>,
+    /// `input_tokens` as a fraction of the context window, resolved before the run.
+    pub input_of_context: Option<f64>,
+    /// The context window when the server does not say.
+    pub context_window: Option<u64>,
 }
 
 /// Sends on a schedule whatever the responses, latency from the scheduled time.
@@ -529,6 +592,7 @@ impl Settings {
             Some(b)
         };
         let base_origin = base.as_ref().map(BaseUrl::origin);
+        let conversation = self.conversation_plan(open_loop.is_some())?;
         Ok(RunPlan {
             base,
             api: self.api,
@@ -553,7 +617,28 @@ impl Settings {
             prompts: self.prompts_plan()?,
             reasoning: self.reasoning,
             open_loop,
+            tokenizer: self.tokenizer,
+            conversation,
+            shared_prefix: self.shared_prefix,
+            input_of_context: self.input_of_context,
+            context_window: self.context_window,
         })
+    }
+
+    /// Conversations, when asked: chat, closed loop (as `bench --conversation`).
+    fn conversation_plan(&self, open_loop: bool) -> Result<Option<Conversation>, String> {
+        if self.conversation.trim().is_empty() {
+            return Ok(None);
+        }
+        let c =
+            Conversation::parse(&self.conversation).map_err(|e| format!("conversation: {e}"))?;
+        if self.api == Api::Completions {
+            return Err("conversation: a conversation's history is a list of chat messages: use the chat API".into());
+        }
+        if open_loop {
+            return Err("conversation: sessions are the concurrency unit (closed loop): clear the rates and the trace".into());
+        }
+        Ok(Some(c))
     }
 
     /// The prompts file, when one is set: a relative URL or an `http(s)` one
@@ -655,8 +740,8 @@ impl RunPlan {
                 _ => None,
             },
             ramp_s: None,
-            shared_prefix_tokens: None,
-            conversation: None,
+            shared_prefix_tokens: self.shared_prefix,
+            conversation: self.conversation,
             reasoning_display: Some(self.reasoning),
             timeout_s: self.timeout_ms / 1000.0,
             slos: self.slos.clone(),

@@ -6,9 +6,12 @@ use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::measure::openai::Api;
 use tokenscope_core::sim::parse_faults;
 
+use tokenscope_core::workload::conversation::Conversation;
+use tokenscope_core::workload::tokens::InputLength;
+
 use super::{
-    MetricsSetting, NetMode, PaintFallback, PaintMode, ReasoningDisplay, Settings, metrics_url,
-    normalize_url, parse_concurrency, parse_duration_s,
+    MetricsSetting, NetMode, PaintFallback, PaintMode, ReasoningDisplay, Settings,
+    TokenizerSetting, metrics_url, normalize_url, parse_concurrency, parse_duration_s,
 };
 
 /// Decode `application/x-www-form-urlencoded` text (`+` is a space, `%XX` a byte).
@@ -121,8 +124,35 @@ impl Settings {
                 self.max_tokens = n.max(1);
             }
             "input_tokens" => {
+                match InputLength::parse(value).map_err(|e| format!("input_tokens={e}: ignored"))? {
+                    InputLength::Tokens(n) => {
+                        self.input_tokens = n.max(4);
+                        self.input_of_context = None;
+                    }
+                    InputLength::OfContext(f) => self.input_of_context = Some(f),
+                }
+            }
+            "context_window" if value.trim().is_empty() => self.context_window = None,
+            "context_window" => self.context_window = Some(num(key, value)?),
+            "tokenizer" => {
+                self.tokenizer = TokenizerSetting::parse(value).ok_or_else(|| {
+                    format!("tokenizer={value:?}: expected auto, server or approx: ignored")
+                })?
+            }
+            "conversation" => {
+                if !value.trim().is_empty() {
+                    Conversation::parse(value)
+                        .map_err(|e| format!("conversation: {e}: ignored"))?;
+                }
+                self.conversation = value.trim().to_owned();
+            }
+            "shared_prefix" if value.trim().is_empty() => self.shared_prefix = None,
+            "shared_prefix" => {
                 let n: u32 = num(key, value)?;
-                self.input_tokens = n.max(4);
+                if n == 0 {
+                    return Err("shared_prefix=0: ignored (give at least 1)".into());
+                }
+                self.shared_prefix = Some(n);
             }
             "timeout" => {
                 self.timeout_s = parse_duration_s(value).ok_or_else(|| {
@@ -267,7 +297,25 @@ impl Settings {
             put("warmup", w.to_string());
         }
         put("max_tokens", self.max_tokens.to_string());
-        put("input_tokens", self.input_tokens.to_string());
+        put(
+            "input_tokens",
+            match self.input_of_context {
+                Some(f) => InputLength::OfContext(f).label(),
+                None => self.input_tokens.to_string(),
+            },
+        );
+        if let Some(n) = self.context_window {
+            put("context_window", n.to_string());
+        }
+        if self.tokenizer != d.tokenizer {
+            put("tokenizer", self.tokenizer.as_str().into());
+        }
+        if !self.conversation.is_empty() {
+            put("conversation", self.conversation.clone());
+        }
+        if let Some(n) = self.shared_prefix {
+            put("shared_prefix", n.to_string());
+        }
         if self.timeout_s != d.timeout_s {
             put("timeout", format!("{}s", self.timeout_s));
         }

@@ -393,3 +393,57 @@ fn open_loop_rates_arrivals_and_a_trace_from_the_url() {
     };
     assert!(slow.validate().unwrap_err().contains("trace_speed"));
 }
+
+#[test]
+fn production_shaped_settings_from_the_url() {
+    use tokenscope_core::workload::conversation::Conversation;
+    let (s, notes) = Settings::from_query(
+        "?conversation=turns%3D3,think%3D250ms&shared_prefix=64&tokenizer=server&input_tokens=0.75max&context_window=2048",
+    );
+    assert!(notes.is_empty(), "{notes:?}");
+    let plan = s.validate().unwrap();
+    assert_eq!(
+        plan.conversation,
+        Some(Conversation {
+            turns: 3,
+            think_ms: 250.0
+        })
+    );
+    assert_eq!(plan.tokenizer, TokenizerSetting::Server);
+    assert_eq!(plan.shared_prefix, Some(64));
+    assert_eq!(plan.input_of_context, Some(0.75));
+    assert_eq!(plan.context_window, Some(2048));
+    let cfg = plan.run_config("m");
+    assert_eq!(cfg.shared_prefix_tokens, Some(64));
+    assert_eq!(cfg.conversation, plan.conversation);
+    let (again, notes) = Settings::from_query(&s.to_query());
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(again, s);
+    // A number clears the fraction.
+    let (s2, _) = Settings::from_query("?input_tokens=0.5max&input_tokens=64");
+    assert_eq!((s2.input_tokens, s2.input_of_context), (64, None));
+
+    // Bad values are notes naming them; conversations refuse what the CLI refuses.
+    let (_, notes) = Settings::from_query(
+        "?conversation=turns%3D0&shared_prefix=0&tokenizer=file&input_tokens=2max",
+    );
+    assert_eq!(notes.len(), 4, "{notes:?}");
+    for (n, key) in notes
+        .iter()
+        .zip(["conversation", "shared_prefix", "tokenizer", "input_tokens"])
+    {
+        assert!(n.starts_with(key), "{n}");
+    }
+    let completions = Settings {
+        conversation: "turns=2".into(),
+        api: Api::Completions,
+        ..Settings::default()
+    };
+    assert!(completions.validate().unwrap_err().contains("chat API"));
+    let rated = Settings {
+        conversation: "turns=2".into(),
+        rate: "2".into(),
+        ..Settings::default()
+    };
+    assert!(rated.validate().unwrap_err().starts_with("conversation"));
+}

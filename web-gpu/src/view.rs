@@ -1,0 +1,588 @@
+//! The GPU view, rendered by this module (the page's main module only hosts it,
+//! so none of it weighs on the first load): the adapter, a preset run with
+//! progress and Cancel, the bandwidth ceiling, the kernels against it (core's
+//! chart) and the decode floor of the model presets, from the
+//! `tokenscope.kernels/1` report the run makes ([`KernelsView`]); exports that
+//! report. Automation: `#kernels-json` holds the report, `#gpu-error` the failure,
+//! and `data-run-state` follows the run while the view is shown (`#gpu-view`'s
+//! `data-gpu-run-state` holds it for the page when the view is shown again).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use tokenscope_core::page::gpu::{
+    AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, GpuViewSettings,
+    KernelsRead, KernelsView,
+};
+use tokenscope_core::render::kernels::mib_label;
+use web_sys::HtmlSelectElement;
+use yew::prelude::*;
+
+use crate::dom;
+
+/// Where the run is (the `data-run-state` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunState {
+    /// Nothing ran yet.
+    #[default]
+    Idle,
+    /// A run is going.
+    Running,
+    /// The run ended.
+    Done,
+    /// The run could not be made.
+    Failed,
+}
+
+impl RunState {
+    /// The `data-run-state` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Idle => "idle",
+            RunState::Running => "running",
+            RunState::Done => "done",
+            RunState::Failed => "failed",
+        }
+    }
+}
+
+/// An `Rc` compared by pointer: cheap props for big values.
+#[derive(Debug)]
+pub struct Shared<T>(pub Rc<T>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(Rc::clone(&self.0))
+    }
+}
+
+impl<T> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> Shared<T> {
+    fn new(v: T) -> Self {
+        Shared(Rc::new(v))
+    }
+}
+
+/// Lines of the progress log kept on screen.
+const LOG_LINES: usize = 8;
+
+/// The adapter probe.
+#[derive(Debug, Clone, PartialEq)]
+enum Probe {
+    NotAsked,
+    Loading,
+    Ready(Box<AdapterProbe>),
+    Unavailable(GpuFailure),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct GpuState {
+    probe: Probe,
+    run: RunState,
+    preset: GpuPreset,
+    timestamps: bool,
+    autorun_pending: bool,
+    current: Option<(usize, usize, String)>,
+    log: Vec<String>,
+    /// The report shown (the run's so far, or its final one) and its JSON text.
+    report: Option<(Shared<KernelsView>, Shared<String>)>,
+    /// The run finished: `report` is final (`#kernels-json`).
+    finished: bool,
+    failure: Option<GpuFailure>,
+}
+
+enum GpuAction {
+    Probing,
+    Probed(Result<AdapterProbe, GpuFailure>),
+    Preset(GpuPreset),
+    Start,
+    Event(GpuEvent),
+    Finished(Box<KernelsRead>),
+    Failed(GpuFailure),
+}
+
+impl Reducible for GpuState {
+    type Action = GpuAction;
+
+    fn reduce(self: Rc<Self>, action: GpuAction) -> Rc<Self> {
+        let mut s = (*self).clone();
+        match action {
+            GpuAction::Probing => s.probe = Probe::Loading,
+            GpuAction::Probed(Ok(p)) => s.probe = Probe::Ready(Box::new(p)),
+            GpuAction::Probed(Err(f)) => {
+                // Autorun cannot run: say so through the contract.
+                if s.autorun_pending {
+                    s.autorun_pending = false;
+                    s.run = RunState::Failed;
+                    s.failure = Some(f.clone());
+                }
+                s.probe = Probe::Unavailable(f);
+            }
+            GpuAction::Preset(p) => s.preset = p,
+            GpuAction::Start => {
+                s.autorun_pending = false;
+                s.run = RunState::Running;
+                s.current = None;
+                s.log.clear();
+                s.report = None;
+                s.finished = false;
+                s.failure = None;
+            }
+            GpuAction::Event(GpuEvent::Start {
+                label,
+                index,
+                total,
+            }) => s.current = Some((index, total, label)),
+            GpuAction::Event(GpuEvent::Done { label, line, .. }) => {
+                s.log.push(format!("{label}: {line}"));
+                if s.log.len() > LOG_LINES {
+                    s.log.remove(0);
+                }
+            }
+            GpuAction::Event(GpuEvent::Report(read)) => {
+                let KernelsRead { json, view } = *read;
+                s.report = Some((Shared::new(view), Shared::new(json)));
+            }
+            GpuAction::Finished(done) => {
+                let KernelsRead { json, view } = *done;
+                s.run = RunState::Done;
+                s.current = None;
+                s.report = Some((Shared::new(view), Shared::new(json)));
+                s.finished = true;
+            }
+            GpuAction::Failed(f) => {
+                s.run = RunState::Failed;
+                s.current = None;
+                s.failure = Some(f);
+            }
+        }
+        Rc::new(s)
+    }
+}
+
+/// GPU view props.
+#[derive(Properties, PartialEq)]
+pub struct GpuViewProps {
+    /// From the URL: preset, timestamps, autorun, and notes about them.
+    pub settings: GpuViewSettings,
+    /// The finished run's report JSON (for the page's Analysis).
+    pub onreport: Callback<String>,
+}
+
+fn start_run(
+    state: &UseReducerHandle<GpuState>,
+    abort: &Rc<RefCell<Option<web_sys::AbortController>>>,
+) {
+    if state.run == RunState::Running {
+        return;
+    }
+    let Ok(controller) = web_sys::AbortController::new() else {
+        state.dispatch(GpuAction::Failed(GpuFailure {
+            kind: GpuFailureKind::Failed,
+            message: "this browser has no AbortController".into(),
+        }));
+        return;
+    };
+    let signal = controller.signal();
+    *abort.borrow_mut() = Some(controller);
+    state.dispatch(GpuAction::Start);
+    let request = GpuRunRequest {
+        preset: state.preset,
+        timestamps: state.timestamps,
+        ..GpuRunRequest::default()
+    };
+    let d = state.dispatcher();
+    wasm_bindgen_futures::spawn_local(async move {
+        let events = d.clone();
+        let r = crate::run_view(
+            &request,
+            move |e| events.dispatch(GpuAction::Event(e)),
+            signal,
+        )
+        .await;
+        match r {
+            Ok(done) => d.dispatch(GpuAction::Finished(Box::new(done))),
+            Err(f) => d.dispatch(GpuAction::Failed(f)),
+        }
+    });
+}
+
+/// The GPU view.
+#[function_component]
+pub fn GpuView(props: &GpuViewProps) -> Html {
+    let state = {
+        let s = props.settings.clone();
+        use_reducer(move || GpuState {
+            probe: Probe::NotAsked,
+            run: RunState::Idle,
+            preset: s.preset,
+            timestamps: s.timestamps,
+            autorun_pending: s.autorun,
+            current: None,
+            log: Vec::new(),
+            report: None,
+            finished: false,
+            failure: None,
+        })
+    };
+    let abort: Rc<RefCell<Option<web_sys::AbortController>>> = use_mut_ref(|| None);
+
+    use_gpu_effects(state.clone(), abort.clone(), props.onreport.clone());
+
+    let onrun = {
+        let (state, abort) = (state.clone(), abort.clone());
+        Callback::from(move |_: MouseEvent| start_run(&state, &abort))
+    };
+    let oncancel = {
+        let abort = abort.clone();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(c) = abort.borrow().as_ref() {
+                c.abort();
+            }
+        })
+    };
+    let onpreset = {
+        let state = state.clone();
+        Callback::from(move |e: Event| {
+            let s: HtmlSelectElement = e.target_unchecked_into();
+            if let Ok(p) = s.value().parse() {
+                state.dispatch(GpuAction::Preset(p));
+            }
+        })
+    };
+    let running = state.run == RunState::Running;
+    let unavailable = matches!(state.probe, Probe::Unavailable(_));
+    let can_run = matches!(state.probe, Probe::Ready(_)) && !running;
+    let status = status_label(&state.probe, state.run);
+    let progress = state.current.as_ref().map(|(i, n, label)| {
+        html! {
+            <div class="progress" id="gpu-progress">
+                <span>{ format!("{}/{} · {label}", i + 1, n) }</span>
+                <progress max={n.to_string()} value={i.to_string()}></progress>
+            </div>
+        }
+    });
+    let partial = state.report.is_some() && !state.finished;
+    let final_json = state
+        .report
+        .as_ref()
+        .filter(|_| state.finished)
+        .map(|(_, j)| j.0.as_str().to_owned())
+        .unwrap_or_default();
+    html! {
+        <section class="gpu" id="gpu-view" data-gpu-run-state={state.run.as_str()}>
+            <section class="panel">
+                <h2>{ "GPU kernels " }<span class="hint">{ "this GPU's memory bandwidth, the decode kernels against it and the floor under a model's TPOT — the same kernels and harness as tokenscope kernels, through WebGPU" }</span></h2>
+                for n in props.settings.notes.iter() {
+                    <p class="hint">{ n.clone() }</p>
+                }
+                <Adapter probe={state.probe.clone()} />
+                if !unavailable {
+                    <div class="gpu-controls">
+                        <label>{ "Preset " }
+                            <select id="gpu-preset" onchange={onpreset} disabled={running}>
+                                <option value="quick" selected={state.preset == GpuPreset::Quick}>{ "quick (small shapes, seconds on a GPU)" }</option>
+                                <option value="full" selected={state.preset == GpuPreset::Full}>{ "full (real decode shapes, minutes)" }</option>
+                            </select>
+                        </label>
+                        if running {
+                            <button id="gpu-cancel" class="stop" onclick={oncancel}>{ "Cancel" }</button>
+                        } else {
+                            <button id="gpu-run" class="run" disabled={!can_run} onclick={onrun}>{ "Measure this GPU" }</button>
+                        }
+                        { export_buttons(state.report.as_ref().map(|(_, j)| j)) }
+                    </div>
+                }
+                <div class="status-line"><span class="state" id="gpu-state-label">{ status }</span></div>
+                { progress.unwrap_or_default() }
+                if !state.log.is_empty() {
+                    <pre class="gpu-log" id="gpu-log">{ state.log.join("\n") }</pre>
+                }
+                <div id="gpu-error" role="alert" class="run-error">
+                    { state.failure.as_ref().map(failure_text).unwrap_or_default() }
+                </div>
+            </section>
+            if let Some((r, _)) = &state.report {
+                <Results view={r.clone()} {partial} />
+            }
+            <section class="panel outputs">
+                <details>
+                    <summary>{ "Kernels JSON (tokenscope.kernels/1)" }</summary>
+                    <pre id="kernels-json">{ final_json }</pre>
+                </details>
+            </section>
+        </section>
+    }
+}
+
+/// The view's effects: probe the adapter when the view is first shown (this
+/// module is mounted then), autorun once the adapter is known, publish the run
+/// state for automation while the view is shown, and hand the finished report to
+/// the page.
+#[hook]
+fn use_gpu_effects(
+    state: UseReducerHandle<GpuState>,
+    abort: Rc<RefCell<Option<web_sys::AbortController>>>,
+    onreport: Callback<String>,
+) {
+    {
+        let state = state.clone();
+        use_effect_with((), move |()| {
+            state.dispatch(GpuAction::Probing);
+            let d = state.dispatcher();
+            wasm_bindgen_futures::spawn_local(async move {
+                d.dispatch(GpuAction::Probed(
+                    crate::probe().await.map_err(|e| e.failure()),
+                ));
+            });
+        });
+    }
+    // autorun: start once the adapter is known.
+    {
+        let (state, abort) = (state.clone(), abort.clone());
+        let ready = matches!(state.probe, Probe::Ready(_));
+        use_effect_with((ready, state.autorun_pending), move |(ready, pending)| {
+            if *ready && *pending {
+                start_run(&state, &abort);
+            }
+        });
+    }
+    // The automation contract, while this view is shown.
+    use_effect_with(state.run, |run| {
+        if dom::view_shown() {
+            dom::set_run_state(run.as_str());
+        }
+    });
+    // The finished report goes to the page.
+    {
+        let report = state
+            .report
+            .as_ref()
+            .filter(|_| state.finished)
+            .map(|(_, json)| json.clone());
+        use_effect_with(report, move |r| {
+            if let Some(json) = r {
+                onreport.emit((*json.0).clone());
+            }
+        });
+    }
+}
+
+/// The status line's word.
+fn status_label(probe: &Probe, run: RunState) -> &'static str {
+    match (probe, run) {
+        (Probe::NotAsked | Probe::Loading, _) => "loading the GPU module…",
+        (_, RunState::Running) => "running",
+        (_, RunState::Done) => "done",
+        (_, RunState::Failed) => "failed",
+        (Probe::Unavailable(_), _) => "unavailable",
+        _ => "ready",
+    }
+}
+
+/// Export and copy the kernels JSON (`json`: once there is a report, partial or final).
+fn export_buttons(json: Option<&Shared<String>>) -> Html {
+    let onexport = {
+        let json = json.cloned();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(json) = &json {
+                let name = format!(
+                    "tokenscope-kernels-browser-{}.json",
+                    dom::now_rfc3339().replace([':', '.'], "-")
+                );
+                let _ = dom::download(&name, json, "application/json");
+            }
+        })
+    };
+    let oncopy = {
+        let json = json.cloned();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(json) = &json {
+                dom::copy_text(json);
+            }
+        })
+    };
+
+    html! {
+        <>
+            <button id="gpu-export" disabled={json.is_none()} onclick={onexport}
+                title="tokenscope.kernels/1, as tokenscope kernels --out writes (tokenscope report and the Analysis take it)">{ "Export kernels JSON" }</button>
+            <button id="gpu-copy" disabled={json.is_none()} onclick={oncopy}>{ "Copy JSON" }</button>
+        </>
+    }
+}
+
+fn failure_text(f: &GpuFailure) -> String {
+    match f.kind {
+        GpuFailureKind::Cancelled => "Cancelled: the results so far are shown below.".into(),
+        _ => f.message.clone(),
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct AdapterProps {
+    probe: Probe,
+}
+
+#[function_component]
+fn Adapter(props: &AdapterProps) -> Html {
+    match &props.probe {
+        Probe::NotAsked | Probe::Loading => {
+            html! { <p class="hint" id="gpu-adapter">{ "Loading the GPU module and asking the browser for an adapter…" }</p> }
+        }
+        Probe::Unavailable(f) => {
+            let title = match f.kind {
+                GpuFailureKind::NoWebgpu => "WebGPU is not available in this browser",
+                GpuFailureKind::NoAdapter => "No GPU adapter",
+                GpuFailureKind::NotLoaded => "The GPU module could not be loaded",
+                _ => "The GPU cannot be measured here",
+            };
+            html! {
+                <div class="gpu-unavailable" id="gpu-message" data-kind={kind_name(f.kind)}>
+                    <strong>{ title }</strong>
+                    <p>{ f.message.clone() }</p>
+                    <p class="hint">{ "The benchmark view works without it. To measure a GPU natively: tokenscope kernels --out kernels.json, then load that file in the Analysis." }</p>
+                </div>
+            }
+        }
+        Probe::Ready(p) => {
+            let a = &p.adapter;
+            let f = &p.features;
+            let l = &p.limits;
+            let avail = f.available.as_ref();
+            let feat = |name: &str, on: bool| {
+                html! { <span class={classes!("feat", on.then_some("on"))}>{ format!("{name} {}", if on { "yes" } else { "no" }) }</span> }
+            };
+            let has_subgroups = avail.is_some_and(|x| x.subgroups);
+            let subgroups = match (has_subgroups, a.subgroup_max_size) {
+                (true, n) if n > 0 => format!("subgroups (size {}..{n})", a.subgroup_min_size),
+                (false, n) if n > 0 => format!(
+                    "subgroups (the adapter reports size {}..{n}; wgpu's WebGPU backend does not expose the feature: shared-memory reductions)",
+                    a.subgroup_min_size
+                ),
+                _ => "subgroups".to_owned(),
+            };
+            html! {
+                <div class="gpu-adapter" id="gpu-adapter">
+                    <p><strong id="gpu-adapter-name">{ if a.name.is_empty() { "(the browser does not name it)".to_owned() } else { a.name.clone() } }</strong>
+                        { format!(" · {} · {}", a.backend, a.device_type) }
+                        if let Some(note) = a.fallback_note() {
+                            <span class="hint">{ format!(" ({note})") }</span>
+                        }
+                    </p>
+                    <p>
+                        { feat("timestamp-query", avail.is_some_and(|x| x.timestamp_query)) }
+                        { feat("shader-f16", avail.is_some_and(|x| x.shader_f16)) }
+                        { feat(&subgroups, has_subgroups) }
+                    </p>
+                    <p class="hint">{ format!(
+                        "limits: storage binding {}, buffer {}, {} invocations per workgroup, {} KiB workgroup memory, {} storage buffers per stage",
+                        mib_label(l.max_storage_buffer_binding_size),
+                        mib_label(l.max_buffer_size),
+                        l.max_compute_invocations_per_workgroup,
+                        l.max_compute_workgroup_storage_size / 1024,
+                        l.max_storage_buffers_per_shader_stage,
+                    ) }</p>
+                </div>
+            }
+        }
+    }
+}
+
+fn kind_name(k: GpuFailureKind) -> &'static str {
+    match k {
+        GpuFailureKind::NoWebgpu => "no_webgpu",
+        GpuFailureKind::NoAdapter => "no_adapter",
+        GpuFailureKind::NotLoaded => "not_loaded",
+        GpuFailureKind::Cancelled => "cancelled",
+        GpuFailureKind::Failed => "failed",
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct ResultsProps {
+    view: Shared<KernelsView>,
+    partial: bool,
+}
+
+#[function_component]
+fn Results(props: &ResultsProps) -> Html {
+    let v = &*props.view;
+    let bandwidth = v.bandwidth.as_ref().map(|b| {
+        html! {
+            <p id="gpu-bandwidth">{ "Bandwidth ceiling: " }<strong>{ b.clone() }</strong></p>
+        }
+    });
+    // The same table as the CLI and the combined report (core::kernels::kernel_table).
+    let verified_col = v.headers.iter().position(|h| h == "verified");
+    let head = v.headers.iter().map(|h| html! { <th>{ h.clone() }</th> });
+    let rows = v.rows.iter().map(|row| {
+        let bad = verified_col.is_some_and(|c| row.get(c).is_some_and(|x| x == "NO"));
+        html! {
+            <tr class={classes!(bad.then_some("bad"))}>
+                { for row.iter().map(|cell| html! { <td>{ cell.clone() }</td> }) }
+            </tr>
+        }
+    });
+    let floors = v.floor.iter().map(|row| {
+        html! {
+            <tr>
+                <td>{ row[0].clone() }</td>
+                <td>{ row[1].clone() }</td>
+                { for row[2..].iter().map(|x| html! { <td class="num">{ x.clone() }</td> }) }
+            </tr>
+        }
+    });
+    let verdict = if props.partial {
+        "partial results (the run was cancelled or is still going)".to_owned()
+    } else if v.verified {
+        format!(
+            "every kernel matched its CPU reference ({} kernels)",
+            v.kernels
+        )
+    } else {
+        "NOT every kernel matched its CPU reference (see the table and errors)".to_owned()
+    };
+    html! {
+        <section class="panel gpu-results" id="gpu-results">
+            <h2>{ "Results " }<span class="hint" id="gpu-verdict">{ verdict }</span></h2>
+            <p class="hint" id="gpu-timing">{ format!("Timing: {}.", v.timing) }</p>
+            { bandwidth.unwrap_or_default() }
+            <figure class="chart" id="chart-gpu-kernels">
+                { Html::from_html_unchecked(AttrValue::from(v.chart_svg.clone())) }
+            </figure>
+            <table class="levels" id="gpu-kernels">
+                <thead><tr>{ for head }</tr></thead>
+                <tbody>{ for rows }</tbody>
+            </table>
+            for s in v.skipped.iter() {
+                <p class="hint">{ s.clone() }</p>
+            }
+            for e in v.errors.iter() {
+                <p class="error">{ e.clone() }</p>
+            }
+            if !v.floor.is_empty() {
+                <h3>{ "Decode floor " }<span class="hint">{ "the fastest a model can decode on this GPU at batch 1: weights and KV cache read once per token at the measured bandwidths" }</span></h3>
+                <table class="levels" id="gpu-floor">
+                    <thead><tr>
+                        <th>{ "model" }</th><th>{ "weights" }</th><th>{ "context" }</th><th>{ "GB per token" }</th>
+                        <th>{ "TPOT floor ms" }</th><th>{ "tokens/s ceiling" }</th>
+                    </tr></thead>
+                    <tbody>{ for floors }</tbody>
+                </table>
+            }
+        </section>
+    }
+}
