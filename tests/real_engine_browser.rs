@@ -289,6 +289,88 @@ async fn page_sends_a_prompts_file_and_replays_a_trace_on_llama_server() {
     );
 }
 
+/// The page's exact prompts and conversations on llama-server. Gemma 3 270M (a
+/// real vocabulary): with `tokenizer=server` the page finds the words that are
+/// one token each through llama-server's `/tokenize`, and every request's
+/// `usage.prompt_tokens` is the requested 64 plus the template's overhead the page
+/// measured. The tiny model in conversations: turn 2 sends turn 1's prompt and
+/// answer again, and llama-server says (its `prompt_n`, the cached tokens) that
+/// it evaluated only what was new.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs llama-server, Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_sends_exact_prompts_and_conversations_on_llama_server() {
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    let engine = Engine::start("gemma", 1, 2048, 1);
+    let url = format!(
+        "{}?url={}&api=chat&concurrency=1&requests=4&rounds=1&warmup=1&input_tokens=64&max_tokens=4&tokenizer=server&seed=5&autorun=1",
+        serve.url, engine.url
+    );
+    run_to_done(&browser, &url, &engine).await;
+    let report: Value = serde_json::from_str(&browser.text_of("report-json").await).unwrap();
+    let counting = &report["config"]["tokens"];
+    assert_eq!(counting["method"], "server", "{counting}");
+    assert_eq!(counting["source"], "llama.cpp /tokenize", "{counting}");
+    assert_eq!(counting["exact"], true, "{counting}");
+    let overhead = counting["template_overhead"].as_i64().unwrap();
+    let level = &report["levels"][0];
+    assert_eq!(level["prompt_tokens_checked"], 4, "{level}");
+    assert!(level["prompt_tokens_differ"].is_null(), "{level}");
+    let records: Value = serde_json::from_str(&browser.text_of("records-json").await).unwrap();
+    for r in records.as_array().unwrap() {
+        assert_eq!(r["prompt_tokens_sent"], 64, "{r}");
+        assert_eq!(r["usage"]["prompt_tokens"], 64 + overhead, "{r}");
+    }
+    eprintln!(
+        "the page's exact prompts on llama-server (gemma): 5 requests of 64 tokens by llama.cpp /tokenize, usage.prompt_tokens {} each (template overhead {overhead})",
+        64 + overhead
+    );
+    drop(engine);
+
+    let engine = Engine::start("tiny", 1, 2048, 1);
+    let url = format!(
+        "{}?url={}&api=chat&concurrency=1&requests=8&rounds=1&warmup=1&input_tokens=256&max_tokens=32&seed=37&conversation=turns%3D2,think%3D200ms&autorun=1",
+        serve.url, engine.url
+    );
+    run_to_done(&browser, &url, &engine).await;
+    let report: Value = serde_json::from_str(&browser.text_of("report-json").await).unwrap();
+    let turns = report["levels"][0]["turns"].as_array().unwrap().clone();
+    assert_eq!(turns.len(), 2, "{}", report["levels"][0]);
+    let records: Value = serde_json::from_str(&browser.text_of("records-json").await).unwrap();
+    browser.close().await;
+    let mut by_turn: [Vec<(u64, u64, f64)>; 2] = [vec![], vec![]];
+    for r in records.as_array().unwrap() {
+        let Some(turn) = r["turn"].as_u64() else {
+            continue; // the warm-up
+        };
+        assert_eq!(r["outcome"]["status"], "ok", "{r}");
+        let evaluated = r["server_timings"]["prompt_n"].as_u64().unwrap();
+        let prompt = r["usage"]["prompt_tokens"].as_u64().unwrap();
+        let ttft = f(&r["token_events_ms"][0]) - f(&r["t_send_ms"]);
+        by_turn[turn as usize - 1].push((prompt, evaluated, ttft));
+    }
+    eprintln!(
+        "the page's conversations on llama-server (tiny): turn 1 {:?}, turn 2 {:?} (prompt tokens, evaluated, TTFT ms); turn 2 TTFT p50 {:.1} ms vs turn 1 {:.1} ms",
+        by_turn[0],
+        by_turn[1],
+        f(&turns[1]["ttft_ms"]["p50"]),
+        f(&turns[0]["ttft_ms"]["p50"]),
+    );
+    assert_eq!((by_turn[0].len(), by_turn[1].len()), (4, 4));
+    for &(prompt, evaluated, _) in &by_turn[1] {
+        assert!(prompt > 2 * 256 + 16, "turn 2 carries turn 1: {prompt}");
+        assert!(
+            evaluated < prompt * 3 / 4,
+            "llama.cpp kept turn 1 in its slot: evaluated {evaluated} of {prompt}"
+        );
+    }
+    let cache = &turns[1]["prompt_cache"];
+    assert!(
+        f(&cache["cached_tokens"]) > 0.4 * f(&cache["prompt_tokens"]),
+        "{cache}"
+    );
+}
+
 /// Run the page at `url` and insist it finished (else the page's error and the
 /// engine's log).
 async fn run_to_done(browser: &Browser, url: &str, engine: &Engine) {
