@@ -1362,3 +1362,55 @@ async fn page_runs_conversations_of_exact_prompts() {
     assert!(error.contains("tokenizer=server"), "{error}");
     browser.close().await;
 }
+
+/// Input and output tiers in the page (`input_tokens=16,32&max_tokens=4,8`): the
+/// whole sweep at each pair, inputs outer, a report each (`#tiers-json`), every
+/// request with its tier's prompt length (exact by the mock's `/tokenize`) and
+/// `max_tokens` as the mock counted them, and the tiers side by side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_runs_input_and_output_tiers() {
+    let _one = lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "2"]);
+    let url = format!(
+        "{}?url={}&api=chat&concurrency=1,2&requests=4&rounds=1&warmup=0&ignore_eos=1&input_tokens=16,32&max_tokens=4,8&autorun=1",
+        serve.url, mock.url
+    );
+    let state = browser.run(&url, Duration::from_secs(90)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let tiers = json_of(&browser.text_of("tiers-json").await, "#tiers-json");
+    let tiers = tiers.as_array().unwrap();
+    let expected = [(16u64, 4u64), (16, 8), (32, 4), (32, 8)];
+    assert_eq!(tiers.len(), expected.len());
+    let log: HashMap<String, Value> = mock
+        .log_records(4 * 8 + 4)
+        .into_iter()
+        .map(|r| (r["request_id"].as_str().unwrap_or("").to_owned(), r))
+        .collect();
+    for (report, (input, max_tokens)) in tiers.iter().zip(expected) {
+        validate_schema(report);
+        check_accounting(report, 4);
+        assert_eq!(report["config"]["input_tokens"], input);
+        assert_eq!(report["config"]["max_tokens"], max_tokens);
+        assert_eq!(report["config"]["tokens"]["exact"], true);
+        assert_eq!(report["levels"].as_array().unwrap().len(), 2);
+    }
+    // The shown report is the last tier's; every request of the last tier as
+    // the mock counted it.
+    let report = json_of(&browser.text_of("report-json").await, "#report-json");
+    assert_eq!(report["config"]["input_tokens"], 32);
+    assert_eq!(report["config"]["max_tokens"], 8);
+    let records = json_of(&browser.text_of("records-json").await, "#records-json");
+    for r in records.as_array().unwrap() {
+        let server = &log[r["request_id"].as_str().unwrap()];
+        assert_eq!(server["prompt_tokens"], 32, "{server}");
+        assert_eq!(server["max_tokens"], 8, "{server}");
+    }
+    let rows = browser
+        .js("return document.querySelectorAll('#tiers-table tbody tr').length;")
+        .await;
+    assert_eq!(rows, 8, "a row per tier and level");
+    browser.close().await;
+}

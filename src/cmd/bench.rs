@@ -10,8 +10,10 @@ use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::measure::openai::Api;
 use tokenscope_core::parse::parse_arrival;
 use tokenscope_core::render;
+use tokenscope_core::render::tiers;
 use tokenscope_core::report::{ClientReport, TraceInfo};
 use tokenscope_core::workload::conversation::Conversation;
+use tokenscope_core::workload::tokens::Tier;
 use tokenscope_core::workload::trace::Trace;
 
 use crate::engine::tokenize::TokenizerChoice;
@@ -438,14 +440,7 @@ impl BenchArgs {
                 f.label()
             );
         }
-        let tiers: Vec<Tier> = inputs
-            .iter()
-            .flat_map(|&input| {
-                outputs_tiers
-                    .iter()
-                    .map(move |&max_tokens| Tier { input, max_tokens })
-            })
-            .collect();
+        let tiers = Tier::grid(&inputs, &outputs_tiers);
         if tiers.len() > 1 && self.trace.is_some() {
             anyhow::bail!(
                 "--trace: a trace gives every request its own lengths; one --input-tokens and one --max-tokens at most"
@@ -594,22 +589,6 @@ impl BenchArgs {
             },
             outputs,
         ))
-    }
-}
-
-/// One input and output tier.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tier {
-    /// The prompts' length.
-    pub input: InputLength,
-    /// `max_tokens`.
-    pub max_tokens: u32,
-}
-
-impl Tier {
-    /// `in256-out128` (`in0.75max-out128`), as file names carry it.
-    pub fn label(&self) -> String {
-        format!("in{}-out{}", self.input.label(), self.max_tokens)
     }
 }
 
@@ -823,44 +802,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The tiers side by side: per tier and level, TTFT, TPOT, E2E and throughput,
-/// with each tier's knee.
+/// The tiers side by side ([`tiers::tier_rows`]).
 fn tier_summary(done: &[(Tier, ClientReport)]) -> String {
-    use tokenscope_core::render::fmt::{fmt_ms, fmt_rate};
-    let headers: Vec<String> = [
-        "tier",
-        "load",
-        "ok",
-        "TTFT p50",
-        "TTFT p95",
-        "TPOT p50",
-        "E2E p95",
-        "out tok/s",
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    let mut rows = Vec::new();
-    for (tier, r) in done {
-        let knee = r.sweep.knee.as_ref().map(|k| k.level_index);
-        for (i, l) in r.levels.iter().enumerate() {
-            let m = &l.metrics;
-            let load = l.load().label();
-            rows.push(vec![
-                tier.label(),
-                if knee == Some(i) {
-                    format!("{load} (knee)")
-                } else {
-                    load
-                },
-                l.ok.to_string(),
-                fmt_ms(m.ttft_ms.p50),
-                fmt_ms(m.ttft_ms.p95),
-                fmt_ms(m.tpot_ms.p50),
-                fmt_ms(m.e2e_ms.p95),
-                fmt_rate(l.output_tokens_per_s),
-            ]);
-        }
-    }
+    let labelled: Vec<(String, &ClientReport)> = done.iter().map(|(t, r)| (t.label(), r)).collect();
+    let (headers, rows) = tiers::tier_rows(&labelled);
     format!(
         "\nall tiers (ms):\n{}",
         tokenscope_core::render::table::text_table(&headers, &rows)

@@ -151,14 +151,11 @@ pub struct BenchConfig {
     /// Sessions of several turns, each sending the history so far
     /// (`--conversation`; closed loop: sessions are the concurrency unit).
     pub conversation: Option<tokenscope_core::workload::conversation::Conversation>,
-    /// Send only the prompts file's prompts within [`TIER_BAND`] of this many
-    /// tokens (an input tier of `--input-tokens` with `--prompts`).
+    /// Send only the prompts file's prompts within 25% of this many tokens (an
+    /// input tier of `--input-tokens` with `--prompts`:
+    /// [`tokenscope_core::workload::tokens::pick_tier`]).
     pub prompt_tier: Option<u32>,
 }
-
-/// How far from its tier a prompts-file prompt may be: within 25% of the tier's
-/// length, either way.
-pub const TIER_BAND: f64 = 0.25;
 
 impl BenchConfig {
     /// The report's record of this configuration (no key).

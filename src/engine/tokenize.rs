@@ -280,7 +280,7 @@ pub async fn prepare(
     })
 }
 
-/// Keep the prompts file's prompts within [`super::config::TIER_BAND`] of `tier`
+/// Keep the prompts file's prompts within [`tokenscope_core::workload::tokens::TIER_BAND`] of `tier`
 /// tokens (by the run's counter: exact where it counted the prompt, else one
 /// token per word), with their counts. None there is an error naming the tier
 /// and the lengths the file has.
@@ -288,7 +288,6 @@ pub fn pick_tier(cfg: &mut BenchConfig, tokens: &mut Prompting, tier: u32) -> an
     let Prompts::File { path, prompts } = &mut cfg.prompts else {
         return Ok(());
     };
-    let band = super::config::TIER_BAND * f64::from(tier);
     let lengths: Vec<u64> = prompts
         .iter()
         .enumerate()
@@ -301,19 +300,12 @@ pub fn pick_tier(cfg: &mut BenchConfig, tokens: &mut Prompting, tier: u32) -> an
                 .unwrap_or_else(|| approx_tokens(&p.prompt))
         })
         .collect();
-    let keep: Vec<usize> = (0..prompts.len())
-        .filter(|&i| (lengths[i] as f64 - f64::from(tier)).abs() <= band)
-        .collect();
-    if keep.is_empty() {
-        let (lo, hi) = (
-            lengths.iter().min().copied().unwrap_or(0),
-            lengths.iter().max().copied().unwrap_or(0),
-        );
-        anyhow::bail!(
+    let keep = tokenscope_core::workload::tokens::pick_tier(&lengths, tier).map_err(|(lo, hi)| {
+        anyhow::anyhow!(
             "--input-tokens {tier}: no prompt of --prompts {} is within 25% of {tier} tokens (its prompts are {lo} to {hi} tokens)",
             path.display()
-        );
-    }
+        )
+    })?;
     *prompts = keep.iter().map(|&i| prompts[i].clone()).collect();
     if !tokens.file_counts.is_empty() {
         tokens.file_counts = keep.iter().map(|&i| tokens.file_counts[i]).collect();

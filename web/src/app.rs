@@ -16,13 +16,14 @@ use crate::components::run_controls::RunControls;
 use crate::components::run_status::RunStatus;
 use crate::components::settings_form::SettingsForm;
 use crate::components::streams::Streams;
+use crate::components::tiers::Tiers;
 use crate::components::warnings::Warnings;
 use crate::services::browser;
 use crate::services::clock::CancelToken;
 use crate::services::paint::Painter;
 use crate::services::runner::{self, RunInput};
 use crate::settings::{GpuSettings, Settings, View};
-use crate::state::{Action, KernelsFile, RunState, Shared, State};
+use crate::state::{Action, KernelsFile, RunState, Shared, State, TierResult};
 
 /// App props: the URL query to read the settings from.
 #[derive(Properties, PartialEq, Default)]
@@ -82,12 +83,40 @@ fn start_run(
         worker_url: worker_url.map(|u| u.to_string()),
     };
     let dispatcher = state.dispatcher();
+    // Input or output tiers: the whole sweep at each, one report each (as `bench`).
     wasm_bindgen_futures::spawn_local(async move {
-        let events = dispatcher.clone();
-        let result = runner::run(input, move |e| events.dispatch(Action::Event(e))).await;
-        match result {
-            Ok(out) => dispatcher.dispatch(Action::Finished(Box::new(out))),
-            Err(e) => dispatcher.dispatch(Action::Failed(e)),
+        let tiers = input.plan.tiers.clone();
+        for (k, tier) in tiers.iter().enumerate() {
+            let events = dispatcher.clone();
+            let run = RunInput {
+                plan: input.plan.for_tier(k),
+                ..input.clone()
+            };
+            let result = runner::run(run, move |e| events.dispatch(Action::Event(e))).await;
+            match result {
+                Ok(out) => {
+                    let last = k + 1 == tiers.len() || input.cancel.is_cancelled();
+                    if tiers.len() > 1 {
+                        dispatcher.dispatch(Action::TierDone(TierResult {
+                            label: tier.label(),
+                            report_json: Shared::new(
+                                out.report_json
+                                    .clone()
+                                    .unwrap_or_else(|| out.report.to_json()),
+                            ),
+                            report: Shared::new(out.report.clone()),
+                        }));
+                    }
+                    if last {
+                        dispatcher.dispatch(Action::Finished(Box::new(out)));
+                        break;
+                    }
+                }
+                Err(e) => {
+                    dispatcher.dispatch(Action::Failed(e));
+                    break;
+                }
+            }
         }
     });
 }
@@ -195,6 +224,7 @@ pub fn App(props: &AppProps) -> Html {
                     <Warnings warnings={state.warnings.clone()} notes={state.notes.clone()} />
                     <Streams lanes={lanes.clone()} {running} />
                     { results(&state) }
+                    <Tiers tiers={state.tiers.clone()} />
                     <Analysis report_json={finished.map(|f| f.report_json.clone())} measured={(*measured).clone()} />
                     <Outputs
                         report_json={finished.map(|f| f.report_json.clone())}

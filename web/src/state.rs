@@ -94,6 +94,17 @@ pub struct Finished {
     pub loaded: bool,
 }
 
+/// One finished tier of a run with input or output tiers: its report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierResult {
+    /// `in256-out128`.
+    pub label: String,
+    /// The tier's report.
+    pub report: Shared<ClientReport>,
+    /// Its JSON (an export each).
+    pub report_json: Shared<String>,
+}
+
 /// Everything the page shows.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct State {
@@ -131,6 +142,9 @@ pub struct State {
     pub error: Option<String>,
     /// Which level the distribution views show.
     pub view_level: usize,
+    /// The run's finished tiers, when it has several (the last one is also
+    /// `finished`).
+    pub tiers: Vec<TierResult>,
 }
 
 impl Default for Shared<Vec<LevelReport>> {
@@ -154,6 +168,9 @@ pub enum Action {
     Start,
     /// The runner reported.
     Event(RunEvent),
+    /// A tier of a run with several ended: the next one starts afresh. The last
+    /// one's output comes as `Finished` too.
+    TierDone(TierResult),
     /// The run ended.
     Finished(Box<RunOutput>),
     /// The run could not be made.
@@ -201,6 +218,7 @@ impl Reducible for State {
                 s.finished = None;
                 s.error = None;
                 s.view_level = 0;
+                s.tiers.clear();
             }
             Action::Event(e) => match e {
                 RunEvent::Started {
@@ -225,6 +243,11 @@ impl Reducible for State {
                     s.live_levels = levels;
                 }
             },
+            Action::TierDone(tier) => {
+                s.live_levels = Shared::new(Vec::new());
+                s.chart_levels = Shared::new(Vec::new());
+                s.tiers.push(tier);
+            }
             Action::Finished(out) => {
                 let out = *out;
                 s.run = RunState::Done;

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::measure::openai::{Api, RequestSpec, request_body};
 use crate::report::TraceInfo;
 use crate::workload::dataset::Dataset;
-use crate::workload::prompts::{approx_spec_tokens, block_prompt, vocabulary};
+use crate::workload::prompts::{approx_spec_tokens, approx_tokens, block_prompt, vocabulary};
+use crate::workload::tokens::pick_tier;
 use crate::workload::trace::Trace;
 
 /// Which file, and how to use it.
@@ -59,6 +60,10 @@ pub struct WorkloadRequest {
     /// The system prompt every request begins with (`shared_prefix`) and its tokens.
     #[serde(default)]
     pub system: Option<(String, u64)>,
+    /// An input tier: only a prompts file's prompts within 25% of this many
+    /// tokens ([`crate::workload::tokens::pick_tier`], as `bench` picks them).
+    #[serde(default)]
+    pub tier: Option<u32>,
 }
 
 /// One request the page will send.
@@ -142,6 +147,13 @@ impl WorkloadRequest {
         }
         if d.prompts.is_empty() {
             return Err("holds no prompt".into());
+        }
+        if let Some(tier) = self.tier {
+            let lengths: Vec<u64> = d.prompts.iter().map(|p| approx_tokens(&p.prompt)).collect();
+            let keep = pick_tier(&lengths, tier).map_err(|(lo, hi)| {
+                format!("no prompt is within 25% of the input tier's {tier} tokens (its prompts are {lo} to {hi} tokens)")
+            })?;
+            d.prompts = keep.into_iter().map(|i| d.prompts[i].clone()).collect();
         }
         let requests = d
             .prompts
@@ -237,6 +249,7 @@ mod tests {
             ignore_eos: false,
             words: Vec::new(),
             system: None,
+            tier: None,
         }
     }
 
@@ -267,8 +280,21 @@ mod tests {
             .prepare()
             .unwrap_err();
         assert!(e.contains("line 2"), "{e}");
-        let e = request("\n", all).prepare().unwrap_err();
+        let e = request("\n", all.clone()).prepare().unwrap_err();
         assert!(e.contains("no prompt"), "{e}");
+        // An input tier keeps the prompts within 25% of it.
+        let tiered = WorkloadRequest {
+            tier: Some(10),
+            ..request(text, all.clone())
+        };
+        let e = tiered.prepare().unwrap_err();
+        assert!(e.contains("1 to 3 tokens"), "{e}");
+        let long = "{\"prompt\": \"a b c d e f g h i j\"}\n{\"prompt\": \"a\"}\n";
+        let tiered = WorkloadRequest {
+            tier: Some(10),
+            ..request(long, all)
+        };
+        assert_eq!(tiered.prepare().unwrap().requests.len(), 1);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!   its [`glossary`];
 //! - [`charts`]: SVG charts (sweeps, distributions, requests, kernels);
 //! - [`server`]: the server view's tables; [`turns`]: conversations per turn and
-//!   the prefix cache.
+//!   the prefix cache; [`tiers`]: input and output tiers side by side.
 
 pub mod charts;
 pub mod client;
@@ -21,5 +21,6 @@ pub mod kv_plan;
 #[cfg(feature = "server-view")]
 pub mod server;
 pub mod table;
+pub mod tiers;
 #[cfg(feature = "server-view")]
 pub mod turns;

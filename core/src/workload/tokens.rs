@@ -213,6 +213,55 @@ impl InputLength {
     }
 }
 
+/// One input and output tier (`--input-tokens 64,256 --max-tokens 128,256`,
+/// the page's `input_tokens` and `max_tokens` lists): the whole sweep runs at
+/// each, one report per tier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tier {
+    /// The prompts' length.
+    pub input: InputLength,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+}
+
+impl Tier {
+    /// Every pair, inputs outer (as both clients run them).
+    pub fn grid(inputs: &[InputLength], outputs: &[u32]) -> Vec<Tier> {
+        inputs
+            .iter()
+            .flat_map(|&input| {
+                outputs
+                    .iter()
+                    .map(move |&max_tokens| Tier { input, max_tokens })
+            })
+            .collect()
+    }
+
+    /// `in256-out128` (`in0.75max-out128`), as file names carry it.
+    pub fn label(&self) -> String {
+        format!("in{}-out{}", self.input.label(), self.max_tokens)
+    }
+}
+
+/// How far from an input tier a prompts file's prompt may be and still be sent
+/// at that tier: 25% of the tier's tokens.
+pub const TIER_BAND: f64 = 0.25;
+
+/// The prompts of `lengths` (tokens each) within [`TIER_BAND`] of `tier` tokens,
+/// by index; none: the shortest and longest there are, for the error.
+pub fn pick_tier(lengths: &[u64], tier: u32) -> Result<Vec<usize>, (u64, u64)> {
+    let band = TIER_BAND * f64::from(tier);
+    let keep: Vec<usize> = (0..lengths.len())
+        .filter(|&i| (lengths[i] as f64 - f64::from(tier)).abs() <= band)
+        .collect();
+    if keep.is_empty() {
+        let lo = lengths.iter().min().copied().unwrap_or(0);
+        let hi = lengths.iter().max().copied().unwrap_or(0);
+        return Err((lo, hi));
+    }
+    Ok(keep)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +323,30 @@ mod tests {
         for bad in ["0", "1.5max", "max", "x"] {
             assert!(InputLength::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn tiers_are_every_pair_inputs_outer() {
+        let inputs = InputLength::parse_list("64, 0.5max").unwrap();
+        let labels: Vec<String> = Tier::grid(&inputs, &[16, 32])
+            .iter()
+            .map(Tier::label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "in64-out16",
+                "in64-out32",
+                "in0.5max-out16",
+                "in0.5max-out32"
+            ]
+        );
+    }
+
+    #[test]
+    fn prompts_picked_into_a_tier() {
+        assert_eq!(pick_tier(&[10, 40, 47, 50, 63, 100], 50), Ok(vec![1, 2, 3]));
+        assert_eq!(pick_tier(&[10, 100], 50), Err((10, 100)));
     }
 
     #[test]

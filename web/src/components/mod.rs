@@ -12,4 +12,5 @@ pub mod run_controls;
 pub mod run_status;
 pub mod settings_form;
 pub mod streams;
+pub mod tiers;
 pub mod warnings;

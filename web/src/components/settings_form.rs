@@ -5,8 +5,6 @@ use wasm_bindgen::JsCast;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
-use tokenscope_core::workload::tokens::InputLength;
-
 use crate::settings::{
     INPUT_TIERS, NetMode, PaintMode, ReasoningDisplay, Settings, TokenizerSetting,
 };
@@ -144,30 +142,17 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
 /// The load: input length, output length, concurrency, requests, rounds,
 /// warm-up, timeout and SLOs.
 fn load_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
-    let tiers = {
-        let mut t: Vec<(u32, String)> = INPUT_TIERS
-            .iter()
-            .map(|(n, l)| (*n, (*l).to_owned()))
-            .collect();
-        if !t.iter().any(|(n, _)| *n == s.input_tokens) {
-            t.push((s.input_tokens, format!("{} tokens", s.input_tokens)));
-            t.sort_by_key(|x| x.0);
-        }
-        t
-    };
-    let context = InputLength::OfContext(s.input_of_context.unwrap_or(0.75)).label();
     html! {
         <>
-        <label>{ "Input length" }
-            <select name="input_tokens" onchange={onfield.clone()} disabled={d}>
-                { for tiers.iter().map(|(n, l)| html! {
-                    <option value={n.to_string()} selected={s.input_of_context.is_none() && *n == s.input_tokens}>{ l.clone() }</option>
-                }) }
-                <option value={context.clone()} selected={s.input_of_context.is_some()}>{ format!("{context} of the context window (long context)") }</option>
-            </select>
+        <label>{ "Input tokens" }
+            <input name="input_tokens" value={s.input_tokens.clone()} list="input-tiers"
+                placeholder="256, 0.75max, or tiers 64,256,512" onchange={onfield.clone()} disabled={d} spellcheck="false" />
+            <datalist id="input-tiers">
+                { for INPUT_TIERS.iter().map(|(v, l)| html! { <option value={*v}>{ *l }</option> }) }
+            </datalist>
         </label>
         { row("two", [
-            text_field("Max tokens", "max_tokens", s.max_tokens.to_string(), "", onfield, d),
+            text_field("Max tokens", "max_tokens", s.max_tokens.clone(), "32, or tiers 128,256", onfield, d),
             text_field("Concurrency levels", "concurrency", s.concurrency.clone(), "1,4,16", onfield, d),
         ]) }
         { row("three", [

@@ -573,6 +573,12 @@ async fn load_workload(
             .map(|w| (*w).to_owned())
             .collect(),
         system: tokens.prefix.clone(),
+        // Input tiers pick the file's prompts by length.
+        tier: plan
+            .tiers
+            .iter()
+            .any(|t| t.input != plan.tiers[0].input)
+            .then_some(plan.input_tokens),
     };
     let w = super::report::prepare_workload(&request)
         .await

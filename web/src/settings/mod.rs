@@ -22,15 +22,18 @@ use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig};
 use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
 use tokenscope_core::workload::conversation::Conversation;
 use tokenscope_core::workload::plan;
+use tokenscope_core::workload::tokens::{InputLength, Tier};
 
-/// Prompt-length tiers offered in the form (any value works from the URL).
-pub const INPUT_TIERS: [(u32, &str); 6] = [
-    (16, "16 tokens (chat turn)"),
-    (64, "64 tokens"),
-    (256, "256 tokens (short prompt)"),
-    (1024, "1024 tokens (document)"),
-    (4096, "4096 tokens (long context)"),
-    (16384, "16384 tokens (very long)"),
+/// Prompt lengths suggested in the form (any value works, typed or from the URL).
+pub const INPUT_TIERS: [(&str, &str); 8] = [
+    ("16", "a chat turn"),
+    ("64", "64 tokens"),
+    ("256", "a short prompt"),
+    ("1024", "a document"),
+    ("4096", "long context"),
+    ("16384", "very long"),
+    ("0.75max", "75% of the server's context window"),
+    ("64,256,512", "input tiers: a report each"),
 ];
 
 /// Most concurrent streams the page accepts per level.
@@ -225,10 +228,11 @@ pub struct Settings {
     pub rounds: u32,
     /// Warm-up requests per level; `None`: one per concurrency slot.
     pub warmup: Option<u32>,
-    /// `max_tokens`.
-    pub max_tokens: u32,
-    /// Approximate prompt length, tokens.
-    pub input_tokens: u32,
+    /// `max_tokens`, as typed: one, or output tiers (`128,256`).
+    pub max_tokens: String,
+    /// Prompt length, as typed: tokens (`256`), a fraction of the context
+    /// window (`0.75max`), or input tiers (`64,256,512`).
+    pub input_tokens: String,
     /// Per-request timeout, seconds.
     pub timeout_s: f64,
     /// SLOs, as typed (`ttft_ms:p95<=500,...`).
@@ -291,9 +295,6 @@ pub struct Settings {
     pub conversation: String,
     /// Tokens of one system prompt every request begins with (`shared_prefix`).
     pub shared_prefix: Option<u32>,
-    /// The prompt length as a fraction of the server's context window
-    /// (`input_tokens=0.75max`), instead of `input_tokens`.
-    pub input_of_context: Option<f64>,
     /// The server's context window, when it does not say (`context_window`).
     pub context_window: Option<u64>,
 }
@@ -314,8 +315,8 @@ impl Default for Settings {
             requests: None,
             rounds: 3,
             warmup: None,
-            max_tokens: 32,
-            input_tokens: 256,
+            max_tokens: "32".into(),
+            input_tokens: "256".into(),
             timeout_s: 60.0,
             slo: String::new(),
             ignore_eos: false,
@@ -342,7 +343,6 @@ impl Default for Settings {
             tokenizer: TokenizerSetting::Auto,
             conversation: String::new(),
             shared_prefix: None,
-            input_of_context: None,
             context_window: None,
         }
     }
@@ -365,10 +365,14 @@ pub struct RunPlan {
     pub rounds: u32,
     /// Warm-up requests per level (`None`: one per concurrency slot).
     pub warmup: Option<u32>,
-    /// `max_tokens`.
+    /// This run's `max_tokens` (its tier's).
     pub max_tokens: u32,
-    /// Approximate prompt length, tokens.
+    /// This run's prompt length, tokens (its tier's; a fraction of the context
+    /// window is resolved before the run: `input_of_context`).
     pub input_tokens: u32,
+    /// The input x output tiers, inputs outer (one: no tiers); each runs the
+    /// whole sweep and makes its own report ([`RunPlan::for_tier`]).
+    pub tiers: Vec<Tier>,
     /// Send `ignore_eos: true`.
     pub ignore_eos: bool,
     /// Timeout, ms.
@@ -593,6 +597,7 @@ impl Settings {
         };
         let base_origin = base.as_ref().map(BaseUrl::origin);
         let conversation = self.conversation_plan(open_loop.is_some())?;
+        let tiers = self.tiers(open_loop.as_ref())?;
         Ok(RunPlan {
             base,
             api: self.api,
@@ -601,8 +606,8 @@ impl Settings {
             requests: self.requests,
             rounds: self.rounds.max(1),
             warmup: self.warmup,
-            max_tokens: self.max_tokens,
-            input_tokens: self.input_tokens,
+            max_tokens: tiers[0].max_tokens,
+            input_tokens: tiers[0].input.tokens().unwrap_or(1),
             ignore_eos: self.ignore_eos,
             timeout_ms: self.timeout_s * 1000.0,
             slos,
@@ -620,9 +625,40 @@ impl Settings {
             tokenizer: self.tokenizer,
             conversation,
             shared_prefix: self.shared_prefix,
-            input_of_context: self.input_of_context,
+            input_of_context: match tiers[0].input {
+                InputLength::OfContext(f) => Some(f),
+                InputLength::Tokens(_) => None,
+            },
             context_window: self.context_window,
+            tiers,
         })
+    }
+
+    /// The input and output tiers (`input_tokens`, `max_tokens` lists), as
+    /// `bench` makes them; several with a trace (whose requests carry their own
+    /// lengths) is an error.
+    fn tiers(&self, open_loop: Option<&OpenLoop>) -> Result<Vec<Tier>, String> {
+        let inputs = InputLength::parse_list(&self.input_tokens)
+            .map_err(|e| format!("input_tokens: {e}"))?;
+        let outputs = tokenscope_core::parse::parse_u32_list(&self.max_tokens)
+            .map_err(|e| format!("max_tokens: {e}"))?;
+        if outputs.contains(&0) {
+            return Err("max_tokens: 0 must be at least 1".into());
+        }
+        if inputs.len() > 1
+            && !self.prompts.trim().is_empty()
+            && let Some(f) = inputs.iter().find(|i| i.tokens().is_none())
+        {
+            return Err(format!(
+                "input_tokens: {} with a prompts file: the tiers that pick the file's prompts are numbers of tokens",
+                f.label()
+            ));
+        }
+        let tiers = Tier::grid(&inputs, &outputs);
+        if tiers.len() > 1 && matches!(open_loop, Some(OpenLoop::Trace { .. })) {
+            return Err("trace: a trace gives every request its own lengths; one input_tokens and one max_tokens at most".into());
+        }
+        Ok(tiers)
     }
 
     /// Conversations, when asked: chat, closed loop (as `bench --conversation`).
@@ -687,6 +723,22 @@ impl Settings {
 }
 
 impl RunPlan {
+    /// The plan of tier `k`: its prompt length and `max_tokens`.
+    pub fn for_tier(&self, k: usize) -> RunPlan {
+        let mut p = self.clone();
+        if let Some(t) = self.tiers.get(k) {
+            p.max_tokens = t.max_tokens;
+            match t.input {
+                InputLength::Tokens(n) => {
+                    p.input_tokens = n.max(4);
+                    p.input_of_context = None;
+                }
+                InputLength::OfContext(f) => p.input_of_context = Some(f),
+            }
+        }
+        p
+    }
+
     /// Whether the API key goes with a request to `url`: only on the endpoint's
     /// own origin (a metrics URL elsewhere gets no key).
     pub fn sends_key_to(&self, url: &str) -> bool {

@@ -120,17 +120,19 @@ impl Settings {
             "warmup" if value.trim().is_empty() || value.trim() == "auto" => self.warmup = None,
             "warmup" => self.warmup = Some(num(key, value)?),
             "max_tokens" => {
-                let n: u32 = num(key, value)?;
-                self.max_tokens = n.max(1);
+                match tokenscope_core::parse::parse_u32_list(value) {
+                    Ok(v) if !v.contains(&0) => {}
+                    _ => {
+                        return Err(format!(
+                            "max_tokens={value:?}: expected a number of tokens or tiers (128,256), each at least 1: ignored"
+                        ));
+                    }
+                }
+                self.max_tokens = value.trim().to_owned();
             }
             "input_tokens" => {
-                match InputLength::parse(value).map_err(|e| format!("input_tokens={e}: ignored"))? {
-                    InputLength::Tokens(n) => {
-                        self.input_tokens = n.max(4);
-                        self.input_of_context = None;
-                    }
-                    InputLength::OfContext(f) => self.input_of_context = Some(f),
-                }
+                InputLength::parse_list(value).map_err(|e| format!("input_tokens={e}: ignored"))?;
+                self.input_tokens = value.trim().to_owned();
             }
             "context_window" if value.trim().is_empty() => self.context_window = None,
             "context_window" => self.context_window = Some(num(key, value)?),
@@ -296,14 +298,8 @@ impl Settings {
         if let Some(w) = self.warmup {
             put("warmup", w.to_string());
         }
-        put("max_tokens", self.max_tokens.to_string());
-        put(
-            "input_tokens",
-            match self.input_of_context {
-                Some(f) => InputLength::OfContext(f).label(),
-                None => self.input_tokens.to_string(),
-            },
-        );
+        put("max_tokens", self.max_tokens.clone());
+        put("input_tokens", self.input_tokens.clone());
         if let Some(n) = self.context_window {
             put("context_window", n.to_string());
         }

@@ -39,8 +39,8 @@ fn contract_query() {
     assert_eq!(s.api, Api::Completions);
     assert_eq!(s.concurrency, "1,4");
     assert_eq!(s.requests, Some(20));
-    assert_eq!(s.max_tokens, 64);
-    assert_eq!(s.input_tokens, 64);
+    assert_eq!(s.max_tokens, "64");
+    assert_eq!(s.input_tokens, "64");
     assert_eq!(s.warmup, Some(2));
     assert!(s.autorun);
     assert_eq!(s.timeout_s, 30.0);
@@ -110,8 +110,8 @@ fn every_field_survives_the_url() {
         requests: Some(24),
         rounds: 4,
         warmup: Some(3),
-        max_tokens: 77,
-        input_tokens: 1024,
+        max_tokens: "77".into(),
+        input_tokens: "1024".into(),
         timeout_s: 12.5,
         slo: "ttft_ms:p95<=400".into(),
         ignore_eos: true,
@@ -421,7 +421,8 @@ fn production_shaped_settings_from_the_url() {
     assert_eq!(again, s);
     // A number clears the fraction.
     let (s2, _) = Settings::from_query("?input_tokens=0.5max&input_tokens=64");
-    assert_eq!((s2.input_tokens, s2.input_of_context), (64, None));
+    let plan = s2.validate().unwrap();
+    assert_eq!((plan.input_tokens, plan.input_of_context), (64, None));
 
     // Bad values are notes naming them; conversations refuse what the CLI refuses.
     let (_, notes) = Settings::from_query(
@@ -446,4 +447,41 @@ fn production_shaped_settings_from_the_url() {
         ..Settings::default()
     };
     assert!(rated.validate().unwrap_err().starts_with("conversation"));
+}
+
+#[test]
+fn input_and_output_tiers_from_the_url() {
+    let (s, notes) = Settings::from_query("?input_tokens=64,0.5max&max_tokens=16,32");
+    assert!(notes.is_empty(), "{notes:?}");
+    let plan = s.validate().unwrap();
+    let labels: Vec<String> = plan.tiers.iter().map(|t| t.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "in64-out16",
+            "in64-out32",
+            "in0.5max-out16",
+            "in0.5max-out32"
+        ]
+    );
+    // Each tier's plan: its lengths, the rest as the run's.
+    let t1 = plan.for_tier(1);
+    assert_eq!(
+        (t1.input_tokens, t1.max_tokens, t1.input_of_context),
+        (64, 32, None)
+    );
+    let t2 = plan.for_tier(2);
+    assert_eq!((t2.max_tokens, t2.input_of_context), (16, Some(0.5)));
+    assert_eq!(t2.run_config("m").max_tokens, 16);
+    let (again, _) = Settings::from_query(&s.to_query());
+    assert_eq!(again, s);
+    // Bad lists are notes; tiers with a trace are refused.
+    let (_, notes) = Settings::from_query("?input_tokens=64,x&max_tokens=16,0");
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    let traced = Settings {
+        trace: "t.jsonl".into(),
+        max_tokens: "16,32".into(),
+        ..Settings::default()
+    };
+    assert!(traced.validate().unwrap_err().starts_with("trace"));
 }
