@@ -1414,3 +1414,80 @@ async fn page_runs_input_and_output_tiers() {
     assert_eq!(rows, 8, "a row per tier and level");
     browser.close().await;
 }
+
+/// A ramp in the page (`ramp=1s`), as `bench --ramp`: before the level's
+/// measured part, never measured, the rate rising linearly to the level's (the
+/// k-th send at core's `ramp_send_ms`, relative to the first), or the workers
+/// joining one by one to the level's concurrency; no warm-up besides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_ramps_the_load_before_measuring() {
+    use tokenscope_core::workload::plan;
+    let _one = lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "2"]);
+    for (load, ramped) in [("rate=20", 9usize), ("concurrency=4", 4)] {
+        let url = format!(
+            "{}?url={}&api=chat&{load}&requests=10&rounds=1&max_tokens=4&ramp=1s&autorun=1",
+            serve.url, mock.url
+        );
+        let state = browser.run(&url, Duration::from_secs(60)).await;
+        assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+        let report = json_of(&browser.text_of("report-json").await, "#report-json");
+        validate_schema(&report);
+        check_accounting(&report, 10);
+        assert_eq!(f(&report["config"]["ramp_s"]), 1.0);
+        assert_eq!(report["config"]["warmup_requests"], 0);
+        let records = json_of(&browser.text_of("records-json").await, "#records-json");
+        let ramp: Vec<&Value> = records
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["warmup"] == true)
+            .collect();
+        if load.starts_with("rate") {
+            assert_eq!(ramp.len(), ramped, "rate · T / 2 - 1 sends before the end");
+            let t0 = f(&ramp[0]["t_scheduled_ms"]);
+            for (k, r) in ramp.iter().enumerate() {
+                let due = plan::ramp_send_ms(k as u64 + 1, 20.0, 1000.0)
+                    - plan::ramp_send_ms(1, 20.0, 1000.0);
+                let at = f(&r["t_scheduled_ms"]) - t0;
+                assert!((at - due).abs() < 1e-6, "send {k}: {at} vs {due}");
+            }
+        } else {
+            // One worker for the ramp's first quarter (the second joins at 250
+            // ms): requests sent then never overlap.
+            assert!(ramp.len() >= ramped, "{} ramp requests", ramp.len());
+            let first = ramp
+                .iter()
+                .map(|r| f(&r["t_send_ms"]))
+                .fold(f64::MAX, f64::min);
+            let mut alone: Vec<(f64, f64)> = ramp
+                .iter()
+                .map(|r| (f(&r["t_send_ms"]), f(&r["t_done_ms"])))
+                .filter(|(s, _)| *s < first + 240.0)
+                .collect();
+            alone.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert!(alone.len() >= 3, "{alone:?}");
+            for w in alone.windows(2) {
+                assert!(
+                    w[1].0 >= w[0].1 - 0.01,
+                    "overlap in the first quarter: {alone:?}"
+                );
+            }
+            // All four in the last quarter (the fourth joins at 750 ms).
+            let in_flight = |t: f64| {
+                ramp.iter()
+                    .filter(|r| f(&r["t_send_ms"]) <= t && t < f(&r["t_done_ms"]))
+                    .count()
+            };
+            let most = (76..100)
+                .map(|k| in_flight(first + 10.0 * f64::from(k)))
+                .max()
+                .unwrap();
+            assert_eq!(most, 4, "in flight late in the ramp");
+        }
+    }
+    browser.close().await;
+}

@@ -273,8 +273,7 @@ pub(super) async fn run_ramp(
             let ctx = Arc::clone(ctx);
             tokio::spawn(async move {
                 for k in 1u64.. {
-                    // The rate reaches `rate` req/s at the ramp's end: N(t) = rate t² / 2T.
-                    let t = start + (2.0 * ramp_ms * k as f64 * 1000.0 / rate).sqrt();
+                    let t = start + plan::ramp_send_ms(k, rate, ramp_ms);
                     if t >= end || ctx.stop.is_cancelled() {
                         break;
                     }
@@ -291,7 +290,7 @@ pub(super) async fn run_ramp(
         Load::Concurrency(c) => {
             for i in 0..c {
                 let (ctx, tx) = (Arc::clone(ctx), tx.clone());
-                let join_at = start + ramp_ms * f64::from(i) / f64::from(c);
+                let join_at = start + plan::ramp_join_ms(i, c, ramp_ms);
                 tokio::spawn(async move {
                     tokio::time::sleep_until(ctx.clock.instant_at(join_at)).await;
                     while ctx.clock.now_ms() < end && !ctx.stop.is_cancelled() {

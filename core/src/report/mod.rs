@@ -294,7 +294,7 @@ pub struct RunConfig {
     /// Seconds of load rising linearly before each level's measured part
     /// (instead of its warm-up; not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub ramp_s: Option<f64>,
     /// Tokens of the system prompt every request began with (`--shared-prefix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

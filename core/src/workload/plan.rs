@@ -63,9 +63,48 @@ pub fn arrival_gap_ms(rng: &mut Rng, rate: f64, arrival: Arrival, cv: Option<f64
     }
 }
 
+/// A ramp at `rate` req/s over `ramp_ms` (`--ramp`, the page's `ramp`): the
+/// rate rises linearly from 0, so `N(t) = rate · t² / (2 · ramp)` requests have
+/// gone by `t`; the `k`-th (from 1) is due `sqrt(2 · ramp · k / rate)` ms after
+/// the ramp's start. Due at or after `ramp_ms`: the ramp is over.
+pub fn ramp_send_ms(k: u64, rate: f64, ramp_ms: f64) -> f64 {
+    (2.0 * ramp_ms * k as f64 * 1000.0 / rate).sqrt()
+}
+
+/// A ramp to concurrency `c` over `ramp_ms`: worker `i` (from 0) joins `ramp · i
+/// / c` ms after the ramp's start and sends closed loop until it ends.
+pub fn ramp_join_ms(i: u32, c: u32, ramp_ms: f64) -> f64 {
+    ramp_ms * f64::from(i) / f64::from(c.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ramp's sends: the rate at the ramp's end is the level's (the gap
+    /// between the last two sends is about 1/rate), and about rate · T / 2
+    /// requests go in a ramp of T.
+    #[test]
+    fn ramps_rise_linearly_to_the_level() {
+        let (rate, ramp_ms) = (10.0, 4000.0);
+        let sends: Vec<f64> = (1..)
+            .map(|k| ramp_send_ms(k, rate, ramp_ms))
+            .take_while(|&t| t < ramp_ms)
+            .collect();
+        assert_eq!(
+            sends.len(),
+            19,
+            "rate · T / 2 = 20, the 20th due at the end"
+        );
+        let last_gap = sends[18] - sends[17];
+        assert!((last_gap - 100.0).abs() < 5.0, "{last_gap}");
+        assert_eq!(
+            (0..4)
+                .map(|i| ramp_join_ms(i, 4, 1000.0))
+                .collect::<Vec<_>>(),
+            [0.0, 250.0, 500.0, 750.0]
+        );
+    }
 
     #[test]
     fn splits_add_up() {

@@ -160,9 +160,10 @@ fn load_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
             text_field("Rounds", "rounds", s.rounds.to_string(), "", onfield, d),
             text_field("Warm-up", "warmup", opt(s.warmup), "auto", onfield, d),
         ]) }
-        { row("two", [
+        { row("three", [
             text_field("or rates (req/s, open loop)", "rate", s.rate.clone(), "2,4 (instead of concurrency)", onfield, d),
             text_field("Arrivals", "arrival", s.arrival.clone(), "poisson, constant, gamma:2", onfield, d),
+            text_field("Ramp", "ramp", s.ramp_s.map(|r| format!("{r}s")).unwrap_or_default(), "30s (instead of warm-up)", onfield, d),
         ]) }
         { row("three", [
             text_field("or a trace to replay", "trace", s.trace.clone(), "Mooncake / Azure / BurstGPT file URL", onfield, d),

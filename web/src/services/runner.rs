@@ -685,7 +685,9 @@ async fn run_levels(ctx: &Rc<Ctx>) {
         };
         ctx.input.painter.set_lanes(c as usize);
         let warm_n = plan.warmup_for(load);
-        if warm_n > 0 {
+        if let Some(ramp_ms) = plan.ramp_ms {
+            run_ramp(ctx, li, load, ramp_ms).await;
+        } else if warm_n > 0 {
             let phase = PhaseRun {
                 level: li,
                 load,
@@ -823,6 +825,80 @@ async fn run_closed(ctx: &Rc<Ctx>, run: &PhaseRun) {
     });
     join_all(workers).await;
     end_phase(ctx, measured, || progress(finished.get())).await;
+}
+
+/// A ramp before a level's measured part (`ramp`), as `bench --ramp`: never
+/// measured (warm-up records), the rate rising linearly from 0 to the level's or
+/// the concurrency from 1 to the level's ([`plan::ramp_send_ms`],
+/// [`plan::ramp_join_ms`]).
+async fn run_ramp(ctx: &Rc<Ctx>, level: usize, load: Load, ramp_ms: f64) {
+    let run = PhaseRun {
+        level,
+        load,
+        concurrency: 0,
+        requests: 0,
+        phase: Phase::Warmup,
+        label: format!("{} ramp", load.label()),
+    };
+    ctx.emit(RunEvent::Progress(Progress {
+        level,
+        levels: ctx.input.plan.loads.len(),
+        phase: run.label.clone(),
+        finished: 0,
+        planned: 0,
+        total_finished: ctx.total_finished.get(),
+    }));
+    let (start, timeout) = (now(), ctx.input.plan.timeout_ms);
+    let end = start + ramp_ms;
+    let cancelled = || ctx.input.cancel.is_cancelled();
+    match load {
+        Load::Rate(rate) => {
+            let in_flight = Rc::new(Cell::new(0u64));
+            for k in 1u64.. {
+                let t = start + plan::ramp_send_ms(k, rate, ramp_ms);
+                if t >= end || cancelled() {
+                    break;
+                }
+                let mut req = ctx.requests.next(None);
+                let wait = t - now();
+                if wait > 0.0 {
+                    sleep_ms(wait).await;
+                }
+                req.t_scheduled_ms = Some(t);
+                in_flight.set(in_flight.get() + 1);
+                let (ctx, run, in_flight) = (Rc::clone(ctx), run.clone(), Rc::clone(&in_flight));
+                wasm_bindgen_futures::spawn_local(async move {
+                    let sent =
+                        run_request(&ctx.transport, &req, None, timeout, &ctx.input.cancel).await;
+                    after_send(&ctx, &run, sent, &req, OPEN_LOOP_LANES);
+                    in_flight.set(in_flight.get() - 1);
+                });
+            }
+            while in_flight.get() > 0 {
+                sleep_ms(10.0).await;
+            }
+        }
+        Load::Concurrency(c) => {
+            let workers = (0..c).map(|i| {
+                let run = &run;
+                async move {
+                    let join_at = start + plan::ramp_join_ms(i, c, ramp_ms);
+                    sleep_ms((join_at - now()).max(0.0)).await;
+                    let lane = i as usize;
+                    while now() < end && !cancelled() {
+                        let req = ctx.requests.next(None);
+                        let painter = Some((&ctx.input.painter, lane));
+                        let sent =
+                            run_request(&ctx.transport, &req, painter, timeout, &ctx.input.cancel)
+                                .await;
+                        after_send(ctx, run, sent, &req, lane);
+                    }
+                }
+            });
+            join_all(workers).await;
+        }
+    }
+    end_phase(ctx, false, || {}).await;
 }
 
 /// Conversations (`conversation`), as `bench --conversation` runs them: `c`

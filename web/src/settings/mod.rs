@@ -297,6 +297,9 @@ pub struct Settings {
     pub shared_prefix: Option<u32>,
     /// The server's context window, when it does not say (`context_window`).
     pub context_window: Option<u64>,
+    /// Seconds of load rising linearly before each level's measured part,
+    /// instead of its warm-up (`ramp`).
+    pub ramp_s: Option<f64>,
 }
 
 /// The default `scrape_interval`, seconds (as `bench --scrape-interval`).
@@ -344,6 +347,7 @@ impl Default for Settings {
             conversation: String::new(),
             shared_prefix: None,
             context_window: None,
+            ramp_s: None,
         }
     }
 }
@@ -412,6 +416,8 @@ pub struct RunPlan {
     pub input_of_context: Option<f64>,
     /// The context window when the server does not say.
     pub context_window: Option<u64>,
+    /// A ramp before each level's measured part, ms (instead of the warm-up).
+    pub ramp_ms: Option<f64>,
 }
 
 /// Sends on a schedule whatever the responses, latency from the scheduled time.
@@ -630,6 +636,7 @@ impl Settings {
                 InputLength::Tokens(_) => None,
             },
             context_window: self.context_window,
+            ramp_ms: self.ramp_s.map(|s| s * 1000.0),
             tiers,
         })
     }
@@ -747,8 +754,12 @@ impl RunPlan {
             .is_some_and(|b| url.starts_with(&format!("{}/", b.origin())))
     }
 
-    /// Warm-up requests before `load` (the user's count, or one per slot).
+    /// Warm-up requests before `load` (the user's count, or one per slot; none
+    /// with a ramp, which replaces it).
     pub fn warmup_for(&self, load: Load) -> u32 {
+        if self.ramp_ms.is_some() {
+            return 0;
+        }
         self.warmup.unwrap_or_else(|| plan::default_warmup(load))
     }
 
@@ -791,7 +802,7 @@ impl RunPlan {
                 Some(OpenLoop::Rate { cv, .. }) => *cv,
                 _ => None,
             },
-            ramp_s: None,
+            ramp_s: self.ramp_ms.map(|ms| ms / 1000.0),
             shared_prefix_tokens: self.shared_prefix,
             conversation: self.conversation,
             reasoning_display: Some(self.reasoning),

@@ -134,11 +134,22 @@ impl Settings {
                 InputLength::parse_list(value).map_err(|e| format!("input_tokens={e}: ignored"))?;
                 self.input_tokens = value.trim().to_owned();
             }
+            "ramp" if value.trim().is_empty() => self.ramp_s = None,
+            "ramp" => {
+                let s = parse_duration_s(value)
+                    .filter(|s| *s > 0.0)
+                    .ok_or_else(|| {
+                        format!("ramp={value:?}: expected e.g. 30s or 500ms: ignored")
+                    })?;
+                self.ramp_s = Some(s);
+            }
             "context_window" if value.trim().is_empty() => self.context_window = None,
             "context_window" => self.context_window = Some(num(key, value)?),
             "tokenizer" => {
                 self.tokenizer = TokenizerSetting::parse(value).ok_or_else(|| {
-                    format!("tokenizer={value:?}: expected auto, server or approx: ignored")
+                    format!(
+                        "tokenizer={value:?}: expected auto, server or approx (the page counts with the server's /tokenize; a tokenizer.json is for bench --tokenizer): ignored"
+                    )
                 })?
             }
             "conversation" => {
@@ -300,6 +311,9 @@ impl Settings {
         }
         put("max_tokens", self.max_tokens.clone());
         put("input_tokens", self.input_tokens.clone());
+        if let Some(r) = self.ramp_s {
+            put("ramp", format!("{r}s"));
+        }
         if let Some(n) = self.context_window {
             put("context_window", n.to_string());
         }

@@ -398,7 +398,7 @@ fn open_loop_rates_arrivals_and_a_trace_from_the_url() {
 fn production_shaped_settings_from_the_url() {
     use tokenscope_core::workload::conversation::Conversation;
     let (s, notes) = Settings::from_query(
-        "?conversation=turns%3D3,think%3D250ms&shared_prefix=64&tokenizer=server&input_tokens=0.75max&context_window=2048",
+        "?conversation=turns%3D3,think%3D250ms&shared_prefix=64&tokenizer=server&input_tokens=0.75max&context_window=2048&ramp=2s",
     );
     assert!(notes.is_empty(), "{notes:?}");
     let plan = s.validate().unwrap();
@@ -413,7 +413,14 @@ fn production_shaped_settings_from_the_url() {
     assert_eq!(plan.shared_prefix, Some(64));
     assert_eq!(plan.input_of_context, Some(0.75));
     assert_eq!(plan.context_window, Some(2048));
+    assert_eq!(plan.ramp_ms, Some(2000.0));
+    assert_eq!(
+        plan.warmup_for(Load::Concurrency(4)),
+        0,
+        "the ramp replaces it"
+    );
     let cfg = plan.run_config("m");
+    assert_eq!(cfg.ramp_s, Some(2.0));
     assert_eq!(cfg.shared_prefix_tokens, Some(64));
     assert_eq!(cfg.conversation, plan.conversation);
     let (again, notes) = Settings::from_query(&s.to_query());
