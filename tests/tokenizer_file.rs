@@ -1,9 +1,10 @@
 //! `tokenscope bench --tokenizer tokenizer.json`: a Hugging Face tokenizer file
-//! counts the prompts. The test trains a tiny BPE with the `tokenizers` crate (so
-//! some of the prompt vocabulary's words are one token and others are not),
-//! saves it, and benchmarks the mock with it: the prompts are exactly the
-//! requested length by that tokenizer (the mock counts the same words), and bad
-//! files are one clear line.
+//! counts the prompts and the answers. The test trains a tiny BPE with the
+//! `tokenizers` crate (so some of the prompt vocabulary's words are one token and
+//! others are not, and the mock's answer words are one token each), saves it,
+//! and benchmarks the mock with it: the prompts are exactly the requested length
+//! by that tokenizer and each answer counts what the mock's `usage` says (the
+//! mock counts the same words), and bad files are one clear line.
 
 mod common;
 
@@ -15,16 +16,18 @@ use tokenizers::Tokenizer;
 use tokenizers::models::TrainerWrapper;
 use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
 use tokenizers::pre_tokenizers::whitespace::Whitespace;
+use tokenscope_core::sim::answer_words;
 use tokenscope_core::workload::prompts::vocabulary;
 
-/// Train a BPE on a corpus where the vocabulary's first 60 words are frequent and
-/// the rest appear once: a small vocabulary keeps the frequent ones whole and
-/// splits some of the rare ones.
+/// Train a BPE on a corpus where the vocabulary's first 60 words and the mock's
+/// answer words are frequent and the rest appear once: a small vocabulary keeps
+/// the frequent ones whole and splits some of the rare ones.
 fn train(dir: &Path) -> PathBuf {
     let words = vocabulary();
+    let frequent: Vec<&str> = words[..60].iter().chain(answer_words()).copied().collect();
     let mut corpus = String::new();
     for round in 0..40 {
-        for w in &words[..60] {
+        for w in &frequent {
             corpus.push_str(w);
             corpus.push(if round % 7 == 0 { '\n' } else { ' ' });
         }
@@ -38,7 +41,7 @@ fn train(dir: &Path) -> PathBuf {
     let mut tokenizer = Tokenizer::new(BPE::default());
     tokenizer.with_pre_tokenizer(Some(Whitespace {}));
     let mut trainer: TrainerWrapper = BpeTrainerBuilder::new()
-        .vocab_size(200)
+        .vocab_size(400)
         .min_frequency(2)
         .show_progress(false)
         .build()
@@ -103,9 +106,14 @@ fn a_trained_tokenizer_file_sizes_the_prompts_exactly() {
     let level = &report["levels"][0];
     assert_eq!(level["prompt_tokens_checked"], 6);
     assert!(level["prompt_tokens_differ"].is_null(), "{level}");
+    // Each answer counted by the file beside usage: the mock's words, a token each.
+    assert_eq!(level["output_tokens_checked"], 6);
+    assert!(level["output_tokens_differ"].is_null(), "{level}");
     for r in raw_requests(&raw) {
         assert_eq!(r["prompt_tokens_sent"], 77, "{r}");
         assert_eq!(r["usage"]["prompt_tokens"], 77, "{r}");
+        assert_eq!(r["completion_tokens_counted"], 3, "{r}");
+        assert_eq!(r["usage"]["completion_tokens"], 3, "{r}");
     }
 }
 

@@ -44,6 +44,7 @@ pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
         paint_method: None,
         shared_read_events: 0,
         prompt_tokens_sent: None,
+        completion_tokens_counted: None,
         turn: None,
         session: None,
         usage: Some(Usage {

@@ -198,12 +198,14 @@ impl Ctx {
         turn: Option<(u64, u32)>,
     ) -> (Finished, Option<String>) {
         let request_id = format!("{}-{index}", self.run_id);
+        let counter = self.tokens.output_counter.as_deref();
         let send = transport::Send {
             request_id: &request_id,
             t_scheduled_ms,
             keep_answer: turn.is_some(),
+            keep_text: counter.is_some(),
         };
-        let (mut record, answer) = transport::exchange(
+        let (mut record, texts) = transport::exchange(
             &self.client,
             &self.target,
             body.bytes,
@@ -215,12 +217,19 @@ impl Ctx {
         record.prompt_tokens_sent = body.prompt_tokens;
         record.session = turn.map(|t| t.0);
         record.turn = turn.map(|t| t.1);
+        // The answer counted by the local tokenizer, after the request's end
+        // (its times are already taken).
+        if let (Some(c), Some(text)) = (counter, &texts.generated)
+            && record.outcome.is_ok()
+        {
+            record.completion_tokens_counted = c.count(text).await.ok();
+        }
         let f = Finished {
             request_id,
             phase,
             record,
         };
-        (f, answer)
+        (f, texts.answer)
     }
 }
 

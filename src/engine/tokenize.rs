@@ -194,6 +194,11 @@ pub struct Prompting {
     /// The system prompt every request begins with (`--shared-prefix`), and its
     /// tokens (exactly that many with an exact counter).
     pub prefix: Option<(String, u64)>,
+    /// A `tokenizer.json`, which also counts each answer's text
+    /// (`completion_tokens_counted`): locally, so counting loads neither the
+    /// server being measured nor the measured path. The server's `/tokenize`
+    /// counts prompts only.
+    pub output_counter: Option<std::sync::Arc<Counter>>,
 }
 
 /// Set up `--tokenizer` for a run against `target` with `model`: the counter, the
@@ -267,7 +272,12 @@ pub async fn prepare(
         Some(w) => template_overhead(cfg, client, target, model, w, prefix.as_ref()).await,
         None => None,
     };
+    let output_counter = match counter {
+        c @ Counter::File { .. } if words.is_some() => Some(std::sync::Arc::new(c)),
+        _ => None,
+    };
     Ok(Prompting {
+        output_counter,
         counting: TokenCounting {
             method: method.into(),
             source,

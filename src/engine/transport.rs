@@ -113,6 +113,7 @@ pub async fn run_request(
         request_id,
         t_scheduled_ms,
         keep_answer: false,
+        keep_text: false,
     };
     exchange(client, target, body, clock, send, cancel).await.0
 }
@@ -126,9 +127,22 @@ pub struct Send<'a> {
     pub t_scheduled_ms: Option<f64>,
     /// Keep the answer's text (a conversation's next turn sends it back).
     pub keep_answer: bool,
+    /// Keep all the generated text, reasoning included (the run's tokenizer
+    /// counts it).
+    pub keep_text: bool,
 }
 
-/// [`run_request`], also giving the answer's text when `send.keep_answer`.
+/// What [`exchange`] gives back besides the record.
+#[derive(Debug, Default)]
+pub struct Texts {
+    /// The answer (`content`), when `send.keep_answer`.
+    pub answer: Option<String>,
+    /// All the generated text, when `send.keep_text`.
+    pub generated: Option<String>,
+}
+
+/// [`run_request`], also giving the answer's text when `send.keep_answer` and
+/// all the generated text when `send.keep_text`.
 pub async fn exchange(
     client: &reqwest::Client,
     target: &Target,
@@ -136,11 +150,13 @@ pub async fn exchange(
     clock: &Clock,
     send: Send<'_>,
     cancel: &CancellationToken,
-) -> (RequestRecord, Option<String>) {
+) -> (RequestRecord, Texts) {
     let headers = headers(target, send.request_id);
     let deadline = tokio::time::Instant::now() + target.timeout;
     let t_send = clock.now_ms();
-    let mut tl = RequestTimeline::new(t_send, send.t_scheduled_ms).keep_answer(send.keep_answer);
+    let mut tl = RequestTimeline::new(t_send, send.t_scheduled_ms)
+        .keep_answer(send.keep_answer)
+        .keep_text(send.keep_text);
     enum End {
         Finished,
         Timeout,
@@ -161,8 +177,11 @@ pub async fn exchange(
         End::Timeout => tl.on_timeout(clock.now_ms()),
         End::Cancelled => tl.on_cancel(clock.now_ms()),
     }
-    let answer = tl.take_answer();
-    (tl.finish(), answer)
+    let texts = Texts {
+        answer: tl.take_answer(),
+        generated: send.keep_text.then(|| tl.text().to_owned()),
+    };
+    (tl.finish(), texts)
 }
 
 async fn drive(

@@ -128,6 +128,9 @@ pub struct LevelAccumulator {
     /// Requests whose counted prompt was checked against `usage`, and those whose
     /// `usage.prompt_tokens` was not the count plus the template's overhead.
     prompt_check: (u64, u64),
+    /// Requests whose output the run's tokenizer counted beside a `usage`, and
+    /// those where the two differ.
+    output_check: (u64, u64),
     /// Conversation turns and prefix-cache counts.
     #[cfg(feature = "server-view")]
     turns: super::turns::TurnsAcc,
@@ -181,6 +184,7 @@ impl LevelAccumulator {
             snapshots: BTreeMap::new(),
             usage: (0, 0, 0),
             prompt_check: (0, 0),
+            output_check: (0, 0),
             #[cfg(feature = "server-view")]
             turns: Default::default(),
             opts,
@@ -248,6 +252,15 @@ impl LevelAccumulator {
             self.prompt_check.0 += 1;
             if used as i64 != sent as i64 + overhead {
                 self.prompt_check.1 += 1;
+            }
+        }
+        if let (Some(counted), Some(used)) = (
+            r.completion_tokens_counted,
+            r.usage.and_then(|u| u.completion_tokens),
+        ) {
+            self.output_check.0 += 1;
+            if counted != used {
+                self.output_check.1 += 1;
             }
         }
         #[cfg(feature = "server-view")]
@@ -466,6 +479,8 @@ impl LevelAccumulator {
             requests_without_usage: self.usage.2,
             prompt_tokens_checked: self.prompt_check.0,
             prompt_tokens_differ: self.prompt_check.1,
+            output_tokens_checked: self.output_check.0,
+            output_tokens_differ: self.output_check.1,
             prompt_cache,
             turns,
             server: None,

@@ -213,6 +213,11 @@ pub struct RequestRecord {
     /// the prompt (`config.tokens`); absent for a prompt it did not count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_sent: Option<u64>,
+    /// The generated text's tokens as the run's local tokenizer counted them
+    /// (`bench --tokenizer tokenizer.json`), next to `usage.completion_tokens`;
+    /// absent when it did not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_counted: Option<u64>,
     /// The turn of a conversation this request was (`--conversation`; 1 the
     /// first), absent outside conversations.
     #[serde(default, skip_serializing_if = "Option::is_none")]

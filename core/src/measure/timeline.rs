@@ -76,6 +76,7 @@ impl RequestTimeline {
                 paint_method: None,
                 shared_read_events: 0,
                 prompt_tokens_sent: None,
+                completion_tokens_counted: None,
                 turn: None,
                 session: None,
                 usage: None,

@@ -663,6 +663,16 @@ pub struct LevelReport {
     #[serde(default, skip_serializing_if = "is_zero")]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub prompt_tokens_differ: u64,
+    /// Requests whose generated text the run's local tokenizer counted
+    /// (`completion_tokens_counted`) beside a `usage.completion_tokens`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub output_tokens_checked: u64,
+    /// Of those, the ones where the two differ (a model's text, tokenized again,
+    /// need not be the tokens it generated; a server may count others).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub output_tokens_differ: u64,
     /// Requests sent in the level without a `usage`.
     #[serde(default)]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]

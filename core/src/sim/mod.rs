@@ -38,7 +38,8 @@ use thiserror::Error;
 
 pub use engine::{Admission, Emission, Engine, SimRequest};
 pub use stream::{
-    FaultAction, ImmediateResponse, StreamWriter, context_exceeded_body, immediate_response,
+    FaultAction, ImmediateResponse, StreamWriter, answer_words, context_exceeded_body,
+    immediate_response,
 };
 
 /// A fault the simulator can inject.

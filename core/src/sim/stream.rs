@@ -76,6 +76,12 @@ const WORDS: &[&str] = &[
     "size",
 ];
 
+/// The words the simulator's answers are made of, a token each (its `usage`
+/// counts them).
+pub fn answer_words() -> &'static [&'static str] {
+    WORDS
+}
+
 impl StreamWriter {
     /// A writer for request `id`.
     pub fn new(
