@@ -345,15 +345,8 @@ async fn template_overhead(
     const N: u64 = tokens::OVERHEAD_PROBE_TOKENS;
     let sent = N + prefix.map_or(0, |p| p.1);
     let spec = RequestSpec {
-        system: prefix.map(|p| p.0.clone()),
-        messages: None,
-        api: cfg.api,
-        model: model.to_owned(),
-        prompt: tokens::overhead_prompt(words, cfg.seed),
-        max_tokens: 1,
-        ignore_eos: false,
-        min_tokens: None,
         temperature: cfg.temperature,
+        ..tokens::overhead_spec(cfg.api, model, words, cfg.seed, prefix.map(|p| p.0.clone()))
     };
     let body = serde_json::to_vec(&completion_body(&spec)).ok()?;
     let record = run_request(

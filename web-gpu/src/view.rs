@@ -14,66 +14,12 @@ use tokenscope_core::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, GpuViewSettings,
     KernelsRead, KernelsView,
 };
+use tokenscope_core::page::view::{RunState, Shared};
 use tokenscope_core::render::kernels::mib_label;
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
 use crate::dom;
-
-/// Where the run is (the `data-run-state` values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RunState {
-    /// Nothing ran yet.
-    #[default]
-    Idle,
-    /// A run is going.
-    Running,
-    /// The run ended.
-    Done,
-    /// The run could not be made.
-    Failed,
-}
-
-impl RunState {
-    /// The `data-run-state` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Idle => "idle",
-            RunState::Running => "running",
-            RunState::Done => "done",
-            RunState::Failed => "failed",
-        }
-    }
-}
-
-/// An `Rc` compared by pointer: cheap props for big values.
-#[derive(Debug)]
-pub struct Shared<T>(pub Rc<T>);
-
-impl<T> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        Shared(Rc::clone(&self.0))
-    }
-}
-
-impl<T> PartialEq for Shared<T> {
-    fn eq(&self, other: &Self) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl<T> std::ops::Deref for Shared<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T> Shared<T> {
-    fn new(v: T) -> Self {
-        Shared(Rc::new(v))
-    }
-}
 
 /// Lines of the progress log kept on screen.
 const LOG_LINES: usize = 8;

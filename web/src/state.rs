@@ -4,37 +4,12 @@
 use std::rc::Rc;
 
 use tokenscope_core::page::gpu::KernelsView;
+pub use tokenscope_core::page::view::{RunState, Shared};
 use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
 use yew::Reducible;
 
 use crate::services::runner::{PageRaw, PageRecord, Progress, RunEvent, RunOutput};
 use crate::settings::Settings;
-
-/// Where the page is. Mirrored on `document.body` as `data-run-state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RunState {
-    /// Nothing ran yet (or a saved report is shown).
-    #[default]
-    Idle,
-    /// A run is going.
-    Running,
-    /// The run ended (requests may have failed: failures are data).
-    Done,
-    /// The run could not be made.
-    Failed,
-}
-
-impl RunState {
-    /// The `data-run-state` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Idle => "idle",
-            RunState::Running => "running",
-            RunState::Done => "done",
-            RunState::Failed => "failed",
-        }
-    }
-}
 
 /// A kernels report: what the page shows of it (read by the GPU or the report
 /// module) and its JSON (the report module and the exports take the text as it
@@ -45,36 +20,6 @@ pub struct KernelsFile {
     pub view: Shared<KernelsView>,
     /// Its JSON.
     pub json: Shared<String>,
-}
-
-/// An `Rc` compared by pointer: cheap props for big values.
-#[derive(Debug)]
-pub struct Shared<T>(pub Rc<T>);
-
-impl<T> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        Shared(Rc::clone(&self.0))
-    }
-}
-
-impl<T> PartialEq for Shared<T> {
-    fn eq(&self, other: &Self) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl<T> std::ops::Deref for Shared<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T> Shared<T> {
-    /// Wrap a value.
-    pub fn new(v: T) -> Self {
-        Shared(Rc::new(v))
-    }
 }
 
 /// A finished run (or a loaded report) and what the views need of it.
@@ -145,12 +90,6 @@ pub struct State {
     /// The run's finished tiers, when it has several (the last one is also
     /// `finished`).
     pub tiers: Vec<TierResult>,
-}
-
-impl Default for Shared<Vec<LevelReport>> {
-    fn default() -> Self {
-        Shared::new(Vec::new())
-    }
 }
 
 /// What changes the state.

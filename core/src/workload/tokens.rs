@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::prompts::{exact_prompt, vocabulary};
+use crate::measure::openai::{Api, RequestSpec};
 
 /// Which `/tokenize` contract a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,9 +114,27 @@ pub fn check_prompts(single: &[&str]) -> Vec<(String, u64)> {
 /// its `usage.prompt_tokens` minus what it sent is the overhead.
 pub const OVERHEAD_PROBE_TOKENS: u64 = 16;
 
-/// The template-overhead request's prompt ([`OVERHEAD_PROBE_TOKENS`] of `words`).
-pub fn overhead_prompt(words: &[&str], seed: u64) -> String {
-    exact_prompt(words, OVERHEAD_PROBE_TOKENS, seed ^ 0x0EAD, 0)
+/// The template-overhead request: [`OVERHEAD_PROBE_TOKENS`] of `words` after the
+/// run's shared system prompt (`system`), `max_tokens` 1. Its
+/// `usage.prompt_tokens` minus what it sent is the overhead.
+pub fn overhead_spec(
+    api: Api,
+    model: &str,
+    words: &[&str],
+    seed: u64,
+    system: Option<String>,
+) -> RequestSpec {
+    RequestSpec {
+        system,
+        messages: None,
+        api,
+        model: model.to_owned(),
+        prompt: exact_prompt(words, OVERHEAD_PROBE_TOKENS, seed ^ 0x0EAD, 0),
+        max_tokens: 1,
+        ignore_eos: false,
+        min_tokens: None,
+        temperature: None,
+    }
 }
 
 /// The system prompt every request of a run seeded `seed` begins with

@@ -172,6 +172,18 @@ impl Ctx {
         (self.on_event)(e);
     }
 
+    /// Where phase `run` stands: `finished` of `planned` requests.
+    fn progress(&self, run: &PhaseRun, finished: u64, planned: u64) {
+        self.emit(RunEvent::Progress(Progress {
+            level: run.level,
+            levels: self.input.plan.loads.len(),
+            phase: run.label.clone(),
+            finished,
+            planned,
+            total_finished: self.total_finished.get(),
+        }));
+    }
+
     fn event(&self, e: RawEvent) {
         self.entries.borrow_mut().push(PageEntry::Event(e));
     }
@@ -784,16 +796,7 @@ async fn run_closed(ctx: &Rc<Ctx>, run: &PhaseRun) {
     let finished = Cell::new(0u64);
     let last_live = Cell::new(now());
     let measured = matches!(run.phase, Phase::Round(_));
-    let progress = |finished: u64| {
-        ctx.emit(RunEvent::Progress(Progress {
-            level: run.level,
-            levels: ctx.input.plan.loads.len(),
-            phase: run.label.clone(),
-            finished,
-            planned: run.requests,
-            total_finished: ctx.total_finished.get(),
-        }));
-    };
+    let progress = |finished: u64| ctx.progress(run, finished, run.requests);
     progress(0);
     let workers = (0..run.concurrency.min(run.requests as u32)).map(|lane| {
         let queue = &queue;
@@ -840,14 +843,7 @@ async fn run_ramp(ctx: &Rc<Ctx>, level: usize, load: Load, ramp_ms: f64) {
         phase: Phase::Warmup,
         label: format!("{} ramp", load.label()),
     };
-    ctx.emit(RunEvent::Progress(Progress {
-        level,
-        levels: ctx.input.plan.loads.len(),
-        phase: run.label.clone(),
-        finished: 0,
-        planned: 0,
-        total_finished: ctx.total_finished.get(),
-    }));
+    ctx.progress(&run, 0, 0);
     let (start, timeout) = (now(), ctx.input.plan.timeout_ms);
     let end = start + ramp_ms;
     let cancelled = || ctx.input.cancel.is_cancelled();
@@ -911,16 +907,7 @@ async fn run_sessions(ctx: &Rc<Ctx>, run: &PhaseRun, conv: Conversation) {
     let started = Cell::new(0u64);
     let finished = Cell::new(0u64);
     let last_live = Cell::new(now());
-    let progress = |finished: u64| {
-        ctx.emit(RunEvent::Progress(Progress {
-            level: run.level,
-            levels: ctx.input.plan.loads.len(),
-            phase: run.label.clone(),
-            finished,
-            planned,
-            total_finished: ctx.total_finished.get(),
-        }));
-    };
+    let progress = |finished: u64| ctx.progress(run, finished, planned);
     progress(0);
     let cancelled = || ctx.input.cancel.is_cancelled();
     let workers = (0..run.concurrency.min(sessions as u32)).map(|lane| {
@@ -1051,18 +1038,8 @@ async fn run_open(ctx: &Rc<Ctx>, run: &PhaseRun, rate: f64, open: &OpenLoop, rou
     let measured = matches!(run.phase, Phase::Round(_));
     let free: Rc<RefCell<Vec<usize>>> = Rc::new(RefCell::new((0..OPEN_LOOP_LANES).rev().collect()));
     let progress = {
-        let ctx = Rc::clone(ctx);
-        let (level, label, planned) = (run.level, run.label.clone(), run.requests);
-        move |finished: u64| {
-            ctx.emit(RunEvent::Progress(Progress {
-                level,
-                levels: ctx.input.plan.loads.len(),
-                phase: label.clone(),
-                finished,
-                planned,
-                total_finished: ctx.total_finished.get(),
-            }));
-        }
+        let (ctx, run) = (Rc::clone(ctx), run.clone());
+        move |finished: u64| ctx.progress(&run, finished, run.requests)
     };
     progress(0);
     let mut rng = plan::arrival_stream(ctx.input.plan.seed, round);

@@ -5,7 +5,7 @@
 //! window an `input_tokens=0.75max` resolves against. Everything here is sent
 //! before the first level starts. The built-in simulator counts one token a word.
 
-use tokenscope_core::measure::openai::{RequestSpec, request_body};
+use tokenscope_core::measure::openai::request_body;
 use tokenscope_core::report::TokenCounting;
 use tokenscope_core::workload::tokens::{self, TokenizeApi};
 
@@ -139,17 +139,8 @@ async fn template_overhead(
     prefix: Option<&(String, u64)>,
     cancel: &CancelToken,
 ) -> Option<i64> {
-    let spec = RequestSpec {
-        system: prefix.map(|p| p.0.clone()),
-        messages: None,
-        api: plan.api,
-        model: model.to_owned(),
-        prompt: tokens::overhead_prompt(words, plan.seed),
-        max_tokens: 1,
-        ignore_eos: false,
-        min_tokens: None,
-        temperature: None,
-    };
+    let system = prefix.map(|p| p.0.clone());
+    let spec = tokens::overhead_spec(plan.api, model, words, plan.seed, system);
     let req = Prepared {
         request_id: "tokenscope-template".into(),
         body: request_body(&spec).to_string(),

@@ -458,19 +458,13 @@ fn production_shaped_settings_from_the_url() {
 
 #[test]
 fn input_and_output_tiers_from_the_url() {
+    use tokenscope_core::workload::tokens::{InputLength, Tier};
     let (s, notes) = Settings::from_query("?input_tokens=64,0.5max&max_tokens=16,32");
     assert!(notes.is_empty(), "{notes:?}");
     let plan = s.validate().unwrap();
-    let labels: Vec<String> = plan.tiers.iter().map(|t| t.label()).collect();
-    assert_eq!(
-        labels,
-        [
-            "in64-out16",
-            "in64-out32",
-            "in0.5max-out16",
-            "in0.5max-out32"
-        ]
-    );
+    // Every pair, inputs outer (core's grid, as bench makes them).
+    let inputs = InputLength::parse_list("64,0.5max").unwrap();
+    assert_eq!(plan.tiers, Tier::grid(&inputs, &[16, 32]));
     // Each tier's plan: its lengths, the rest as the run's.
     let t1 = plan.for_tier(1);
     assert_eq!(
