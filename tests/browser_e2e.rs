@@ -1345,6 +1345,8 @@ async fn page_runs_conversations_of_exact_prompts() {
     assert!(sessions.values().all(|&n| n == turns), "{sessions:?}");
     // The template-overhead request went too (one, before the run).
     assert!(log.contains_key("tokenscope-template"), "{:?}", log.keys());
+    // The Analysis shows the turns (the report module renders them).
+    analysis_showing(&browser, "Per conversation turn").await;
 
     // tokenizer=server against an endpoint without /tokenize: the run does not
     // start, and says why.

@@ -81,6 +81,7 @@ fn start_run(
         painter,
         cancel: token,
         worker_url: worker_url.map(|u| u.to_string()),
+        tokens: Rc::default(),
     };
     let dispatcher = state.dispatcher();
     // Input or output tiers: the whole sweep at each, one report each (as `bench`).

@@ -309,6 +309,7 @@ async fn a_run_on_the_built_in_simulator_gives_a_browser_report() {
             painter,
             cancel: CancelToken::new(),
             worker_url: None,
+            tokens: Default::default(),
         },
         move |e| seen.borrow_mut().push(e),
     )

@@ -125,6 +125,9 @@ pub struct RunInput {
     /// The network worker's script (`net-worker.js`), when the page has it: real
     /// endpoints are then streamed off the main thread.
     pub worker_url: Option<String>,
+    /// How the prompts are sized, once found: the tiers of one run share it
+    /// (the server's tokenizer is probed once).
+    pub tokens: Rc<RefCell<Option<PageTokens>>>,
 }
 
 /// The page's own costs over a run, ms.
@@ -350,14 +353,16 @@ pub async fn run(
     // Exact prompts (the server's tokenizer), the shared prefix, and a prompt
     // length given as a fraction of the context window: settled before anything
     // is measured.
-    let page_tokens = tokens::prepare(
-        plan,
-        &transport,
-        &model,
-        input.api_key.as_deref(),
-        &input.cancel,
-    )
-    .await?;
+    let cached = input.tokens.borrow().clone();
+    let page_tokens = match cached {
+        Some(t) => t,
+        None => {
+            let key = input.api_key.as_deref();
+            let t = tokens::prepare(plan, &transport, &model, key, &input.cancel).await?;
+            *input.tokens.borrow_mut() = Some(t.clone());
+            t
+        }
+    };
     let mut context_window = None;
     if let Some(f) = plan.input_of_context {
         let window = tokens::context_window(plan, &model, input.api_key.as_deref()).await?;
