@@ -477,13 +477,15 @@ async fn measured_run(
         );
     }
 
-    // Nothing was fetched but the page's own files, the endpoint and its /metrics.
+    // Nothing was fetched but the page's own files, the endpoint, its /metrics
+    // and its /tokenize (the page counts prompts with the server's tokenizer).
     let mock_origin = mock.url.trim_end_matches("/v1");
     for name in &resources {
         assert!(
             name.starts_with(&origin)
                 || name.starts_with(&mock.url)
-                || *name == format!("{mock_origin}/metrics"),
+                || *name == format!("{mock_origin}/metrics")
+                || *name == format!("{mock_origin}/tokenize"),
             "unexpected request to {name}"
         );
     }
