@@ -20,6 +20,8 @@ pub enum Command {
     Bench(Box<cmd::bench::BenchArgs>),
     /// Measure this machine's client timing error against server truth at rising concurrency.
     Calibrate(cmd::calibrate::CalibrateArgs),
+    /// Compare runs: each change with its 95% interval and a verdict; a CI gate (--fail-on).
+    Compare(cmd::compare::CompareArgs),
     /// Start the simulated server and benchmark it: the whole client pipeline in one command.
     Demo(cmd::demo::DemoArgs),
     /// Run a simulated OpenAI-compatible inference server (demos and tests).
@@ -38,6 +40,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => cmd::bench::run(*args),
         Command::Calibrate(args) => cmd::calibrate::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Mock(args) => cmd::mock::run(args),
         Command::Kernels(args) => cmd::kernels::run(args),

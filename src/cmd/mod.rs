@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod compare;
 pub mod demo;
 pub mod kernels;
 pub mod mock;

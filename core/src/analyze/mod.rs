@@ -8,8 +8,10 @@
 //! - [`floor`]: model shapes, bytes per decode step and the bandwidth floor of TPOT;
 //! - [`verdict`] and [`diagnosis`]: the combined report's conclusions and the rules
 //!   whose findings quote their evidence;
-//! - [`server`]: the engine's and the GPU's `/metrics` read into series.
+//! - [`server`]: the engine's and the GPU's `/metrics` read into series;
+//! - [`compare`]: whether a difference between two runs is real (intervals, verdicts).
 
+pub mod compare;
 pub mod diagnosis;
 pub mod floor;
 pub mod level;

@@ -9,11 +9,13 @@
 //!   its [`glossary`];
 //! - [`charts`]: SVG charts (sweeps, distributions, requests, kernels);
 //! - [`server`]: the server view's tables; [`turns`]: conversations per turn and
-//!   the prefix cache; [`tiers`]: input and output tiers side by side.
+//!   the prefix cache; [`tiers`]: input and output tiers side by side;
+//! - [`compare`]: runs compared, change by change.
 
 pub mod charts;
 pub mod client;
 pub mod combined;
+pub mod compare;
 pub mod fmt;
 pub mod glossary;
 pub mod kernels;

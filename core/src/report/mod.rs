@@ -11,6 +11,7 @@
 
 pub mod assemble;
 pub mod combined;
+pub mod compare;
 pub mod kernels;
 pub mod raw;
 #[cfg(feature = "server-view")]

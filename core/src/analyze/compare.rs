@@ -1,0 +1,312 @@
+//! Is a difference between two runs real? The statistics `tokenscope compare`
+//! stands on (`docs/metrics.md`, "Comparing runs"):
+//!
+//! - a **percentile's difference** (TTFT p95 new minus base) gets a 95% interval
+//!   from the percentile bootstrap over requests: each run's requests resampled
+//!   with replacement, the percentile taken on each resample (core's one
+//!   definition, [`super::stats::percentile_sorted`]), the difference's 2.5th and
+//!   97.5th percentiles over the resamples; seeded, so the same files give the same
+//!   interval ([`bootstrap_diff`]). It assumes requests are independent draws of
+//!   each run's behaviour (a level's requests under the same load);
+//! - a **rate's difference** (error rate) gets Newcombe's hybrid score interval for
+//!   a difference of two proportions (Wilson's interval for each), which holds for
+//!   small counts and for rates of 0 ([`proportion_diff`]);
+//! - a **throughput's difference** gets Welch's t interval over the runs' rounds
+//!   ([`welch_diff`]): rounds, not requests, are its independent draws.
+//!
+//! A change is **significant** when its interval excludes zero and it exceeds the
+//! noise floor (`--min-change`, relative to the base); **better** or **worse**
+//! follows the metric's direction ([`Direction`], [`verdict`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{percentile_sorted, t_critical_95};
+use crate::rng::Rng;
+
+/// Resamples the bootstrap draws by default.
+pub const DEFAULT_RESAMPLES: u32 = 2000;
+
+/// A 95% interval of a difference (new minus base), in the metric's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Lower bound.
+    pub lo: f64,
+    /// Upper bound.
+    pub hi: f64,
+}
+
+impl Interval {
+    /// Whether the interval holds `x`.
+    pub fn contains(&self, x: f64) -> bool {
+        self.lo <= x && x <= self.hi
+    }
+
+    /// Whether zero is outside it (the difference is unlikely to be noise).
+    pub fn excludes_zero(&self) -> bool {
+        !self.contains(0.0)
+    }
+}
+
+/// A difference and its interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    /// The base run's value.
+    pub base: f64,
+    /// The new run's value.
+    pub new: f64,
+    /// `new - base`.
+    pub diff: f64,
+    /// Its 95% interval (`None`: no per-request samples to resample).
+    pub interval: Option<Interval>,
+}
+
+/// The quantile `q` of `base` and `new` (per-request samples of one metric) and
+/// the 95% percentile-bootstrap interval of its difference, from `resamples`
+/// draws seeded by `seed`. `None` when either run has no sample.
+pub fn bootstrap_diff(
+    base: &[f64],
+    new: &[f64],
+    q: f64,
+    resamples: u32,
+    seed: u64,
+) -> Option<Difference> {
+    let sorted = |v: &[f64]| {
+        let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+        s.sort_by(f64::total_cmp);
+        s
+    };
+    let (b, n) = (sorted(base), sorted(new));
+    if b.is_empty() || n.is_empty() {
+        return None;
+    }
+    let (vb, vn) = (percentile_sorted(&b, q), percentile_sorted(&n, q));
+    let mut rng = Rng::for_stream(seed, 0xB007);
+    let mut draw = |s: &[f64], buf: &mut Vec<f64>| {
+        buf.clear();
+        buf.extend((0..s.len()).map(|_| s[rng.below(s.len() as u64) as usize]));
+        buf.sort_by(f64::total_cmp);
+        percentile_sorted(buf, q)
+    };
+    let mut buf = Vec::with_capacity(b.len().max(n.len()));
+    let mut diffs: Vec<f64> = (0..resamples.max(1))
+        .map(|_| {
+            let db = draw(&b, &mut buf);
+            draw(&n, &mut buf) - db
+        })
+        .collect();
+    diffs.sort_by(f64::total_cmp);
+    Some(Difference {
+        base: vb,
+        new: vn,
+        diff: vn - vb,
+        interval: Some(Interval {
+            lo: percentile_sorted(&diffs, 0.025),
+            hi: percentile_sorted(&diffs, 0.975),
+        }),
+    })
+}
+
+/// Wilson's 95% score interval for `k` successes of `n`.
+fn wilson(k: u64, n: u64) -> (f64, f64) {
+    const Z: f64 = 1.959_963_984_540_054;
+    let (k, n) = (k as f64, n as f64);
+    let p = k / n;
+    let centre = p + Z * Z / (2.0 * n);
+    let half = Z * (p * (1.0 - p) / n + Z * Z / (4.0 * n * n)).sqrt();
+    let d = 1.0 + Z * Z / n;
+    ((centre - half) / d, (centre + half) / d)
+}
+
+/// The difference of two rates (`k_new / n_new - k_base / n_base`, e.g. error
+/// rates) with Newcombe's hybrid score interval (his method 10). `None` when a
+/// run has no request.
+pub fn proportion_diff(k_base: u64, n_base: u64, k_new: u64, n_new: u64) -> Option<Difference> {
+    if n_base == 0 || n_new == 0 {
+        return None;
+    }
+    let (p1, p2) = (k_new as f64 / n_new as f64, k_base as f64 / n_base as f64);
+    let ((l1, u1), (l2, u2)) = (wilson(k_new, n_new), wilson(k_base, n_base));
+    let d = p1 - p2;
+    let lo = d - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt();
+    let hi = d + ((u1 - p1).powi(2) + (p2 - l2).powi(2)).sqrt();
+    Some(Difference {
+        base: p2,
+        new: p1,
+        diff: d,
+        interval: Some(Interval { lo, hi }),
+    })
+}
+
+/// The difference of two means over independent draws (a throughput per round)
+/// with Welch's 95% t interval; without two draws on each side, the difference
+/// alone.
+pub fn welch_diff(base: &[f64], new: &[f64]) -> Option<Difference> {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let var =
+        |v: &[f64], m: f64| v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+    if base.is_empty() || new.is_empty() {
+        return None;
+    }
+    let (mb, mn) = (mean(base), mean(new));
+    let diff = mn - mb;
+    let interval = (base.len() >= 2 && new.len() >= 2).then(|| {
+        let (sb, sn) = (
+            var(base, mb) / base.len() as f64,
+            var(new, mn) / new.len() as f64,
+        );
+        let se = (sb + sn).sqrt();
+        // Welch-Satterthwaite degrees of freedom.
+        let df = if se > 0.0 {
+            (sb + sn).powi(2)
+                / (sb * sb / (base.len() - 1) as f64 + sn * sn / (new.len() - 1) as f64)
+        } else {
+            (base.len() + new.len() - 2) as f64
+        };
+        let half = t_critical_95(df.floor().max(1.0) as u64) * se;
+        Interval {
+            lo: diff - half,
+            hi: diff + half,
+        }
+    });
+    Some(Difference {
+        base: mb,
+        new: mn,
+        diff,
+        interval,
+    })
+}
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Latencies, error and timeout rates.
+    LowerIsBetter,
+    /// Throughput, goodput.
+    HigherIsBetter,
+}
+
+/// What a comparison concludes for one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// A significant change the right way.
+    Better,
+    /// A significant change the wrong way.
+    Worse,
+    /// The interval holds zero, or the change is under the noise floor.
+    NoChange,
+    /// No interval (summaries only): the difference is shown, not judged.
+    Unknown,
+}
+
+/// The verdict on `d` for a metric going `direction`: significant when its
+/// interval excludes zero and `|diff|` is at least `min_change` of the base
+/// (a fraction: 0.02 for 2%; for a base of zero, any change counts).
+pub fn verdict(d: &Difference, direction: Direction, min_change: f64) -> Verdict {
+    let Some(interval) = d.interval else {
+        return Verdict::Unknown;
+    };
+    let floor = min_change * d.base.abs();
+    if !interval.excludes_zero() || d.diff.abs() < floor || d.diff == 0.0 {
+        return Verdict::NoChange;
+    }
+    match (direction, d.diff < 0.0) {
+        (Direction::LowerIsBetter, true) | (Direction::HigherIsBetter, false) => Verdict::Better,
+        _ => Verdict::Worse,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples around `centre` ms (normal, sd 5), `n` of them, from `seed`.
+    fn samples(centre: f64, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = Rng::new(seed);
+        (0..n).map(|_| centre + 5.0 * rng.normal()).collect()
+    }
+
+    #[test]
+    fn a_known_shift_is_found_in_its_direction() {
+        let (base, new) = (samples(100.0, 300, 1), samples(110.0, 300, 2));
+        let d = bootstrap_diff(&base, &new, 0.5, DEFAULT_RESAMPLES, 7).unwrap();
+        let i = d.interval.unwrap();
+        assert!(i.contains(10.0) && i.excludes_zero(), "{d:?}");
+        assert_eq!(verdict(&d, Direction::LowerIsBetter, 0.02), Verdict::Worse);
+        assert_eq!(
+            verdict(&d, Direction::HigherIsBetter, 0.02),
+            Verdict::Better
+        );
+        // Seeded: the same inputs, the same interval.
+        assert_eq!(
+            bootstrap_diff(&base, &new, 0.5, DEFAULT_RESAMPLES, 7),
+            Some(d)
+        );
+        // Under a 20% noise floor, a 10% change is no change.
+        assert_eq!(
+            verdict(&d, Direction::LowerIsBetter, 0.2),
+            Verdict::NoChange
+        );
+    }
+
+    /// The same behaviour twice: "no change" in at least 19 of 20 seeds (a 95%
+    /// interval's false positives, measured).
+    #[test]
+    fn the_same_run_twice_is_no_change() {
+        let false_positives = (0..20u64)
+            .filter(|&s| {
+                let (a, b) = (samples(100.0, 200, 100 + s), samples(100.0, 200, 200 + s));
+                let d = bootstrap_diff(&a, &b, 0.95, 1000, s).unwrap();
+                verdict(&d, Direction::LowerIsBetter, 0.0) != Verdict::NoChange
+            })
+            .count();
+        assert!(false_positives <= 1, "{false_positives} of 20");
+    }
+
+    /// Newcombe (1998), Statistics in Medicine 17:873, Table II, method 10:
+    /// 56/70 vs 48/80 -> 0.2000 (0.0524, 0.3339); 9/10 vs 3/10 -> 0.6 (0.1705,
+    /// 0.8090).
+    #[test]
+    fn proportions_as_newcombe_gives_them() {
+        let d = proportion_diff(48, 80, 56, 70).unwrap();
+        let i = d.interval.unwrap();
+        assert!((d.diff - 0.2).abs() < 1e-12);
+        assert!(
+            (i.lo - 0.0524).abs() < 5e-5 && (i.hi - 0.3339).abs() < 5e-5,
+            "{i:?}"
+        );
+        let i = proportion_diff(3, 10, 9, 10).unwrap().interval.unwrap();
+        assert!(
+            (i.lo - 0.1705).abs() < 5e-5 && (i.hi - 0.8090).abs() < 5e-5,
+            "{i:?}"
+        );
+        // No errors either time: no change, and a finite interval around zero.
+        let d = proportion_diff(0, 100, 0, 100).unwrap();
+        assert_eq!(
+            verdict(&d, Direction::LowerIsBetter, 0.0),
+            Verdict::NoChange
+        );
+        assert_eq!(proportion_diff(0, 0, 1, 10), None);
+    }
+
+    #[test]
+    fn welch_over_rounds() {
+        let d = welch_diff(&[100.0, 102.0, 98.0], &[120.0, 118.0, 122.0]).unwrap();
+        let i = d.interval.unwrap();
+        assert!(
+            (d.diff - 20.0).abs() < 1e-12 && i.excludes_zero() && i.contains(20.0),
+            "{d:?}"
+        );
+        assert_eq!(
+            verdict(&d, Direction::HigherIsBetter, 0.02),
+            Verdict::Better
+        );
+        // One round each: the difference, not judged.
+        let d = welch_diff(&[100.0], &[120.0]).unwrap();
+        assert_eq!(
+            verdict(&d, Direction::HigherIsBetter, 0.02),
+            Verdict::Unknown
+        );
+    }
+}

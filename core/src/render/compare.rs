@@ -1,0 +1,143 @@
+//! A comparison (`tokenscope compare`) as people read it: per run against the
+//! base, what differs between the runs, then per level and metric both values,
+//! the change, its 95% interval and the verdict; as text or Markdown.
+
+use super::fmt::{fmt_ms, fmt_rate};
+use super::table::{markdown_table, text_table};
+use crate::analyze::compare::Verdict;
+use crate::report::compare::{Cell, Comparison, RunVsBase};
+
+/// A value of `metric` as the tables show it.
+fn value(metric: &str, v: f64) -> String {
+    if metric.ends_with("_rate") {
+        format!("{:.2}%", v * 100.0)
+    } else if metric == "output_tokens_per_s" {
+        fmt_rate(v)
+    } else {
+        fmt_ms(Some(v))
+    }
+}
+
+/// A change of `metric` (signed).
+fn change(metric: &str, v: f64) -> String {
+    let sign = if v >= 0.0 { "+" } else { "-" };
+    if metric.ends_with("_rate") {
+        format!("{sign}{:.2}pp", v.abs() * 100.0)
+    } else {
+        format!("{sign}{}", value(metric, v.abs()))
+    }
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "WORSE",
+        Verdict::NoChange => "no change",
+        Verdict::Unknown => "(no interval)",
+    }
+}
+
+/// The table's headers and rows for one run against the base.
+pub fn rows(run: &RunVsBase) -> (Vec<String>, Vec<Vec<String>>) {
+    let headers = [
+        "level",
+        "metric",
+        "base",
+        "new",
+        "change",
+        "95% interval",
+        "verdict",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let row = |load: &str, c: &Cell| {
+        vec![
+            load.to_owned(),
+            c.metric.clone(),
+            value(&c.metric, c.base),
+            value(&c.metric, c.new),
+            match c.relative {
+                Some(r) if !c.metric.ends_with("_rate") => {
+                    format!("{} ({:+.1}%)", change(&c.metric, c.diff), r * 100.0)
+                }
+                _ => change(&c.metric, c.diff),
+            },
+            c.interval.map_or_else(
+                || "-".into(),
+                |i| format!("[{}, {}]", change(&c.metric, i.lo), change(&c.metric, i.hi)),
+            ),
+            verdict_word(c.verdict).to_owned(),
+        ]
+    };
+    let rows = run
+        .levels
+        .iter()
+        .flat_map(|l| l.cells.iter().map(move |c| row(&l.load, c)))
+        .collect();
+    (headers, rows)
+}
+
+/// The lines before a run's table: what differs, unmatched levels, and how the
+/// intervals were made.
+fn preamble(c: &Comparison, run: &RunVsBase) -> Vec<String> {
+    let mut out = vec![format!("{} vs {} (base)", run.name, c.base)];
+    for m in &run.mismatches {
+        out.push(format!(
+            "warning: {} differs: {} (base) vs {}",
+            m.field, m.base, m.new
+        ));
+    }
+    for (which, levels) in [
+        ("the base", &run.only_in_base),
+        (run.name.as_str(), &run.only_in_new),
+    ] {
+        if !levels.is_empty() {
+            out.push(format!("levels only in {which}: {}", levels.join(", ")));
+        }
+    }
+    out.push(if run.intervals {
+        format!(
+            "95% intervals: latencies by bootstrap over requests ({} resamples, seed {}), throughput over rounds (Welch), rates by Newcombe's score interval; a change is significant when its interval excludes 0 and it is at least {}% of the base",
+            c.resamples,
+            c.seed,
+            c.min_change * 100.0
+        )
+    } else {
+        "note: no raw file for one of the runs: latencies are compared on the stored summaries, without intervals (give --raw)".into()
+    });
+    out
+}
+
+/// The comparison as terminal text.
+pub fn text(c: &Comparison) -> String {
+    let mut out = String::new();
+    for run in &c.runs {
+        for line in preamble(c, run) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        let (h, r) = rows(run);
+        out.push_str(&text_table(&h, &r));
+        out.push('\n');
+    }
+    out
+}
+
+/// The comparison as Markdown.
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = String::from("# Comparison\n\n");
+    for run in &c.runs {
+        let mut lines = preamble(c, run).into_iter();
+        if let Some(title) = lines.next() {
+            out.push_str(&format!("## {title}\n\n"));
+        }
+        for line in lines {
+            out.push_str(&format!("- {line}\n"));
+        }
+        let (h, r) = rows(run);
+        out.push('\n');
+        out.push_str(&markdown_table(&h, &r));
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,193 @@
+//! `tokenscope compare`: runs compared against the first, change by change, with
+//! 95% intervals and verdicts (`core::report::compare`), and a CI gate.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use tokenscope_core::render;
+use tokenscope_core::report::ClientReport;
+use tokenscope_core::report::compare::{CompareOptions, CompareRun, Threshold, compare, crossings};
+use tokenscope_core::report::raw::{self, RawFile};
+
+/// Compare client reports (native or browser) against the first: levels matched
+/// by load; per metric both values, the change, its 95% interval (bootstrap over
+/// requests from the raw files, Welch over rounds for throughput, Newcombe for
+/// error and timeout rates) and a verdict. What differs between the runs besides
+/// the change under test is a warning (`--strict`: an error).
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  tokenscope compare before.json after.json
+  tokenscope compare before.json after.json --raw before.jsonl after.jsonl
+  tokenscope compare base.json new.json --fail-on 'ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%'
+  tokenscope compare base.json new.json --json compare.json --markdown compare.md
+
+A report's raw file is found beside it when --raw is not given: report.json ->
+report.raw.jsonl or report.jsonl. Exit status: 0, 1 when --fail-on is crossed, 2
+on an error (or, with --strict, runs that differ in more than the change).")]
+pub struct CompareArgs {
+    /// The base report, then one or more to compare with it.
+    #[arg(value_name = "REPORT", num_args = 2.., required = true)]
+    pub reports: Vec<PathBuf>,
+
+    /// The reports' raw files (`bench --raw`), in the same order.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub raw: Vec<PathBuf>,
+
+    /// A change smaller than this share of the base is no change (the noise floor).
+    #[arg(long, value_name = "PERCENT", default_value = "2%")]
+    pub min_change: String,
+
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = tokenscope_core::analyze::compare::DEFAULT_RESAMPLES)]
+    pub resamples: u32,
+
+    /// The bootstrap's seed (the same files and seed give the same intervals).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Refuse runs that differ in more than the change under test (model, tiers,
+    /// prompts, tokenizer, load, tool version, client).
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Exit 1 when a significant change crosses one of these:
+    /// `METRIC[:PCTL]:±N(%|pp)`, e.g. `ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%`.
+    #[arg(long, value_name = "THRESHOLDS")]
+    pub fail_on: Option<String>,
+
+    /// Write the comparison as JSON (tokenscope.compare/1) here (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write the comparison as Markdown here (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// `2%` or `0.02` as a fraction.
+fn fraction(s: &str) -> anyhow::Result<f64> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| anyhow::anyhow!("--min-change {s:?}: expected a percentage like 2%"))?;
+    anyhow::ensure!(
+        (0.0..1.0).contains(&v),
+        "--min-change {s:?}: between 0% and 100%"
+    );
+    Ok(v)
+}
+
+/// The raw file beside `report` (`X.json` -> `X.raw.jsonl`, `X.jsonl`), if any.
+fn beside(report: &Path) -> Option<PathBuf> {
+    let stem = report.file_stem()?.to_string_lossy().into_owned();
+    ["raw.jsonl", "jsonl"]
+        .iter()
+        .map(|ext| report.with_file_name(format!("{stem}.{ext}")))
+        .find(|p| p.is_file())
+}
+
+fn read_raw(path: &Path) -> anyhow::Result<RawFile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--raw {}: cannot read the file", path.display()))?;
+    raw::parse(&text).map_err(|e| anyhow::anyhow!("--raw {}: {e}", path.display()))
+}
+
+fn write(path: &Path, text: &str, what: &str) -> anyhow::Result<()> {
+    if path == Path::new("-") {
+        print!("{text}");
+        return Ok(());
+    }
+    std::fs::write(path, text)
+        .with_context(|| format!("--{what} {}: cannot write the file", path.display()))
+}
+
+/// Run `tokenscope compare`.
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let min_change = fraction(&args.min_change)?;
+    let thresholds = match &args.fail_on {
+        Some(s) => Threshold::parse_list(s).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
+        None => Vec::new(),
+    };
+    anyhow::ensure!(
+        args.raw.is_empty() || args.raw.len() == args.reports.len(),
+        "--raw: {} files for {} reports (give one per report, in the same order, or none)",
+        args.raw.len(),
+        args.reports.len()
+    );
+    let mut reports = Vec::new();
+    let mut raws = Vec::new();
+    for (i, path) in args.reports.iter().enumerate() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read the file", path.display()))?;
+        let report = ClientReport::from_json(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let raw_path = args.raw.get(i).cloned().or_else(|| beside(path));
+        raws.push(raw_path.as_deref().map(read_raw).transpose()?);
+        reports.push(report);
+    }
+    let names: Vec<String> = args
+        .reports
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let runs: Vec<CompareRun<'_>> = reports
+        .iter()
+        .zip(&raws)
+        .zip(&names)
+        .map(|((report, raw), name)| CompareRun {
+            name,
+            report,
+            raw: raw.as_ref(),
+        })
+        .collect();
+    let opts = CompareOptions {
+        min_change,
+        resamples: args.resamples.max(100),
+        seed: args.seed,
+    };
+    let c = compare(&runs, &opts);
+    if args.strict
+        && let Some(run) = c.runs.iter().find(|r| !r.mismatches.is_empty())
+    {
+        let fields: Vec<String> = run
+            .mismatches
+            .iter()
+            .map(|m| format!("{} ({} vs {})", m.field, m.base, m.new))
+            .collect();
+        anyhow::bail!(
+            "--strict: {} and {} differ in more than the change: {}",
+            c.base,
+            run.name,
+            fields.join(", ")
+        );
+    }
+    let to_stdout = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
+    if !to_stdout(&args.json) && !to_stdout(&args.markdown) {
+        print!("{}", render::compare::text(&c));
+    }
+    if let Some(p) = &args.json {
+        let json = serde_json::to_string_pretty(&c)? + "\n";
+        write(p, &json, "json")?;
+    }
+    if let Some(p) = &args.markdown {
+        write(p, &render::compare::markdown(&c), "markdown")?;
+    }
+    let crossed = crossings(&c, &thresholds);
+    if crossed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (run, level, cell) in &crossed {
+        eprintln!(
+            "fail-on: {run} {level} {}: {} -> {} ({:+.1}%), significant",
+            cell.metric,
+            cell.base,
+            cell.new,
+            cell.relative.unwrap_or(0.0) * 100.0
+        );
+    }
+    Ok(ExitCode::from(1))
+}

@@ -1,0 +1,240 @@
+//! `tokenscope compare` against runs whose difference is known: two mocks that
+//! differ by 1 ms of inter-token latency and 5 ms of time to first token (the
+//! change found, in its direction, its interval holding the true shift), the same
+//! mock twice (no change, the false positive rate measured over seeds), a CI gate
+//! both ways, incompatible runs, reports without raw files, and bad files.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Mock, run, text};
+use serde_json::Value;
+
+/// `bench` against `mock` at c=1 and c=2 (`requests` a level, 3 rounds, answers
+/// of `max_tokens`) into `dir/name.json` and `.jsonl`.
+fn bench(
+    mock: &Mock,
+    dir: &Path,
+    name: &str,
+    seed: u64,
+    requests: u32,
+    max_tokens: u32,
+) -> PathBuf {
+    let out = dir.join(format!("{name}.json"));
+    let raw = dir.join(format!("{name}.jsonl"));
+    let (seed, requests, max_tokens) = (
+        seed.to_string(),
+        requests.to_string(),
+        max_tokens.to_string(),
+    );
+    let args = [
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "1,2",
+        "--requests",
+        &requests,
+        "--rounds",
+        "3",
+        "--max-tokens",
+        &max_tokens,
+        "--ignore-eos",
+        "--seed",
+        &seed,
+        "--server-metrics",
+        "none",
+        "--out",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+        "-q",
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    out
+}
+
+fn compare(args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec!["compare", "--json", "-"];
+    all.extend_from_slice(args);
+    let o = run(&all);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (o.status.code().unwrap_or(-1), json, text(&o))
+}
+
+fn cell<'a>(c: &'a Value, level: &str, metric: &str) -> &'a Value {
+    c["runs"][0]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["load"] == level)
+        .and_then(|l| {
+            l["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["metric"] == metric)
+        })
+        .unwrap_or_else(|| panic!("no {level} {metric} in {c}"))
+}
+
+#[test]
+fn a_known_change_is_found_with_an_interval_holding_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_mock = Mock::start(&["--ttft-ms", "20", "--itl-ms", "10", "--jitter-ms", "0.5"]);
+    let new_mock = Mock::start(&["--ttft-ms", "25", "--itl-ms", "11", "--jitter-ms", "0.5"]);
+    let base = bench(&base_mock, dir.path(), "base", 1, 30, 12);
+    let new = bench(&new_mock, dir.path(), "new", 1, 30, 12);
+    let (b, n) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let (code, c, out) = compare(&[b, n]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(c["schema"], "tokenscope.compare/1");
+    assert_eq!(
+        c["runs"][0]["intervals"], true,
+        "the raw files beside the reports"
+    );
+    // The endpoint differs (another mock): said, not refused.
+    let mismatches = c["runs"][0]["mismatches"].as_array().unwrap();
+    assert!(
+        mismatches.iter().any(|m| m["field"] == "config.url"),
+        "{mismatches:?}"
+    );
+    let mut figures = Vec::new();
+    for (metric, truth) in [
+        ("tpot_ms:p50", 1.0),
+        ("itl_ms:p50", 1.0),
+        ("ttft_ms:p50", 5.0),
+    ] {
+        let x = cell(&c, "c=1", metric);
+        let (lo, hi) = (
+            x["interval"]["lo"].as_f64().unwrap(),
+            x["interval"]["hi"].as_f64().unwrap(),
+        );
+        figures.push(format!(
+            "{metric} {:+.2} ms [{lo:+.2}, {hi:+.2}]",
+            x["diff"].as_f64().unwrap()
+        ));
+        assert!(
+            lo <= truth && truth <= hi,
+            "{metric}: {truth} not in [{lo}, {hi}]"
+        );
+        assert!(lo > 0.0, "{metric}: significant");
+        assert_eq!(x["verdict"], "worse", "{metric}: higher latency is worse");
+    }
+    let tput = cell(&c, "c=1", "output_tokens_per_s");
+    assert_eq!(tput["verdict"], "worse", "{tput}");
+    eprintln!(
+        "known shift (+5 ms TTFT, +1 ms ITL) at c=1: {}",
+        figures.join("; ")
+    );
+
+    // The gate: a 5% rise of TPOT fails (exit 1), a 50% one does not.
+    let (code, _, out) = compare(&[b, n, "--fail-on", "tpot_ms:p50:+5%"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("fail-on:") && out.contains("tpot_ms:p50"),
+        "{out}"
+    );
+    let (code, _, out) = compare(&[b, n, "--fail-on", "tpot_ms:p50:+50%,error_rate:+1pp"]);
+    assert_eq!(code, 0, "{out}");
+    // The other way round it is better.
+    let (_, c, _) = compare(&[n, b]);
+    assert_eq!(cell(&c, "c=2", "tpot_ms:p50")["verdict"], "better");
+}
+
+/// The same mock twice, over 20 seeds: how often does any latency or throughput
+/// cell call a change? The 2% noise floor and the intervals keep it at or under
+/// one in 20.
+#[test]
+fn the_same_server_twice_is_no_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "3", "--jitter-ms", "0.5"]);
+    let mut flagged = Vec::new();
+    for seed in 0..20u64 {
+        let a = bench(&mock, dir.path(), &format!("a{seed}"), seed, 21, 12);
+        let b = bench(&mock, dir.path(), &format!("b{seed}"), seed + 100, 21, 12);
+        let (code, c, out) = compare(&[a.to_str().unwrap(), b.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}");
+        let changed: Vec<String> = c["runs"][0]["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|l| {
+                l["cells"].as_array().unwrap().iter().filter_map(move |x| {
+                    (x["verdict"] != "no_change").then(|| format!("{} {}", l["load"], x["metric"]))
+                })
+            })
+            .collect();
+        if !changed.is_empty() {
+            flagged.push((seed, changed));
+        }
+    }
+    eprintln!(
+        "the same server twice: {} of 20 comparisons called a change: {flagged:?}",
+        flagged.len()
+    );
+    assert!(flagged.len() <= 1, "{flagged:?}");
+}
+
+#[test]
+fn incompatible_runs_summaries_only_and_bad_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "2"]);
+    let a = bench(&mock, dir.path(), "a", 1, 12, 12);
+    let b = bench(&mock, dir.path(), "b", 1, 12, 8);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    // Another output tier: the warning names the field; --strict refuses.
+    let o = run(&["compare", a, b]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("warning: config.max_tokens differs: 12 (base) vs 8"),
+        "{out}"
+    );
+    let o = run(&["compare", a, b, "--strict"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("config.max_tokens (12 vs 8)"),
+        "{}",
+        text(&o)
+    );
+
+    // Without raw files: the stored summaries, no intervals, said so.
+    let only = dir.path().join("only");
+    std::fs::create_dir(&only).unwrap();
+    for f in ["a.json", "b.json"] {
+        std::fs::copy(dir.path().join(f), only.join(f)).unwrap();
+    }
+    let (x, y) = (only.join("a.json"), only.join("b.json"));
+    let o = run(&["compare", x.to_str().unwrap(), y.to_str().unwrap()]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("without intervals"), "{out}");
+    assert!(out.contains("(no interval)"), "{out}");
+
+    // Bad files: one line naming the file.
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{ not json").unwrap();
+    let future = dir.path().join("future.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(a).unwrap()).unwrap();
+    v["schema"] = "tokenscope.client/9".into();
+    std::fs::write(&future, v.to_string()).unwrap();
+    for (bad, says) in [
+        (&garbage, "not a tokenscope report"),
+        (&future, "unsupported schema"),
+    ] {
+        let o = run(&["compare", a, bad.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        let out = text(&o);
+        assert!(
+            out.contains(bad.to_str().unwrap()) && out.contains(says),
+            "{out}"
+        );
+    }
+    let o = run(&["compare", a, b, "--fail-on", "ttft_ms:p95:5%"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("needs its sign"), "{}", text(&o));
+}
