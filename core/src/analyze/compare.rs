@@ -56,8 +56,53 @@ pub struct Difference {
     pub new: f64,
     /// `new - base`.
     pub diff: f64,
-    /// Its 95% interval (`None`: no per-request samples to resample).
+    /// Its 95% interval (`None`: no per-request samples to resample, or too few
+    /// for the percentile: [`min_samples`]).
     pub interval: Option<Interval>,
+    /// The two-sided p-value of "no difference" (bootstrap, or the score test for
+    /// rates): what the comparison's multiplicity control ([`holm`]) ranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+}
+
+/// The fewest requests a run needs for an interval of its `q` percentile: five
+/// beyond it (10 for p50, 100 for p95, 500 for p99). With fewer, the percentile is
+/// one of the last few samples and resampling cannot say how it varies.
+pub fn min_samples(q: f64) -> usize {
+    (5.0 / (1.0 - q.clamp(0.0, 0.999))).ceil() as usize
+}
+
+/// Holm's step-down over a family of p-values at level `alpha`: which are
+/// significant with the family-wise error kept at `alpha` (for "is anything
+/// different?" over every cell of a comparison).
+pub fn holm(p_values: &[f64], alpha: f64) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..p_values.len()).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let m = p_values.len();
+    let mut out = vec![false; m];
+    for (rank, &i) in order.iter().enumerate() {
+        if p_values[i] > alpha / (m - rank) as f64 {
+            break;
+        }
+        out[i] = true;
+    }
+    out
+}
+
+/// The standard normal's CDF (Abramowitz and Stegun 7.1.26, within 1.5e-7).
+fn normal_cdf(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = 1.0 - poly * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * (1.0 + erf)
+    } else {
+        0.5 * (1.0 - erf)
+    }
 }
 
 /// The quantile `q` of `base` and `new` (per-request samples of one metric) and
@@ -80,6 +125,15 @@ pub fn bootstrap_diff(
         return None;
     }
     let (vb, vn) = (percentile_sorted(&b, q), percentile_sorted(&n, q));
+    if b.len().min(n.len()) < min_samples(q) {
+        return Some(Difference {
+            base: vb,
+            new: vn,
+            diff: vn - vb,
+            interval: None,
+            p_value: None,
+        });
+    }
     let mut rng = Rng::for_stream(seed, 0xB007);
     let mut draw = |s: &[f64], buf: &mut Vec<f64>| {
         buf.clear();
@@ -95,6 +149,10 @@ pub fn bootstrap_diff(
         })
         .collect();
     diffs.sort_by(f64::total_cmp);
+    // Two-sided: the smaller share of resampled differences on either side of 0.
+    let below = diffs.iter().filter(|&&d| d <= 0.0).count();
+    let above = diffs.iter().filter(|&&d| d >= 0.0).count();
+    let p = (2.0 * (below.min(above) + 1) as f64 / (diffs.len() + 1) as f64).min(1.0);
     Some(Difference {
         base: vb,
         new: vn,
@@ -103,6 +161,7 @@ pub fn bootstrap_diff(
             lo: percentile_sorted(&diffs, 0.025),
             hi: percentile_sorted(&diffs, 0.975),
         }),
+        p_value: Some(p),
     })
 }
 
@@ -129,11 +188,20 @@ pub fn proportion_diff(k_base: u64, n_base: u64, k_new: u64, n_new: u64) -> Opti
     let d = p1 - p2;
     let lo = d - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt();
     let hi = d + ((u1 - p1).powi(2) + (p2 - l2).powi(2)).sqrt();
+    // The pooled score test's p-value.
+    let pooled = (k_new + k_base) as f64 / (n_new + n_base) as f64;
+    let se = (pooled * (1.0 - pooled) * (1.0 / n_new as f64 + 1.0 / n_base as f64)).sqrt();
+    let p_value = if se > 0.0 {
+        2.0 * (1.0 - normal_cdf((d / se).abs()))
+    } else {
+        1.0
+    };
     Some(Difference {
         base: p2,
         new: p1,
         diff: d,
         interval: Some(Interval { lo, hi }),
+        p_value: Some(p_value),
     })
 }
 
@@ -173,6 +241,7 @@ pub fn welch_diff(base: &[f64], new: &[f64]) -> Option<Difference> {
         new: mn,
         diff,
         interval,
+        p_value: None,
     })
 }
 
@@ -288,6 +357,23 @@ mod tests {
             Verdict::NoChange
         );
         assert_eq!(proportion_diff(0, 0, 1, 10), None);
+    }
+
+    #[test]
+    fn holm_and_the_normal_cdf() {
+        assert_eq!(
+            holm(&[0.01, 0.04, 0.03, 0.5], 0.05),
+            [true, false, false, false]
+        );
+        assert_eq!(holm(&[0.001, 0.012, 0.02], 0.05), [true, true, true]);
+        assert!((normal_cdf(1.959_964) - 0.975).abs() < 1e-6);
+        assert!((normal_cdf(-1.0) - 0.158_655_3).abs() < 1e-6);
+        assert_eq!(min_samples(0.5), 10);
+        assert_eq!(min_samples(0.99), 500);
+        // Too few for p99: the values, no interval.
+        let few = samples(100.0, 50, 3);
+        let d = bootstrap_diff(&few, &few, 0.99, 100, 1).unwrap();
+        assert_eq!((d.interval, d.p_value), (None, None));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::raw::RawFile;
 use super::{ClientReport, LevelReport};
 use crate::analyze::compare::{
-    Difference, Direction, Interval, Verdict, bootstrap_diff, proportion_diff, verdict, welch_diff,
+    Difference, Direction, Interval, Verdict, bootstrap_diff, holm, proportion_diff, verdict,
+    welch_diff,
 };
 use crate::analyze::level::LevelOptions;
 use crate::measure::metrics::RequestMetrics;
@@ -125,6 +126,10 @@ pub struct Cell {
     pub relative: Option<f64>,
     /// The difference's 95% interval.
     pub interval: Option<Interval>,
+    /// The p-value of "no difference" (latencies and rates), before the
+    /// comparison's multiplicity control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
     /// Better, worse, no change, or unknown (no interval).
     pub verdict: Verdict,
 }
@@ -185,7 +190,32 @@ fn cell(metric: String, direction: Direction, d: &Difference, min_change: f64) -
         diff: d.diff,
         relative: (d.base != 0.0).then(|| d.diff / d.base),
         interval: d.interval,
+        p_value: d.p_value,
         verdict: verdict(d, direction, min_change),
+    }
+}
+
+/// The family-wise error of a run's comparison: Holm's step-down over every
+/// cell with a p-value (latency percentiles, rates) at 5%; a change it does not
+/// keep is no change. Throughput (Welch over a few rounds) is judged by its
+/// interval alone.
+fn control_family(levels: &mut [LevelVsBase]) {
+    let tested: Vec<(usize, usize, f64)> = levels
+        .iter()
+        .enumerate()
+        .flat_map(|(li, l)| {
+            l.cells
+                .iter()
+                .enumerate()
+                .filter_map(move |(ci, c)| c.p_value.map(|p| (li, ci, p)))
+        })
+        .collect();
+    let p: Vec<f64> = tested.iter().map(|t| t.2).collect();
+    for ((li, ci, _), keep) in tested.iter().zip(holm(&p, 0.05)) {
+        let c = &mut levels[*li].cells[*ci];
+        if !keep && matches!(c.verdict, Verdict::Better | Verdict::Worse) {
+            c.verdict = Verdict::NoChange;
+        }
     }
 }
 
@@ -289,6 +319,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
                         new: y,
                         diff: y - x,
                         interval: None,
+                        p_value: None,
                     })
                 });
                 if let Some(d) = d {
@@ -332,6 +363,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
             cells,
         });
     }
+    control_family(&mut levels);
     let unmatched = |a: &ClientReport, b: &ClientReport| -> Vec<String> {
         a.levels
             .iter()
@@ -474,6 +506,7 @@ mod tests {
             diff: new - base,
             relative: Some((new - base) / base),
             interval: Some(Interval { lo, hi }),
+            p_value: None,
             verdict: Verdict::Unknown,
         }
     }
