@@ -115,17 +115,43 @@ pub fn bootstrap_diff(
     resamples: u32,
     seed: u64,
 ) -> Option<Difference> {
-    let sorted = |v: &[f64]| {
-        let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    let each = |v: &[f64]| v.iter().map(|x| vec![*x]).collect::<Vec<_>>();
+    bootstrap_clusters(&each(base), &each(new), q, resamples, seed)
+}
+
+/// [`bootstrap_diff`] over clusters: each run's values come in groups that move
+/// together (a request's inter-token gaps), so the bootstrap draws whole groups
+/// (requests) and takes the quantile over their values.
+pub fn bootstrap_clusters(
+    base: &[Vec<f64>],
+    new: &[Vec<f64>],
+    q: f64,
+    resamples: u32,
+    seed: u64,
+) -> Option<Difference> {
+    let clean = |c: &[Vec<f64>]| -> Vec<Vec<f64>> {
+        c.iter()
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|x| !x.is_nan())
+                    .collect::<Vec<f64>>()
+            })
+            .filter(|v| !v.is_empty())
+            .collect()
+    };
+    let (b, n) = (clean(base), clean(new));
+    let flat = |c: &[Vec<f64>]| {
+        let mut s: Vec<f64> = c.iter().flatten().copied().collect();
         s.sort_by(f64::total_cmp);
         s
     };
-    let (b, n) = (sorted(base), sorted(new));
-    if b.is_empty() || n.is_empty() {
+    let (fb, fnew) = (flat(&b), flat(&n));
+    if fb.is_empty() || fnew.is_empty() {
         return None;
     }
-    let (vb, vn) = (percentile_sorted(&b, q), percentile_sorted(&n, q));
-    if b.len().min(n.len()) < min_samples(q) {
+    let (vb, vn) = (percentile_sorted(&fb, q), percentile_sorted(&fnew, q));
+    if fb.len().min(fnew.len()) < min_samples(q) {
         return Some(Difference {
             base: vb,
             new: vn,
@@ -135,13 +161,15 @@ pub fn bootstrap_diff(
         });
     }
     let mut rng = Rng::for_stream(seed, 0xB007);
-    let mut draw = |s: &[f64], buf: &mut Vec<f64>| {
+    let mut draw = |c: &[Vec<f64>], buf: &mut Vec<f64>| {
         buf.clear();
-        buf.extend((0..s.len()).map(|_| s[rng.below(s.len() as u64) as usize]));
+        for _ in 0..c.len() {
+            buf.extend_from_slice(&c[rng.below(c.len() as u64) as usize]);
+        }
         buf.sort_by(f64::total_cmp);
         percentile_sorted(buf, q)
     };
-    let mut buf = Vec::with_capacity(b.len().max(n.len()));
+    let mut buf = Vec::with_capacity(fb.len().max(fnew.len()) * 2);
     let mut diffs: Vec<f64> = (0..resamples.max(1))
         .map(|_| {
             let db = draw(&b, &mut buf);

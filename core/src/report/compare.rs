@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::raw::RawFile;
 use super::{ClientReport, LevelReport};
 use crate::analyze::compare::{
-    Difference, Direction, Interval, Verdict, bootstrap_diff, holm, proportion_diff, verdict,
+    Difference, Direction, Interval, Verdict, bootstrap_clusters, holm, proportion_diff, verdict,
     welch_diff,
 };
 use crate::analyze::level::LevelOptions;
@@ -139,8 +139,10 @@ const LATENCIES: [&str; 5] = ["ttft_ms", "rendered_ttft_ms", "tpot_ms", "itl_ms"
 /// Their percentiles.
 const PERCENTILES: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
 
-/// Per-request samples of a run's measured requests, by level index and metric.
-type LevelSamples = BTreeMap<usize, BTreeMap<&'static str, Vec<f64>>>;
+/// Per-request samples of a run's measured requests, by level index and metric:
+/// one group a request (a request's inter-token gaps are one group; the other
+/// metrics one value a request).
+type LevelSamples = BTreeMap<usize, BTreeMap<&'static str, Vec<Vec<f64>>>>;
 
 fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
     let opts = LevelOptions::from_config(&report.config).metric;
@@ -158,11 +160,13 @@ fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
             ("e2e_ms", m.e2e_ms),
         ] {
             if let Some(v) = v {
-                level.entry(name).or_default().push(v);
+                level.entry(name).or_default().push(vec![v]);
             }
         }
-        let itl = level.entry("itl_ms").or_default();
-        itl.extend(m.gaps.iter().map(|g| g.ms));
+        let gaps: Vec<f64> = m.gaps.iter().map(|g| g.ms).collect();
+        if !gaps.is_empty() {
+            level.entry("itl_ms").or_default().push(gaps);
+        }
     }
     out
 }
@@ -308,7 +312,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
                                 .cloned()
                                 .unwrap_or_default()
                         };
-                        bootstrap_diff(&get(b, bi), &get(n, ni), q, opts.resamples, opts.seed)
+                        bootstrap_clusters(&get(b, bi), &get(n, ni), q, opts.resamples, opts.seed)
                     }
                     _ => None,
                 };
