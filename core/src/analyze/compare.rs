@@ -14,9 +14,9 @@
 //! - a **throughput's difference** gets Welch's t interval over the runs' rounds
 //!   ([`welch_diff`]): rounds, not requests, are its independent draws.
 //!
-//! A change is **significant** when its interval excludes zero and it exceeds the
-//! noise floor (`--min-change`, relative to the base); **better** or **worse**
-//! follows the metric's direction ([`Direction`], [`verdict`]).
+//! A change is **significant** when its whole interval lies beyond the noise
+//! floor (`--min-change`, relative to the base) on one side; **better** or
+//! **worse** follows the metric's direction ([`Direction`], [`verdict`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -298,14 +298,17 @@ pub enum Verdict {
 }
 
 /// The verdict on `d` for a metric going `direction`: significant when its
-/// interval excludes zero and `|diff|` is at least `min_change` of the base
-/// (a fraction: 0.02 for 2%; for a base of zero, any change counts).
+/// whole interval lies beyond the noise floor, `min_change` of the base (a
+/// fraction: 0.02 for 2%), on one side: 95% sure the change is at least the
+/// floor, not only that it is not zero. With a floor of zero (or a base of
+/// zero), an interval excluding zero is enough.
 pub fn verdict(d: &Difference, direction: Direction, min_change: f64) -> Verdict {
     let Some(interval) = d.interval else {
         return Verdict::Unknown;
     };
     let floor = min_change * d.base.abs();
-    if !interval.excludes_zero() || d.diff.abs() < floor || d.diff == 0.0 {
+    let beyond = interval.lo > floor || interval.hi < -floor;
+    if !interval.excludes_zero() || !beyond || d.diff == 0.0 {
         return Verdict::NoChange;
     }
     match (direction, d.diff < 0.0) {
@@ -339,6 +342,20 @@ mod tests {
         assert_eq!(
             bootstrap_diff(&base, &new, 0.5, DEFAULT_RESAMPLES, 7),
             Some(d)
+        );
+        // Significant means the whole interval beyond the floor: +2.5 [+1.5, +3.0]
+        // on 100 is not 95% sure to be 2%, but is to be 1%.
+        let near = Difference {
+            base: 100.0,
+            new: 102.5,
+            diff: 2.5,
+            interval: Some(Interval { lo: 1.5, hi: 3.0 }),
+            p_value: None,
+        };
+        let judge = |floor| verdict(&near, Direction::LowerIsBetter, floor);
+        assert_eq!(
+            (judge(0.02), judge(0.01)),
+            (Verdict::NoChange, Verdict::Worse)
         );
         // Under a 20% noise floor, a 10% change is no change.
         assert_eq!(

@@ -97,7 +97,7 @@ fn preamble(c: &Comparison, run: &RunVsBase) -> Vec<String> {
     }
     out.push(if run.intervals {
         format!(
-            "95% intervals: latencies by bootstrap over requests ({} resamples, seed {}; a percentile needs 5 requests beyond it: 10 for p50, 100 for p95, 500 for p99), throughput over rounds (Welch), rates by Newcombe's score interval; a change is significant when its interval excludes 0, it is at least {}% of the base, and Holm's control over the comparison's cells keeps it (5% family-wise)",
+            "95% intervals: latencies by bootstrap over requests ({} resamples, seed {}; a percentile needs 5 samples beyond it: 10 for p50, 100 for p95, 500 for p99), widened to the spread between rounds where both runs have rounds (Welch); throughput over rounds (Welch); rates by Newcombe's score interval. A change is significant when its whole interval lies beyond {}% of the base on one side and Holm's control over the comparison's cells keeps it (5% family-wise)",
             c.resamples,
             c.seed,
             c.min_change * 100.0

@@ -16,6 +16,7 @@ use crate::analyze::compare::{
     welch_diff,
 };
 use crate::analyze::level::LevelOptions;
+use crate::analyze::stats::percentile_sorted;
 use crate::measure::metrics::RequestMetrics;
 use crate::measure::record::Outcome;
 
@@ -139,10 +140,10 @@ const LATENCIES: [&str; 5] = ["ttft_ms", "rendered_ttft_ms", "tpot_ms", "itl_ms"
 /// Their percentiles.
 const PERCENTILES: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
 
-/// Per-request samples of a run's measured requests, by level index and metric:
-/// one group a request (a request's inter-token gaps are one group; the other
-/// metrics one value a request).
-type LevelSamples = BTreeMap<usize, BTreeMap<&'static str, Vec<Vec<f64>>>>;
+/// Per-request samples of a run's measured requests, by level index, metric and
+/// round: one group a request (a request's inter-token gaps are one group; the
+/// other metrics one value a request).
+type LevelSamples = BTreeMap<usize, BTreeMap<&'static str, BTreeMap<u32, Vec<Vec<f64>>>>>;
 
 fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
     let opts = LevelOptions::from_config(&report.config).metric;
@@ -153,6 +154,7 @@ fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
         }
         let m = RequestMetrics::from_record(&line.record, &opts);
         let level = out.entry(line.level).or_default();
+        let round = line.round.unwrap_or(1);
         for (name, v) in [
             ("ttft_ms", m.ttft_ms),
             ("rendered_ttft_ms", m.rendered_ttft_ms),
@@ -160,15 +162,57 @@ fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
             ("e2e_ms", m.e2e_ms),
         ] {
             if let Some(v) = v {
-                level.entry(name).or_default().push(vec![v]);
+                let groups = level.entry(name).or_default().entry(round).or_default();
+                groups.push(vec![v]);
             }
         }
         let gaps: Vec<f64> = m.gaps.iter().map(|g| g.ms).collect();
         if !gaps.is_empty() {
-            level.entry("itl_ms").or_default().push(gaps);
+            let groups = level.entry("itl_ms").or_default().entry(round).or_default();
+            groups.push(gaps);
         }
     }
     out
+}
+
+/// The difference of the `q` percentile of two runs' samples (by round): the
+/// bootstrap over requests of all rounds pooled, its interval widened to the
+/// rounds' when both runs have two rounds or more (Welch's interval over the
+/// rounds' percentiles, centred on the pooled difference; a round's percentile
+/// from few samples is noisy, which only widens the interval). The bootstrap sees the sampling noise within a run; the
+/// rounds also see the drift between rounds of one run, which the bootstrap
+/// takes for signal.
+fn percentile_diff(
+    base: &BTreeMap<u32, Vec<Vec<f64>>>,
+    new: &BTreeMap<u32, Vec<Vec<f64>>>,
+    q: f64,
+    opts: &CompareOptions,
+) -> Option<Difference> {
+    let pooled = |r: &BTreeMap<u32, Vec<Vec<f64>>>| -> Vec<Vec<f64>> {
+        r.values().flatten().cloned().collect()
+    };
+    let mut d = bootstrap_clusters(&pooled(base), &pooled(new), q, opts.resamples, opts.seed)?;
+    let per_round = |r: &BTreeMap<u32, Vec<Vec<f64>>>| -> Option<Vec<f64>> {
+        r.values()
+            .map(|groups| {
+                let mut v: Vec<f64> = groups.iter().flatten().copied().collect();
+                v.sort_by(f64::total_cmp);
+                (v.len() >= 2).then(|| percentile_sorted(&v, q))
+            })
+            .collect()
+    };
+    if let (Some(interval), Some(b), Some(n)) =
+        (d.interval.as_mut(), per_round(base), per_round(new))
+        && let Some(Difference {
+            diff,
+            interval: Some(rounds),
+            ..
+        }) = welch_diff(&b, &n)
+    {
+        interval.lo = interval.lo.min(d.diff - (diff - rounds.lo));
+        interval.hi = interval.hi.max(d.diff + (rounds.hi - diff));
+    }
+    Some(d)
 }
 
 /// The level's stored summary of `metric` at `p` (no raw file).
@@ -312,7 +356,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
                                 .cloned()
                                 .unwrap_or_default()
                         };
-                        bootstrap_clusters(&get(b, bi), &get(n, ni), q, opts.resamples, opts.seed)
+                        percentile_diff(&get(b, bi), &get(n, ni), q, opts)
                     }
                     _ => None,
                 };
@@ -456,11 +500,12 @@ impl Threshold {
         })
     }
 
-    /// Whether `cell` crosses this threshold: a significant change (its interval
-    /// excludes zero) at least as large as the limit, in its direction. A cell
+    /// Whether `cell` crosses this threshold: a significant change (its verdict
+    /// better or worse) at least as large as the limit, in its direction. A cell
     /// without an interval never fails (it cannot be judged).
     pub fn crossed_by(&self, cell: &Cell) -> bool {
-        if cell.metric != self.metric || cell.interval.is_none_or(|i| !i.excludes_zero()) {
+        let significant = matches!(cell.verdict, Verdict::Better | Verdict::Worse);
+        if cell.metric != self.metric || !significant {
             return false;
         }
         let change = if self.relative {
@@ -511,7 +556,11 @@ mod tests {
             relative: Some((new - base) / base),
             interval: Some(Interval { lo, hi }),
             p_value: None,
-            verdict: Verdict::Unknown,
+            verdict: if lo > 0.0 || hi < 0.0 {
+                Verdict::Worse
+            } else {
+                Verdict::NoChange
+            },
         }
     }
 
