@@ -56,6 +56,14 @@ fn bench(
     out
 }
 
+/// One test's runs at a time: runs sharing the machine with another test's see
+/// another load, which a comparison rightly calls a change.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn compare(args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["compare", "--json", "-"];
     all.extend_from_slice(args);
@@ -83,6 +91,7 @@ fn cell<'a>(c: &'a Value, level: &str, metric: &str) -> &'a Value {
 
 #[test]
 fn a_known_change_is_found_with_an_interval_holding_it() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let base_mock = Mock::start(&["--ttft-ms", "20", "--itl-ms", "10", "--jitter-ms", "0.5"]);
     let new_mock = Mock::start(&["--ttft-ms", "25", "--itl-ms", "11", "--jitter-ms", "0.5"]);
@@ -140,6 +149,20 @@ fn a_known_change_is_found_with_an_interval_holding_it() {
     );
     let (code, _, out) = compare(&[b, n, "--fail-on", "tpot_ms:p50:+50%,error_rate:+1pp"]);
     assert_eq!(code, 0, "{out}");
+    // HTML: the tables and the runs overlaid.
+    let html = dir.path().join("compare.html");
+    let o = run(&["compare", b, n, "--html", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    for part in [
+        "<h1>tokenscope comparison</h1>",
+        "Throughput vs latency, runs overlaid",
+        "CDF of TTFT (ms) at c=1",
+        "CDF of ITL (ms) at c=2",
+        "<td>WORSE</td>",
+    ] {
+        assert!(page.contains(part), "{part} not in {html:?}");
+    }
     // The other way round it is better.
     let (_, c, _) = compare(&[n, b]);
     assert_eq!(cell(&c, "c=1", "tpot_ms:p50")["verdict"], "better");
@@ -170,6 +193,7 @@ fn changes_between_two_runs(mock: &Mock, dir: &Path, seed: u64) -> Vec<String> {
 /// over the comparison's cells keep it at or under one in 20.
 #[test]
 fn the_same_server_twice_is_no_change() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "3", "--jitter-ms", "0.5"]);
     // One run at a time: runs sharing the machine with others see another load,
@@ -189,6 +213,7 @@ fn the_same_server_twice_is_no_change() {
 
 #[test]
 fn incompatible_runs_summaries_only_and_bad_files() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "2"]);
     let a = bench(&mock, dir.path(), "a", 1, 12, 12);

@@ -21,7 +21,7 @@ use tokenscope_core::report::raw::{self, RawFile};
   tokenscope compare before.json after.json
   tokenscope compare before.json after.json --raw before.jsonl after.jsonl
   tokenscope compare base.json new.json --fail-on 'ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%'
-  tokenscope compare base.json new.json --json compare.json --markdown compare.md
+  tokenscope compare base.json new.json --json compare.json --markdown compare.md --html compare.html
 
 A report's raw file is found beside it when --raw is not given: report.json ->
 report.raw.jsonl or report.jsonl. Exit status: 0, 1 when --fail-on is crossed, 2
@@ -64,6 +64,11 @@ pub struct CompareArgs {
     /// Write the comparison as Markdown here (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+
+    /// Write a self-contained HTML page here: the tables, the runs'
+    /// throughput-latency curves overlaid (knees ringed), TTFT and ITL CDFs.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `2%` or `0.02` as a fraction.
@@ -166,7 +171,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let to_stdout = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
-    if !to_stdout(&args.json) && !to_stdout(&args.markdown) {
+    if ![&args.json, &args.markdown, &args.html]
+        .into_iter()
+        .any(to_stdout)
+    {
         print!("{}", render::compare::text(&c));
     }
     if let Some(p) = &args.json {
@@ -175,6 +183,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(p) = &args.markdown {
         write(p, &render::compare::markdown(&c), "markdown")?;
+    }
+    if let Some(p) = &args.html {
+        write(p, &render::compare::html(&c, &runs), "html")?;
     }
     let crossed = crossings(&c, &thresholds);
     if crossed.is_empty() {

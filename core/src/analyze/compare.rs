@@ -105,6 +105,76 @@ fn normal_cdf(z: f64) -> f64 {
     }
 }
 
+/// `ln Γ(x)` for `x > 0` (Lanczos, g = 7, 9 terms: about 15 digits).
+fn ln_gamma(x: f64) -> f64 {
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let sum = C[1..]
+        .iter()
+        .enumerate()
+        .fold(C[0], |acc, (i, c)| acc + c / (x + i as f64 + 1.0));
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
+/// The regularized incomplete beta `I_x(a, b)` (Lentz's continued fraction).
+fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return 1.0 - incomplete_beta(1.0 - x, b, a);
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp() / a;
+    let tiny = 1e-300;
+    let (mut c, mut d) = (1.0, 1.0 - (a + b) * x / (a + 1.0));
+    d = 1.0 / if d.abs() < tiny { tiny } else { d };
+    let mut f = d;
+    for m in 1..300 {
+        let m = m as f64;
+        for numerator in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + numerator * d;
+            d = 1.0 / if d.abs() < tiny { tiny } else { d };
+            c = 1.0 + numerator / c;
+            c = if c.abs() < tiny { tiny } else { c };
+            f *= c * d;
+        }
+        if (c * d - 1.0).abs() < 1e-14 {
+            break;
+        }
+    }
+    front * f
+}
+
+/// The two-sided p-value of Student's `t` with `df` degrees of freedom.
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return 0.0;
+    }
+    incomplete_beta(df / (df + t * t), df / 2.0, 0.5).clamp(0.0, 1.0)
+}
+
 /// The quantile `q` of `base` and `new` (per-request samples of one metric) and
 /// the 95% percentile-bootstrap interval of its difference, from `resamples`
 /// draws seeded by `seed`. `None` when either run has no sample.
@@ -245,6 +315,7 @@ pub fn welch_diff(base: &[f64], new: &[f64]) -> Option<Difference> {
     }
     let (mb, mn) = (mean(base), mean(new));
     let diff = mn - mb;
+    let mut p_value = None;
     let interval = (base.len() >= 2 && new.len() >= 2).then(|| {
         let (sb, sn) = (
             var(base, mb) / base.len() as f64,
@@ -259,6 +330,13 @@ pub fn welch_diff(base: &[f64], new: &[f64]) -> Option<Difference> {
             (base.len() + new.len() - 2) as f64
         };
         let half = t_critical_95(df.floor().max(1.0) as u64) * se;
+        p_value = Some(if se > 0.0 {
+            t_two_sided_p(diff / se, df.max(1.0))
+        } else if diff == 0.0 {
+            1.0
+        } else {
+            0.0
+        });
         Interval {
             lo: diff - half,
             hi: diff + half,
@@ -269,7 +347,7 @@ pub fn welch_diff(base: &[f64], new: &[f64]) -> Option<Difference> {
         new: mn,
         diff,
         interval,
-        p_value: None,
+        p_value,
     })
 }
 
@@ -419,6 +497,24 @@ mod tests {
         let few = samples(100.0, 50, 3);
         let d = bootstrap_diff(&few, &few, 0.99, 100, 1).unwrap();
         assert_eq!((d.interval, d.p_value), (None, None));
+    }
+
+    /// Student's t two-sided p-values against tables: t(1) 12.706 and t(4) 2.776
+    /// give 0.05, t(10) 2.0 gives 0.0734, t(30) 2.750 gives 0.01.
+    #[test]
+    fn t_p_values_as_tables_give_them() {
+        for (t, df, p) in [
+            (12.706, 1.0, 0.05),
+            (2.776, 4.0, 0.05),
+            (2.0, 10.0, 0.073_388),
+            (2.750, 30.0, 0.01),
+            (0.0, 5.0, 1.0),
+        ] {
+            let got = t_two_sided_p(t, df);
+            assert!((got - p).abs() < 2e-4, "t {t} df {df}: {got} vs {p}");
+        }
+        assert!((ln_gamma(5.0) - 24f64.ln()).abs() < 1e-12);
+        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-12);
     }
 
     #[test]

@@ -1,11 +1,15 @@
 //! A comparison (`tokenscope compare`) as people read it: per run against the
 //! base, what differs between the runs, then per level and metric both values,
-//! the change, its 95% interval and the verdict; as text or Markdown.
+//! the change, its 95% interval and the verdict; as text, Markdown or HTML with
+//! the runs' charts overlaid.
 
-use super::fmt::{fmt_ms, fmt_rate};
-use super::table::{markdown_table, text_table};
+use std::fmt::Write as _;
+
+use super::charts::{RunCurve, cdf, throughput_latency_runs};
+use super::fmt::{escape_html, fmt_ms, fmt_rate};
+use super::table::{html_table, markdown_table, text_table};
 use crate::analyze::compare::Verdict;
-use crate::report::compare::{Cell, Comparison, RunVsBase};
+use crate::report::compare::{Cell, CompareRun, Comparison, RunVsBase};
 
 /// A value of `metric` as the tables show it.
 fn value(metric: &str, v: f64) -> String {
@@ -140,4 +144,74 @@ pub fn markdown(c: &Comparison) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The comparison as one self-contained HTML document, in the report's style:
+/// per run the lines and table of [`text`], then the runs' throughput-latency
+/// curves overlaid (knees ringed) and, per level all runs ran, their TTFT and
+/// ITL CDFs overlaid. `runs` are the reports compared, base first.
+pub fn html(c: &Comparison, runs: &[CompareRun<'_>]) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>tokenscope comparison</title><style>{}</style></head><body><h1>tokenscope comparison</h1>{}</body></html>\n",
+        super::combined::CSS,
+        html_body(c, runs)
+    )
+}
+
+/// [`html`]'s body, which the page inlines.
+pub fn html_body(c: &Comparison, runs: &[CompareRun<'_>]) -> String {
+    let mut o = String::new();
+    for run in &c.runs {
+        let mut lines = preamble(c, run).into_iter();
+        if let Some(title) = lines.next() {
+            let _ = write!(o, "<h2>{}</h2><ul class=\"notes\">", escape_html(&title));
+        }
+        for line in lines {
+            let _ = write!(o, "<li>{}</li>", escape_html(&line));
+        }
+        o.push_str("</ul>");
+        let (h, r) = rows(run);
+        o.push_str(&html_table(&h, &r));
+    }
+    o.push_str("<h2>Charts</h2><div class=\"charts\">");
+    let curves: Vec<RunCurve<'_>> = runs
+        .iter()
+        .map(|r| {
+            (
+                r.name,
+                r.report.levels.as_slice(),
+                r.report.sweep.knee.as_ref(),
+            )
+        })
+        .collect();
+    let mut charts = vec![throughput_latency_runs(&curves)];
+    if let Some(base) = runs.first() {
+        for level in &base.report.levels {
+            let load = level.load();
+            let at: Vec<(String, &crate::report::LevelReport)> = runs
+                .iter()
+                .filter_map(|r| {
+                    let l = r.report.levels.iter().find(|l| l.load() == load)?;
+                    Some((format!("{} ({})", r.name, load.label()), l))
+                })
+                .collect();
+            if at.len() < 2 {
+                continue;
+            }
+            for (metric, label) in [("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)")] {
+                let series: Vec<(&str, &[f64])> = at
+                    .iter()
+                    .filter_map(|(n, l)| Some((n.as_str(), l.quantiles.get(metric)?.as_slice())))
+                    .collect();
+                if series.len() >= 2 {
+                    charts.push(cdf(&series, &format!("{label} at {}", load.label())));
+                }
+            }
+        }
+    }
+    for chart in charts {
+        let _ = write!(o, "<div class=\"chart\">{chart}</div>");
+    }
+    o.push_str("</div>");
+    o
 }

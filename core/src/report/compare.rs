@@ -244,9 +244,9 @@ fn cell(metric: String, direction: Direction, d: &Difference, min_change: f64) -
 }
 
 /// The family-wise error of a run's comparison: Holm's step-down over every
-/// cell with a p-value (latency percentiles, rates) at 5%; a change it does not
-/// keep is no change. Throughput (Welch over a few rounds) is judged by its
-/// interval alone.
+/// cell with a p-value (latency percentiles: bootstrap; throughput: Welch's t
+/// over rounds; rates: the score test) at 5%; a change it does not keep is no
+/// change.
 fn control_family(levels: &mut [LevelVsBase]) {
     let tested: Vec<(usize, usize, f64)> = levels
         .iter()

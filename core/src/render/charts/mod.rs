@@ -15,6 +15,7 @@
 //! them by linear interpolation between percentiles, so it is exact at percentile
 //! resolution (1% of the samples) and says so in its description.
 
+mod compare;
 mod distribution;
 mod kernels;
 mod requests;
@@ -23,6 +24,7 @@ mod server;
 mod svg;
 mod sweep;
 
+pub use compare::{RunCurve, throughput_latency_runs};
 pub use distribution::{cdf, histogram_bins, histogram_from_quantiles};
 pub use kernels::kernel_roofline;
 pub use requests::request_timeline;
