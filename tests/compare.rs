@@ -180,10 +180,12 @@ fn changes_between_two_runs(mock: &Mock, dir: &Path, seed: u64) -> Vec<String> {
         .unwrap()
         .iter()
         .flat_map(|l| {
-            l["cells"].as_array().unwrap().iter().filter_map(move |x| {
-                (x["verdict"] == "better" || x["verdict"] == "worse")
-                    .then(|| format!("{} {}", l["load"], x["metric"]))
-            })
+            l["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["verdict"] == "better" || x["verdict"] == "worse")
+                .map(move |x| format!("{} {}", l["load"], x["metric"]))
         })
         .collect()
 }
