@@ -22,6 +22,8 @@ pub enum Command {
     Calibrate(cmd::calibrate::CalibrateArgs),
     /// Compare runs: each change with its 95% interval and a verdict; a CI gate (--fail-on).
     Compare(cmd::compare::CompareArgs),
+    /// Track runs over time: each metric per run with its interval, changes flagged.
+    History(cmd::history::HistoryArgs),
     /// Start the simulated server and benchmark it: the whole client pipeline in one command.
     Demo(cmd::demo::DemoArgs),
     /// Run a simulated OpenAI-compatible inference server (demos and tests).
@@ -41,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => cmd::bench::run(*args),
         Command::Calibrate(args) => cmd::calibrate::run(args),
         Command::Compare(args) => cmd::compare::run(args),
+        Command::History(args) => cmd::history::run(args).map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Mock(args) => cmd::mock::run(args),
         Command::Kernels(args) => cmd::kernels::run(args),

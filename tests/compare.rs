@@ -21,6 +21,19 @@ fn bench(
     requests: u32,
     max_tokens: u32,
 ) -> PathBuf {
+    bench_with(mock, dir, name, seed, requests, max_tokens, &[])
+}
+
+/// [`bench`] with `extra` arguments.
+fn bench_with(
+    mock: &Mock,
+    dir: &Path,
+    name: &str,
+    seed: u64,
+    requests: u32,
+    max_tokens: u32,
+    extra: &[&str],
+) -> PathBuf {
     let out = dir.join(format!("{name}.json"));
     let raw = dir.join(format!("{name}.jsonl"));
     let (seed, requests, max_tokens) = (
@@ -28,7 +41,7 @@ fn bench(
         requests.to_string(),
         max_tokens.to_string(),
     );
-    let args = [
+    let mut args = vec![
         "bench",
         "--url",
         &mock.url,
@@ -51,6 +64,7 @@ fn bench(
         raw.to_str().unwrap(),
         "-q",
     ];
+    args.extend_from_slice(extra);
     let o = run(&args);
     assert!(o.status.success(), "{}", text(&o));
     out
@@ -211,6 +225,97 @@ fn the_same_server_twice_is_no_change() {
         flagged.len()
     );
     assert!(flagged.len() <= 1, "{flagged:?}");
+}
+
+/// Three releases given out of order: `history` orders them by label (v1.2,
+/// v1.9, v1.10), gives each value its interval and flags the release whose
+/// inter-token latency rose by 1 ms against the one before, and only that one.
+#[test]
+fn history_orders_by_label_and_flags_the_change() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let same = Mock::start(&["--ttft-ms", "20", "--itl-ms", "10", "--jitter-ms", "0.5"]);
+    let slower = Mock::start(&["--ttft-ms", "20", "--itl-ms", "11", "--jitter-ms", "0.5"]);
+    let mut files = Vec::new();
+    for (label, mock, seed) in [
+        ("v1.10", &slower, 3),
+        ("v1.2", &same, 1),
+        ("v1.9", &same, 2),
+    ] {
+        let out = bench_with(mock, dir.path(), label, seed, 21, 12, &["--label", label]);
+        files.push(out.to_str().unwrap().to_owned());
+    }
+    let html = dir.path().join("history.html");
+    let mut args = vec!["history", "--json", "-", "--html", html.to_str().unwrap()];
+    args.extend(files.iter().map(String::as_str));
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let h: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(h["schema"], "tokenscope.history/1");
+    assert_eq!(h["order"], "label");
+    let labels: Vec<&str> = h["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["v1.2", "v1.9", "v1.10"]);
+    let series = |load: &str, metric: &str| -> Vec<Value> {
+        h["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["load"] == load && s["metric"] == metric)
+            .unwrap_or_else(|| panic!("no {load} {metric}"))["points"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let tpot = series("c=1", "tpot_ms:p50");
+    let verdicts: Vec<&Value> = tpot.iter().map(|p| &p["vs_previous"]).collect();
+    assert_eq!(
+        verdicts,
+        [
+            &Value::Null,
+            &Value::from("no_change"),
+            &Value::from("worse")
+        ],
+        "{tpot:?}"
+    );
+    for p in &tpot {
+        let (lo, hi, v) = (
+            p["interval"]["lo"].as_f64().unwrap(),
+            p["interval"]["hi"].as_f64().unwrap(),
+            p["value"].as_f64().unwrap(),
+        );
+        assert!(lo <= v && v <= hi, "{p}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("tpot_ms:p50 at c=1") && page.contains("v1.10"),
+        "{html:?}"
+    );
+    // A folder of runs: the same history; another JSON in it is skipped, named.
+    std::fs::write(dir.path().join("notes.json"), "{}").unwrap();
+    let o = run(&[
+        "history",
+        dir.path().to_str().unwrap(),
+        "--metrics",
+        "itl_ms:p50",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("skipping") && text(&o).contains("notes.json"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["history", &files[0], &files[1], "--metrics", "ttft:p95"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("unknown metric \"ttft:p95\""),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

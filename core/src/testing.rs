@@ -106,6 +106,7 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         warmup_requests: 0,
         input_tokens: Some(64),
         prompts_file: None,
+        label: None,
         max_tokens: 16,
         ignore_eos: false,
         min_tokens: None,

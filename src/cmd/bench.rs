@@ -219,6 +219,11 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// What this run is (a version, a config), stored in the report:
+    /// `tokenscope history` orders and names runs by it.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
     /// Snapshot interval for long runs (per-interval figures and a drift check).
     #[arg(long, value_name = "DURATION")]
     pub snapshot_interval: Option<String>,
@@ -551,6 +556,7 @@ impl BenchArgs {
             slos,
             stall_threshold_ms: stall.as_secs_f64() * 1000.0,
             seed: self.seed,
+            label: self.label.clone(),
             snapshot_interval,
             preflight: !self.no_preflight,
             grace,

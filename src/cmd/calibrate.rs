@@ -97,6 +97,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             slos: Vec::new(),
             stall_threshold_ms: 250.0,
             seed: u64::from(c),
+            label: None,
             snapshot_interval: None,
             preflight: false,
             grace: Duration::from_secs(5),

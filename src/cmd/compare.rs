@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 use tokenscope_core::render;
-use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::compare::{CompareOptions, CompareRun, Threshold, compare, crossings};
-use tokenscope_core::report::raw::{self, RawFile};
+
+use super::runs;
 
 /// Compare client reports (native or browser) against the first: levels matched
 /// by load; per metric both values, the change, its 95% interval (bootstrap over
@@ -71,69 +70,14 @@ pub struct CompareArgs {
     pub html: Option<PathBuf>,
 }
 
-/// `2%` or `0.02` as a fraction.
-fn fraction(s: &str) -> anyhow::Result<f64> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| anyhow::anyhow!("--min-change {s:?}: expected a percentage like 2%"))?;
-    anyhow::ensure!(
-        (0.0..1.0).contains(&v),
-        "--min-change {s:?}: between 0% and 100%"
-    );
-    Ok(v)
-}
-
-/// The raw file beside `report` (`X.json` -> `X.raw.jsonl`, `X.jsonl`), if any.
-fn beside(report: &Path) -> Option<PathBuf> {
-    let stem = report.file_stem()?.to_string_lossy().into_owned();
-    ["raw.jsonl", "jsonl"]
-        .iter()
-        .map(|ext| report.with_file_name(format!("{stem}.{ext}")))
-        .find(|p| p.is_file())
-}
-
-fn read_raw(path: &Path) -> anyhow::Result<RawFile> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--raw {}: cannot read the file", path.display()))?;
-    raw::parse(&text).map_err(|e| anyhow::anyhow!("--raw {}: {e}", path.display()))
-}
-
-fn write(path: &Path, text: &str, what: &str) -> anyhow::Result<()> {
-    if path == Path::new("-") {
-        print!("{text}");
-        return Ok(());
-    }
-    std::fs::write(path, text)
-        .with_context(|| format!("--{what} {}: cannot write the file", path.display()))
-}
-
 /// Run `tokenscope compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let min_change = fraction(&args.min_change)?;
+    let min_change = runs::fraction(&args.min_change)?;
     let thresholds = match &args.fail_on {
         Some(s) => Threshold::parse_list(s).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
         None => Vec::new(),
     };
-    anyhow::ensure!(
-        args.raw.is_empty() || args.raw.len() == args.reports.len(),
-        "--raw: {} files for {} reports (give one per report, in the same order, or none)",
-        args.raw.len(),
-        args.reports.len()
-    );
-    let mut reports = Vec::new();
-    let mut raws = Vec::new();
-    for (i, path) in args.reports.iter().enumerate() {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read the file", path.display()))?;
-        let report = ClientReport::from_json(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let raw_path = args.raw.get(i).cloned().or_else(|| beside(path));
-        raws.push(raw_path.as_deref().map(read_raw).transpose()?);
-        reports.push(report);
-    }
+    let (reports, raws) = runs::load(&args.reports, &args.raw)?;
     let names: Vec<String> = args
         .reports
         .iter()
@@ -179,13 +123,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(p) = &args.json {
         let json = serde_json::to_string_pretty(&c)? + "\n";
-        write(p, &json, "json")?;
+        runs::write(p, &json, "json")?;
     }
     if let Some(p) = &args.markdown {
-        write(p, &render::compare::markdown(&c), "markdown")?;
+        runs::write(p, &render::compare::markdown(&c), "markdown")?;
     }
     if let Some(p) = &args.html {
-        write(p, &render::compare::html(&c, &runs), "html")?;
+        runs::write(p, &render::compare::html(&c, &runs), "html")?;
     }
     let crossed = crossings(&c, &thresholds);
     if crossed.is_empty() {

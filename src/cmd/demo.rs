@@ -87,6 +87,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         slo: Some("ttft_ms:p95<=500,tpot_ms:p95<=30".into()),
         stall_threshold: "250ms".into(),
         seed: 1,
+        label: None,
         snapshot_interval: None,
         no_preflight: false,
         grace: "5s".into(),

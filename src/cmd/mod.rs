@@ -4,10 +4,12 @@ pub mod bench;
 pub mod calibrate;
 pub mod compare;
 pub mod demo;
+pub mod history;
 pub mod kernels;
 pub mod mock;
 pub mod plan;
 pub mod report;
+mod runs;
 pub mod serve;
 
 /// The multi-threaded tokio runtime a subcommand runs on.

@@ -116,6 +116,8 @@ pub struct BenchConfig {
     pub stall_threshold_ms: f64,
     /// Seed for prompts and arrivals.
     pub seed: u64,
+    /// What this run is (`--label v1.2`), recorded in the report.
+    pub label: Option<String>,
     /// Snapshot interval for long runs.
     pub snapshot_interval: Option<Duration>,
     /// Send a pre-flight request before the run.
@@ -208,6 +210,7 @@ impl BenchConfig {
                 (Prompts::File { .. }, _) => self.prompt_tier,
                 (Prompts::Synthetic { tokens }, _) => tokens.tokens(),
             },
+            label: self.label.clone(),
             prompts_file: match &self.prompts {
                 Prompts::File { path, .. } => Some(path.display().to_string()),
                 Prompts::Synthetic { .. } => None,

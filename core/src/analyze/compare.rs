@@ -263,15 +263,60 @@ pub fn bootstrap_clusters(
     })
 }
 
+/// The quantile `q` of one run's samples (in groups that move together, as in
+/// [`bootstrap_clusters`]) and its own 95% percentile-bootstrap interval: how
+/// precisely the run measured it (`tokenscope history`'s error bars). `None`
+/// without a sample; no interval under [`min_samples`].
+pub fn bootstrap_one(
+    groups: &[Vec<f64>],
+    q: f64,
+    resamples: u32,
+    seed: u64,
+) -> Option<(f64, Option<Interval>)> {
+    let groups: Vec<&Vec<f64>> = groups.iter().filter(|g| !g.is_empty()).collect();
+    let mut all: Vec<f64> = groups.iter().copied().flatten().copied().collect();
+    all.retain(|x| !x.is_nan());
+    if all.is_empty() {
+        return None;
+    }
+    all.sort_by(f64::total_cmp);
+    let value = percentile_sorted(&all, q);
+    if all.len() < min_samples(q) {
+        return Some((value, None));
+    }
+    let mut rng = Rng::for_stream(seed, 0xB007);
+    let mut buf = Vec::with_capacity(all.len() * 2);
+    let mut draws: Vec<f64> = (0..resamples.max(1))
+        .map(|_| {
+            buf.clear();
+            for _ in 0..groups.len() {
+                let g = groups[rng.below(groups.len() as u64) as usize];
+                buf.extend(g.iter().filter(|x| !x.is_nan()));
+            }
+            buf.sort_by(f64::total_cmp);
+            percentile_sorted(&buf, q)
+        })
+        .collect();
+    draws.sort_by(f64::total_cmp);
+    let interval = Interval {
+        lo: percentile_sorted(&draws, 0.025),
+        hi: percentile_sorted(&draws, 0.975),
+    };
+    Some((value, Some(interval)))
+}
+
 /// Wilson's 95% score interval for `k` successes of `n`.
-fn wilson(k: u64, n: u64) -> (f64, f64) {
+pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     const Z: f64 = 1.959_963_984_540_054;
     let (k, n) = (k as f64, n as f64);
     let p = k / n;
     let centre = p + Z * Z / (2.0 * n);
     let half = Z * (p * (1.0 - p) / n + Z * Z / (4.0 * n * n)).sqrt();
     let d = 1.0 + Z * Z / n;
-    ((centre - half) / d, (centre + half) / d)
+    (
+        ((centre - half) / d).max(0.0),
+        ((centre + half) / d).min(1.0),
+    )
 }
 
 /// The difference of two rates (`k_new / n_new - k_base / n_base`, e.g. error
@@ -497,6 +542,24 @@ mod tests {
         let few = samples(100.0, 50, 3);
         let d = bootstrap_diff(&few, &few, 0.99, 100, 1).unwrap();
         assert_eq!((d.interval, d.p_value), (None, None));
+    }
+
+    #[test]
+    fn one_runs_percentile_interval_holds_the_truth() {
+        // The median of normal(100, 5) samples: 300 of them pin it within about
+        // +-0.7; 5 samples are too few for p95.
+        let v: Vec<Vec<f64>> = samples(100.0, 300, 4)
+            .into_iter()
+            .map(|x| vec![x])
+            .collect();
+        let (m, i) = bootstrap_one(&v, 0.5, DEFAULT_RESAMPLES, 1).unwrap();
+        let i = i.unwrap();
+        assert!(
+            i.contains(100.0) && i.contains(m) && i.hi - i.lo < 2.0,
+            "{m} {i:?}"
+        );
+        assert_eq!(bootstrap_one(&v[..5], 0.95, 100, 1).unwrap().1, None);
+        assert_eq!(bootstrap_one(&[], 0.5, 100, 1), None);
     }
 
     /// Student's t two-sided p-values against tables: t(1) 12.706 and t(4) 2.776

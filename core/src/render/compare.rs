@@ -12,7 +12,7 @@ use crate::analyze::compare::Verdict;
 use crate::report::compare::{Cell, CompareRun, Comparison, RunVsBase};
 
 /// A value of `metric` as the tables show it.
-fn value(metric: &str, v: f64) -> String {
+pub(crate) fn value(metric: &str, v: f64) -> String {
     if metric.ends_with("_rate") {
         format!("{:.2}%", v * 100.0)
     } else if metric == "output_tokens_per_s" {
@@ -32,7 +32,7 @@ fn change(metric: &str, v: f64) -> String {
     }
 }
 
-fn verdict_word(v: Verdict) -> &'static str {
+pub(crate) fn verdict_word(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
         Verdict::Worse => "WORSE",

@@ -18,6 +18,7 @@ pub mod combined;
 pub mod compare;
 pub mod fmt;
 pub mod glossary;
+pub mod history;
 pub mod kernels;
 pub mod kv_plan;
 #[cfg(feature = "server-view")]

@@ -136,16 +136,18 @@ pub struct Cell {
 }
 
 /// The latency metrics compared, each at p50, p95 and p99.
-const LATENCIES: [&str; 5] = ["ttft_ms", "rendered_ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"];
+pub(crate) const LATENCIES: [&str; 5] =
+    ["ttft_ms", "rendered_ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"];
 /// Their percentiles.
-const PERCENTILES: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
+pub(crate) const PERCENTILES: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
 
 /// Per-request samples of a run's measured requests, by level index, metric and
 /// round: one group a request (a request's inter-token gaps are one group; the
 /// other metrics one value a request).
-type LevelSamples = BTreeMap<usize, BTreeMap<&'static str, BTreeMap<u32, Vec<Vec<f64>>>>>;
+pub(crate) type LevelSamples =
+    BTreeMap<usize, BTreeMap<&'static str, BTreeMap<u32, Vec<Vec<f64>>>>>;
 
-fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
+pub(crate) fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
     let opts = LevelOptions::from_config(&report.config).metric;
     let mut out = LevelSamples::new();
     for line in raw.requests().filter(|l| !l.warmup) {
@@ -216,7 +218,7 @@ fn percentile_diff(
 }
 
 /// The level's stored summary of `metric` at `p` (no raw file).
-fn stored(level: &LevelReport, metric: &str, p: &str) -> Option<f64> {
+pub(crate) fn stored(level: &LevelReport, metric: &str, p: &str) -> Option<f64> {
     let m = &level.metrics;
     let s = match metric {
         "ttft_ms" => Some(&m.ttft_ms),
@@ -429,6 +431,18 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
     }
 }
 
+/// The metrics a comparison's cells name, for messages.
+pub const METRIC_NAMES: &str = "ttft_ms:p95, tpot_ms:p50, itl_ms:p99, e2e_ms:p95, rendered_ttft_ms:p95, output_tokens_per_s, error_rate, timeout_rate";
+
+/// Whether `metric` names a comparison's cell (`ttft_ms:p95`, `error_rate`).
+pub fn known_metric(metric: &str) -> bool {
+    LATENCIES.iter().any(|m| {
+        metric
+            .strip_prefix(m)
+            .is_some_and(|p| PERCENTILES.iter().any(|(n, _)| p == format!(":{n}")))
+    }) || ["output_tokens_per_s", "error_rate", "timeout_rate"].contains(&metric)
+}
+
 /// A CI gate's threshold (`--fail-on ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%`):
 /// a metric, the direction and size of change that fails.
 #[derive(Debug, Clone, PartialEq)]
@@ -482,16 +496,8 @@ impl Threshold {
         if limit == 0.0 || !limit.is_finite() {
             return Err(format!("{s:?}: the change must not be zero"));
         }
-        let known = LATENCIES.iter().any(|m| {
-            metric
-                .strip_prefix(m)
-                .is_some_and(|p| PERCENTILES.iter().any(|(n, _)| p == format!(":{n}")))
-        }) || ["output_tokens_per_s", "error_rate", "timeout_rate"]
-            .contains(&metric.as_str());
-        if !known {
-            return Err(format!(
-                "{s:?}: unknown metric {metric:?} (ttft_ms:p95, tpot_ms:p50, itl_ms:p99, e2e_ms:p95, rendered_ttft_ms:p95, output_tokens_per_s, error_rate, timeout_rate)"
-            ));
+        if !known_metric(&metric) {
+            return Err(format!("{s:?}: unknown metric {metric:?} ({METRIC_NAMES})"));
         }
         Ok(Threshold {
             metric,

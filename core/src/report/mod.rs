@@ -12,6 +12,7 @@
 pub mod assemble;
 pub mod combined;
 pub mod compare;
+pub mod history;
 pub mod kernels;
 pub mod raw;
 #[cfg(feature = "server-view")]
@@ -234,6 +235,10 @@ pub struct RunConfig {
     /// Prompts file, when one was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompts_file: Option<String>,
+    /// What this run is (`bench --label v1.2`): `tokenscope history` orders and
+    /// names runs by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// `max_tokens` sent.
     pub max_tokens: u32,
     /// `ignore_eos` sent.

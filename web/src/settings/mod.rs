@@ -790,6 +790,7 @@ impl RunPlan {
             input_tokens: (self.prompts.is_none()
                 && !matches!(self.open_loop, Some(OpenLoop::Trace { .. })))
             .then_some(self.input_tokens),
+            label: None,
             prompts_file: self
                 .prompts
                 .as_ref()

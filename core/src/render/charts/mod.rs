@@ -23,6 +23,7 @@ mod requests;
 mod server;
 mod svg;
 mod sweep;
+mod trend;
 
 pub use compare::{RunCurve, throughput_latency_runs};
 pub use distribution::{cdf, histogram_bins, histogram_from_quantiles};
@@ -31,6 +32,7 @@ pub use requests::request_timeline;
 #[cfg(feature = "server-view")]
 pub use server::server_timeline;
 pub use sweep::{throughput_latency, tpot_vs_floor, ttft_stages};
+pub use trend::{TrendPoint, trend};
 
 #[cfg(test)]
 mod tests;

@@ -301,6 +301,17 @@ impl Svg {
         );
     }
 
+    /// An unfilled ring (a marked point).
+    pub(super) fn ring(&mut self, x: f64, y: f64, r: f64, stroke: &str) {
+        let _ = write!(
+            self.out,
+            r#"<circle cx="{}" cy="{}" r="{}" fill="none" stroke="{stroke}" stroke-width="2"/>"#,
+            f(x),
+            f(y),
+            f(r)
+        );
+    }
+
     pub(super) fn circle_titled(&mut self, x: f64, y: f64, r: f64, fill: &str, title: &str) {
         let _ = write!(
             self.out,

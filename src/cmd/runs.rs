@@ -1,0 +1,73 @@
+//! What `compare` and `history` share: client reports read with their raw files
+//! (given, or found beside them), and their outputs written.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use tokenscope_core::report::ClientReport;
+use tokenscope_core::report::raw::{self, RawFile};
+
+/// `2%` or `0.02` as a fraction.
+pub fn fraction(s: &str) -> anyhow::Result<f64> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| anyhow::anyhow!("--min-change {s:?}: expected a percentage like 2%"))?;
+    anyhow::ensure!(
+        (0.0..1.0).contains(&v),
+        "--min-change {s:?}: between 0% and 100%"
+    );
+    Ok(v)
+}
+
+/// The raw file beside `report` (`X.json` -> `X.raw.jsonl`, `X.jsonl`), if any.
+fn beside(report: &Path) -> Option<PathBuf> {
+    let stem = report.file_stem()?.to_string_lossy().into_owned();
+    ["raw.jsonl", "jsonl"]
+        .iter()
+        .map(|ext| report.with_file_name(format!("{stem}.{ext}")))
+        .find(|p| p.is_file())
+}
+
+fn read_raw(path: &Path) -> anyhow::Result<RawFile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--raw {}: cannot read the file", path.display()))?;
+    raw::parse(&text).map_err(|e| anyhow::anyhow!("--raw {}: {e}", path.display()))
+}
+
+/// Write `text` to `path` (`-`: stdout); `what` names the flag in errors.
+pub fn write(path: &Path, text: &str, what: &str) -> anyhow::Result<()> {
+    if path == Path::new("-") {
+        print!("{text}");
+        return Ok(());
+    }
+    std::fs::write(path, text)
+        .with_context(|| format!("--{what} {}: cannot write the file", path.display()))
+}
+
+/// Read `reports`, each with its raw file (`raws` in the same order, or found
+/// beside each report). A file that is not a client report is an error naming it.
+pub fn load(
+    reports: &[PathBuf],
+    raws: &[PathBuf],
+) -> anyhow::Result<(Vec<ClientReport>, Vec<Option<RawFile>>)> {
+    anyhow::ensure!(
+        raws.is_empty() || raws.len() == reports.len(),
+        "--raw: {} files for {} reports (give one per report, in the same order, or none)",
+        raws.len(),
+        reports.len()
+    );
+    let mut out = (Vec::new(), Vec::new());
+    for (i, path) in reports.iter().enumerate() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read the file", path.display()))?;
+        let report = ClientReport::from_json(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let raw_path = raws.get(i).cloned().or_else(|| beside(path));
+        out.1.push(raw_path.as_deref().map(read_raw).transpose()?);
+        out.0.push(report);
+    }
+    Ok(out)
+}
