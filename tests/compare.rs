@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{Mock, run, text};
+use common::{Mock, assert_schema, run, schema_validator, text};
 use serde_json::Value;
 
 /// `bench` against `mock` at c=1 and c=2 (`requests` a level, 3 rounds, answers
@@ -115,6 +115,14 @@ fn a_known_change_is_found_with_an_interval_holding_it() {
     let (code, c, out) = compare(&[b, n]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(c["schema"], "tokenscope.compare/1");
+    assert_schema("compare.schema.json", &c, "the comparison");
+    let mut bad = c.clone();
+    bad["runs"][0]["levels"][0]["cells"][0]["verdict"] = "maybe".into();
+    assert!(
+        schema_validator("compare.schema.json")
+            .validate(&bad)
+            .is_err()
+    );
     assert_eq!(
         c["runs"][0]["intervals"], true,
         "the raw files beside the reports"
@@ -252,6 +260,7 @@ fn history_orders_by_label_and_flags_the_change() {
     assert!(o.status.success(), "{}", text(&o));
     let h: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(h["schema"], "tokenscope.history/1");
+    assert_schema("history.schema.json", &h, "the history");
     assert_eq!(h["order"], "label");
     let labels: Vec<&str> = h["runs"]
         .as_array()
