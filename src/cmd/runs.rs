@@ -22,12 +22,13 @@ pub fn fraction(s: &str) -> anyhow::Result<f64> {
     Ok(v)
 }
 
-/// The raw file beside `report` (`X.json` -> `X.raw.jsonl`, `X.jsonl`), if any.
+/// The raw file beside `report` (`X.json` -> `X.raw.jsonl`, `X.jsonl`: the names
+/// the page pairs by too), if any.
 fn beside(report: &Path) -> Option<PathBuf> {
-    let stem = report.file_stem()?.to_string_lossy().into_owned();
-    ["raw.jsonl", "jsonl"]
-        .iter()
-        .map(|ext| report.with_file_name(format!("{stem}.{ext}")))
+    let name = report.file_name()?.to_string_lossy().into_owned();
+    tokenscope_core::page::compare::raw_names(&name)
+        .into_iter()
+        .map(|n| report.with_file_name(n))
         .find(|p| p.is_file())
 }
 

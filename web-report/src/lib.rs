@@ -58,6 +58,34 @@ pub fn prepare_workload(request: &str) -> Result<String, String> {
     serde_json::to_string(&req.prepare()?).map_err(|e| e.to_string())
 }
 
+/// Compare the files the page opened (`names[i]` holds `texts[i]`; reports and
+/// their raw files, paired by name) against `base` (a report's name; the first
+/// by name if absent) with `tokenscope compare`'s code
+/// ([`tokenscope_core::page::compare::CompareRequest`]): `[json, body, html]`
+/// (`tokenscope.compare/1`, the fragment to inline, the document to export), or
+/// which file is wrong and why. Plain arrays, not JSON: no serde code for it in
+/// the page's first load.
+#[wasm_bindgen]
+pub fn compare_files(
+    names: Vec<String>,
+    texts: Vec<String>,
+    base: Option<String>,
+) -> Result<Vec<String>, String> {
+    use tokenscope_core::page::compare::{CompareRequest, NamedText};
+    let files = names
+        .into_iter()
+        .zip(texts)
+        .map(|(name, text)| NamedText { name, text })
+        .collect();
+    let out = CompareRequest {
+        files,
+        base,
+        min_change: None,
+    }
+    .render()?;
+    Ok(vec![out.json, out.body, out.html])
+}
+
 fn render(request: &str) -> Result<String, String> {
     let req: ReportRequest = serde_json::from_str(request)
         .map_err(|e| format!("invalid request to the report module: {e}"))?;

@@ -5,6 +5,7 @@
 //! those strings, shared so that neither side spells them twice ([`view`]: what
 //! both yew apps render with).
 
+pub mod compare;
 pub mod gpu;
 pub mod report;
 pub mod scrape;
