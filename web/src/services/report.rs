@@ -51,29 +51,6 @@ pub async fn render(request: &ReportRequest) -> Result<Rendered, String> {
     serde_json::from_str(&text).map_err(|e| format!("the report module's answer: {e}"))
 }
 
-/// The files `(name, text)` compared by the module (`tokenscope compare`'s code)
-/// against `base`: `[json, body, html]` (see the module's `compare_files`).
-pub async fn compare(
-    files: &[(String, String)],
-    base: Option<&str>,
-) -> Result<Vec<String>, String> {
-    let m = module().await?;
-    let f = Reflect::get(&m, &JsValue::from_str("compare_files"))
-        .ok()
-        .and_then(|f| f.dyn_into::<Function>().ok())
-        .ok_or("the report module has no `compare_files` export")?;
-    let names: js_sys::Array = files.iter().map(|f| JsValue::from_str(&f.0)).collect();
-    let texts: js_sys::Array = files.iter().map(|f| JsValue::from_str(&f.1)).collect();
-    let base = base.map_or(JsValue::UNDEFINED, JsValue::from_str);
-    let out = f
-        .call3(&JsValue::NULL, &names, &texts, &base)
-        .map_err(|e| e.as_string().unwrap_or_else(|| js_error_text(&e)))?;
-    Ok(js_sys::Array::from(&out)
-        .iter()
-        .filter_map(|v| v.as_string())
-        .collect())
-}
-
 /// A kernels report file read by the module: its text and what the page shows.
 pub async fn read_kernels(json: &str) -> Result<KernelsRead, String> {
     let text = call("read_kernels", json).await?;
