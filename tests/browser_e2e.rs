@@ -1495,3 +1495,206 @@ async fn page_ramps_the_load_before_measuring() {
     }
     browser.close().await;
 }
+
+/// The page's Compare panel against the CLI: two native runs (mocks 1 ms of ITL
+/// apart) opened with their raw files give `tokenscope compare`'s comparison,
+/// cell for cell (the same code, in the report module); then this page's own run
+/// as the base beside one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_compares_runs_as_the_cli_does() {
+    use fantoccini::Locator;
+    let _one = lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base_mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "3", "--jitter-ms", "0.3"]);
+    let new_mock = Mock::start(&["--ttft-ms", "10", "--itl-ms", "4", "--jitter-ms", "0.3"]);
+    for (name, mock) in [("base", &base_mock), ("new", &new_mock)] {
+        let o = Command::new(bin())
+            .current_dir(dir.path())
+            .args(["bench", "--url", &mock.url, "--concurrency", "1"])
+            .args(["--requests", "21", "--rounds", "3", "--max-tokens", "12"])
+            .args(["--ignore-eos", "--server-metrics", "none", "-q"])
+            .args([
+                "--out",
+                &format!("{name}.json"),
+                "--raw",
+                &format!("{name}.jsonl"),
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let cli = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["compare", "base.json", "new.json", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let cli: Value = serde_json::from_slice(&cli.stdout).unwrap();
+
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    let url = format!(
+        "{}?url={}&api=chat&concurrency=1&requests=21&rounds=3&warmup=1&max_tokens=12&ignore_eos=1&autorun=1",
+        serve.url, base_mock.url
+    );
+    let state = browser.run(&url, Duration::from_secs(90)).await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    // The panel comes from the report module, loaded when opened.
+    browser
+        .client
+        .find(Locator::Id("compare-open"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('compare-files')",
+            Duration::from_secs(30),
+        )
+        .await;
+    let paths: Vec<String> = ["base.json", "base.jsonl", "new.json", "new.jsonl"]
+        .iter()
+        .map(|f| dir.path().join(f).to_str().unwrap().to_owned())
+        .collect();
+    browser
+        .client
+        .find(Locator::Id("compare-files"))
+        .await
+        .unwrap()
+        .send_keys(&paths.join("\n"))
+        .await
+        .unwrap();
+    let wait_json = |base: &'static str| {
+        let browser = &browser;
+        async move {
+            browser
+                .wait_for(
+                    &format!(
+                        "(document.getElementById('compare-json')?.textContent || '').includes('\"base\": \"{base}\"') || document.getElementById('compare-error')"
+                    ),
+                    Duration::from_secs(30),
+                )
+                .await;
+            assert_eq!(browser.text_of("compare-error").await, "");
+            json_of(&browser.text_of("compare-json").await, "#compare-json")
+        }
+    };
+    let page = wait_json("base.json").await;
+    browser
+        .js("document.getElementById('compare').scrollIntoView(); return null;")
+        .await;
+    browser.screenshot("compare-view").await;
+    assert_schema("compare.schema.json", &page, "the page's comparison");
+    // The CLI's comparison, cell for cell: the same values, intervals and
+    // verdicts (floats within 1e-9: wasm's and the host's libm may differ in
+    // the last bit of a p-value).
+    fn same(a: &Value, b: &Value, at: &str) {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                assert!((x - y).abs() <= 1e-9 * x.abs().max(1.0), "{at}: {x} vs {y}");
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                assert_eq!(
+                    x.keys().collect::<Vec<_>>(),
+                    y.keys().collect::<Vec<_>>(),
+                    "{at}"
+                );
+                for (k, v) in x {
+                    same(v, &y[k], &format!("{at}.{k}"));
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                assert_eq!(x.len(), y.len(), "{at}");
+                for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                    same(v, w, &format!("{at}[{i}]"));
+                }
+            }
+            _ => assert_eq!(a, b, "{at}"),
+        }
+    }
+    same(&page, &cli, "compare");
+    let tpot = page["runs"][0]["levels"][0]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "tpot_ms:p50")
+        .unwrap()
+        .clone();
+    assert_eq!(tpot["verdict"], "worse", "{tpot}");
+    assert!(
+        browser
+            .text_of("compare-view")
+            .await
+            .contains("runs overlaid"),
+        "the charts"
+    );
+    let export = browser
+        .js("return document.getElementById('compare-export').getAttribute('href').slice(0, 60);")
+        .await;
+    assert!(
+        export
+            .as_str()
+            .unwrap_or("")
+            .starts_with("data:text/html;charset=utf-8,%3C%21doctype"),
+        "{export}"
+    );
+
+    // This run as the base, beside both files: the page's own raw file gives it
+    // intervals too.
+    browser
+        .client
+        .find(Locator::Id("compare-this-run"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let page = wait_json("this-run.json").await;
+    let runs: Vec<&str> = page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, ["base.json", "new.json"]);
+    assert_eq!(page["runs"][0]["intervals"], true, "{}", page["runs"][0]);
+    let mismatches: Vec<&str> = page["runs"][0]["mismatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["field"].as_str().unwrap())
+        .collect();
+    assert!(
+        mismatches.contains(&"source"),
+        "native vs browser: {mismatches:?}"
+    );
+
+    // A file that is not a report: the error names it.
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{ not json").unwrap();
+    browser
+        .client
+        .find(Locator::Id("compare-files"))
+        .await
+        .unwrap()
+        .send_keys(garbage.to_str().unwrap())
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('compare-error')",
+            Duration::from_secs(30),
+        )
+        .await;
+    let error = browser.text_of("compare-error").await;
+    assert!(error.starts_with("garbage.json: "), "{error}");
+    browser.close().await;
+}

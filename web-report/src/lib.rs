@@ -9,6 +9,8 @@
 //! One export, [`render_report`], talking in the JSON shapes of
 //! [`tokenscope_core::page::report`].
 
+mod compare_panel;
+
 use tokenscope_core::page::report::ReportRequest;
 use tokenscope_core::page::scrape::{self, TakenScrape};
 use wasm_bindgen::prelude::*;
@@ -58,32 +60,15 @@ pub fn prepare_workload(request: &str) -> Result<String, String> {
     serde_json::to_string(&req.prepare()?).map_err(|e| e.to_string())
 }
 
-/// Compare the files the page opened (`names[i]` holds `texts[i]`; reports and
-/// their raw files, paired by name) against `base` (a report's name; the first
-/// by name if absent) with `tokenscope compare`'s code
-/// ([`tokenscope_core::page::compare::CompareRequest`]): `[json, body, html]`
-/// (`tokenscope.compare/1`, the fragment to inline, the document to export), or
-/// which file is wrong and why. Plain arrays, not JSON: no serde code for it in
-/// the page's first load.
+/// Mount the Compare panel into `host` (see `compare_panel`): `this_run` and
+/// `this_raw` are the page's finished run's report and raw file, if any.
 #[wasm_bindgen]
-pub fn compare_files(
-    names: Vec<String>,
-    texts: Vec<String>,
-    base: Option<String>,
-) -> Result<Vec<String>, String> {
-    use tokenscope_core::page::compare::{CompareRequest, NamedText};
-    let files = names
-        .into_iter()
-        .zip(texts)
-        .map(|(name, text)| NamedText { name, text })
-        .collect();
-    let out = CompareRequest {
-        files,
-        base,
-        min_change: None,
-    }
-    .render()?;
-    Ok(vec![out.json, out.body, out.html])
+pub fn mount_compare(
+    host: web_sys::Element,
+    this_run: Option<String>,
+    this_raw: Option<String>,
+) -> Result<(), JsValue> {
+    compare_panel::mount(host, this_run, this_raw)
 }
 
 fn render(request: &str) -> Result<String, String> {

@@ -8,6 +8,7 @@ use yew::prelude::*;
 use crate::actions::{FileActions, SettingsActions};
 use crate::components::analysis::Analysis;
 use crate::components::charts::Charts;
+use crate::components::compare::Compare;
 use crate::components::gpu::GpuView;
 use crate::components::header::Header;
 use crate::components::level_table::LevelTable;
@@ -185,6 +186,22 @@ pub fn App(props: &AppProps) -> Html {
             });
         })
     };
+    // The run's raw file for the Compare view, made when it compares.
+    let raw_of_run = finished.filter(|f| f.raw.is_some()).map(|_| {
+        let state = state.clone();
+        Callback::from(move |()| {
+            state
+                .finished
+                .as_ref()
+                .and_then(|f| {
+                    Some(crate::services::runner::raw_jsonl(
+                        f.raw.as_ref()?,
+                        &f.records,
+                    ))
+                })
+                .unwrap_or_default()
+        })
+    });
     html! {
         <div class="page">
             <Header {simulated} />
@@ -227,6 +244,7 @@ pub fn App(props: &AppProps) -> Html {
                     { results(&state) }
                     <Tiers tiers={state.tiers.clone()} />
                     <Analysis report_json={finished.map(|f| f.report_json.clone())} measured={(*measured).clone()} />
+                    <Compare report_json={finished.map(|f| f.report_json.clone())} raw={raw_of_run} />
                     <Outputs
                         report_json={finished.map(|f| f.report_json.clone())}
                         records_json={finished.map(|f| f.records_json.clone())}

@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod charts;
+pub mod compare;
 pub mod gpu;
 pub mod header;
 pub mod level_table;

@@ -51,6 +51,24 @@ pub async fn render(request: &ReportRequest) -> Result<Rendered, String> {
     serde_json::from_str(&text).map_err(|e| format!("the report module's answer: {e}"))
 }
 
+/// Mount the module's Compare panel into `host` (reopening it refreshes the
+/// page's run in it).
+pub async fn mount_compare(
+    host: &web_sys::Element,
+    run: Option<String>,
+    raw: Option<String>,
+) -> Result<(), String> {
+    let m = module().await?;
+    let f = Reflect::get(&m, &JsValue::from_str("mount_compare"))
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+        .ok_or("the report module has no `mount_compare` export")?;
+    let text = |t: Option<String>| t.map_or(JsValue::UNDEFINED, |t| JsValue::from_str(&t));
+    f.call3(&JsValue::NULL, host, &text(run), &text(raw))
+        .map(|_| ())
+        .map_err(|e| js_error_text(&e))
+}
+
 /// A kernels report file read by the module: its text and what the page shows.
 pub async fn read_kernels(json: &str) -> Result<KernelsRead, String> {
     let text = call("read_kernels", json).await?;
