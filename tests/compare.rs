@@ -56,14 +56,15 @@ fn bench_with(
         "--ignore-eos",
         "--seed",
         &seed,
-        "--server-metrics",
-        "none",
         "--out",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
         "-q",
     ];
+    if !extra.contains(&"--server-metrics") {
+        args.extend_from_slice(&["--server-metrics", "none"]);
+    }
     args.extend_from_slice(extra);
     let o = run(&args);
     assert!(o.status.success(), "{}", text(&o));
@@ -109,8 +110,11 @@ fn a_known_change_is_found_with_an_interval_holding_it() {
     let dir = tempfile::tempdir().unwrap();
     let base_mock = Mock::start(&["--ttft-ms", "20", "--itl-ms", "10", "--jitter-ms", "0.5"]);
     let new_mock = Mock::start(&["--ttft-ms", "25", "--itl-ms", "11", "--jitter-ms", "0.5"]);
-    let base = bench(&base_mock, dir.path(), "base", 1, 30, 12);
-    let new = bench(&new_mock, dir.path(), "new", 1, 30, 12);
+    // With an SLO between the two TTFTs (goodput falls) and the mocks'
+    // /metrics scraped (the server's own TTFT, 5 ms apart).
+    let extra = ["--slo", "ttft_ms:p95<=56", "--server-metrics", "auto"];
+    let base = bench_with(&base_mock, dir.path(), "base", 1, 30, 12, &extra);
+    let new = bench_with(&new_mock, dir.path(), "new", 1, 30, 12, &extra);
     let (b, n) = (base.to_str().unwrap(), new.to_str().unwrap());
     let (code, c, out) = compare(&[b, n]);
     assert_eq!(code, 0, "{out}");
@@ -157,6 +161,15 @@ fn a_known_change_is_found_with_an_interval_holding_it() {
     }
     let tput = cell(&c, "c=1", "output_tokens_per_s");
     assert_eq!(tput["verdict"], "worse", "{tput}");
+    let goodput = cell(&c, "c=1", "goodput_fraction");
+    assert_eq!(goodput["verdict"], "worse", "{goodput}");
+    assert!(goodput["base"].as_f64().unwrap() > 0.8, "{goodput}");
+    assert!(goodput["new"].as_f64().unwrap() < 0.2, "{goodput}");
+    // The server's own TTFT (its /metrics): 5 ms apart, shown without a verdict.
+    let server = cell(&c, "c=1", "server_ttft_ms:mean");
+    let diff = server["diff"].as_f64().unwrap();
+    assert!((4.0..6.0).contains(&diff), "{server}");
+    assert_eq!(server["verdict"], "unknown", "{server}");
     eprintln!(
         "known shift (+5 ms TTFT, +1 ms ITL) at c=1: {}",
         figures.join("; ")

@@ -13,7 +13,7 @@ use crate::report::compare::{Cell, CompareRun, Comparison, RunVsBase};
 
 /// A value of `metric` as the tables show it.
 pub(crate) fn value(metric: &str, v: f64) -> String {
-    if metric.ends_with("_rate") {
+    if metric.ends_with("_rate") || metric == "goodput_fraction" {
         format!("{:.2}%", v * 100.0)
     } else if metric == "output_tokens_per_s" {
         fmt_rate(v)
@@ -25,7 +25,7 @@ pub(crate) fn value(metric: &str, v: f64) -> String {
 /// A change of `metric` (signed).
 fn change(metric: &str, v: f64) -> String {
     let sign = if v >= 0.0 { "+" } else { "-" };
-    if metric.ends_with("_rate") {
+    if metric.ends_with("_rate") || metric == "goodput_fraction" {
         format!("{sign}{:.2}pp", v.abs() * 100.0)
     } else {
         format!("{sign}{}", value(metric, v.abs()))
@@ -61,7 +61,7 @@ pub fn rows(run: &RunVsBase) -> (Vec<String>, Vec<Vec<String>>) {
             value(&c.metric, c.base),
             value(&c.metric, c.new),
             match c.relative {
-                Some(r) if !c.metric.ends_with("_rate") => {
+                Some(r) if !c.metric.ends_with("_rate") && c.metric != "goodput_fraction" => {
                     format!("{} ({:+.1}%)", change(&c.metric, c.diff), r * 100.0)
                 }
                 _ => change(&c.metric, c.diff),

@@ -245,6 +245,46 @@ fn cell(metric: String, direction: Direction, d: &Difference, min_change: f64) -
     }
 }
 
+/// The server's own figures, when both runs scraped it: its mean TTFT, queue,
+/// prefill and decode time per request (`levels[].server.stages`). Means of the
+/// server's histograms over the level, with no per-request samples: shown, not
+/// judged (no interval).
+#[cfg(feature = "server-view")]
+fn server_cells(base: &LevelReport, new: &LevelReport) -> Vec<Cell> {
+    let stages = |l: &LevelReport| l.server.as_ref().and_then(|s| s.stages.clone());
+    let (Some(b), Some(n)) = (stages(base), stages(new)) else {
+        return Vec::new();
+    };
+    [
+        (
+            "server_ttft_ms:mean",
+            Some(b.server_ttft_ms),
+            Some(n.server_ttft_ms),
+        ),
+        ("server_queue_ms:mean", b.queue_ms, n.queue_ms),
+        ("server_prefill_ms:mean", b.prefill_ms, n.prefill_ms),
+        ("server_decode_ms:mean", b.decode_ms, n.decode_ms),
+    ]
+    .into_iter()
+    .filter_map(|(name, x, y)| {
+        let (x, y) = (x?, y?);
+        let d = Difference {
+            base: x,
+            new: y,
+            diff: y - x,
+            interval: None,
+            p_value: None,
+        };
+        Some(cell(name.into(), Direction::LowerIsBetter, &d, 0.0))
+    })
+    .collect()
+}
+
+#[cfg(not(feature = "server-view"))]
+fn server_cells(_: &LevelReport, _: &LevelReport) -> Vec<Cell> {
+    Vec::new()
+}
+
 /// The family-wise error of a run's comparison: Holm's step-down over every
 /// cell with a p-value (latency percentiles: bootstrap; throughput: Welch's t
 /// over rounds; rates: the score test) at 5%; a change it does not keep is no
@@ -408,6 +448,21 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
                 cells.push(cell(name.to_owned(), Direction::LowerIsBetter, &d, 0.0));
             }
         }
+        // Goodput: the share of sent requests that met every SLO (a rate, so
+        // Newcombe's interval), when both runs checked SLOs.
+        if let (Some(fb), Some(fnew)) = (bl.goodput_fraction, nl.goodput_fraction) {
+            let met = |f: f64, sent: u64| (f * sent as f64).round() as u64;
+            if let Some(d) = proportion_diff(met(fb, bl.sent), bl.sent, met(fnew, nl.sent), nl.sent)
+            {
+                cells.push(cell(
+                    "goodput_fraction".into(),
+                    Direction::HigherIsBetter,
+                    &d,
+                    0.0,
+                ));
+            }
+        }
+        cells.extend(server_cells(bl, nl));
         levels.push(LevelVsBase {
             load: label(bl),
             cells,
@@ -432,7 +487,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
 }
 
 /// The metrics a comparison's cells name, for messages.
-pub const METRIC_NAMES: &str = "ttft_ms:p95, tpot_ms:p50, itl_ms:p99, e2e_ms:p95, rendered_ttft_ms:p95, output_tokens_per_s, error_rate, timeout_rate";
+pub const METRIC_NAMES: &str = "ttft_ms:p95, tpot_ms:p50, itl_ms:p99, e2e_ms:p95, rendered_ttft_ms:p95, output_tokens_per_s, goodput_fraction, error_rate, timeout_rate";
 
 /// Whether `metric` names a comparison's cell (`ttft_ms:p95`, `error_rate`).
 pub fn known_metric(metric: &str) -> bool {
@@ -440,7 +495,13 @@ pub fn known_metric(metric: &str) -> bool {
         metric
             .strip_prefix(m)
             .is_some_and(|p| PERCENTILES.iter().any(|(n, _)| p == format!(":{n}")))
-    }) || ["output_tokens_per_s", "error_rate", "timeout_rate"].contains(&metric)
+    }) || [
+        "output_tokens_per_s",
+        "goodput_fraction",
+        "error_rate",
+        "timeout_rate",
+    ]
+    .contains(&metric)
 }
 
 /// A CI gate's threshold (`--fail-on ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%`):

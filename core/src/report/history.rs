@@ -184,18 +184,21 @@ fn point(
             v.is_finite()
                 .then_some((v, interval, Direction::HigherIsBetter))
         }
-        "error_rate" | "timeout_rate" => {
-            let k = if metric == "error_rate" {
-                level.errors
-            } else {
-                level.timeouts
+        "error_rate" | "timeout_rate" | "goodput_fraction" => {
+            let (k, direction) = match metric {
+                "error_rate" => (level.errors, Direction::LowerIsBetter),
+                "timeout_rate" => (level.timeouts, Direction::LowerIsBetter),
+                _ => (
+                    (level.goodput_fraction? * level.sent as f64).round() as u64,
+                    Direction::HigherIsBetter,
+                ),
             };
             (level.sent > 0).then(|| {
                 let (lo, hi) = wilson(k, level.sent);
                 (
                     k as f64 / level.sent as f64,
                     Some(Interval { lo, hi }),
-                    Direction::LowerIsBetter,
+                    direction,
                 )
             })
         }
