@@ -165,6 +165,21 @@ fn datasets_of_conversations_and_sharegpt_are_sent_as_chat_messages() {
                 .iter()
                 .all(|r| r["outcome"]["status"] == "ok")
         );
+        // The prompt set's fingerprint, as core defines it, for compare's check.
+        let header: serde_json::Value = serde_json::from_str(
+            std::fs::read_to_string(&raw)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        let d = tokenscope_core::workload::dataset::Dataset::parse(
+            &std::fs::read_to_string(&file).unwrap(),
+        )
+        .unwrap();
+        let expected = tokenscope_core::workload::dataset::prompts_hash(&d.prompts);
+        assert_eq!(header["config"]["prompts_hash"], expected.as_str());
     }
     // The mock counted every message of a conversation, and the plain prompt's
     // own max_tokens was sent.

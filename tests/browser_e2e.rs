@@ -1035,6 +1035,10 @@ async fn page_sends_a_prompts_file_and_paints_after_hidden_reasoning() {
     check_accounting(&report, n);
     assert_eq!(report["config"]["prompts_file"], "prompts.jsonl");
     assert_eq!(report["config"]["distinct_prompts"], 4);
+    // The prompt set's fingerprint, as core (and so `bench`) computes it.
+    let d = tokenscope_core::workload::dataset::Dataset::parse(&text).unwrap();
+    let expected = tokenscope_core::workload::dataset::prompts_hash(&d.prompts);
+    assert_eq!(report["config"]["prompts_hash"], expected.as_str());
     assert!(report["config"]["input_tokens"].is_null());
     let records = json_of(&browser.text_of("records-json").await, "#records-json");
     let log: HashMap<String, Value> = mock

@@ -107,6 +107,7 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         input_tokens: Some(64),
         prompts_file: None,
         label: None,
+        prompts_hash: None,
         max_tokens: 16,
         ignore_eos: false,
         min_tokens: None,

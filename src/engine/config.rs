@@ -211,6 +211,12 @@ impl BenchConfig {
                 (Prompts::Synthetic { tokens }, _) => tokens.tokens(),
             },
             label: self.label.clone(),
+            prompts_hash: match &self.prompts {
+                Prompts::File { prompts, .. } => {
+                    Some(tokenscope_core::workload::dataset::prompts_hash(prompts))
+                }
+                Prompts::Synthetic { .. } => None,
+            },
             prompts_file: match &self.prompts {
                 Prompts::File { path, .. } => Some(path.display().to_string()),
                 Prompts::Synthetic { .. } => None,

@@ -93,6 +93,9 @@ pub struct PreparedWorkload {
     pub requests: Vec<PageRequest>,
     /// A trace's record for the report, and its mean rate (the level's load).
     pub trace: Option<(TraceInfo, f64)>,
+    /// A prompts file's prompt set ([`crate::workload::dataset::prompts_hash`]).
+    #[serde(default)]
+    pub prompts_hash: Option<String>,
 }
 
 impl WorkloadRequest {
@@ -155,6 +158,7 @@ impl WorkloadRequest {
             })?;
             d.prompts = keep.into_iter().map(|i| d.prompts[i].clone()).collect();
         }
+        let prompts_hash = Some(crate::workload::dataset::prompts_hash(&d.prompts));
         let requests = d
             .prompts
             .into_iter()
@@ -166,6 +170,7 @@ impl WorkloadRequest {
         Ok(PreparedWorkload {
             requests,
             trace: None,
+            prompts_hash,
         })
     }
 
@@ -229,6 +234,7 @@ impl WorkloadRequest {
         Ok(PreparedWorkload {
             requests,
             trace: Some((info, t.mean_rate_per_s())),
+            prompts_hash: None,
         })
     }
 }

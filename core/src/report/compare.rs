@@ -319,7 +319,7 @@ fn mismatches(base: &ClientReport, new: &ClientReport) -> Vec<Mismatch> {
     };
     let json = |r: &ClientReport| serde_json::to_value(r).unwrap_or_default();
     let (b, n) = (json(base), json(new));
-    let fields: [(&str, &[&str]); 14] = [
+    let fields: [(&str, &[&str]); 15] = [
         ("config.api", &["config", "api"]),
         ("config.model", &["config", "model"]),
         ("config.url", &["config", "url"]),
@@ -328,6 +328,7 @@ fn mismatches(base: &ClientReport, new: &ClientReport) -> Vec<Mismatch> {
         ("config.max_tokens", &["config", "max_tokens"]),
         ("config.ignore_eos", &["config", "ignore_eos"]),
         ("config.prompts_file", &["config", "prompts_file"]),
+        ("config.prompts_hash", &["config", "prompts_hash"]),
         ("config.seed", &["config", "seed"]),
         ("config.tokens.method", &["config", "tokens", "method"]),
         ("config.conversation", &["config", "conversation"]),
@@ -629,6 +630,28 @@ mod tests {
                 Verdict::NoChange
             },
         }
+    }
+
+    #[test]
+    fn mismatches_name_each_field_that_differs() {
+        use crate::report::Source;
+        let base = crate::testing::client_report(Source::Native, Vec::new());
+        let mut new = base.clone();
+        assert!(mismatches(&base, &new).is_empty());
+        new.config.prompts_hash = Some("00000000000000aa".into());
+        new.config.max_tokens += 1;
+        new.source = Source::Browser;
+        new.config.label = Some("v2".into());
+        let fields: Vec<String> = mismatches(&base, &new)
+            .into_iter()
+            .map(|m| m.field)
+            .collect();
+        // The label names a run; it is not a difference in what was measured.
+        assert_eq!(
+            fields,
+            ["config.max_tokens", "config.prompts_hash", "source"],
+            "{fields:?}"
+        );
     }
 
     #[test]

@@ -235,6 +235,9 @@ pub struct RunConfig {
     /// Prompts file, when one was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompts_file: Option<String>,
+    /// The prompts file's prompt set, as sent ([`crate::workload::dataset::prompts_hash`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_hash: Option<String>,
     /// What this run is (`bench --label v1.2`): `tokenscope history` orders and
     /// names runs by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

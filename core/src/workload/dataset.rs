@@ -30,6 +30,27 @@ pub struct DatasetPrompt {
     pub max_tokens: Option<u32>,
 }
 
+/// The prompt set's fingerprint (`config.prompts_hash`): FNV-1a 64 over each
+/// prompt's text and `max_tokens`, in order, as 16 hex digits. Two runs with the
+/// same hash sent the same prompts (`tokenscope compare` checks it); a file
+/// renamed keeps it, a prompt changed changes it.
+pub fn prompts_hash(prompts: &[DatasetPrompt]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for p in prompts {
+        eat(p.prompt.as_bytes());
+        eat(&[0xff]);
+        eat(&p.max_tokens.map_or(u32::MAX, |m| m).to_le_bytes());
+        eat(&[0xfe]);
+    }
+    format!("{h:016x}")
+}
+
 /// The dataset shapes read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -243,6 +264,33 @@ fn sharegpt<'a>(
         });
     }
     finish(DatasetFormat::Sharegpt, prompts, skipped)
+}
+
+#[cfg(test)]
+mod hash_tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_sets_hash_follows_its_prompts() {
+        let p = |t: &str, m: Option<u32>| DatasetPrompt {
+            prompt: t.into(),
+            messages: None,
+            max_tokens: m,
+        };
+        let a = [p("one two", None), p("three", Some(4))];
+        assert_eq!(prompts_hash(&a), prompts_hash(&a.clone()));
+        assert_eq!(prompts_hash(&a).len(), 16);
+        for other in [
+            vec![p("one two", None), p("three", Some(5))],
+            vec![p("one two", None), p("three!", Some(4))],
+            vec![p("three", Some(4)), p("one two", None)],
+            vec![p("one", None), p("two three", Some(4))],
+        ] {
+            assert_ne!(prompts_hash(&a), prompts_hash(&other), "{other:?}");
+        }
+        // FNV-1a 64's offset basis for no prompt.
+        assert_eq!(prompts_hash(&[]), "cbf29ce484222325");
+    }
 }
 
 #[cfg(test)]

@@ -400,7 +400,10 @@ pub async fn run(
     }
     match workload.as_ref().map(|w| (w.requests.len(), &w.trace)) {
         Some((_, Some((info, _)))) => config.trace = Some(info.clone()),
-        Some((n, None)) => config.distinct_prompts = Some(n as u64),
+        Some((n, None)) => {
+            config.distinct_prompts = Some(n as u64);
+            config.prompts_hash = workload.as_ref().and_then(|w| w.prompts_hash.clone());
+        }
         None => {}
     }
     config.tokens = page_tokens.counting.clone();

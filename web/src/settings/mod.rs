@@ -791,6 +791,7 @@ impl RunPlan {
                 && !matches!(self.open_loop, Some(OpenLoop::Trace { .. })))
             .then_some(self.input_tokens),
             label: None,
+            prompts_hash: None,
             prompts_file: self
                 .prompts
                 .as_ref()
