@@ -356,6 +356,23 @@ fn incompatible_runs_summaries_only_and_bad_files() {
         out.contains("warning: config.max_tokens differs: 12 (base) vs 8"),
         "{out}"
     );
+    // The kernels measured beside each run (X.kernels.json): another adapter is
+    // named too.
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/kernels-lavapipe.json"),
+    )
+    .unwrap();
+    let mut h200: Value = serde_json::from_str(&fixture).unwrap();
+    h200["adapter"]["name"] = "NVIDIA H200".into();
+    std::fs::write(dir.path().join("a.kernels.json"), &fixture).unwrap();
+    std::fs::write(dir.path().join("b.kernels.json"), h200.to_string()).unwrap();
+    let o = run(&["compare", a, b]);
+    let out = text(&o);
+    assert!(
+        out.contains("warning: kernels.adapter differs: llvmpipe")
+            && out.contains("vs NVIDIA H200"),
+        "{out}"
+    );
     let o = run(&["compare", a, b, "--strict"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(

@@ -34,6 +34,12 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub raw: Vec<PathBuf>,
 
+    /// The kernels reports measured beside the runs (`tokenscope kernels --out`),
+    /// in the same order: their adapters join the compatibility check. Found
+    /// beside a report as `X.kernels.json` when not given.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub kernels: Vec<PathBuf>,
+
     /// A change smaller than this share of the base is no change (the noise floor).
     #[arg(long, value_name = "PERCENT", default_value = "2%")]
     pub min_change: String,
@@ -77,20 +83,18 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         Some(s) => Threshold::parse_list(s).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
         None => Vec::new(),
     };
-    let (reports, raws) = runs::load(&args.reports, &args.raw)?;
+    let loaded = runs::load(&args.reports, &args.raw, &args.kernels)?;
     let names: Vec<String> = args
         .reports
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let runs: Vec<CompareRun<'_>> = reports
-        .iter()
-        .zip(&raws)
-        .zip(&names)
-        .map(|((report, raw), name)| CompareRun {
-            name,
-            report,
-            raw: raw.as_ref(),
+    let runs: Vec<CompareRun<'_>> = (0..loaded.reports.len())
+        .map(|i| CompareRun {
+            name: &names[i],
+            report: &loaded.reports[i],
+            raw: loaded.raws[i].as_ref(),
+            kernels: loaded.kernels[i].as_ref(),
         })
         .collect();
     let opts = CompareOptions {

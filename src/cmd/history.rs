@@ -70,6 +70,7 @@ fn reports_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .with_context(|| format!("{}: cannot read the folder", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| !p.to_string_lossy().ends_with(".kernels.json"))
         .collect();
     files.sort();
     Ok(files
@@ -123,7 +124,11 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let (mut reports, raws) = runs::load(&files, &[])?;
+    let runs::Loaded {
+        mut reports,
+        raws,
+        kernels,
+    } = runs::load(&files, &[], &[])?;
     if let Some(levels) = &args.level {
         let wanted: Vec<String> = levels.split(',').map(|l| l.trim().to_owned()).collect();
         for r in &mut reports {
@@ -136,14 +141,12 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<()> {
         );
     }
     let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-    let mut list: Vec<CompareRun<'_>> = reports
-        .iter()
-        .zip(&raws)
-        .zip(&names)
-        .map(|((report, raw), name)| CompareRun {
-            name,
-            report,
-            raw: raw.as_ref(),
+    let mut list: Vec<CompareRun<'_>> = (0..reports.len())
+        .map(|i| CompareRun {
+            name: &names[i],
+            report: &reports[i],
+            raw: raws[i].as_ref(),
+            kernels: kernels[i].as_ref(),
         })
         .collect();
     let order = sort_runs(&mut list);

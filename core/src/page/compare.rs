@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::render;
 use crate::report::ClientReport;
 use crate::report::compare::{CompareOptions, CompareRun, compare};
+use crate::report::kernels::KernelReport;
 use crate::report::raw::{self, RawFile};
 
 /// The names a report's raw file goes by beside it: `X.json` -> `X.raw.jsonl`,
@@ -16,6 +17,15 @@ use crate::report::raw::{self, RawFile};
 pub fn raw_names(report: &str) -> [String; 2] {
     let stem = report.strip_suffix(".json").unwrap_or(report);
     [format!("{stem}.raw.jsonl"), format!("{stem}.jsonl")]
+}
+
+/// The name a report's kernels report goes by beside it: `X.json` ->
+/// `X.kernels.json`.
+pub fn kernels_name(report: &str) -> String {
+    format!(
+        "{}.kernels.json",
+        report.strip_suffix(".json").unwrap_or(report)
+    )
 }
 
 /// A file as the page read it.
@@ -27,7 +37,8 @@ pub struct NamedText {
     pub text: String,
 }
 
-/// What to compare.
+/// What to compare (reports, their raw files `X.jsonl`, their kernels reports
+/// `X.kernels.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompareRequest {
     /// Reports (`.json`) and raw files (`.jsonl`), in any order: reports are
@@ -60,7 +71,8 @@ impl CompareRequest {
     /// Compare, or say which file is wrong and why.
     pub fn render(&self) -> Result<CompareRendered, String> {
         let mut reports: Vec<(&str, ClientReport)> = Vec::new();
-        for f in self.files.iter().filter(|f| !f.name.ends_with(".jsonl")) {
+        let is_report = |n: &str| !n.ends_with(".jsonl") && !n.ends_with(".kernels.json");
+        for f in self.files.iter().filter(|f| is_report(&f.name)) {
             let r = ClientReport::from_json(&f.text).map_err(|e| format!("{}: {e}", f.name))?;
             reports.push((&f.name, r));
         }
@@ -89,13 +101,25 @@ impl CompareRequest {
                 .transpose()?;
             raws.push(raw);
         }
+        let mut kernels = Vec::new();
+        for (name, _) in &reports {
+            let k = self
+                .files
+                .iter()
+                .find(|f| f.name == kernels_name(name))
+                .map(|f| KernelReport::from_json(&f.text).map_err(|e| format!("{}: {e}", f.name)))
+                .transpose()?;
+            kernels.push(k);
+        }
         let runs: Vec<CompareRun<'_>> = reports
             .iter()
             .zip(&raws)
-            .map(|((name, report), raw)| CompareRun {
+            .zip(&kernels)
+            .map(|(((name, report), raw), kernels)| CompareRun {
                 name,
                 report,
                 raw: raw.as_ref(),
+                kernels: kernels.as_ref(),
             })
             .collect();
         let opts = CompareOptions {
@@ -180,6 +204,30 @@ mod tests {
             min_change: None,
         };
         assert!(bad.render().unwrap_err().starts_with("a.jsonl: "));
+        // Kernels reports beside them (X.kernels.json): the adapters compared.
+        let kernels = include_str!("../../../tests/fixtures/reports/kernels-lavapipe.json");
+        let mut h200: serde_json::Value = serde_json::from_str(kernels).unwrap();
+        h200["adapter"]["name"] = "NVIDIA H200".into();
+        let req = CompareRequest {
+            files: vec![
+                file("a.json", native),
+                file("b.json", native),
+                file("a.kernels.json", kernels),
+                file("b.kernels.json", &h200.to_string()),
+            ],
+            base: None,
+            min_change: None,
+        };
+        let c: serde_json::Value = serde_json::from_str(&req.render().unwrap().json).unwrap();
+        let m = &c["runs"][0]["mismatches"];
+        assert!(
+            m.as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["field"] == "kernels.adapter"
+                    && m["new"].as_str().unwrap().starts_with("NVIDIA H200")),
+            "{m}"
+        );
         let one = CompareRequest {
             files: vec![file("a.json", native)],
             base: None,

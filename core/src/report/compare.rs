@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::kernels::KernelReport;
 use super::raw::RawFile;
 use super::{ClientReport, LevelReport};
 use crate::analyze::compare::{
@@ -54,6 +55,9 @@ pub struct CompareRun<'a> {
     pub report: &'a ClientReport,
     /// Its raw file (per-request samples), when there is one.
     pub raw: Option<&'a RawFile>,
+    /// The kernels report measured beside it (`X.kernels.json`), when there is
+    /// one: its adapter is part of the compatibility check.
+    pub kernels: Option<&'a KernelReport>,
 }
 
 /// The whole comparison: every run against the first.
@@ -479,7 +483,29 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
     };
     RunVsBase {
         name: new.name.to_owned(),
-        mismatches: mismatches(base.report, new.report),
+        mismatches: {
+            let mut m = mismatches(base.report, new.report);
+            let adapter = |k: Option<&KernelReport>| {
+                k.map_or_else(
+                    || "-".to_owned(),
+                    |k| {
+                        format!(
+                            "{} ({}, {})",
+                            k.adapter.name, k.adapter.backend, k.adapter.driver
+                        )
+                    },
+                )
+            };
+            let (x, y) = (adapter(base.kernels), adapter(new.kernels));
+            if (base.kernels.is_some() || new.kernels.is_some()) && x != y {
+                m.push(Mismatch {
+                    field: "kernels.adapter".into(),
+                    base: x,
+                    new: y,
+                });
+            }
+            m
+        },
         intervals,
         levels,
         only_in_base: unmatched(base.report, new.report),
