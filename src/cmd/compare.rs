@@ -1,12 +1,12 @@
 //! `tokenscope compare`: runs compared against the first, change by change, with
 //! 95% intervals and verdicts (`core::report::compare`), and a CI gate.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use tokenscope_core::render;
-use tokenscope_core::report::compare::{CompareOptions, CompareRun, Threshold, compare, crossings};
+use tokenscope_core::report::compare::{CompareRun, Threshold, compare, crossings};
 
 use super::runs;
 
@@ -40,17 +40,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub kernels: Vec<PathBuf>,
 
-    /// A change smaller than this share of the base is no change (the noise floor).
-    #[arg(long, value_name = "PERCENT", default_value = "2%")]
-    pub min_change: String,
-
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = tokenscope_core::analyze::compare::DEFAULT_RESAMPLES)]
-    pub resamples: u32,
-
-    /// The bootstrap's seed (the same files and seed give the same intervals).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub stats: runs::StatsArgs,
 
     /// Refuse runs that differ in more than the change under test (model, tiers,
     /// prompts, tokenizer, load, tool version, client).
@@ -62,23 +53,13 @@ pub struct CompareArgs {
     #[arg(long, value_name = "THRESHOLDS")]
     pub fail_on: Option<String>,
 
-    /// Write the comparison as JSON (tokenscope.compare/1) here (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write the comparison as Markdown here (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-
-    /// Write a self-contained HTML page here: the tables, the runs'
-    /// throughput-latency curves overlaid (knees ringed), TTFT and ITL CDFs.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: runs::OutputArgs,
 }
 
 /// Run `tokenscope compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let min_change = runs::fraction(&args.min_change)?;
+    let opts = args.stats.options()?;
     let thresholds = match &args.fail_on {
         Some(s) => Threshold::parse_list(s).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
         None => Vec::new(),
@@ -97,11 +78,6 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             kernels: loaded.kernels[i].as_ref(),
         })
         .collect();
-    let opts = CompareOptions {
-        min_change,
-        resamples: args.resamples.max(100),
-        seed: args.seed,
-    };
     let c = compare(&runs, &opts);
     if args.strict
         && let Some(run) = c.runs.iter().find(|r| !r.mismatches.is_empty())
@@ -118,23 +94,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             fields.join(", ")
         );
     }
-    let to_stdout = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
-    if ![&args.json, &args.markdown, &args.html]
-        .into_iter()
-        .any(to_stdout)
-    {
-        print!("{}", render::compare::text(&c));
-    }
-    if let Some(p) = &args.json {
-        let json = serde_json::to_string_pretty(&c)? + "\n";
-        runs::write(p, &json, "json")?;
-    }
-    if let Some(p) = &args.markdown {
-        runs::write(p, &render::compare::markdown(&c), "markdown")?;
-    }
-    if let Some(p) = &args.html {
-        runs::write(p, &render::compare::html(&c, &runs), "html")?;
-    }
+    args.output.emit(
+        || render::compare::text(&c),
+        || Ok(serde_json::to_string_pretty(&c)?),
+        || render::compare::markdown(&c),
+        || render::compare::html(&c, &runs),
+    )?;
     let crossed = crossings(&c, &thresholds);
     if crossed.is_empty() {
         return Ok(ExitCode::SUCCESS);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use clap::Args;
 use tokenscope_core::render;
-use tokenscope_core::report::compare::{CompareOptions, CompareRun, METRIC_NAMES, known_metric};
+use tokenscope_core::report::compare::{CompareRun, METRIC_NAMES, known_metric};
 use tokenscope_core::report::history::{DEFAULT_METRICS, history, sort_runs};
 
 use super::runs;
@@ -38,29 +38,11 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "LIST")]
     pub level: Option<String>,
 
-    /// The run-to-run test's noise floor.
-    #[arg(long, value_name = "PERCENT", default_value = "2%")]
-    pub min_change: String,
+    #[command(flatten)]
+    pub stats: runs::StatsArgs,
 
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = tokenscope_core::analyze::compare::DEFAULT_RESAMPLES)]
-    pub resamples: u32,
-
-    /// The bootstrap's seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-
-    /// Write the history as JSON (tokenscope.history/1) here (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write the history as Markdown here (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-
-    /// Write a self-contained HTML page here: a trend chart per level and metric.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: runs::OutputArgs,
 }
 
 /// The client reports in `dir` (sorted by name); other JSON files are named on
@@ -88,7 +70,7 @@ fn reports_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 /// Run `tokenscope history`.
 pub fn run(args: HistoryArgs) -> anyhow::Result<()> {
-    let min_change = runs::fraction(&args.min_change)?;
+    let opts = args.stats.options()?;
     let metrics: Vec<String> = args
         .metrics
         .split(',')
@@ -150,27 +132,12 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<()> {
         })
         .collect();
     let order = sort_runs(&mut list);
-    let opts = CompareOptions {
-        min_change,
-        resamples: args.resamples.max(100),
-        seed: args.seed,
-    };
     let h = history(&list, &metrics, order, &opts);
-    let to_stdout = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
-    if ![&args.json, &args.markdown, &args.html]
-        .into_iter()
-        .any(to_stdout)
-    {
-        print!("{}", render::history::text(&h));
-    }
-    if let Some(p) = &args.json {
-        runs::write(p, &(serde_json::to_string_pretty(&h)? + "\n"), "json")?;
-    }
-    if let Some(p) = &args.markdown {
-        runs::write(p, &render::history::markdown(&h), "markdown")?;
-    }
-    if let Some(p) = &args.html {
-        runs::write(p, &render::history::html(&h), "html")?;
-    }
+    args.output.emit(
+        || render::history::text(&h),
+        || Ok(serde_json::to_string_pretty(&h)?),
+        || render::history::markdown(&h),
+        || render::history::html(&h),
+    )?;
     Ok(())
 }

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use clap::Args;
 use tokenscope_core::report::ClientReport;
+use tokenscope_core::report::compare::CompareOptions;
 use tokenscope_core::report::kernels::KernelReport;
 use tokenscope_core::report::raw::{self, RawFile};
 
@@ -40,13 +42,85 @@ fn read_raw(path: &Path) -> anyhow::Result<RawFile> {
 }
 
 /// Write `text` to `path` (`-`: stdout); `what` names the flag in errors.
-pub fn write(path: &Path, text: &str, what: &str) -> anyhow::Result<()> {
+fn write(path: &Path, text: &str, what: &str) -> anyhow::Result<()> {
     if path == Path::new("-") {
         print!("{text}");
         return Ok(());
     }
     std::fs::write(path, text)
         .with_context(|| format!("--{what} {}: cannot write the file", path.display()))
+}
+
+/// The statistics' settings `compare` and `history` share.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// A change smaller than this share of the base is no change (the noise
+    /// floor): significant means the whole 95% interval lies beyond it.
+    #[arg(long, value_name = "PERCENT", default_value = "2%")]
+    pub min_change: String,
+
+    /// Bootstrap resamples (100 at least).
+    #[arg(long, default_value_t = tokenscope_core::analyze::compare::DEFAULT_RESAMPLES)]
+    pub resamples: u32,
+
+    /// The bootstrap's seed (the same files and seed give the same intervals).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl StatsArgs {
+    /// The options, or which flag is wrong.
+    pub fn options(&self) -> anyhow::Result<CompareOptions> {
+        Ok(CompareOptions {
+            min_change: fraction(&self.min_change)?,
+            resamples: self.resamples.max(100),
+            seed: self.seed,
+        })
+    }
+}
+
+/// Where `compare` and `history` write their result besides the terminal.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Write it as JSON here (`tokenscope.compare/1`, `tokenscope.history/1`;
+    /// `-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write it as Markdown here (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Write it as a self-contained HTML page here, with its charts.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Print `text` unless an output goes to stdout, then write each output
+    /// asked for (each made only if asked).
+    pub fn emit(
+        &self,
+        text: impl FnOnce() -> String,
+        json: impl FnOnce() -> anyhow::Result<String>,
+        markdown: impl FnOnce() -> String,
+        html: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
+        let outputs = [&self.json, &self.markdown, &self.html];
+        if !outputs.iter().any(|p| p.as_deref() == Some(Path::new("-"))) {
+            print!("{}", text());
+        }
+        if let Some(p) = &self.json {
+            write(p, &(json()? + "\n"), "json")?;
+        }
+        if let Some(p) = &self.markdown {
+            write(p, &markdown(), "markdown")?;
+        }
+        if let Some(p) = &self.html {
+            write(p, &html(), "html")?;
+        }
+        Ok(())
+    }
 }
 
 /// Client reports read, with what was found for each.
