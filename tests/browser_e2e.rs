@@ -1471,7 +1471,10 @@ async fn page_ramps_the_load_before_measuring() {
             }
         } else {
             // One worker for the ramp's first quarter (the second joins at 250
-            // ms): requests sent then never overlap.
+            // ms after the ramp's start, which can be some ms before the first
+            // send on a busy host: a CI run sent the second worker's first
+            // request 236 ms after the first send): requests sent in the first
+            // 200 ms never overlap.
             assert!(ramp.len() >= ramped, "{} ramp requests", ramp.len());
             let first = ramp
                 .iter()
@@ -1480,10 +1483,10 @@ async fn page_ramps_the_load_before_measuring() {
             let mut alone: Vec<(f64, f64)> = ramp
                 .iter()
                 .map(|r| (f(&r["t_send_ms"]), f(&r["t_done_ms"])))
-                .filter(|(s, _)| *s < first + 240.0)
+                .filter(|(s, _)| *s < first + 200.0)
                 .collect();
             alone.sort_by(|a, b| a.0.total_cmp(&b.0));
-            assert!(alone.len() >= 3, "{alone:?}");
+            assert!(alone.len() >= 2, "{alone:?}");
             for w in alone.windows(2) {
                 assert!(
                     w[1].0 >= w[0].1 - 0.01,
