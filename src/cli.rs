@@ -24,6 +24,8 @@ pub enum Command {
     Compare(cmd::compare::CompareArgs),
     /// Track runs over time: each metric per run with its interval, changes flagged.
     History(cmd::history::HistoryArgs),
+    /// Merge shards' reports (bench --shard K/N) into one, exactly as one client would have measured.
+    Merge(cmd::merge::MergeArgs),
     /// Start the simulated server and benchmark it: the whole client pipeline in one command.
     Demo(cmd::demo::DemoArgs),
     /// Run a simulated OpenAI-compatible inference server (demos and tests).
@@ -44,6 +46,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Calibrate(args) => cmd::calibrate::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::History(args) => cmd::history::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Merge(args) => cmd::merge::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Mock(args) => cmd::mock::run(args),
         Command::Kernels(args) => cmd::kernels::run(args),

@@ -116,6 +116,7 @@ pub fn run_config(levels: &[u32]) -> RunConfig {
         ramp_s: None,
         shared_prefix_tokens: None,
         conversation: None,
+        shard: None,
         reasoning_display: None,
         timeout_s: 60.0,
         slos: Vec::new(),

@@ -13,6 +13,7 @@ use tokenscope_core::render;
 use tokenscope_core::render::tiers;
 use tokenscope_core::report::{ClientReport, TraceInfo};
 use tokenscope_core::workload::conversation::Conversation;
+use tokenscope_core::workload::shard::Shard;
 use tokenscope_core::workload::tokens::Tier;
 use tokenscope_core::workload::trace::Trace;
 
@@ -275,6 +276,29 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Run the K-th (0-based) of N equal parts of this plan, for N load
+    /// generators together: each level's concurrency or rate, the request
+    /// counts and the prompts split between the shards (docs/scale.md). Each
+    /// shard writes its own report; `tokenscope merge` makes them one.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+
+    /// Start the first level at this wall-clock time (RFC 3339, e.g.
+    /// 2026-12-03T14:05:00Z), after the setup, so shards on several machines
+    /// line up.
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "shard",
+        conflicts_with = "start_after"
+    )]
+    pub start_at: Option<String>,
+
+    /// Start the first level this long after now (e.g. 30s), for shards
+    /// started together (a Kubernetes Job's pods).
+    #[arg(long, value_name = "DURATION", requires = "shard")]
+    pub start_after: Option<String>,
 
     /// Exact samples kept per metric and level; past it, percentiles come from an
     /// HdrHistogram (3 significant digits) so memory stays flat on long runs.
@@ -580,6 +604,27 @@ impl BenchArgs {
             },
             conversation,
             prompt_tier: None,
+            shard: None,
+            start_at: match (&self.start_at, &self.start_after) {
+                (Some(t), _) => Some((
+                    flag("start-at", crate::util::parse_rfc3339_ms(t))?,
+                    t.clone(),
+                )),
+                (None, Some(d)) => {
+                    let at = crate::util::unix_ms()
+                        + flag("start-after", parse_duration(d))?.as_secs_f64() * 1000.0;
+                    Some((at, crate::util::rfc3339_of_ms(at)))
+                }
+                (None, None) => None,
+            },
+        };
+        let cfg = match &self.shard {
+            Some(s) => {
+                let shard = flag("shard", Shard::parse(s).map_err(|e| e.to_string()))?;
+                cfg.split(shard)
+                    .map_err(|e| anyhow::anyhow!("--shard {s}: {e}"))?
+            }
+            None => cfg,
         };
         let outputs = Outputs {
             out: self.out,

@@ -115,6 +115,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             shared_prefix: None,
             conversation: None,
             prompt_tier: None,
+            shard: None,
+            start_at: None,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod demo;
 pub mod history;
 pub mod kernels;
+pub mod merge;
 pub mod mock;
 pub mod plan;
 pub mod report;

@@ -9,6 +9,7 @@ use tokenscope_core::measure::openai::Api;
 use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig, TraceInfo};
 use tokenscope_core::workload::dataset::DatasetPrompt;
 use tokenscope_core::workload::plan;
+use tokenscope_core::workload::shard::{Shard, ShardError, ShardInfo};
 use tokenscope_core::workload::trace::Trace;
 
 use super::scrape::ServerMetrics;
@@ -153,13 +154,117 @@ pub struct BenchConfig {
     /// Sessions of several turns, each sending the history so far
     /// (`--conversation`; closed loop: sessions are the concurrency unit).
     pub conversation: Option<tokenscope_core::workload::conversation::Conversation>,
+    /// This run is one shard of a plan split over several load generators
+    /// (`--shard K/N`): the load, counts, prompts and trace here are already
+    /// its parts.
+    pub shard: Option<ShardPlan>,
+    /// Start the first level at this wall-clock time (`--start-at`,
+    /// `--start-after`): ms since the Unix epoch, and as given.
+    pub start_at: Option<(f64, String)>,
     /// Send only the prompts file's prompts within 25% of this many tokens (an
     /// input tier of `--input-tokens` with `--prompts`:
     /// [`tokenscope_core::workload::tokens::pick_tier`]).
     pub prompt_tier: Option<u32>,
 }
 
+/// A shard's part of a plan ([`tokenscope_core::workload::shard`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardPlan {
+    /// Which shard.
+    pub shard: Shard,
+    /// The whole plan's levels (concurrencies or req/s).
+    pub plan_levels: Vec<f64>,
+    /// The whole plan's measured requests per level, when a count was given.
+    pub plan_requests: Option<u64>,
+    /// Wall-clock time of the run clock's zero, ms since the Unix epoch (set
+    /// when the run starts).
+    pub clock_origin_unix_ms: f64,
+}
+
 impl BenchConfig {
+    /// This run's part of the plan: the load, the counts and the trace split
+    /// as [`tokenscope_core::workload::shard`] says; an error names a level or
+    /// count too small to give every shard a part.
+    pub fn split(mut self, shard: Shard) -> Result<Self, ShardError> {
+        let plan_levels: Vec<f64> = self.load.loads().iter().map(|l| l.value()).collect();
+        let plan_requests = match self.per_level {
+            PerLevel::Requests(n) => Some(n),
+            _ => None,
+        };
+        self.load = match self.load {
+            LoadPlan::Concurrency(cs) => LoadPlan::Concurrency(
+                cs.iter()
+                    .map(|&c| shard.part_of("concurrency", u64::from(c)).map(|p| p as u32))
+                    .collect::<Result<_, _>>()?,
+            ),
+            LoadPlan::Rate { rates, arrival, cv } => LoadPlan::Rate {
+                rates: rates.iter().map(|&r| shard.rate(r)).collect(),
+                arrival,
+                cv,
+            },
+            LoadPlan::Trace { trace, mut info } => {
+                let mut part = Trace::clone(&trace);
+                part.requests = trace
+                    .requests
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| shard.owns(*i))
+                    .map(|(_, r)| r.clone())
+                    .collect();
+                if part.requests.is_empty() {
+                    return Err(ShardError::TooSmall {
+                        what: "a trace of requests",
+                        value: trace.requests.len() as u64,
+                        count: shard.count,
+                    });
+                }
+                info.requests = part.requests.len() as u64;
+                LoadPlan::Trace {
+                    trace: std::sync::Arc::new(part),
+                    info,
+                }
+            }
+        };
+        if let PerLevel::Requests(n) = self.per_level {
+            self.per_level = PerLevel::Requests(shard.part_of("requests per level", n)?);
+        }
+        self.warmup = self.warmup.map(|w| shard.part(u64::from(w)) as u32);
+        if let Prompts::File { prompts, .. } = &self.prompts
+            && prompts.len() < shard.count as usize
+        {
+            return Err(ShardError::TooSmall {
+                what: "a prompts file of prompts",
+                value: prompts.len() as u64,
+                count: shard.count,
+            });
+        }
+        self.shard = Some(ShardPlan {
+            shard,
+            plan_levels,
+            plan_requests,
+            clock_origin_unix_ms: 0.0,
+        });
+        Ok(self)
+    }
+
+    /// The shard (the whole plan when not sharded).
+    pub fn shard_or_whole(&self) -> Shard {
+        self.shard.as_ref().map_or(Shard::WHOLE, |s| s.shard)
+    }
+
+    /// The whole plan's load at level `level` (this run's own when not sharded).
+    pub fn plan_load(&self, level: usize, load: Load) -> Load {
+        match (&self.shard, load) {
+            (Some(s), Load::Concurrency(_)) => {
+                Load::Concurrency(s.plan_levels.get(level).map_or(1, |v| *v as u32))
+            }
+            (Some(s), Load::Rate(_)) => {
+                Load::Rate(s.plan_levels.get(level).copied().unwrap_or(1.0))
+            }
+            (None, l) => l,
+        }
+    }
+
     /// The report's record of this configuration (no key).
     pub fn run_config(&self, model: &str) -> RunConfig {
         let (mode, levels, arrival) = match &self.load {
@@ -251,6 +356,14 @@ impl BenchConfig {
             ramp_s: self.ramp.map(|d| d.as_secs_f64()),
             shared_prefix_tokens: self.shared_prefix,
             conversation: self.conversation,
+            shard: self.shard.as_ref().map(|s| ShardInfo {
+                index: s.shard.index,
+                count: s.shard.count,
+                plan_levels: s.plan_levels.clone(),
+                plan_requests_per_level: s.plan_requests,
+                clock_origin_unix_ms: s.clock_origin_unix_ms,
+                start_at: self.start_at.as_ref().map(|(_, text)| text.clone()),
+            }),
             reasoning_display: None,
             arrival_cv: match &self.load {
                 LoadPlan::Rate { cv, .. } => *cv,

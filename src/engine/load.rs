@@ -25,12 +25,19 @@ pub(super) enum Quota {
     For(f64),
 }
 
-pub(super) fn quota_for(cfg: &BenchConfig, load: Load, round: u32) -> Quota {
+/// A round's quota at `load` (a shard's part of `plan_load`): the default is
+/// the whole plan's, split over the shards, so N shards send what one client would.
+pub(super) fn quota_for(cfg: &BenchConfig, load: Load, plan_load: Load, round: u32) -> Quota {
     match cfg.per_level {
         PerLevel::Requests(n) => Quota::Count(plan::split(n, cfg.rounds, round)),
         PerLevel::Duration(d) => {
             Quota::For(d.as_secs_f64() * 1000.0 / f64::from(cfg.rounds.max(1)))
         }
+        PerLevel::Auto if cfg.shard.is_some() => Quota::Count(
+            cfg.shard_or_whole()
+                .part(plan::default_round_requests(plan_load))
+                .max(1),
+        ),
         PerLevel::Auto => Quota::Count(plan::default_round_requests(load)),
     }
 }
@@ -201,13 +208,20 @@ pub(super) async fn run_open(
     let ctx2 = Arc::clone(ctx);
     let scheduler = tokio::spawn(async move {
         let ctx = ctx2;
-        let mut rng = plan::arrival_stream(ctx.cfg.seed, round);
+        // A shard's own stream: N shards' arrivals together are the plan's.
+        let seed = ctx.cfg.shard_or_whole().stream_seed(ctx.cfg.seed);
+        let mut rng = plan::arrival_stream(seed, round);
         let start = ctx.clock.now_ms();
         let until = match quota {
             Quota::For(ms) => Some(start + ms),
             Quota::Count(_) => None,
         };
-        let mut t_next = start;
+        // A trace's first request at its own time (a shard's part of a trace
+        // does not start at 0).
+        let mut t_next = match &schedule {
+            Schedule::Trace(trace) => start + trace.requests.first().map_or(0.0, |r| r.t_ms),
+            Schedule::Rate { .. } => start,
+        };
         let mut sent = 0u64;
         loop {
             if let Quota::Count(n) = quota

@@ -112,6 +112,9 @@ impl Ctx {
     /// Request `index`'s spec and its prompt's counted tokens.
     fn spec(&self, index: u64) -> (RequestSpec, Option<u64>) {
         let words = self.tokens.words.as_deref();
+        // A shard's requests are numbered plan-wide (no prompt twice across shards).
+        let shard = self.cfg.shard_or_whole();
+        let global = shard.global_index(index);
         let traced = match &self.cfg.load {
             LoadPlan::Trace { trace, .. } => trace
                 .requests
@@ -129,7 +132,7 @@ impl Ctx {
                     block,
                     r.input_tokens,
                     self.cfg.seed,
-                    index,
+                    global,
                 ),
                 u32::try_from(r.output_tokens).unwrap_or(u32::MAX),
                 words.map(|_| r.input_tokens),
@@ -139,19 +142,20 @@ impl Ctx {
                 let tokens = tokens.tokens().unwrap_or(1);
                 match words {
                     Some(w) => (
-                        exact_prompt(w, u64::from(tokens), self.cfg.seed, index),
+                        exact_prompt(w, u64::from(tokens), self.cfg.seed, global),
                         self.cfg.max_tokens,
                         Some(u64::from(tokens)),
                     ),
                     None => (
-                        synthetic_prompt(tokens, self.cfg.seed, index),
+                        synthetic_prompt(tokens, self.cfg.seed, global),
                         self.cfg.max_tokens,
                         None,
                     ),
                 }
             }
             (Prompts::File { prompts, .. }, None) => {
-                let i = (index % prompts.len() as u64) as usize;
+                // Checked before the run: every shard has a prompt of its own.
+                let i = shard.prompt_index(index, prompts.len()).unwrap_or(0);
                 let p = &prompts[i];
                 messages.clone_from(&p.messages);
                 (
@@ -271,6 +275,9 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         timeout: cfg.timeout,
     };
     let clock = Clock::start();
+    if let Some(s) = cfg.shard.as_mut() {
+        s.clock_origin_unix_ms = crate::util::unix_ms() - clock.now_ms();
+    }
     let scrape_http = scrape::client()?;
     let (endpoints, first_scrapes, scrape_notes) =
         scrape_endpoints(&mut cfg, &scrape_http, &clock).await;
@@ -330,6 +337,11 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         )
     });
     spawn_signal_handler(ctx.stop.clone(), ctx.cancel.clone(), cfg.grace);
+    if let Some((at_ms, text)) = &cfg.start_at {
+        if let Some(w) = wait_for_start(*at_ms, text, &ctx.stop).await {
+            lock(&run).warn(w);
+        }
+    }
     let lag_monitor = LagMonitor::spawn();
     let progress = Progress::new(cfg.progress);
     for (li, load) in loads.iter().enumerate() {
@@ -371,6 +383,7 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         simulated: false,
         event_loop_lag_ms: Some(lag_summary),
         rebuilt_from_raw: false,
+        merged: None,
     };
     run.log(RawEntry::Event(RawEvent::end(&environment, interrupted)));
     let mut report = run.rec.finish(environment, interrupted);
@@ -515,7 +528,7 @@ async fn run_level(
         if ctx.stop.is_cancelled() {
             break;
         }
-        let quota = quota_for(cfg, load, round);
+        let quota = quota_for(cfg, load, cfg.plan_load(li, load), round);
         progress.phase(
             &format!("{} round {}/{}", load.label(), round + 1, cfg.rounds),
             match (quota, cfg.conversation) {
@@ -564,6 +577,35 @@ async fn run_level(
         r.log(RawEntry::Event(e));
     }
     r.scrapes.level_ended();
+}
+
+/// Wait for the common start (`--start-at`): the first level starts then, so
+/// shards on several machines line up. A start already past is said in the
+/// report and the run starts at once; Ctrl-C stops the wait.
+async fn wait_for_start(
+    at_unix_ms: f64,
+    text: &str,
+    stop: &CancellationToken,
+) -> Option<ReportWarning> {
+    let wait_ms = at_unix_ms - crate::util::unix_ms();
+    if wait_ms <= 0.0 {
+        return Some(ReportWarning::new(
+            WarningKind::ClientBound,
+            format!(
+                "the common start {text} had passed {:.1} s before this run was ready: its levels start late against the others'",
+                -wait_ms / 1000.0
+            ),
+        ));
+    }
+    eprintln!(
+        "waiting {:.1} s for the common start {text}",
+        wait_ms / 1000.0
+    );
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_secs_f64(wait_ms / 1000.0)) => {}
+        () = stop.cancelled() => {}
+    }
+    None
 }
 
 /// Measures how late a 10 ms timer fires on the client's runtime, all run long.

@@ -10,22 +10,19 @@
 
 use std::collections::BTreeMap;
 
+use super::level_samples::LevelSamples;
 use super::long_run::{SnapAcc, drift, snapshots};
 use super::rounds::{RoundAcc, analyze_rounds};
-use crate::analyze::slo::{Slo, SloMetric};
-use crate::analyze::stats::{self, Samples, Summary};
+use crate::analyze::slo::Slo;
+use crate::analyze::stats::{self, Samples};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
 use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
-use crate::report::{
-    LevelMetrics, LevelReport, Load, PositionBucket, ReasoningDisplay, RunConfig, SloCheck,
-    StallReport,
-};
+use crate::report::{LevelReport, Load, ReasoningDisplay, RunConfig, StallReport};
 
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
 pub const POSITION_BUCKETS: [(u64, Option<u64>); 3] = [(1, Some(64)), (65, Some(256)), (257, None)];
 
-/// Points of the quantile curves kept per metric (p0..p100).
-pub const QUANTILE_POINTS: usize = 101;
+pub use super::level_samples::QUANTILE_POINTS;
 
 /// Options for a level's analysis.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +38,8 @@ pub struct LevelOptions {
     /// Tokens the server adds around a prompt (`config.tokens`): a request's
     /// `usage.prompt_tokens` should be its counted prompt plus this.
     pub template_overhead: Option<i64>,
+    /// Carry the samples' histograms in the report (a shard's: they merge).
+    pub histograms: bool,
 }
 
 impl Default for LevelOptions {
@@ -51,6 +50,7 @@ impl Default for LevelOptions {
             sample_cap: stats::DEFAULT_SAMPLE_CAP,
             snapshot_interval_ms: None,
             template_overhead: None,
+            histograms: false,
         }
     }
 }
@@ -75,6 +75,7 @@ impl LevelOptions {
                 .as_ref()
                 .filter(|t| t.exact)
                 .and_then(|t| t.template_overhead),
+            histograms: cfg.shard.is_some(),
         }
     }
 }
@@ -85,27 +86,8 @@ pub struct LevelAccumulator {
     load: Load,
     opts: LevelOptions,
     rounds: Vec<RoundAcc>,
-    ttft: Samples,
-    tpot: Samples,
-    itl: Samples,
-    itl_per_token: Samples,
-    e2e: Samples,
-    headers: Samples,
-    first_byte: Samples,
-    decode_rate: Samples,
-    out_tokens: Samples,
-    rendered: Samples,
-    render_delay: Samples,
-    max_gap: Samples,
-    first_answer: Samples,
-    reasoning: Samples,
-    send: Samples,
-    delivery: Samples,
+    samples: LevelSamples,
     ttft_at_network_stack: u64,
-    lag: Samples,
-    server_tpot: Samples,
-    server_prompt: Samples,
-    positions: Vec<Samples>,
     sent: u64,
     ok: u64,
     errors: u64,
@@ -139,32 +121,11 @@ pub struct LevelAccumulator {
 impl LevelAccumulator {
     /// Start a level.
     pub fn new(load: Load, opts: LevelOptions) -> Self {
-        let cap = opts.sample_cap;
-        let s = || Samples::with_cap(cap);
         Self {
             load,
             rounds: Vec::new(),
-            ttft: s(),
-            tpot: s(),
-            itl: s(),
-            itl_per_token: s(),
-            e2e: s(),
-            headers: s(),
-            first_byte: s(),
-            decode_rate: s(),
-            out_tokens: s(),
-            rendered: s(),
-            render_delay: s(),
-            max_gap: s(),
-            first_answer: s(),
-            reasoning: s(),
-            send: s(),
-            delivery: s(),
+            samples: LevelSamples::new(opts.sample_cap),
             ttft_at_network_stack: 0,
-            lag: s(),
-            server_tpot: s(),
-            server_prompt: s(),
-            positions: POSITION_BUCKETS.iter().map(|_| s()).collect(),
             sent: 0,
             ok: 0,
             errors: 0,
@@ -228,7 +189,7 @@ impl LevelAccumulator {
         ra.t_last_done = Some(ra.t_last_done.map_or(t_done, |t| t.max(t_done)));
         self.sent += 1;
         if let Some(lag) = m.client_lag_ms {
-            self.lag.push(lag);
+            self.samples.lag.push(lag);
         }
         let snap = self.opts.snapshot_interval_ms.map(|iv| {
             let start = self.t_level_start.unwrap_or(t_ref);
@@ -300,25 +261,28 @@ impl LevelAccumulator {
         self.estimated |= m.tokens_estimated;
         self.token_events += r.token_events_ms.len() as u64;
         self.shared_events += u64::from(r.shared_read_events);
-        push_samples(&mut self.ttft, m.ttft_ms);
-        push_samples(&mut self.tpot, m.tpot_ms);
-        push_samples(&mut self.e2e, m.e2e_ms);
-        push_samples(&mut self.headers, m.time_to_headers_ms);
-        push_samples(&mut self.first_byte, m.time_to_first_byte_ms);
-        push_samples(&mut self.decode_rate, m.decode_rate_tok_per_s);
-        self.out_tokens.push(m.output_tokens as f64);
-        push_samples(&mut self.rendered, m.rendered_ttft_ms);
-        push_samples(&mut self.render_delay, m.render_delay_ms);
-        push_samples(&mut self.send, m.browser_send_ms);
-        push_samples(&mut self.first_answer, m.time_to_first_answer_ms);
-        push_samples(&mut self.reasoning, m.reasoning_tokens.map(|n| n as f64));
-        push_samples(&mut self.delivery, m.browser_delivery_ms);
+        push_samples(&mut self.samples.ttft, m.ttft_ms);
+        push_samples(&mut self.samples.tpot, m.tpot_ms);
+        push_samples(&mut self.samples.e2e, m.e2e_ms);
+        push_samples(&mut self.samples.headers, m.time_to_headers_ms);
+        push_samples(&mut self.samples.first_byte, m.time_to_first_byte_ms);
+        push_samples(&mut self.samples.decode_rate, m.decode_rate_tok_per_s);
+        self.samples.out_tokens.push(m.output_tokens as f64);
+        push_samples(&mut self.samples.rendered, m.rendered_ttft_ms);
+        push_samples(&mut self.samples.render_delay, m.render_delay_ms);
+        push_samples(&mut self.samples.send, m.browser_send_ms);
+        push_samples(&mut self.samples.first_answer, m.time_to_first_answer_ms);
+        push_samples(
+            &mut self.samples.reasoning,
+            m.reasoning_tokens.map(|n| n as f64),
+        );
+        push_samples(&mut self.samples.delivery, m.browser_delivery_ms);
         if m.ttft_at_network_stack {
             self.ttft_at_network_stack += 1;
         }
         if let Some(t) = r.server_timings {
-            push_samples(&mut self.server_tpot, t.predicted_per_token_ms);
-            push_samples(&mut self.server_prompt, t.prompt_ms);
+            push_samples(&mut self.samples.server_tpot, t.predicted_per_token_ms);
+            push_samples(&mut self.samples.server_prompt, t.prompt_ms);
         }
         if let Some(method) = r.paint_method {
             let key = match method {
@@ -328,13 +292,13 @@ impl LevelAccumulator {
             *self.paint_methods.entry(key.to_owned()).or_default() += 1;
         }
         for g in &m.gaps {
-            self.itl.push(g.ms);
-            self.itl_per_token.push(g.per_token_ms);
+            self.samples.itl.push(g.ms);
+            self.samples.itl_per_token.push(g.per_token_ms);
             if let Some(b) = POSITION_BUCKETS
                 .iter()
                 .position(|(from, to)| g.position >= *from && to.is_none_or(|t| g.position <= t))
             {
-                self.positions[b].push(g.ms);
+                self.samples.positions[b].push(g.ms);
             }
         }
         self.stall_count += u64::from(m.stalls);
@@ -343,7 +307,7 @@ impl LevelAccumulator {
         }
         if let Some(l) = m.longest_gap_ms {
             self.longest_gap = Some(self.longest_gap.map_or(l, |x| x.max(l)));
-            self.max_gap.push(l);
+            self.samples.max_gap.push(l);
         }
         if self.opts.slos.iter().all(|slo| slo.request_meets(&m)) {
             self.goodput += 1;
@@ -367,40 +331,8 @@ impl LevelAccumulator {
             }
         };
         let sent_f = self.sent.max(1) as f64;
-        let metrics = LevelMetrics {
-            ttft_ms: self.ttft.summary(),
-            tpot_ms: self.tpot.summary(),
-            itl_ms: self.itl.summary(),
-            itl_per_token_ms: self.itl_per_token.summary(),
-            e2e_ms: self.e2e.summary(),
-            time_to_headers_ms: self.headers.summary(),
-            time_to_first_byte_ms: self.first_byte.summary(),
-            decode_rate_tok_per_s: self.decode_rate.summary(),
-            output_tokens: self.out_tokens.summary(),
-            rendered_ttft_ms: nonempty(&self.rendered),
-            render_delay_ms: nonempty(&self.render_delay),
-            max_gap_ms: nonempty(&self.max_gap),
-            time_to_first_answer_ms: nonempty(&self.first_answer),
-            reasoning_tokens: nonempty(&self.reasoning),
-            browser_send_ms: nonempty(&self.send),
-            browser_delivery_ms: nonempty(&self.delivery),
-            client_lag_ms: nonempty(&self.lag),
-            server_tpot_ms: nonempty(&self.server_tpot),
-            server_prompt_ms: nonempty(&self.server_prompt),
-        };
-        let slo_checks: Vec<SloCheck> = self
-            .opts
-            .slos
-            .iter()
-            .map(|slo| {
-                let value = level_percentile(&metrics, &self.itl, &self.rendered, slo);
-                SloCheck {
-                    slo: slo.label(),
-                    value_ms: value,
-                    met: value.is_some_and(|v| v <= slo.max_ms),
-                }
-            })
-            .collect();
+        let metrics = self.samples.metrics();
+        let slo_checks = self.samples.slo_checks(&metrics, &self.opts.slos);
         let has_slos = !self.opts.slos.is_empty();
         #[cfg(feature = "server-view")]
         let (prompt_cache, turns) = self.turns.finish();
@@ -413,22 +345,17 @@ impl LevelAccumulator {
             Load::Concurrency(c) => (Some(c), None),
             Load::Rate(r) => (None, Some(r)),
         };
-        let mut quantiles = BTreeMap::new();
-        for (name, s) in [
-            ("ttft_ms", &self.ttft),
-            ("tpot_ms", &self.tpot),
-            ("itl_ms", &self.itl),
-            ("e2e_ms", &self.e2e),
-            ("rendered_ttft_ms", &self.rendered),
-            ("render_delay_ms", &self.render_delay),
-        ] {
-            let curve = s.quantile_curve(QUANTILE_POINTS);
-            if !curve.is_empty() {
-                quantiles.insert(name.to_owned(), curve);
-            }
-        }
+        #[cfg(feature = "server-view")]
+        let histograms = if self.opts.histograms {
+            self.samples.histograms()
+        } else {
+            BTreeMap::new()
+        };
+        #[cfg(not(feature = "server-view"))]
+        let histograms = BTreeMap::new();
         LevelReport {
-            quantiles,
+            quantiles: self.samples.quantiles(),
+            histograms,
             concurrency,
             rate_per_s,
             sent: self.sent,
@@ -453,15 +380,7 @@ impl LevelAccumulator {
                 0.0
             },
             metrics,
-            itl_by_position: POSITION_BUCKETS
-                .iter()
-                .zip(&self.positions)
-                .map(|((from, to), s)| PositionBucket {
-                    from: *from,
-                    to: *to,
-                    itl_ms: s.summary(),
-                })
-                .collect(),
+            itl_by_position: self.samples.positions(),
             stalls: StallReport {
                 threshold_ms: self.opts.metric.stall_threshold_ms,
                 count: self.stall_count,
@@ -498,52 +417,6 @@ fn push_samples(s: &mut Samples, x: Option<f64>) {
     if let Some(x) = x {
         s.push(x);
     }
-}
-
-fn nonempty(s: &Samples) -> Option<Summary> {
-    (!s.is_empty()).then(|| s.summary())
-}
-
-/// The level's value of an SLO's percentile. Standard percentiles come from the
-/// summaries; any other percentile is computed from the exact samples.
-fn level_percentile(m: &LevelMetrics, itl: &Samples, rendered: &Samples, slo: &Slo) -> Option<f64> {
-    let summary = match slo.metric {
-        SloMetric::TtftMs => &m.ttft_ms,
-        SloMetric::TpotMs => &m.tpot_ms,
-        SloMetric::ItlMs => &m.itl_ms,
-        SloMetric::E2eMs => &m.e2e_ms,
-        SloMetric::RenderedTtftMs => return rendered_pct(m, rendered, slo.percentile),
-        SloMetric::MaxGapMs => {
-            let s = m.max_gap_ms.as_ref()?;
-            return pct_key(slo.percentile).and_then(|k| s.get(k)).or(s.p95);
-        }
-    };
-    let key = pct_key(slo.percentile);
-    match key {
-        Some(k) => summary.get(k),
-        None => {
-            // Non-standard percentile: only ITL keeps its samples accessible here.
-            if slo.metric == SloMetric::ItlMs {
-                stats::percentile(itl.values(), slo.percentile / 100.0)
-            } else {
-                summary.get("p95")
-            }
-        }
-    }
-}
-
-fn rendered_pct(m: &LevelMetrics, rendered: &Samples, pct: f64) -> Option<f64> {
-    match pct_key(pct) {
-        Some(k) => m.rendered_ttft_ms.as_ref().and_then(|s| s.get(k)),
-        None => stats::percentile(rendered.values(), pct / 100.0),
-    }
-}
-
-fn pct_key(pct: f64) -> Option<&'static str> {
-    stats::QUANTILES
-        .iter()
-        .find(|(_, q)| (q * 100.0 - pct).abs() < 1e-9)
-        .map(|(k, _)| *k)
 }
 
 #[cfg(test)]

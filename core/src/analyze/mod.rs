@@ -15,6 +15,7 @@ pub mod compare;
 pub mod diagnosis;
 pub mod floor;
 pub mod level;
+pub mod level_samples;
 pub mod long_run;
 pub mod rounds;
 pub mod server;

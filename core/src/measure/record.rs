@@ -245,6 +245,30 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// The same request seen on a clock `dt_ms` ahead: every time moved, every
+    /// duration kept (shards' records put on one time axis to merge).
+    pub fn shift(&mut self, dt_ms: f64) {
+        for t in [
+            &mut self.t_scheduled_ms,
+            &mut self.t_headers_ms,
+            &mut self.t_request_start_ms,
+            &mut self.t_response_start_ms,
+            &mut self.t_first_byte_ms,
+            &mut self.t_done_ms,
+            &mut self.t_first_answer_ms,
+            &mut self.t_first_paint_ms,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *t += dt_ms;
+        }
+        self.t_send_ms += dt_ms;
+        for t in &mut self.token_events_ms {
+            *t += dt_ms;
+        }
+    }
+
     /// The time latencies are measured from: the scheduled send time in rate mode,
     /// else the actual send time.
     pub fn t_reference_ms(&self) -> f64 {

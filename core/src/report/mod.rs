@@ -14,6 +14,8 @@ pub mod combined;
 pub mod compare;
 pub mod history;
 pub mod kernels;
+#[cfg(feature = "server-view")]
+pub mod merge;
 pub mod raw;
 #[cfg(feature = "server-view")]
 pub mod server;
@@ -317,6 +319,11 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub conversation: Option<crate::workload::conversation::Conversation>,
+    /// The run is one shard of a plan split over several load generators
+    /// (`bench --shard K/N`): which, and the whole plan's levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub shard: Option<crate::workload::shard::ShardInfo>,
 }
 
 /// Where and with what the run was made.
@@ -353,6 +360,11 @@ pub struct Environment {
     /// written by the run: what the raw file did not record is missing here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rebuilt_from_raw: bool,
+    /// This report merges shards' reports (`tokenscope merge`): how many, how,
+    /// and how far apart they started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg(feature = "server-view")]
+    pub merged: Option<merge::MergeInfo>,
 }
 
 /// Summaries of every per-request metric at one level (successful requests only).
@@ -648,6 +660,13 @@ pub struct LevelReport {
     /// and in the browser `rendered_ttft_ms`, `render_delay_ms`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quantiles: BTreeMap<String, Vec<f64>>,
+    /// A shard's samples, metric by metric, as HdrHistograms (3 significant
+    /// digits; [`crate::analyze::stats::HistogramData`]), so that `tokenscope
+    /// merge` combines shards exactly within the histogram's precision without
+    /// their raw files. Only shards' reports carry them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub histograms: BTreeMap<String, crate::analyze::stats::HistogramData>,
     /// Per-minute snapshots (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<Snapshot>,

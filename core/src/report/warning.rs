@@ -45,6 +45,12 @@ pub enum WarningKind {
     /// The browser hid when its network stack had the responses (Resource
     /// Timing's `responseStart`): its delivery delay is not measured (informational).
     DeliveryUnmeasured,
+    /// The report merges shards' reports: how, and the shards' start spread
+    /// (informational).
+    Merged,
+    /// Pushes to the Prometheus remote-write endpoint failed (`bench
+    /// --prometheus-remote-write`); the run went on.
+    RemoteWrite,
     /// A kind this build does not know (written by a newer tokenscope).
     #[serde(other)]
     Unknown,
@@ -70,6 +76,8 @@ impl WarningKind {
             WarningKind::TokenMismatch => "token_mismatch",
             WarningKind::DeliveryUnmeasured => "delivery_unmeasured",
             WarningKind::PromptTokensDiffer => "prompt_tokens_differ",
+            WarningKind::Merged => "merged",
+            WarningKind::RemoteWrite => "remote_write",
             WarningKind::Unknown => "unknown",
         }
     }
@@ -82,6 +90,7 @@ impl WarningKind {
                 | WarningKind::SimulatedEndpoint
                 | WarningKind::ServerMetricsOff
                 | WarningKind::DeliveryUnmeasured
+                | WarningKind::Merged
         )
     }
 }

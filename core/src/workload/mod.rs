@@ -6,5 +6,6 @@ pub mod conversation;
 pub mod dataset;
 pub mod plan;
 pub mod prompts;
+pub mod shard;
 pub mod tokens;
 pub mod trace;

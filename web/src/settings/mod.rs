@@ -807,6 +807,7 @@ impl RunPlan {
             ramp_s: self.ramp_ms.map(|ms| ms / 1000.0),
             shared_prefix_tokens: self.shared_prefix,
             conversation: self.conversation,
+            shard: None,
             reasoning_display: Some(self.reasoning),
             timeout_s: self.timeout_ms / 1000.0,
             slos: self.slos.clone(),

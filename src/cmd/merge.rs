@@ -1,0 +1,111 @@
+//! `tokenscope merge`: shards' reports (`bench --shard K/N`) made into the one
+//! report a single client sending all their requests would have written
+//! (`core::report::merge`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use tokenscope_core::analyze::verdict;
+use tokenscope_core::render;
+use tokenscope_core::render::combined;
+use tokenscope_core::report::combined::ReportInput;
+use tokenscope_core::report::merge::{self, ShardRun};
+
+use super::runs;
+
+/// Merge the reports of every shard of one plan into one report.
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  tokenscope merge shard-0.json shard-1.json shard-2.json shard-3.json --out merged.json
+  tokenscope merge results/shard-*.json --out merged.json --html merged.html
+
+Each shard's raw file is found beside its report (shard-0.raw.jsonl, shard-0.jsonl)
+or given with --raw in the same order: with every raw file, the merge is exact
+(the union of the requests); without, it merges the reports' histograms (the
+percentiles within 0.1% of the union's), and says so. A report that is not a
+shard's, a shard given twice or missing, or one of another plan is an error
+naming it (exit 2).")]
+pub struct MergeArgs {
+    /// The shards' reports (`bench --shard K/N --out FILE`), every shard once.
+    #[arg(value_name = "SHARD_REPORT", required = true)]
+    pub reports: Vec<PathBuf>,
+
+    /// Their raw files, in the same order (default: found beside each report).
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub raw: Vec<PathBuf>,
+
+    /// Merge from the reports' histograms even when raw files are there.
+    #[arg(long)]
+    pub no_raw: bool,
+
+    /// Write the merged report (tokenscope.client/1) here.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Write the merged report as HTML here (as `tokenscope report` would).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write it as Markdown here (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// Run the subcommand: exit 2 on files that are not every shard of one plan.
+pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let loaded = match runs::load(&args.reports, &args.raw, &[]) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let shards: Vec<ShardRun> = args
+        .reports
+        .iter()
+        .zip(loaded.reports)
+        .zip(loaded.raws)
+        .map(|((path, report), raw)| ShardRun {
+            name: path.display().to_string(),
+            report,
+            raw: if args.no_raw { None } else { raw },
+        })
+        .collect();
+    let merged = match merge::merge(&shards) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if args.markdown.as_deref() != Some(std::path::Path::new("-")) {
+        print!("{}", render::client::text_summary(&merged));
+    }
+    if let Some(p) = &args.out {
+        std::fs::write(p, merged.to_json() + "\n")
+            .with_context(|| format!("--out {}: cannot write the file", p.display()))?;
+        eprintln!("wrote {}", p.display());
+    }
+    if args.html.is_some() || args.markdown.is_some() {
+        let input = ReportInput {
+            clients: vec![merged],
+            kernels: None,
+            model: None,
+        };
+        let analysis = verdict::analyze(&input);
+        if let Some(p) = &args.html {
+            std::fs::write(p, combined::html(&input, &analysis))
+                .with_context(|| format!("--html {}: cannot write the file", p.display()))?;
+            eprintln!("wrote {}", p.display());
+        }
+        match &args.markdown {
+            Some(p) if p.as_os_str() == "-" => print!("{}", combined::markdown(&input, &analysis)),
+            Some(p) => std::fs::write(p, combined::markdown(&input, &analysis))
+                .with_context(|| format!("--markdown {}: cannot write the file", p.display()))?,
+            None => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
