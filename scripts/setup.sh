@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what tokenscope's builds and tests need, skipping whatever is present:
 #   - Debian packages: Chromium + ChromeDriver (browser tests), Mesa lavapipe + the
-#     Vulkan loader (GPU kernels on the CPU when there is no GPU)
+#     Vulkan loader (GPU kernels on the CPU when there is no GPU), Prometheus (the
+#     live metrics' tests scrape and receive a run; no daemon is started)
 #   - the wasm32-unknown-unknown Rust target
 #   - wasm-bindgen-cli at exactly the version in Cargo.lock
 #   - a current wasm-opt (binaryen from npm; Debian's is too old for wasm-bindgen output)
@@ -19,6 +20,7 @@ command -v chromium >/dev/null || need_pkgs+=(chromium)
 command -v chromedriver >/dev/null || need_pkgs+=(chromium-driver)
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_pkgs+=(mesa-vulkan-drivers)
 ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1' || need_pkgs+=(libvulkan1)
+command -v prometheus >/dev/null || need_pkgs+=(prometheus)
 if ((${#need_pkgs[@]})); then
   if command -v apt-get >/dev/null && { [[ $(id -u) -eq 0 ]] || [[ -n $SUDO ]]; }; then
     say "installing ${need_pkgs[*]}"

@@ -39,6 +39,9 @@ scripts/real-engine.sh --install-only --model all
 step "build the page (dist/: the page and its GPU module)"
 scripts/build-web.sh
 
+step "deploy: Kubernetes manifests, Prometheus config, Grafana queries"
+scripts/check-deploy.sh
+
 step "cargo test (workspace, opt-in suites included)"
 log=$scratch/cargo-test.log
 cargo test --workspace --no-fail-fast -- --include-ignored 2>&1 | tee "$log"

@@ -300,6 +300,38 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION", requires = "shard")]
     pub start_after: Option<String>,
 
+    /// Serve live Prometheus metrics at http://ADDR/metrics while the run goes on
+    /// (TTFT, TPOT, ITL, E2E histograms; requests by outcome, tokens, in-flight,
+    /// the level; labelled by level and shard: docs/scale.md lists them).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
+    /// After the run, keep /metrics up until it is scraped once more (so the
+    /// scraper sees the final counts), at most this long (0: stop at once).
+    #[arg(
+        long,
+        default_value = "15s",
+        value_name = "DURATION",
+        requires = "metrics_listen"
+    )]
+    pub metrics_linger: String,
+
+    /// Push the same series to this Prometheus remote-write endpoint (e.g.
+    /// http://prometheus:9090/api/v1/write) every --remote-write-interval and
+    /// once at the end: for runs shorter than a scrape interval. A refused push
+    /// is counted and said in the report; the run goes on.
+    #[arg(long, value_name = "URL")]
+    pub prometheus_remote_write: Option<String>,
+
+    /// Time between remote-write pushes.
+    #[arg(
+        long,
+        default_value = "5s",
+        value_name = "DURATION",
+        requires = "prometheus_remote_write"
+    )]
+    pub remote_write_interval: String,
+
     /// Exact samples kept per metric and level; past it, percentiles come from an
     /// HdrHistogram (3 significant digits) so memory stays flat on long runs.
     #[arg(long, default_value_t = tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP, hide = true)]
@@ -604,6 +636,31 @@ impl BenchArgs {
             },
             conversation,
             prompt_tier: None,
+            metrics_listen: self.metrics_listen,
+            metrics_linger: flag("metrics-linger", parse_duration(&self.metrics_linger))?,
+            remote_write: match &self.prometheus_remote_write {
+                Some(u) => {
+                    let url = reqwest::Url::parse(u)
+                        .ok()
+                        .filter(|u| matches!(u.scheme(), "http" | "https"))
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "--prometheus-remote-write: not an http(s) URL (e.g. http://127.0.0.1:9090/api/v1/write)"
+                            )
+                        })?;
+                    let every = flag(
+                        "remote-write-interval",
+                        parse_duration(&self.remote_write_interval),
+                    )?;
+                    anyhow::ensure!(
+                        every >= Duration::from_millis(100),
+                        "--remote-write-interval: {} is under 100ms",
+                        self.remote_write_interval
+                    );
+                    Some((url, every))
+                }
+                None => None,
+            },
             shard: None,
             start_at: match (&self.start_at, &self.start_after) {
                 (Some(t), _) => Some((

@@ -117,6 +117,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             prompt_tier: None,
             shard: None,
             start_at: None,
+            metrics_listen: None,
+            metrics_linger: Duration::ZERO,
+            remote_write: None,
         };
         rt.block_on(async {
             let pre = engine::preflight::check(&cfg).await?;

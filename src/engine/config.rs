@@ -161,6 +161,13 @@ pub struct BenchConfig {
     /// Start the first level at this wall-clock time (`--start-at`,
     /// `--start-after`): ms since the Unix epoch, and as given.
     pub start_at: Option<(f64, String)>,
+    /// Serve live Prometheus metrics here while the run goes on (`--metrics-listen`).
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// After the run, keep serving them until scraped once more, at most this long.
+    pub metrics_linger: Duration,
+    /// Push the same series to this Prometheus remote-write URL, every
+    /// interval (`--prometheus-remote-write`).
+    pub remote_write: Option<(reqwest::Url, Duration)>,
     /// Send only the prompts file's prompts within 25% of this many tokens (an
     /// input tier of `--input-tokens` with `--prompts`:
     /// [`tokenscope_core::workload::tokens::pick_tier`]).

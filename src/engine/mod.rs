@@ -45,7 +45,11 @@ use self::progress::Progress;
 use self::raw::RawWriter;
 use self::scrape::{Endpoint, Scraper, ServerMetrics};
 use self::transport::Target;
+use crate::live::remote_write::RemoteWriter;
+use crate::live::{Live, LiveLabels};
+use tokenscope_core::analyze::level::LevelOptions;
 use tokenscope_core::analyze::server::scrape::{ScrapeRecord, ScrapeTarget};
+use tokenscope_core::measure::metrics::{MetricOptions, RequestMetrics};
 use tokenscope_core::report::WarningKind;
 
 /// A finished request with where it belongs.
@@ -84,6 +88,9 @@ struct Ctx {
     /// How prompts are sized: the tokenizer's single-token words (exact) and
     /// each prompts-file prompt's count.
     tokens: tokenize::Prompting,
+    /// Live metrics (`--metrics-listen`, `--prometheus-remote-write`), and the
+    /// level under way (its in-flight requests are counted there).
+    live: Option<(Arc<Live>, Mutex<Load>)>,
 }
 
 /// A request's body, built before its send, with its prompt's counted tokens.
@@ -202,6 +209,13 @@ impl Ctx {
         turn: Option<(u64, u32)>,
     ) -> (Finished, Option<String>) {
         let request_id = format!("{}-{index}", self.run_id);
+        if let Some((live, load)) = &self.live {
+            live.request_started(
+                *load
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+        }
         let counter = self.tokens.output_counter.as_deref();
         let send = transport::Send {
             request_id: &request_id,
@@ -274,6 +288,29 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         api_key: cfg.api_key.clone(),
         timeout: cfg.timeout,
     };
+    // Bound first: a port in use stops the run before anything is sent.
+    let live = Live::new(LiveLabels {
+        shard: cfg.shard.as_ref().map(|s| (s.shard.index, s.shard.count)),
+        label: cfg.label.clone(),
+    });
+    let listener = match cfg.metrics_listen {
+        Some(addr) => {
+            let (task, bound) = crate::live::server::serve(addr, Arc::clone(&live)).await?;
+            eprintln!("live metrics at http://{bound}/metrics");
+            Some(task)
+        }
+        None => None,
+    };
+    let remote = match &cfg.remote_write {
+        Some((url, every)) => Some(RemoteWriter::spawn(
+            url.clone(),
+            *every,
+            Arc::clone(&live),
+            scrape::client()?,
+        )),
+        None => None,
+    };
+    let live = (listener.is_some() || remote.is_some()).then_some(live);
     let clock = Clock::start();
     if let Some(s) = cfg.shard.as_mut() {
         s.clock_origin_unix_ms = crate::util::unix_ms() - clock.now_ms();
@@ -308,6 +345,7 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         next_index: AtomicU64::new(0),
         next_session: AtomicU64::new(0),
         run_id,
+        live: live.clone().map(|l| (l, Mutex::new(Load::Concurrency(1)))),
         cfg,
     });
     let cfg = &ctx.cfg;
@@ -316,10 +354,12 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         Some(path) => Some(RawWriter::create(path, &rec.raw_header())?),
         None => None,
     };
+    let metric_opts = LevelOptions::from_config(rec.config()).metric;
     let run = Arc::new(Mutex::new(Recording {
         rec,
         raw,
         scrapes: ScrapeLog::default(),
+        live: live.clone().map(|l| (l, metric_opts)),
     }));
     for w in pre.warnings.into_iter().chain(scrape_notes) {
         lock(&run).warn(w);
@@ -337,12 +377,12 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         )
     });
     spawn_signal_handler(ctx.stop.clone(), ctx.cancel.clone(), cfg.grace);
-    if let Some((at_ms, text)) = &cfg.start_at {
-        if let Some(w) = wait_for_start(*at_ms, text, &ctx.stop).await {
-            lock(&run).warn(w);
-        }
+    if let Some((at_ms, text)) = &cfg.start_at
+        && let Some(w) = wait_for_start(*at_ms, text, &ctx.stop).await
+    {
+        lock(&run).warn(w);
     }
-    let lag_monitor = LagMonitor::spawn();
+    let lag_monitor = LagMonitor::spawn(live.clone());
     let progress = Progress::new(cfg.progress);
     for (li, load) in loads.iter().enumerate() {
         if ctx.stop.is_cancelled() {
@@ -362,6 +402,29 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         .map_err(|_| anyhow::anyhow!("a thread panicked while recording"))?;
     if let Some(w) = event_loop_warning(&lag_summary, "client") {
         run.warn(w);
+    }
+    if let Some(r) = remote {
+        let stats = r.stop().await;
+        if stats.failures > 0 {
+            run.warn(ReportWarning::new(
+                WarningKind::RemoteWrite,
+                format!(
+                    "{} of {} pushes to the remote-write endpoint failed (the run went on; the report has every figure): {}",
+                    stats.failures,
+                    stats.pushes + stats.failures,
+                    stats.first_error.as_deref().unwrap_or("no error kept")
+                ),
+            ));
+        }
+    }
+    if let (Some(task), Some(l)) = (listener, &live) {
+        if !cfg.metrics_linger.is_zero() {
+            eprintln!(
+                "live metrics: waiting up to {:.0} s for a last scrape of the final counts",
+                cfg.metrics_linger.as_secs_f64()
+            );
+        }
+        crate::live::server::linger(task, l, cfg.metrics_linger).await;
     }
     let environment = Environment {
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -453,6 +516,8 @@ struct Recording {
     raw: Option<RawWriter>,
     /// The scrapes, attributed to levels, joined to the report at the end.
     scrapes: ScrapeLog,
+    /// Live metrics, and how a request's metrics are computed (as the report does).
+    live: Option<(Arc<Live>, MetricOptions)>,
 }
 
 impl Recording {
@@ -468,6 +533,10 @@ impl Recording {
     }
 
     fn finished(&mut self, f: Finished, level: usize, load: Load) {
+        if let Some((live, opts)) = &self.live {
+            let m = RequestMetrics::from_record(&f.record, opts);
+            live.request_finished(load, f.phase != Phase::Warmup, &f.record, &m);
+        }
         let line = f.into_line(level, load);
         self.rec.record(&line);
         self.log(RawEntry::Request(Box::new(line)));
@@ -492,6 +561,12 @@ async fn run_level(
     progress: &Progress,
 ) {
     let cfg = &ctx.cfg;
+    if let Some((live, current)) = &ctx.live {
+        *current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = load;
+        live.level_started(li, load);
+    }
     let warm_n = cfg.warmup.unwrap_or(plan::default_warmup(load));
     if let Some(ramp) = cfg.ramp {
         // The ramp replaces the warm-up: load rising to the level's, not measured.
@@ -615,7 +690,7 @@ struct LagMonitor {
 }
 
 impl LagMonitor {
-    fn spawn() -> Self {
+    fn spawn(live: Option<Arc<Live>>) -> Self {
         let stop = CancellationToken::new();
         let token = stop.clone();
         let task = tokio::spawn(async move {
@@ -629,6 +704,9 @@ impl LagMonitor {
                 }
                 let late = start.elapsed().saturating_sub(period);
                 samples.push(late.as_secs_f64() * 1000.0);
+                if let Some(l) = &live {
+                    l.event_loop_lag_ms(late.as_secs_f64() * 1000.0);
+                }
             }
             samples
         });

@@ -22,6 +22,7 @@ use std::sync::OnceLock;
 /// Buckets per doubling of the value.
 pub const BUCKETS_PER_DOUBLING: u32 = 8;
 /// The ratio between adjacent bucket boundaries before rounding: `2^(1/8)`.
+#[cfg_attr(not(test), allow(dead_code))]
 pub const BUCKET_FACTOR: f64 = 1.090_507_732_665_257_7;
 /// The first (smallest) boundary, seconds: 0.1 ms.
 pub const FIRST_BOUND_S: f64 = 1e-4;
@@ -46,6 +47,7 @@ pub fn bounds() -> &'static [f64] {
 
 /// The largest ratio between adjacent boundaries: the resolution of a quantile
 /// read from these buckets (see the module's doc).
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn max_bucket_ratio() -> f64 {
     bounds().windows(2).map(|w| w[1] / w[0]).fold(1.0, f64::max)
 }

@@ -36,9 +36,6 @@
 //! across the run); they appear once a level has started. Histogram buckets: see
 //! [`histogram`].
 
-// Wired into `bench` by a later change: until then only the tests use it.
-#![allow(dead_code)]
-
 pub mod histogram;
 pub mod remote_write;
 pub mod server;
@@ -69,6 +66,8 @@ pub struct Live {
     /// `shard`, then `label` when set.
     base: Vec<(&'static str, String)>,
     inner: Mutex<Registry>,
+    /// Times `/metrics` was served ([`server`]).
+    scrapes: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -126,7 +125,18 @@ impl Live {
         Arc::new(Live {
             base,
             inner: Mutex::new(Registry::default()),
+            scrapes: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// Times the exposition was served so far.
+    pub fn scrapes(&self) -> u64 {
+        self.scrapes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn scraped(&self) {
+        self.scrapes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {

@@ -46,7 +46,31 @@ pub async fn serve(
 }
 
 async fn metrics(State(live): State<Arc<Live>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, CONTENT_TYPE)], live.render())
+    let text = live.render();
+    live.scraped();
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], text)
+}
+
+/// After the run: keep serving until `/metrics` has been scraped once more (so
+/// the scraper has the final counts), for at most `max`; then stop serving.
+/// Returns whether that scrape came.
+pub async fn linger(
+    task: tokio::task::JoinHandle<()>,
+    live: &Live,
+    max: std::time::Duration,
+) -> bool {
+    let seen = live.scrapes();
+    let deadline = tokio::time::Instant::now() + max;
+    let mut scraped = false;
+    while tokio::time::Instant::now() < deadline {
+        if live.scrapes() > seen {
+            scraped = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    task.abort();
+    scraped
 }
 
 #[cfg(test)]

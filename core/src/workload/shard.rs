@@ -82,16 +82,17 @@ impl Shard {
         n / count + u64::from(u64::from(self.index) < n % count)
     }
 
-    /// [`Shard::part`], refusing a part of 0.
+    /// [`Shard::part`], refusing an `n` that would leave any shard of the plan
+    /// (not only this one) with nothing: every shard must have every level.
     pub fn part_of(&self, what: &'static str, n: u64) -> Result<u64, ShardError> {
-        match self.part(n) {
-            0 => Err(ShardError::TooSmall {
+        if n < u64::from(self.count) {
+            return Err(ShardError::TooSmall {
                 what,
                 value: n,
                 count: self.count,
-            }),
-            p => Ok(p),
+            });
         }
+        Ok(self.part(n))
     }
 
     /// This shard's rate: `r / N`.
