@@ -319,25 +319,25 @@ impl Samples {
         let mut wanted: Vec<u64> = ranks.clone();
         wanted.sort_unstable();
         wanted.dedup();
-        let mut at_rank = std::collections::HashMap::with_capacity(wanted.len());
-        let mut next = wanted.iter().peekable();
+        // The value at each wanted rank, in one pass over the buckets.
+        let mut at_rank = Vec::with_capacity(wanted.len());
         let mut seen = 0u64;
         for v in h.iter_recorded() {
             seen += v.count_at_value();
             let value = h.median_equivalent(v.value_iterated_to()) as f64 / 1000.0;
-            while let Some(&&r) = next.peek() {
-                if r >= seen {
-                    break;
-                }
-                at_rank.insert(r, value);
-                next.next();
+            while at_rank.len() < wanted.len() && wanted[at_rank.len()] < seen {
+                at_rank.push(value);
             }
         }
         // The ends are known exactly.
         let value = |r: u64| match r {
             0 => self.min,
             r if r == last => self.max,
-            r => at_rank.get(&r).copied().unwrap_or(self.max),
+            r => wanted
+                .binary_search(&r)
+                .ok()
+                .and_then(|i| at_rank.get(i).copied())
+                .unwrap_or(self.max),
         };
         qs.iter()
             .zip(ranks.chunks(2))
