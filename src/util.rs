@@ -70,58 +70,6 @@ pub fn unix_ms() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
-/// An RFC 3339 time (`2026-12-03T14:05:00Z`, fractions of a second and
-/// `+01:00`-style offsets allowed) as ms since the Unix epoch.
-pub fn parse_rfc3339_ms(s: &str) -> Result<f64, String> {
-    let bad = || format!("{s:?} is not an RFC 3339 time such as 2026-12-03T14:05:00Z");
-    let s = s.trim();
-    let (date, rest) = s.split_once(['T', 't', ' ']).ok_or_else(bad)?;
-    let mut ymd = date.splitn(3, '-').map(|p| p.parse::<i64>());
-    let (Some(Ok(y)), Some(Ok(mo)), Some(Ok(d))) = (ymd.next(), ymd.next(), ymd.next()) else {
-        return Err(bad());
-    };
-    let (time, offset_min) = if let Some(t) = rest.strip_suffix(['Z', 'z']) {
-        (t, 0i64)
-    } else {
-        let at = rest.rfind(['+', '-']).ok_or_else(bad)?;
-        let (t, off) = rest.split_at(at);
-        let sign = if off.starts_with('-') { -1 } else { 1 };
-        let (oh, om) = off[1..].split_once(':').ok_or_else(bad)?;
-        let (oh, om): (i64, i64) = (
-            oh.parse().map_err(|_| bad())?,
-            om.parse().map_err(|_| bad())?,
-        );
-        (t, sign * (oh * 60 + om))
-    };
-    let mut hms = time.splitn(3, ':');
-    let (Some(h), Some(mi), Some(sec)) = (hms.next(), hms.next(), hms.next()) else {
-        return Err(bad());
-    };
-    let (h, mi): (i64, i64) = (
-        h.parse().map_err(|_| bad())?,
-        mi.parse().map_err(|_| bad())?,
-    );
-    let sec: f64 = sec.parse().map_err(|_| bad())?;
-    if !(1..=12).contains(&mo)
-        || !(1..=31).contains(&d)
-        || h > 23
-        || mi > 59
-        || !(0.0..61.0).contains(&sec)
-    {
-        return Err(bad());
-    }
-    // Days from civil (Howard Hinnant's algorithm), the inverse of now_rfc3339's.
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 - offset_min * 60;
-    Ok(secs as f64 * 1000.0 + sec * 1000.0)
-}
-
 /// RFC 3339 UTC time of now (for "started_at" in reports).
 pub fn now_rfc3339() -> String {
     rfc3339_of_ms(unix_ms())

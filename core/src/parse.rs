@@ -270,6 +270,64 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
+/// `YYYY-MM-DD HH:MM:SS[.fraction]` (or with a `T`) as ms since 1970-01-01,
+/// the time taken as UTC: a trace's timestamps, and with its zone
+/// ([`rfc3339_ms`]) a time someone typed.
+pub fn datetime_ms(s: &str) -> Option<f64> {
+    let (date, time) = s.trim().split_once([' ', 'T'])?;
+    let mut d = date.split('-');
+    let (y, m, day): (i64, i64, i64) = (
+        d.next()?.parse().ok()?,
+        d.next()?.parse().ok()?,
+        d.next()?.parse().ok()?,
+    );
+    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let mut t = time.split(':');
+    let (h, min): (i64, i64) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?);
+    let sec: f64 = t.next()?.parse().ok()?;
+    if t.next().is_some()
+        || !(0..24).contains(&h)
+        || !(0..60).contains(&min)
+        || !(0.0..61.0).contains(&sec)
+    {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + h) * 60 + min) as f64 * 60_000.0 + sec * 1000.0)
+}
+
+/// An RFC 3339 time (`2026-12-03T14:05:00Z`, a fraction of a second and a
+/// `+01:00` offset allowed) as ms since the Unix epoch.
+pub fn rfc3339_ms(s: &str) -> Result<f64, String> {
+    let bad = || format!("{s:?} is not an RFC 3339 time such as 2026-12-03T14:05:00Z");
+    let t = s.trim();
+    let (local, offset_min) = if let Some(l) = t.strip_suffix(['Z', 'z']) {
+        (l, 0.0)
+    } else {
+        // The offset's sign comes after the time's colons.
+        let at = t.rfind(['+', '-']).filter(|&i| i > 10).ok_or_else(bad)?;
+        let (l, off) = t.split_at(at);
+        let (h, m) = off[1..].split_once(':').ok_or_else(bad)?;
+        let (h, m): (f64, f64) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+        let sign = if off.starts_with('-') { -1.0 } else { 1.0 };
+        (l, sign * (h * 60.0 + m))
+    };
+    if !local.contains(['T', 't']) {
+        return Err(bad());
+    }
+    let ms = datetime_ms(&local.replace('t', "T")).ok_or_else(bad)?;
+    Ok(ms - offset_min * 60_000.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

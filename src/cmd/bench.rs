@@ -664,7 +664,7 @@ impl BenchArgs {
             shard: None,
             start_at: match (&self.start_at, &self.start_after) {
                 (Some(t), _) => Some((
-                    flag("start-at", crate::util::parse_rfc3339_ms(t))?,
+                    flag("start-at", tokenscope_core::parse::rfc3339_ms(t))?,
                     t.clone(),
                 )),
                 (None, Some(d)) => {

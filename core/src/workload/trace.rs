@@ -17,6 +17,8 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::parse::datetime_ms;
+
 /// Tokens per prefix block in Mooncake's traces (their README).
 pub const MOONCAKE_BLOCK_TOKENS: u64 = 512;
 
@@ -416,40 +418,6 @@ fn parse_burstgpt(text: &str, header: &[String]) -> Result<Trace, TraceError> {
         )?;
     }
     finish(TraceFormat::Burstgpt, requests, skipped)
-}
-
-/// `YYYY-MM-DD HH:MM:SS[.fraction]` as ms since 1970-01-01 (UTC; only
-/// differences are used).
-fn datetime_ms(s: &str) -> Option<f64> {
-    let (date, time) = s.trim().split_once([' ', 'T'])?;
-    let mut d = date.split('-');
-    let (y, m, day): (i64, i64, i64) = (
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-    );
-    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let mut t = time.split(':');
-    let (h, min): (i64, i64) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?);
-    let sec: f64 = t.next()?.parse().ok()?;
-    if t.next().is_some()
-        || !(0..24).contains(&h)
-        || !(0..60).contains(&min)
-        || !(0.0..61.0).contains(&sec)
-    {
-        return None;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 24 + h) * 60 + min) as f64 * 60_000.0 + sec * 1000.0)
 }
 
 #[cfg(test)]
