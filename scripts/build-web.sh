@@ -107,7 +107,7 @@ grep -q "$js_name" "$dist/$boot_name" && grep -q "$wasm_name" "$dist/$boot_name"
   || { say "boot.js was not rewritten"; exit 1; }
 
 gz() { gzip -9 -c "$1" | wc -c; }
-kb() { echo "$1 / 1024" | bc -l | xargs printf '%.0f'; }
+kb() { echo "$1 / 1024" | bc -l | xargs printf '%.1f'; }
 raw=$(stat -c %s "$dist/$wasm_name")
 gzw=$(gz "$dist/$wasm_name")
 gpu_raw=$(stat -c %s "$dist/$gpu_wasm_name")

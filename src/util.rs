@@ -129,8 +129,10 @@ fn model_name_for(path: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// `--start-at`'s parser against the times this module writes.
     #[test]
     fn rfc3339_times_read_back() {
+        use tokenscope_core::parse::rfc3339_ms as parse_rfc3339_ms;
         let now = unix_ms();
         let t = parse_rfc3339_ms(&now_rfc3339()).unwrap();
         assert!((now - t).abs() < 2000.0, "{now} vs {t}");
@@ -143,11 +145,16 @@ mod tests {
             parse_rfc3339_ms("2026-12-03T15:00:00+01:00"),
             parse_rfc3339_ms("2026-12-03T14:00:00Z")
         );
+        assert_eq!(
+            parse_rfc3339_ms("2026-12-03T13:30:00-00:30"),
+            parse_rfc3339_ms("2026-12-03T14:00:00Z")
+        );
         for bad in [
             "",
             "2026-12-03",
             "2026-13-01T00:00:00Z",
             "2026-12-03T14:00:00",
+            "2026-12-03 14:00:00Z",
             "noon",
         ] {
             assert!(parse_rfc3339_ms(bad).is_err(), "{bad}");

@@ -351,10 +351,9 @@ impl LevelAccumulator {
         } else {
             BTreeMap::new()
         };
-        #[cfg(not(feature = "server-view"))]
-        let histograms = BTreeMap::new();
         LevelReport {
             quantiles: self.samples.quantiles(),
+            #[cfg(feature = "server-view")]
             histograms,
             concurrency,
             rate_per_s,

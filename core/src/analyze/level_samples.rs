@@ -207,20 +207,22 @@ impl LevelSamples {
 
     /// The quantile curves the report keeps (p0..p100 of the charted metrics).
     pub fn quantiles(&self) -> BTreeMap<String, Vec<f64>> {
-        [
+        // Inserted one by one (collecting would sort, in code the page carries).
+        let mut out = BTreeMap::new();
+        for (name, s) in [
             ("ttft_ms", &self.ttft),
             ("tpot_ms", &self.tpot),
             ("itl_ms", &self.itl),
             ("e2e_ms", &self.e2e),
             ("rendered_ttft_ms", &self.rendered),
             ("render_delay_ms", &self.render_delay),
-        ]
-        .into_iter()
-        .filter_map(|(name, s)| {
+        ] {
             let curve = s.quantile_curve(QUANTILE_POINTS);
-            (!curve.is_empty()).then(|| (name.to_owned(), curve))
-        })
-        .collect()
+            if !curve.is_empty() {
+                out.insert(name.to_owned(), curve);
+            }
+        }
+        out
     }
 
     /// ITL by output position.

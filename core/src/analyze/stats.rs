@@ -185,7 +185,9 @@ impl Samples {
         Self::with_cap(DEFAULT_SAMPLE_CAP)
     }
 
-    /// Empty, switching to a histogram past `cap` exact samples.
+    /// Empty, switching to a histogram past `cap` exact samples. (Never
+    /// inlined: a level makes twenty, and the page's wasm carries each copy.)
+    #[inline(never)]
     pub fn with_cap(cap: usize) -> Self {
         Self {
             values: Vec::new(),
@@ -303,48 +305,28 @@ impl Samples {
         }
     }
 
-    /// The `qs` quantiles (ascending) from the histogram, by the exact method's
-    /// interpolation between ranks: one pass over the buckets.
+    /// The `qs` quantiles from the histogram, by the exact method's
+    /// interpolation between ranks: the sample of rank `r` (0-based) is the
+    /// middle of the bucket holding it, the first and last the exact min and max.
     fn hist_quantiles(&self, h: &Histogram<u64>, qs: &[f64]) -> Vec<f64> {
         if self.count == 0 {
             return Vec::new();
         }
         let last = self.count - 1;
-        let mut ranks: Vec<u64> = Vec::with_capacity(qs.len() * 2);
-        for &q in qs {
-            let at = last as f64 * q.clamp(0.0, 1.0);
-            ranks.push(at.floor() as u64);
-            ranks.push((at.floor() as u64 + 1).min(last));
-        }
-        let mut wanted: Vec<u64> = ranks.clone();
-        wanted.sort_unstable();
-        wanted.dedup();
-        // The value at each wanted rank, in one pass over the buckets.
-        let mut at_rank = Vec::with_capacity(wanted.len());
-        let mut seen = 0u64;
-        for v in h.iter_recorded() {
-            seen += v.count_at_value();
-            let value = h.median_equivalent(v.value_iterated_to()) as f64 / 1000.0;
-            while at_rank.len() < wanted.len() && wanted[at_rank.len()] < seen {
-                at_rank.push(value);
-            }
-        }
-        // The ends are known exactly.
-        let value = |r: u64| match r {
+        let n = self.count as f64;
+        let at = |r: u64| match r {
             0 => self.min,
-            r if r == last => self.max,
-            r => wanted
-                .binary_search(&r)
-                .ok()
-                .and_then(|i| at_rank.get(i).copied())
-                .unwrap_or(self.max),
+            r if r >= last => self.max,
+            // value_at_quantile(q) is the bucket of the ceil(q n)-th sample:
+            // with q = (r + 0.5) / n, rank r's, whatever the float rounding.
+            r => h.median_equivalent(h.value_at_quantile((r as f64 + 0.5) / n)) as f64 / 1000.0,
         };
         qs.iter()
-            .zip(ranks.chunks(2))
-            .map(|(&q, r)| {
-                let at = last as f64 * q.clamp(0.0, 1.0);
-                let (lo, hi) = (value(r[0]), value(r[1]));
-                lo + (at - at.floor()) * (hi - lo)
+            .map(|&q| {
+                let pos = last as f64 * q.clamp(0.0, 1.0);
+                let lo = pos.floor() as u64;
+                let (a, b) = (at(lo), at(lo + 1));
+                a + (pos - pos.floor()) * (b - a)
             })
             .collect()
     }

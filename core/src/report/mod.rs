@@ -665,7 +665,7 @@ pub struct LevelReport {
     /// merge` combines shards exactly within the histogram's precision without
     /// their raw files. Only shards' reports carry them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    #[cfg(feature = "server-view")]
     pub histograms: BTreeMap<String, crate::analyze::stats::HistogramData>,
     /// Per-minute snapshots (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
