@@ -342,9 +342,13 @@ fn help_explains_the_flags() {
 }
 
 #[test]
-fn calibrate_compares_the_client_with_its_in_process_server() {
-    // calibrate starts the simulated server on its own thread and runtime and joins
-    // what the client measured to the server's log, gap by gap.
+fn calibrate_compares_the_client_with_its_server_and_prices_its_cpu() {
+    // calibrate starts the simulated server as a child process (`tokenscope mock`,
+    // pinned apart from the client where there are 2 CPUs), joins what the client
+    // measured to the server's log, gap by gap, and prices the client's CPU per
+    // token from its own process's CPU time.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("calibrate.json");
     let o = run(&[
         "calibrate",
         "--levels",
@@ -356,6 +360,8 @@ fn calibrate_compares_the_client_with_its_in_process_server() {
         "--bound-ms",
         "50",
         "--quiet",
+        "--json",
+        json.to_str().unwrap(),
     ]);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
@@ -365,13 +371,63 @@ fn calibrate_compares_the_client_with_its_in_process_server() {
         .collect();
     assert_eq!(rows.len(), 2, "one row per level: {out}");
     for row in rows {
-        let gaps: u64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        let gaps: u64 = cols[1].parse().unwrap();
         assert!(gaps > 0, "gaps joined to the server's log: {row}");
+        let tokens_per_s: f64 = cols[7].parse().unwrap();
+        assert!(tokens_per_s > 0.0, "tokens/s parsed: {row}");
     }
     assert!(
         out.contains("largest concurrency with ITL p99 error under 50 ms on this machine: 4"),
         "{out}"
     );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("pinned: client on CPU ") || l.starts_with("not pinned")),
+        "says what was pinned: {out}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "tokenscope.calibrate/1");
+    assert_eq!(doc["faithful_concurrency"], 4);
+    let levels = doc["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    for l in levels {
+        // 4 warm-up + 16 measured (c=4), or 1 + 16 (c=1), requests of 12 tokens each,
+        // plus none from preflight (not in the raw records).
+        let tokens = l["tokens"].as_u64().unwrap();
+        assert!(tokens >= 16 * 12, "{l}");
+        assert_eq!(l["events"], l["tokens"], "one token per event: {l}");
+        let (cpu, wall) = (
+            l["client_cpu_s"].as_f64().unwrap(),
+            l["wall_s"].as_f64().unwrap(),
+        );
+        assert!(wall > 0.0 && cpu >= 0.0, "{l}");
+        let per_token = cpu * 1e6 / tokens as f64;
+        assert!(
+            (l["cpu_us_per_token"].as_f64().unwrap() - per_token).abs() < 1e-6,
+            "{l}"
+        );
+    }
+    // With CPU time read (10 ms ticks: a level this small may read 0), the line
+    // gives the capacity per core as tokens per client CPU-second.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("faithful capacity: "))
+        .unwrap_or_else(|| panic!("a capacity line: {out}"));
+    match doc["capacity_per_core"].as_object() {
+        Some(k) => {
+            let last = &levels[1];
+            let expect = last["tokens"].as_f64().unwrap() / last["client_cpu_s"].as_f64().unwrap();
+            assert!((k["tokens_per_s"].as_f64().unwrap() - expect).abs() < 1e-6 * expect);
+            assert!(
+                line.contains("per client core at ITL p99 error < 50 ms"),
+                "{line}"
+            );
+            assert!(line.contains("CPU-us per token"), "{line}");
+        }
+        None => assert!(line.contains("not measured"), "{line}"),
+    }
 }
 
 #[test]
