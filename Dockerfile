@@ -10,6 +10,10 @@
 # with dlopen at run time (`tokenscope kernels` finds no GPU in this image unless
 # the node's driver is mounted; the image is for the benchmark client).
 #
+# Not a fully static (musl) binary: wgpu loads the Vulkan driver with dlopen,
+# which a static musl binary cannot do; glibc's three libraries are the whole
+# runtime dependency.
+#
 # The runtime stage is debian:bookworm-slim rather than distroless: the merge Job
 # expands `/results/shard-*.json` with `sh -c`, and `kubectl cp` needs `tar`.
 
