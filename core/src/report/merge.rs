@@ -31,8 +31,8 @@ use thiserror::Error;
 use super::assemble::{ReportParts, RunRecorder, assemble};
 use super::raw::{Phase, RawEntry, RawEvent, RawFile, RawLine};
 use super::{
-    ClientReport, Environment, LevelReport, Load, LoadMode, ReportWarning, RoundReport,
-    RoundSpread, RunConfig, WarningKind,
+    ClientReport, Environment, LevelReport, Load, ReportWarning, RoundReport, RoundSpread,
+    RunConfig, WarningKind,
 };
 use crate::analyze::level_samples::{LevelSamples, SamplesError};
 use crate::analyze::stats;
@@ -355,14 +355,6 @@ fn plan_config(c: &RunConfig, info: &ShardInfo) -> RunConfig {
     c
 }
 
-fn plan_load(config: &RunConfig, level: usize) -> Load {
-    let v = config.levels.get(level).copied().unwrap_or(1.0);
-    match config.mode {
-        LoadMode::Concurrency => Load::Concurrency(v.round() as u32),
-        LoadMode::Rate => Load::Rate(v),
-    }
-}
-
 /// The union of the shards' requests through one recorder.
 fn from_raw(shards: &[&ShardRun], config: RunConfig, origin_unix_ms: f64) -> ClientReport {
     let mut rec = RunRecorder::new(shards[0].report.source, config.clone());
@@ -382,7 +374,7 @@ fn from_raw(shards: &[&ShardRun], config: RunConfig, origin_unix_ms: f64) -> Cli
         }
     }
     for level in 0..config.levels.len() {
-        let load = plan_load(&config, level);
+        let load = config.level_load(level).unwrap_or(Load::Concurrency(1));
         let start = shards
             .iter()
             .zip(&offsets)
@@ -430,7 +422,7 @@ fn from_histograms(shards: &[&ShardRun], config: RunConfig) -> Result<ClientRepo
             samples.merge(&theirs);
         }
         levels.push(combine(
-            plan_load(&config, level),
+            config.level_load(level).unwrap_or(Load::Concurrency(1)),
             &parts,
             &samples,
             &config,

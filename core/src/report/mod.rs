@@ -326,6 +326,17 @@ pub struct RunConfig {
     pub shard: Option<crate::workload::shard::ShardInfo>,
 }
 
+impl RunConfig {
+    /// The load of level `index` of the plan (`levels` read by `mode`).
+    pub fn level_load(&self, index: usize) -> Option<Load> {
+        let value = *self.levels.get(index)?;
+        Some(match self.mode {
+            LoadMode::Concurrency => Load::Concurrency(value.round() as u32),
+            LoadMode::Rate => Load::Rate(value),
+        })
+    }
+}
+
 /// Where and with what the run was made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Environment {

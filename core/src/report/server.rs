@@ -69,7 +69,7 @@ impl ScrapeLog {
             if scrapes.is_empty() {
                 continue;
             }
-            let load = report_load(report, index);
+            let load = report.config.level_load(index);
             let Some(pos) = report.levels[next..]
                 .iter()
                 .position(|l| Some(l.load()) == load)
@@ -102,15 +102,6 @@ impl ScrapeLog {
         }
         report.server = Some(run);
     }
-}
-
-/// The load of level `index` of the run's plan.
-fn report_load(report: &ClientReport, index: usize) -> Option<crate::report::Load> {
-    let value = *report.config.levels.get(index)?;
-    Some(match report.config.mode {
-        crate::report::LoadMode::Concurrency => crate::report::Load::Concurrency(value as u32),
-        crate::report::LoadMode::Rate => crate::report::Load::Rate(value),
-    })
 }
 
 fn token_mismatch(level: &str, t: &TokenCheck) -> String {
