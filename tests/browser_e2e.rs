@@ -131,7 +131,7 @@ async fn page_times_a_first_token_sent_with_the_head_at_the_network_stack() {
 
 /// A run against a mock that writes each stream's head with its first token: the
 /// page's TTFT is then the network stack's time of the token (Resource Timing's
-/// `responseStart`), within 2 ms of the server's own at the median request.
+/// `responseStart`): the server's own plus the browser's send, at the median request.
 async fn head_run(browser: &Browser, mock: &Mock, serve: &Serve) -> Result<(), String> {
     let per_level = 16u64;
     let url = format!(
@@ -151,7 +151,7 @@ async fn head_run(browser: &Browser, mock: &Mock, serve: &Serve) -> Result<(), S
     let mut missed = Vec::new();
     for (li, level) in report["levels"].as_array().unwrap().iter().enumerate() {
         let c = level["concurrency"].as_u64().unwrap();
-        let (mut page, mut read, mut with_head) = (vec![], vec![], 0usize);
+        let (mut page, mut read, mut unsent, mut with_head) = (vec![], vec![], vec![], 0usize);
         for r in records.as_array().unwrap() {
             if r["warmup"] == true || r["level"].as_u64() != Some(li as u64) {
                 continue;
@@ -169,9 +169,15 @@ async fn head_run(browser: &Browser, mock: &Mock, serve: &Serve) -> Result<(), S
             let rs = r["t_response_start_ms"]
                 .as_f64()
                 .unwrap_or_else(|| panic!("no responseStart: {r}"));
+            // The browser's send: fetch() to its network stack's requestStart.
+            let send = r["t_request_start_ms"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no requestStart: {r}"))
+                - t_send;
             if first_read - f(&r["t_headers_ms"]) <= 1.0 {
                 with_head += 1;
                 page.push(rs - t_send - server_ttft);
+                unsent.push(rs - t_send - send - server_ttft);
             } else {
                 page.push(first_read - t_send - server_ttft);
             }
@@ -181,8 +187,13 @@ async fn head_run(browser: &Browser, mock: &Mock, serve: &Serve) -> Result<(), S
         assert_eq!(counted, with_head, "c={c}: the report counts them");
         let (err, read_err) = (median(&page), median(&read));
         eprintln!(
-            "c={c}: {with_head} of {} first tokens came with the head; the page's TTFT exceeds the server's by {err:.2} ms at the median (from the read, as before: {read_err:.2} ms)",
-            page.len()
+            "c={c}: {with_head} of {} first tokens came with the head; the page's TTFT exceeds the server's by {err:.2} ms at the median (from the read, as before: {read_err:.2} ms; at the network stack less the browser's send: {:.2} ms)",
+            page.len(),
+            if unsent.is_empty() {
+                f64::NAN
+            } else {
+                median(&unsent)
+            }
         );
         if with_head * 4 < page.len() * 3 {
             missed.push(format!(
@@ -190,9 +201,18 @@ async fn head_run(browser: &Browser, mock: &Mock, serve: &Serve) -> Result<(), S
                 page.len()
             ));
         }
-        if !(0.0..=2.0).contains(&err) {
+        // The whole gap holds the browser's send (2 ms on a busy host): bounded
+        // loosely; the network stack's time of the token, the send taken out,
+        // tightly.
+        if !(0.0..=6.0).contains(&err) {
             missed.push(format!(
-                "c={c}: the page's TTFT is {err:.3} ms off the server's (> 2 ms)"
+                "c={c}: the page's TTFT is {err:.3} ms off the server's (> 6 ms)"
+            ));
+        }
+        if !unsent.is_empty() && !(-0.5..=1.5).contains(&median(&unsent)) {
+            missed.push(format!(
+                "c={c}: the send taken out, the page's TTFT at the network stack is {:.3} ms off the server's (not within -0.5..1.5 ms)",
+                median(&unsent)
             ));
         }
     }
@@ -416,7 +436,8 @@ async fn measured_run(
     );
     // The agreement, per level and request by request: the page's TTFT minus the
     // server's (request received to first chunk handed to HTTP), its median within
-    // 3 ms. (The medians of the two distributions are printed too; at c > 1 they
+    // 8 ms, and within 1.5 ms once the browser's own send and delivery are taken
+    // out. (The medians of the two distributions are printed too; at c > 1 they
     // are not compared: TTFTs there fall in clusters, one per engine step a
     // request waited for, and the median sits in the gap between two clusters,
     // where it jumps by a step's length from sample to sample.)
@@ -435,12 +456,22 @@ async fn measured_run(
             min >= -0.05,
             "c={c}: the page saw a token before the server sent it"
         );
-        if !(0.0..=3.0).contains(&added) {
+        // The page's TTFT is the server's plus the browser's own time (its send
+        // and its delivery of the head, both measured by Resource Timing): on a
+        // busy host those two alone come to 3-4 ms, so the whole gap is bounded
+        // loosely and what is left once they are taken out tightly.
+        if !(0.0..=8.0).contains(&added) {
             missed.push(format!(
-                "c={c}: the page's TTFT is {added:.3} ms off the server's at the median (> 3 ms)"
+                "c={c}: the page's TTFT is {added:.3} ms off the server's at the median (> 8 ms)"
             ));
         }
         let (heads, rest, sends) = &delivery[c];
+        if median(rest).abs() > 1.5 {
+            missed.push(format!(
+                "c={c}: without the browser's own time the page's TTFT is {:.3} ms off the server's at the median (> 1.5 ms)",
+                median(rest)
+            ));
+        }
         eprintln!(
             "c={c}: the browser's own time at the median: send (fetch() to its network stack) {:.2} ms, delivery (network stack to the worker, on the response head) {:.2} ms (min {:.2}, max {:.2}); without them the TTFT exceeds the server's by {:.2} ms",
             median(sends),
@@ -451,7 +482,7 @@ async fn measured_run(
         );
         if *c == 1 {
             let d = median(page) - median(server);
-            if d.abs() > 3.0 {
+            if d.abs() > 8.0 {
                 missed.push(format!("c=1: TTFT medians differ by {d:.3} ms"));
             }
         }

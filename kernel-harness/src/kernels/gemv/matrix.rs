@@ -233,6 +233,8 @@ impl GpuMatrix {
                         .copy_from_slice(&block.dequantize());
                 }
             }
+            // GemvSpec::validate refuses the other formats.
+            (WeightSource::Generated { .. }, _) => out.fill(0.0),
             (WeightSource::Host(host), _) => match host.as_ref() {
                 HostMatrix::F32(v) => {
                     out.copy_from_slice(&v[(r * cols) as usize..((r + 1) * cols) as usize])

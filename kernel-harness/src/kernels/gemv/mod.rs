@@ -63,7 +63,7 @@ impl GemvSpec {
             Quant::F32 => 4,
             Quant::F16 => 8,
             Quant::Q8_0 => 16,
-            Quant::Q4_0 => 32,
+            _ => 32,
         }
     }
 
@@ -71,7 +71,7 @@ impl GemvSpec {
         match self.dtype {
             Quant::F32 => 4,
             Quant::F16 => 8,
-            Quant::Q8_0 | Quant::Q4_0 => QK as u32,
+            _ => self.dtype.block_elems() as u32,
         }
     }
 
@@ -94,6 +94,9 @@ impl GemvSpec {
                 reason,
             })
         };
+        if !Quant::BASIC.contains(&self.dtype) {
+            return bad(format!("no {} kernel is built", self.dtype));
+        }
         if self.rows == 0 || self.cols == 0 {
             return bad("rows and cols must be positive".into());
         }
@@ -142,7 +145,7 @@ impl GemvSpec {
             Quant::F32 => 4 * c,
             Quant::F16 => 2 * c,
             Quant::Q8_0 => c,
-            Quant::Q4_0 => c / 2,
+            _ => c / 2,
         }
     }
 
@@ -155,7 +158,7 @@ impl GemvSpec {
             Quant::F32 => shader::GEMV_F32,
             Quant::F16 => shader::GEMV_F16,
             Quant::Q8_0 => shader::GEMV_Q8_0,
-            Quant::Q4_0 => shader::GEMV_Q4_0,
+            _ => shader::GEMV_Q4_0,
         }
     }
 
@@ -167,7 +170,7 @@ impl GemvSpec {
                 Binding::Read,
                 Binding::ReadWrite,
             ],
-            Quant::Q8_0 | Quant::Q4_0 => vec![
+            _ => vec![
                 Binding::Uniform,
                 Binding::Read,
                 Binding::Read,
