@@ -158,11 +158,15 @@ async fn head_run(browser: &Browser, mock: &Mock, serve: &Serve) -> Result<(), S
             }
             let s = by_id[r["request_id"].as_str().unwrap()];
             // The server wrote the head and the first chunk together (one task
-            // hop apart on a busy host).
-            assert!(
-                f(&s["chunk_times_ms"][0]) - f(&s["t_headers_ms"]) < 5.0,
-                "{s}"
-            );
+            // hop apart on a busy host; a host busier still misses this run, which
+            // is repeated).
+            let apart = f(&s["chunk_times_ms"][0]) - f(&s["t_headers_ms"]);
+            assert!(apart >= 0.0, "{s}");
+            if apart >= 5.0 {
+                missed.push(format!(
+                    "c={c}: the server wrote a head and its first token {apart:.1} ms apart"
+                ));
+            }
             let server_ttft = f(&s["chunk_times_ms"][0]) - f(&s["t_received_ms"]);
             let t_send = f(&r["t_send_ms"]);
             let first_read = f(&r["token_events_ms"][0]);
