@@ -124,6 +124,13 @@ done < <(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name" \
 printf 'dist/ built: %s\n' "$(ls "$dist" | tr '\n' ' ')"
 printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everything but the lazy modules) %s KB gz\n' \
   "$raw" "$gzw" "$(kb "$gzw")" "$(kb "$first_gz")"
+# The page's budget: the first load under 400 KB (409,600 bytes) gzipped.
+budget=409600
+printf 'first load: %d bytes gzipped of a %d-byte budget (%d left)\n' "$first_gz" "$budget" $(( budget - first_gz ))
+if (( first_gz > budget )); then
+  say "the first load is over its budget by $(( first_gz - budget )) bytes: move code into a lazy module"
+  exit 1
+fi
 printf 'GPU module (loaded when the GPU view opens): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
   "$gpu_raw" "$gpu_gz" "$(kb "$gpu_gz")"
 printf 'report module (loaded when there is a report to analyse): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
