@@ -45,6 +45,9 @@ shader!(GEMV_F32, "gemv_f32.wgsl");
 shader!(GEMV_F16, "gemv_f16.wgsl");
 shader!(GEMV_Q8_0, "gemv_q8_0.wgsl");
 shader!(GEMV_Q4_0, "gemv_q4_0.wgsl");
+shader!(GEMV_Q4_K, "gemv_q4_k.wgsl");
+shader!(GEMV_Q5_K, "gemv_q5_k.wgsl");
+shader!(GEMV_Q6_K, "gemv_q6_k.wgsl");
 shader!(ATTENTION_DECODE, "attention_decode.wgsl");
 shader!(ATTENTION_COMBINE, "attention_combine.wgsl");
 shader!(RMSNORM, "rmsnorm.wgsl");
@@ -62,6 +65,9 @@ pub const ALL: &[ShaderFile] = &[
     GEMV_F16,
     GEMV_Q8_0,
     GEMV_Q4_0,
+    GEMV_Q4_K,
+    GEMV_Q5_K,
+    GEMV_Q6_K,
     ATTENTION_DECODE,
     ATTENTION_COMBINE,
     RMSNORM,

@@ -145,6 +145,16 @@ fn bandwidth_kernels_verify_on_both_reduction_paths() {
     }
 }
 
+/// The formats with a GEMV kernel, and `cols` rounded up to a whole number of their
+/// blocks (256 weights for the K-quants).
+fn gemv_formats() -> impl Iterator<Item = Quant> {
+    Quant::ALL.into_iter().filter(|&q| GemvSpec::has_kernel(q))
+}
+
+fn whole_blocks(dtype: Quant, cols: u32) -> u32 {
+    cols.next_multiple_of(dtype.block_elems() as u32)
+}
+
 fn check_gemv(ctx: &GpuContext, spec: GemvSpec, rotation: u32) {
     let bench = pollster::block_on(GemvBench::new(ctx, spec, 42, rotation, None)).unwrap();
     assert_eq!(
@@ -170,7 +180,7 @@ fn check_gemv(ctx: &GpuContext, spec: GemvSpec, rotation: u32) {
 #[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn gemv_every_format_small_and_odd_sizes() {
     for ctx in contexts() {
-        for dtype in Quant::ALL {
+        for dtype in gemv_formats() {
             // Rows not a multiple of the rows per workgroup; cols not a multiple of the
             // workgroup's stride; one shape with a single row, one with many steps.
             for (rows, cols) in [(1, 32), (37, 96), (130, 800), (257, 2080)] {
@@ -179,7 +189,7 @@ fn gemv_every_format_small_and_odd_sizes() {
                     GemvSpec {
                         dtype,
                         rows,
-                        cols,
+                        cols: whole_blocks(dtype, cols),
                         batch: 1,
                     },
                     1,
@@ -193,14 +203,14 @@ fn gemv_every_format_small_and_odd_sizes() {
 #[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
 fn skinny_matmul_every_format_and_odd_batches() {
     for ctx in contexts() {
-        for dtype in Quant::ALL {
+        for dtype in gemv_formats() {
             for batch in [2, 3, 8, 17, 64] {
                 check_gemv(
                     &ctx,
                     GemvSpec {
                         dtype,
                         rows: 45,
-                        cols: 160,
+                        cols: whole_blocks(dtype, 160),
                         batch,
                     },
                     1,
@@ -216,7 +226,7 @@ fn gemv_split_across_bindings_and_rotated() {
     let mut ctx = gpu(AdapterOptions::default());
     // 4 KiB bindings: an f32 row of 256 is 1 KiB, so 4 rows per binding.
     ctx.set_binding_limit(Some(4096));
-    for dtype in Quant::ALL {
+    for dtype in gemv_formats() {
         let spec = GemvSpec {
             dtype,
             rows: 23,
@@ -231,6 +241,95 @@ fn gemv_split_across_bindings_and_rotated() {
         for slot in 0..2 {
             let (_, err) = pollster::block_on(bench.verify(&ctx, slot, u64::MAX)).unwrap();
             assert!(err.is_none(), "{dtype}: {}", err.unwrap());
+        }
+    }
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn k_quants_on_odd_shapes_and_batches() {
+    for ctx in contexts() {
+        for dtype in [Quant::Q4K, Quant::Q5K, Quant::Q6K] {
+            // 1 row; rows not a multiple of the rows per workgroup; 1, 3 and 9
+            // super-blocks per row (2304 = 72 steps: fewer than the 128 threads).
+            for (rows, cols) in [(1, 256), (37, 768), (130, 2304), (5, 256)] {
+                for batch in [1, 2, 5, 16, 64] {
+                    check_gemv(
+                        &ctx,
+                        GemvSpec {
+                            dtype,
+                            rows,
+                            cols,
+                            batch,
+                        },
+                        1,
+                    );
+                }
+            }
+        }
+    }
+    // More steps than threads: each thread takes several steps, across super-blocks.
+    let ctx = gpu(AdapterOptions::default());
+    for dtype in [Quant::Q4K, Quant::Q5K, Quant::Q6K] {
+        check_gemv(
+            &ctx,
+            GemvSpec {
+                dtype,
+                rows: 9,
+                cols: 256 * 19,
+                batch: 1,
+            },
+            2,
+        );
+    }
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn k_quants_on_real_gguf_blocks() {
+    let mut ctx = gpu(AdapterOptions::default());
+    // Small bindings, so that the host upload is split into chunks too.
+    ctx.set_binding_limit(Some(4096));
+    let (rows, cols) = (45u32, 768u32);
+    let mut rng = 5u32;
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| {
+            rng = data::pcg(rng);
+            (rng as f32 / u32::MAX as f32 - 0.5) * (1.0 + (i % 97) as f32 / 16.0)
+        })
+        .collect();
+    for (dtype, host) in [
+        (
+            Quant::Q4K,
+            HostMatrix::Q4K(quant::repack_q4_k(&quant::quantize_q4_k(&x))),
+        ),
+        (
+            Quant::Q5K,
+            HostMatrix::Q5K(quant::repack_q5_k(&quant::quantize_q5_k(&x))),
+        ),
+        (
+            Quant::Q6K,
+            HostMatrix::Q6K(quant::repack_q6_k(&quant::quantize_q6_k(&x))),
+        ),
+    ] {
+        for batch in [1, 7] {
+            let spec = GemvSpec {
+                dtype,
+                rows,
+                cols,
+                batch,
+            };
+            let bench = pollster::block_on(GemvBench::new(
+                &ctx,
+                spec,
+                3,
+                1,
+                Some(Arc::new(host.clone())),
+            ))
+            .unwrap();
+            assert!(bench.matrices[0].chunks.len() > 1, "{dtype}: not split");
+            let (_, err) = pollster::block_on(bench.verify(&ctx, 0, u64::MAX)).unwrap();
+            assert!(err.is_none(), "{dtype} batch {batch}: {}", err.unwrap());
         }
     }
 }
@@ -315,6 +414,17 @@ fn shapes_are_checked_before_gpu_work() {
     };
     let e = bad.validate().unwrap_err().to_string();
     assert!(e.contains("48") && e.contains("q4_0"), "{e}");
+    let bad = GemvSpec {
+        dtype: Quant::Q4K,
+        rows: 4,
+        cols: 640,
+        batch: 1,
+    };
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("cols = 640 is not a multiple of 256") && e.contains("q4_k"),
+        "{e}"
+    );
     let bad = GemvSpec {
         dtype: Quant::F16,
         rows: 4,

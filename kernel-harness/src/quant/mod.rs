@@ -21,6 +21,15 @@
 
 use half::f16;
 
+mod kquants;
+
+pub use kquants::{
+    BlockQ4K, BlockQ5K, BlockQ6K, QK_K, RepackedK, dequantize_q4_k, dequantize_q5_k,
+    dequantize_q6_k, pack_scale_min_k4, q5k_qh_from_steps, q5k_qh_to_steps, q6k_qh_from_steps,
+    q6k_qh_to_steps, quantize_q4_k, quantize_q5_k, quantize_q6_k, repack_q4_k, repack_q5_k,
+    repack_q6_k, scale_min_k4,
+};
+
 /// Weights per block.
 pub const QK: usize = 32;
 

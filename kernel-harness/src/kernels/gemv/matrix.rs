@@ -7,12 +7,12 @@ use std::sync::Arc;
 use half::f16;
 use tokenscope_core::analyze::floor::Quant;
 
-use super::{GemvKernel, GemvSpec};
+use super::{GemvKernel, GemvSpec, KArray, KArrayKind};
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};
 use crate::error::Result;
 use crate::kernels::fill::{FillJob, Filler};
-use crate::quant::{BlockQ4_0, BlockQ8_0, Repacked};
+use crate::quant::{BlockQ4_0, BlockQ8_0, Repacked, RepackedK};
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -34,6 +34,9 @@ pub struct Chunk {
     pub main: wgpu::Buffer,
     /// Block scales (q8_0/q4_0).
     pub scales: Option<wgpu::Buffer>,
+    /// The K-quants' further arrays (high bits, packed scales, f16 scales), in
+    /// binding order; empty for other formats.
+    pub k_arrays: Vec<wgpu::Buffer>,
     params: wgpu::Buffer,
 }
 
@@ -62,6 +65,61 @@ pub enum HostMatrix {
     Q8_0(Repacked),
     /// q4_0 blocks, repacked.
     Q4_0(Repacked),
+    /// q4_K super-blocks, repacked.
+    Q4K(RepackedK),
+    /// q5_K super-blocks, repacked.
+    Q5K(RepackedK),
+    /// q6_K super-blocks, repacked.
+    Q6K(RepackedK),
+}
+
+/// The stream key and fill mode of a generated K-quant array: the f16 scales use the
+/// scales key itself (valid, finite `d`/`dmin` in [2^-7, 2^-6)); high bits and packed
+/// scales are raw hash bits (every bit pattern is a valid K-quant block) from keys
+/// derived from it.
+fn k_stream(scales: u32, a: KArray) -> (u32, FillMode) {
+    match a.kind {
+        KArrayKind::Qh => (data::key(u64::from(scales), 1), FillMode::Bits),
+        KArrayKind::Scales => (data::key(u64::from(scales), 2), FillMode::Bits),
+        KArrayKind::D => (scales, FillMode::ScalePair),
+    }
+}
+
+/// Super-block `blk` of a generated K-quant matrix, in the repacked layout (what the
+/// GPU fill writes, regenerated on the CPU).
+fn generated_k_block(spec: &GemvSpec, weights: u32, scales: u32, blk: u64) -> RepackedK {
+    let mut out = RepackedK {
+        qs: (0..128)
+            .map(|j| data::byte_at(weights, blk * 128 + j))
+            .collect(),
+        ..Default::default()
+    };
+    for a in spec.k_arrays() {
+        let (key, _) = k_stream(scales, *a);
+        let n = a.bytes_per_block;
+        match a.kind {
+            KArrayKind::Qh => out.qh = (0..n).map(|j| data::byte_at(key, blk * n + j)).collect(),
+            KArrayKind::Scales => {
+                out.scales = (0..n).map(|j| data::byte_at(key, blk * n + j)).collect()
+            }
+            KArrayKind::D => {
+                let halves = n / 2;
+                out.d = (0..halves)
+                    .map(|j| data::scale_at(key, blk * halves + j))
+                    .collect()
+            }
+        }
+    }
+    out
+}
+
+/// Super-block `b` of a repacked K-quant matrix, dequantized.
+fn dequantize_k(dtype: Quant, rp: &RepackedK, b: usize) -> [f32; 256] {
+    match dtype {
+        Quant::Q4K => rp.q4_k(b).dequantize(),
+        Quant::Q5K => rp.q5_k(b).dequantize(),
+        _ => rp.q6_k(b).dequantize(),
+    }
 }
 
 /// A weight matrix on the GPU, split into chunks of rows.
@@ -104,6 +162,16 @@ impl GpuMatrix {
                             (u64::from(rows) * nb).div_ceil(2) * 4,
                         )
                     });
+                    let k_arrays = spec
+                        .k_arrays()
+                        .iter()
+                        .map(|a| {
+                            ctx.storage(
+                                &format!("{id} {:?} rows {row0}..{}", a.kind, row0 + rows),
+                                u64::from(rows) * nb * a.bytes_per_block,
+                            )
+                        })
+                        .collect();
                     let params = ctx.uniform(
                         &format!("{id} params rows {row0}.."),
                         &Params {
@@ -118,6 +186,7 @@ impl GpuMatrix {
                         rows,
                         main,
                         scales,
+                        k_arrays,
                         params,
                     });
                     row0 += rows;
@@ -142,6 +211,17 @@ impl GpuMatrix {
                         mode,
                         offset: u64::from(c.row0) * row_words,
                     });
+                    for (a, buf) in spec.k_arrays().iter().zip(&c.k_arrays) {
+                        let (key, mode) = k_stream(*scales, *a);
+                        let bytes = |rows: u64| rows * nb * a.bytes_per_block;
+                        jobs.push(FillJob {
+                            buffer: buf,
+                            words: bytes(u64::from(c.rows)).div_ceil(4),
+                            key,
+                            mode,
+                            offset: bytes(u64::from(c.row0)) / 4,
+                        });
+                    }
                     if let Some(s) = &c.scales {
                         jobs.push(FillJob {
                             buffer: s,
@@ -171,8 +251,32 @@ impl GpuMatrix {
                             let rb = spec.main_row_bytes();
                             r.qs[(r0 * rb) as usize..(r1 * rb) as usize].to_vec()
                         }
+                        HostMatrix::Q4K(r) | HostMatrix::Q5K(r) | HostMatrix::Q6K(r) => {
+                            let rb = spec.main_row_bytes();
+                            r.qs[(r0 * rb) as usize..(r1 * rb) as usize].to_vec()
+                        }
                     };
                     ctx.queue.write_buffer(&c.main, 0, &main);
+                    if let HostMatrix::Q4K(r) | HostMatrix::Q5K(r) | HostMatrix::Q6K(r) =
+                        host.as_ref()
+                    {
+                        for (a, buf) in spec.k_arrays().iter().zip(&c.k_arrays) {
+                            let n = nb * a.bytes_per_block;
+                            let (b0, b1) = ((r0 * n) as usize, (r1 * n) as usize);
+                            let bytes = match a.kind {
+                                KArrayKind::Qh => r.qh[b0..b1].to_vec(),
+                                KArrayKind::Scales => r.scales[b0..b1].to_vec(),
+                                KArrayKind::D => {
+                                    let part = RepackedK {
+                                        d: r.d[b0 / 2..b1 / 2].to_vec(),
+                                        ..Default::default()
+                                    };
+                                    bytemuck::cast_slice(&part.d_words()).to_vec()
+                                }
+                            };
+                            ctx.queue.write_buffer(buf, 0, &bytes);
+                        }
+                    }
                     if let (Some(s), HostMatrix::Q8_0(r) | HostMatrix::Q4_0(r)) =
                         (&c.scales, host.as_ref())
                     {
@@ -233,6 +337,13 @@ impl GpuMatrix {
                         .copy_from_slice(&block.dequantize());
                 }
             }
+            (WeightSource::Generated { weights, scales }, Quant::Q4K | Quant::Q5K | Quant::Q6K) => {
+                for b in 0..nb {
+                    let rp = generated_k_block(&self.spec, *weights, *scales, r * nb + b);
+                    out[(b * 256) as usize..(b * 256 + 256) as usize]
+                        .copy_from_slice(&dequantize_k(self.spec.dtype, &rp, 0));
+                }
+            }
             // GemvSpec::validate refuses the other formats.
             (WeightSource::Generated { .. }, _) => out.fill(0.0),
             (WeightSource::Host(host), _) => match host.as_ref() {
@@ -256,6 +367,13 @@ impl GpuMatrix {
                         };
                         out[(b * 32) as usize..(b * 32 + 32) as usize]
                             .copy_from_slice(&block.dequantize());
+                    }
+                }
+                HostMatrix::Q4K(rp) | HostMatrix::Q5K(rp) | HostMatrix::Q6K(rp) => {
+                    for b in 0..nb {
+                        let blk = (r * nb + b) as usize;
+                        out[(b * 256) as usize..(b * 256 + 256) as usize]
+                            .copy_from_slice(&dequantize_k(self.spec.dtype, rp, blk));
                     }
                 }
                 HostMatrix::Q4_0(rp) => {
@@ -285,10 +403,11 @@ impl GpuMatrix {
         self.chunks
             .iter()
             .map(|c| {
-                let bg = match &c.scales {
-                    None => ctx.bind(&k.kernel, &label, &[&c.params, &c.main, x, y]),
-                    Some(s) => ctx.bind(&k.kernel, &label, &[&c.params, &c.main, s, x, y]),
-                };
+                let mut buffers = vec![&c.params, &c.main];
+                buffers.extend(&c.scales);
+                buffers.extend(&c.k_arrays);
+                buffers.extend([x, y]);
+                let bg = ctx.bind(&k.kernel, &label, &buffers);
                 (bg, ctx.grid(c.rows.div_ceil(k.rows_per_wg)))
             })
             .collect()

@@ -1,5 +1,5 @@
 //! GEMV (`y = W x`, decode) and skinny matmul (`Y = W X` for a batch of 2..64 columns):
-//! `shaders/gemv_{f32,f16,q8_0,q4_0}.wgsl`.
+//! `shaders/gemv_{f32,f16,q8_0,q4_0,q4_k,q5_k,q6_k}.wgsl`.
 //!
 //! `W` is `[rows, cols]` row-major (outputs x inputs), `x` is `[batch, cols]` f32, `y`
 //! is `[batch, rows]` f32. Matrices larger than one storage binding are split into
@@ -14,13 +14,58 @@ use crate::data;
 use crate::error::{HarnessError, KernelId, Result};
 use crate::kernels::fill::Filler;
 use crate::kernels::{Check, F16Path, Reduction, sample_indices};
-use crate::quant::QK;
+use crate::quant::{QK, QK_K};
 use crate::shader::{self, Binding, Defines, Kernel, ShaderFile};
 use crate::timing::Workload;
 
 mod matrix;
 
 pub use matrix::{Chunk, GpuMatrix, HostMatrix, WeightSource};
+
+/// One K-quant array after the quant bytes (`quant::RepackedK`'s `qh`, `scales`, `d`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KArrayKind {
+    /// High bits regrouped per step.
+    Qh,
+    /// Packed scales.
+    Scales,
+    /// f16 super-block scales.
+    D,
+}
+
+/// A K-quant array: what it holds and its bytes per super-block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KArray {
+    pub(crate) kind: KArrayKind,
+    pub(crate) bytes_per_block: u64,
+}
+
+impl KArray {
+    const QH_32: KArray = KArray {
+        kind: KArrayKind::Qh,
+        bytes_per_block: 32,
+    };
+    const QH_64: KArray = KArray {
+        kind: KArrayKind::Qh,
+        bytes_per_block: 64,
+    };
+    const SCALES_12: KArray = KArray {
+        kind: KArrayKind::Scales,
+        bytes_per_block: 12,
+    };
+    const SCALES_16: KArray = KArray {
+        kind: KArrayKind::Scales,
+        bytes_per_block: 16,
+    };
+    const D_PAIR: KArray = KArray {
+        kind: KArrayKind::D,
+        bytes_per_block: 4,
+    };
+    const D_ONE: KArray = KArray {
+        kind: KArrayKind::D,
+        bytes_per_block: 2,
+    };
+}
 
 /// Largest batch the skinny-matmul kernels take.
 pub const MAX_BATCH: u32 = 64;
@@ -63,6 +108,7 @@ impl GemvSpec {
             Quant::F32 => 4,
             Quant::F16 => 8,
             Quant::Q8_0 => 16,
+            Quant::Q4K | Quant::Q5K | Quant::Q6K => 32,
             _ => 32,
         }
     }
@@ -71,13 +117,22 @@ impl GemvSpec {
         match self.dtype {
             Quant::F32 => 4,
             Quant::F16 => 8,
+            Quant::Q4K | Quant::Q5K | Quant::Q6K => QK_K as u32,
             _ => self.dtype.block_elems() as u32,
         }
     }
 
     /// Threads per workgroup of the kernel (`WG_SIZE` in its WGSL).
     pub fn wg_size(&self) -> u32 {
-        if self.dtype == Quant::Q4_0 { 128 } else { 256 }
+        match self.dtype {
+            Quant::Q4_0 | Quant::Q4K | Quant::Q5K | Quant::Q6K => 128,
+            _ => 256,
+        }
+    }
+
+    /// Whether a GEMV kernel exists for `dtype`.
+    pub fn has_kernel(dtype: Quant) -> bool {
+        !matches!(dtype, Quant::Bf16 | Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1)
     }
 
     /// Rows per workgroup: 4 for GEMV, fewer as the batch grows so that
@@ -94,7 +149,7 @@ impl GemvSpec {
                 reason,
             })
         };
-        if !Quant::BASIC.contains(&self.dtype) {
+        if !Self::has_kernel(self.dtype) {
             return bad(format!("no {} kernel is built", self.dtype));
         }
         if self.rows == 0 || self.cols == 0 {
@@ -106,10 +161,10 @@ impl GemvSpec {
                 self.cols,
                 self.col_multiple(),
                 self.dtype,
-                if self.col_multiple() == 32 {
-                    " of whole 32-weight blocks"
-                } else {
-                    ""
+                match self.col_multiple() {
+                    32 => " of whole 32-weight blocks",
+                    256 => " of whole 256-weight super-blocks",
+                    _ => "",
                 }
             ));
         }
@@ -145,12 +200,31 @@ impl GemvSpec {
             Quant::F32 => 4 * c,
             Quant::F16 => 2 * c,
             Quant::Q8_0 => c,
+            Quant::Q4K | Quant::Q5K | Quant::Q6K => c / 2,
             _ => c / 2,
         }
     }
 
+    /// Blocks (super-blocks for the K-quants) per row.
     fn blocks_per_row(&self) -> u64 {
-        u64::from(self.cols) / QK as u64
+        match self.dtype {
+            Quant::Q4K | Quant::Q5K | Quant::Q6K => u64::from(self.cols) / QK_K as u64,
+            _ => u64::from(self.cols) / QK as u64,
+        }
+    }
+
+    /// The K-quant arrays after the quant bytes, in binding order (empty for other
+    /// formats): bytes per super-block and how generated data fills them.
+    fn k_arrays(&self) -> &'static [KArray] {
+        const Q4K: &[KArray] = &[KArray::SCALES_12, KArray::D_PAIR];
+        const Q5K: &[KArray] = &[KArray::QH_32, KArray::SCALES_12, KArray::D_PAIR];
+        const Q6K: &[KArray] = &[KArray::QH_64, KArray::SCALES_16, KArray::D_ONE];
+        match self.dtype {
+            Quant::Q4K => Q4K,
+            Quant::Q5K => Q5K,
+            Quant::Q6K => Q6K,
+            _ => &[],
+        }
     }
 
     fn shader(&self) -> ShaderFile {
@@ -158,11 +232,20 @@ impl GemvSpec {
             Quant::F32 => shader::GEMV_F32,
             Quant::F16 => shader::GEMV_F16,
             Quant::Q8_0 => shader::GEMV_Q8_0,
+            Quant::Q4K => shader::GEMV_Q4_K,
+            Quant::Q5K => shader::GEMV_Q5_K,
+            Quant::Q6K => shader::GEMV_Q6_K,
             _ => shader::GEMV_Q4_0,
         }
     }
 
     fn bindings(&self) -> Vec<Binding> {
+        if !self.k_arrays().is_empty() {
+            let mut b = vec![Binding::Uniform, Binding::Read];
+            b.extend(self.k_arrays().iter().map(|_| Binding::Read));
+            b.extend([Binding::Read, Binding::ReadWrite]);
+            return b;
+        }
         match self.dtype {
             Quant::F32 | Quant::F16 => vec![
                 Binding::Uniform,
