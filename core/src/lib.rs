@@ -26,6 +26,7 @@
 //! [`report::ClientReport`] -> [`render`].
 
 pub mod analyze;
+pub mod gguf;
 pub mod measure;
 pub mod page;
 pub mod parse;
