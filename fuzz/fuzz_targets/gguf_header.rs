@@ -12,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
     let full = parse_header(data, file_len);
     let half = &data[..data.len() / 2];
     match parse_header(half, file_len) {
-        Err(GgufError::NeedMore { needed_bytes, at_offset, .. }) => {
+        Err(GgufError::NeedMore {
+            needed_bytes,
+            at_offset,
+            ..
+        }) => {
             assert!(needed_bytes <= file_len && needed_bytes > half.len() as u64);
             assert!(at_offset <= half.len() as u64);
         }
