@@ -65,7 +65,7 @@ pub use floor::{
     FileFloor, TOKEN_EMBD, TypeBytes, UnsupportedType, file_floor, kv_bytes_per_token,
 };
 pub use ggml_type::GgmlType;
-pub use model::{GgufModel, SlidingSource};
+pub use model::{GgufModel, MAX_LAYERS, SlidingSource};
 pub use value::{
     ArrayValue, MAX_KEPT_NUMBER_ARRAY_LEN, MAX_KEPT_STRING_ARRAY_LEN, Value, ValueType,
 };
@@ -219,8 +219,8 @@ pub struct TensorInfo {
 impl TensorInfo {
     /// Number of elements (the product of the dimensions).
     pub fn elements(&self) -> u64 {
-        // Checked when the header was read.
-        self.dims.iter().product()
+        // Checked not to overflow when the header was read.
+        self.dims.iter().fold(1, |n, &d| n.saturating_mul(d))
     }
 
     /// Bytes of one row (`ne[0]` elements).

@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 use super::{GgufError, GgufHeader, Value};
 use crate::analyze::floor::{ModelShape, MoeShape};
 
+/// The most layers a model may have (per-layer lists are sized from the count, so a
+/// corrupt count must not allocate gigabytes).
+pub const MAX_LAYERS: u32 = 1 << 16;
+
 /// Where [`GgufModel::sliding_layers`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -81,6 +85,12 @@ impl GgufHeader {
         let arch = architecture.as_str();
         let k = |suffix: &str| format!("{arch}.{suffix}");
         let layers = self.u32(&k("block_count"))?;
+        if layers > MAX_LAYERS {
+            return Err(self.invalid(
+                &k("block_count"),
+                &format!("is {layers}, expected at most {MAX_LAYERS} layers"),
+            ));
+        }
         let hidden = self.u32(&k("embedding_length"))?;
         let n = layers as usize;
         let ffn_per_layer = self

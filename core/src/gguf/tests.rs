@@ -370,6 +370,15 @@ fn per_layer_arrays_and_model_shape() {
         e.contains("llama.attention.head_count") && e.contains("expected 3"),
         "{e}"
     );
+    let huge = W::head(3, 0, 2)
+        .kv_str("general.architecture", "llama")
+        .kv_u32("llama.block_count", u32::MAX)
+        .data(32, 0);
+    let e = parse(&huge).unwrap().model().unwrap_err().to_string();
+    assert!(
+        e.contains("llama.block_count") && e.contains("at most 65536"),
+        "{e}"
+    );
     let none = parse(&W::head(3, 0, 0).data(32, 0)).unwrap();
     assert_eq!(
         none.model().unwrap_err(),
