@@ -2,7 +2,8 @@
 # Fuzz the SSE decoder, the streaming-response path (decoder + chunk parser +
 # timeline + metrics) and the /metrics parser for a bounded time each: no panic,
 # no growth past the event cap, splitting never changes the events, every line
-# of a scrape read or skipped once. Usage: scripts/fuzz.sh [SECONDS per target]
+# of a scrape read or skipped once, and the GGUF header reader (no panic; a
+# prefix reads the same header or asks for more). Usage: scripts/fuzz.sh [SECONDS per target]
 # cargo-fuzz needs nightly features; RUSTC_BOOTSTRAP=1 enables them on stable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ fi
 export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$PWD/target/fuzz}
 cd fuzz
-for t in sse_decoder stream_timeline prometheus_text; do
+for t in sse_decoder stream_timeline prometheus_text gguf_header; do
   echo "== fuzz $t for ${seconds}s"
   log=$(mktemp)
   if ! cargo fuzz run "$t" -- -max_total_time="$seconds" -rss_limit_mb=1024 >"$log" 2>&1; then

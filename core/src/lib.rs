@@ -19,6 +19,8 @@
 //! the page), [`parse`] (what people type: durations, lists, base URLs, fault
 //! lists), [`rng`] (seeded randomness) and [`page`] (the messages between the page
 //! and its lazily loaded modules: the GPU harness and the report renderer).
+//! [`gguf`] reads a GGUF file's header from a prefix of the file (sans-IO) and
+//! gives the file's model and its own decode floor.
 //!
 //! Data flow: [`measure::sse::Decoder`] -> [`measure::openai::parse_event`] ->
 //! [`measure::timeline::RequestTimeline`] -> [`measure::metrics::RequestMetrics`] ->
@@ -26,6 +28,7 @@
 //! [`report::ClientReport`] -> [`render`].
 
 pub mod analyze;
+pub mod gguf;
 pub mod measure;
 pub mod page;
 pub mod parse;
