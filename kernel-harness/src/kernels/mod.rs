@@ -206,6 +206,8 @@ pub struct ResultId {
     pub head_dim: Option<u32>,
     /// Attention: splits.
     pub splits: Option<u32>,
+    /// A model file's tensors the kernel stands for (`kernels --gguf`).
+    pub tensors: Vec<String>,
 }
 
 /// Builds a [`KernelResult`]: GB/s, GFLOP/s and the fraction of the read bandwidth,
@@ -238,6 +240,7 @@ pub fn kernel_result(id: ResultId, o: Outcome, read_gbps: f64) -> KernelResult {
         kv_heads: id.kv_heads,
         head_dim: id.head_dim,
         splits: id.splits,
+        tensors: id.tensors,
         verified: o.verification.failure.is_none(),
         verification: o.verification,
         median_us: o.timing.median_us,

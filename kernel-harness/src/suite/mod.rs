@@ -87,6 +87,23 @@ pub struct SuiteConfig {
     pub memory_budget_bytes: Option<u64>,
     /// Where the run happens (recorded in the report).
     pub environment: RunEnvironment,
+    /// GEMVs of a model file's own matrices (`kernels --gguf`), run after the
+    /// GEMV sweep: each at a tensor's type and shape, on generated data of that
+    /// type or on the tensor's own weights.
+    pub file_gemvs: Vec<FileGemv>,
+}
+
+/// A GEMV of a model file's matrix: a tensor's type and shape, with the names of
+/// the file's tensors it stands for, and the tensor's own weights when they were
+/// read (`--real-weights`; else generated data of the same type).
+#[derive(Debug, Clone)]
+pub struct FileGemv {
+    /// Type and shape (batch 1).
+    pub spec: crate::kernels::gemv::GemvSpec,
+    /// The file's tensors of this type and shape.
+    pub tensors: Vec<String>,
+    /// The tensor's own weights (one tensor), when read from the file.
+    pub weights: Option<std::sync::Arc<crate::kernels::gemv::HostMatrix>>,
 }
 
 /// Memory budget of one kernel's operand in a browser page (the f16 LM head of
@@ -213,6 +230,7 @@ impl SuiteConfig {
             inject_fault: false,
             memory_budget_bytes: None,
             environment: RunEnvironment::native(),
+            file_gemvs: Vec::new(),
         }
     }
 
@@ -225,6 +243,7 @@ impl SuiteConfig {
             timing: self.timing.for_browser(),
             memory_budget_bytes: Some(BROWSER_MEMORY_BUDGET_BYTES),
             environment: RunEnvironment::browser(user_agent),
+            file_gemvs: Vec::new(),
             ..self
         }
     }
@@ -278,6 +297,7 @@ impl SuiteConfig {
                 * self.attention_contexts.len()
                 * 2
             + self.step_models.len() * self.step_quants.len() * self.contexts.len()
+            + self.file_gemvs.len()
     }
 }
 

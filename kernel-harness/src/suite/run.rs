@@ -2,12 +2,11 @@
 //! attention, decode steps), each fitted to the device's limits and the memory
 //! budget, measured, verified and added to the report.
 
-use tokenscope_core::analyze::floor::Quant;
 use tokenscope_core::report::kernels::{
     KernelReport, KernelResult, RunConfig, SCHEMA, SkippedKernel, TimingMethod, VerificationReport,
 };
 
-use super::{Progress, SuiteConfig, finish};
+use super::{FileGemv, Progress, SuiteConfig, finish};
 use crate::clock::Clock;
 use crate::context::GpuContext;
 use crate::decode::{self, DecodeStepSpec};
@@ -42,6 +41,8 @@ fn summary_line(k: &KernelResult) -> String {
 
 enum Item {
     Gemv(GemvSpec),
+    /// Index into `cfg.file_gemvs`.
+    FileGemv(usize),
     Attention(AttentionSpec),
     Step(DecodeStepSpec),
 }
@@ -72,6 +73,13 @@ pub async fn run_suite(
                 s.id().to_string(),
                 vec![u64::from(s.rows), u64::from(s.cols)],
             ),
+            Item::FileGemv(i) => {
+                let f = &cfg.file_gemvs[*i];
+                (
+                    format!("{} ({})", f.spec.id(), file_label(f)),
+                    vec![u64::from(f.spec.rows), u64::from(f.spec.cols)],
+                )
+            }
             Item::Attention(s) => (
                 s.id().to_string(),
                 vec![
@@ -85,7 +93,15 @@ pub async fn run_suite(
         progress.start(&label);
         let outcome = match (&item, over_budget(&item, cfg)) {
             (_, Some(e)) => Err(e),
-            (Item::Gemv(s), None) => run_gemv(ctx, clock, cfg, *s, read_gbps).await.map(Some),
+            (Item::Gemv(s), None) => run_gemv(ctx, clock, cfg, *s, None, read_gbps)
+                .await
+                .map(Some),
+            (Item::FileGemv(i), None) => {
+                let f = &cfg.file_gemvs[*i];
+                run_gemv(ctx, clock, cfg, f.spec, Some(f), read_gbps)
+                    .await
+                    .map(Some)
+            }
             (Item::Attention(s), None) => run_attention(ctx, clock, cfg, *s, read_gbps)
                 .await
                 .map(Some),
@@ -118,6 +134,10 @@ pub async fn run_suite(
                 progress.done(&label, &format!("skipped: {e}"));
                 let (name, dtype) = match &item {
                     Item::Gemv(s) => (s.name().to_string(), s.dtype.to_string()),
+                    Item::FileGemv(i) => (
+                        cfg.file_gemvs[*i].spec.name().to_string(),
+                        cfg.file_gemvs[*i].spec.dtype.to_string(),
+                    ),
                     Item::Attention(s) => (s.name().to_string(), s.kv_dtype.to_string()),
                     Item::Step(s) => ("decode_step".to_string(), s.quant.to_string()),
                 };
@@ -180,6 +200,7 @@ fn empty_report(ctx: &GpuContext, cfg: &SuiteConfig) -> KernelReport {
         goals: Vec::new(),
         errors: Vec::new(),
         verified: false,
+        gguf: None,
     }
 }
 
@@ -245,6 +266,7 @@ fn items(cfg: &SuiteConfig) -> Vec<Item> {
             }
         }
     }
+    items.extend((0..cfg.file_gemvs.len()).map(Item::FileGemv));
     for layout in &cfg.attention_layouts {
         for &kv_dtype in &cfg.attention_dtypes {
             for &context in &cfg.attention_contexts {
@@ -281,6 +303,7 @@ fn over_budget(item: &Item, cfg: &SuiteConfig) -> Option<HarnessError> {
     let budget = cfg.memory_budget_bytes?;
     let (kernel, bytes) = match item {
         Item::Gemv(s) => (s.id(), s.weight_bytes()),
+        Item::FileGemv(i) => (cfg.file_gemvs[*i].spec.id(), cfg.file_gemvs[*i].spec.weight_bytes()),
         Item::Attention(s) => (s.id(), s.kv_bytes()),
         Item::Step(s) => (s.id(), s.largest_operand_bytes()),
     };
@@ -296,16 +319,23 @@ async fn run_gemv(
     clock: &dyn Clock,
     cfg: &SuiteConfig,
     spec: GemvSpec,
+    file: Option<&FileGemv>,
     read_gbps: f64,
 ) -> Result<KernelResult> {
     spec.validate()?;
-    let rotation = rotation_for(
-        spec.weight_bytes(),
-        cfg.cache_bytes,
-        cfg.max_rotation,
-        cfg.rotation_budget_bytes,
-    );
-    let bench = GemvBench::new(ctx, spec, cfg.seed, rotation, None).await?;
+    let weights = file.and_then(|f| f.weights.clone());
+    // A file's own weights are one copy: nothing to rotate through.
+    let rotation = if weights.is_some() {
+        1
+    } else {
+        rotation_for(
+            spec.weight_bytes(),
+            cfg.cache_bytes,
+            cfg.max_rotation,
+            cfg.rotation_budget_bytes,
+        )
+    };
+    let bench = GemvBench::new(ctx, spec, cfg.seed, rotation, weights).await?;
     if cfg.inject_fault {
         for m in &bench.matrices {
             let c = &m.chunks[0];
@@ -328,8 +358,11 @@ async fn run_gemv(
         .map(|p| p.note().into())
         .into_iter()
         .collect();
-    if matches!(spec.dtype, Quant::Q8_0 | Quant::Q4_0) {
+    if spec.dtype.block_elems() > 1 {
         notes.push("repacked GGUF blocks (quants and scales in separate arrays)".into());
+    }
+    if let Some(f) = file {
+        notes.push(format!("the file's {}", file_label(f)));
     }
     Ok(kernel_result(
         ResultId {
@@ -337,6 +370,7 @@ async fn run_gemv(
             dtype: spec.dtype.to_string(),
             shape: vec![u64::from(spec.rows), u64::from(spec.cols)],
             batch: spec.batch,
+            tensors: file.map(|f| f.tensors.clone()).unwrap_or_default(),
             ..Default::default()
         },
         Outcome {
@@ -392,6 +426,7 @@ async fn run_attention(
             kv_heads: Some(spec.kv_heads),
             head_dim: Some(spec.head_dim),
             splits: Some(bench.splits()),
+            tensors: Vec::new(),
         },
         Outcome {
             timing,
@@ -405,4 +440,18 @@ async fn run_attention(
         },
         read_gbps,
     ))
+}
+
+/// What a file GEMV stands for: the tensor whose weights it runs, or how many of
+/// the file's tensors share its type and shape.
+fn file_label(f: &FileGemv) -> String {
+    match (&f.weights, f.tensors.as_slice()) {
+        (Some(_), [one]) => format!("{one}, its own weights"),
+        (Some(_), names) => format!("{}, their own weights", names.join(", ")),
+        (None, [one]) => format!("{one}'s type and shape, generated data"),
+        (None, names) => format!(
+            "{} tensors of this type and shape, generated data",
+            names.len()
+        ),
+    }
 }

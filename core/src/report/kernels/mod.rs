@@ -6,12 +6,14 @@
 //! schema version it does not know.
 
 mod device;
+mod gguf;
 mod results;
 
 pub use device::{
     AdapterReport, AvailableFeatures, FeatureReport, LimitsReport, RunConfig, RunEnvironment,
     TimingMethod,
 };
+pub use gguf::{GgufFloorRow, GgufReport, TypeRow};
 pub use results::{
     BandwidthReport, DecodeStepResult, FloorRow, GoalResult, KernelResult, ROOFLINE_TURN,
     RooflinePoint, RooflineRow, SkippedKernel, TimingSummary, VerificationReport,
@@ -96,6 +98,9 @@ pub struct KernelReport {
     pub errors: Vec<String>,
     /// Every kernel (and the bandwidth kernels) matched its CPU reference.
     pub verified: bool,
+    /// The model file the run measured (`kernels --gguf`): its types and floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gguf: Option<GgufReport>,
 }
 
 impl KernelReport {
