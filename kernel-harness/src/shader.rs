@@ -45,6 +45,10 @@ shader!(GEMV_F32, "gemv_f32.wgsl");
 shader!(GEMV_F16, "gemv_f16.wgsl");
 shader!(GEMV_Q8_0, "gemv_q8_0.wgsl");
 shader!(GEMV_Q4_0, "gemv_q4_0.wgsl");
+shader!(GEMV_BF16, "gemv_bf16.wgsl");
+shader!(GEMV_Q4_1, "gemv_q4_1.wgsl");
+shader!(GEMV_Q5_0, "gemv_q5_0.wgsl");
+shader!(GEMV_Q5_1, "gemv_q5_1.wgsl");
 shader!(ATTENTION_DECODE, "attention_decode.wgsl");
 shader!(ATTENTION_COMBINE, "attention_combine.wgsl");
 shader!(RMSNORM, "rmsnorm.wgsl");
@@ -62,6 +66,10 @@ pub const ALL: &[ShaderFile] = &[
     GEMV_F16,
     GEMV_Q8_0,
     GEMV_Q4_0,
+    GEMV_BF16,
+    GEMV_Q4_1,
+    GEMV_Q5_0,
+    GEMV_Q5_1,
     ATTENTION_DECODE,
     ATTENTION_COMBINE,
     RMSNORM,

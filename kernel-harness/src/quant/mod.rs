@@ -1,4 +1,5 @@
-//! GGUF's q8_0 and q4_0 block formats and the repacked layout the GPU reads.
+//! GGUF's q8_0 and q4_0 block formats and the repacked layout the GPU reads;
+//! q4_1, q5_0, q5_1 in [`legacy`], bf16 in [`bf16`].
 //!
 //! **GGUF blocks** (ggml `block_q8_0` / `block_q4_0`), 32 weights each:
 //!
@@ -20,6 +21,15 @@
 //! GGUF files one to one.
 
 use half::f16;
+
+pub mod bf16;
+pub mod legacy;
+
+pub use bf16::{bf16_to_f32, f32_to_bf16, quantize_bf16};
+pub use legacy::{
+    BlockQ4_1, BlockQ5_0, BlockQ5_1, RepackedLegacy, quantize_q4_1, quantize_q5_0, quantize_q5_1,
+    repack_q4_1, repack_q5_0, repack_q5_1,
+};
 
 /// Weights per block.
 pub const QK: usize = 32;

@@ -328,7 +328,10 @@ async fn run_gemv(
         .map(|p| p.note().into())
         .into_iter()
         .collect();
-    if matches!(spec.dtype, Quant::Q8_0 | Quant::Q4_0) {
+    if matches!(
+        spec.dtype,
+        Quant::Q8_0 | Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0
+    ) {
         notes.push("repacked GGUF blocks (quants and scales in separate arrays)".into());
     }
     Ok(kernel_result(

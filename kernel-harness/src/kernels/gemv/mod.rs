@@ -1,5 +1,5 @@
 //! GEMV (`y = W x`, decode) and skinny matmul (`Y = W X` for a batch of 2..64 columns):
-//! `shaders/gemv_{f32,f16,q8_0,q4_0}.wgsl`.
+//! `shaders/gemv_{f32,f16,bf16,q8_0,q5_1,q5_0,q4_1,q4_0}.wgsl`.
 //!
 //! `W` is `[rows, cols]` row-major (outputs x inputs), `x` is `[batch, cols]` f32, `y`
 //! is `[batch, rows]` f32. Matrices larger than one storage binding are split into
@@ -61,8 +61,9 @@ impl GemvSpec {
     pub fn vec(&self) -> u32 {
         match self.dtype {
             Quant::F32 => 4,
-            Quant::F16 => 8,
+            Quant::F16 | Quant::Bf16 => 8,
             Quant::Q8_0 => 16,
+            Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => 32,
             _ => 32,
         }
     }
@@ -70,14 +71,22 @@ impl GemvSpec {
     fn col_multiple(&self) -> u32 {
         match self.dtype {
             Quant::F32 => 4,
-            Quant::F16 => 8,
+            Quant::F16 | Quant::Bf16 => 8,
             _ => self.dtype.block_elems() as u32,
         }
     }
 
     /// Threads per workgroup of the kernel (`WG_SIZE` in its WGSL).
     pub fn wg_size(&self) -> u32 {
-        if self.dtype == Quant::Q4_0 { 128 } else { 256 }
+        match self.dtype {
+            Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => 128,
+            _ => 256,
+        }
+    }
+
+    /// Whether a GEMV kernel exists for `dtype` (the K-quants have none yet).
+    pub fn has_kernel(dtype: Quant) -> bool {
+        !matches!(dtype, Quant::Q6K | Quant::Q5K | Quant::Q4K)
     }
 
     /// Rows per workgroup: 4 for GEMV, fewer as the batch grows so that
@@ -94,7 +103,7 @@ impl GemvSpec {
                 reason,
             })
         };
-        if !Quant::BASIC.contains(&self.dtype) {
+        if !Self::has_kernel(self.dtype) {
             return bad(format!("no {} kernel is built", self.dtype));
         }
         if self.rows == 0 || self.cols == 0 {
@@ -143,8 +152,9 @@ impl GemvSpec {
         let c = u64::from(self.cols);
         match self.dtype {
             Quant::F32 => 4 * c,
-            Quant::F16 => 2 * c,
+            Quant::F16 | Quant::Bf16 => 2 * c,
             Quant::Q8_0 => c,
+            Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => c / 2,
             _ => c / 2,
         }
     }
@@ -157,15 +167,29 @@ impl GemvSpec {
         match self.dtype {
             Quant::F32 => shader::GEMV_F32,
             Quant::F16 => shader::GEMV_F16,
+            Quant::Bf16 => shader::GEMV_BF16,
             Quant::Q8_0 => shader::GEMV_Q8_0,
+            Quant::Q5_1 => shader::GEMV_Q5_1,
+            Quant::Q5_0 => shader::GEMV_Q5_0,
+            Quant::Q4_1 => shader::GEMV_Q4_1,
+            Quant::Q4_0 => shader::GEMV_Q4_0,
             _ => shader::GEMV_Q4_0,
         }
     }
 
     fn bindings(&self) -> Vec<Binding> {
         match self.dtype {
-            Quant::F32 | Quant::F16 => vec![
+            Quant::F32 | Quant::F16 | Quant::Bf16 => vec![
                 Binding::Uniform,
+                Binding::Read,
+                Binding::Read,
+                Binding::ReadWrite,
+            ],
+            // Quant bytes, 5th bits, scales (d, or d and m), x, y.
+            Quant::Q5_1 | Quant::Q5_0 => vec![
+                Binding::Uniform,
+                Binding::Read,
+                Binding::Read,
                 Binding::Read,
                 Binding::Read,
                 Binding::ReadWrite,
