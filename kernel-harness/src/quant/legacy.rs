@@ -61,10 +61,9 @@ pub struct BlockQ5_1 {
 
 fn min_max(x: &[f32; QK]) -> (f32, f32) {
     // ggml starts from FLT_MAX / -FLT_MAX and compares with `<` / `>`.
-    x.iter()
-        .fold((f32::MAX, -f32::MAX), |(lo, hi), &v| {
-            (if v < lo { v } else { lo }, if v > hi { v } else { hi })
-        })
+    x.iter().fold((f32::MAX, -f32::MAX), |(lo, hi), &v| {
+        (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+    })
 }
 
 /// The value of largest magnitude (the first one on ties), as ggml's `_ref` loops find it.
@@ -267,7 +266,13 @@ impl RepackedLegacy {
 
     /// Blocks `[b0, b1)` (a chunk of whole rows).
     pub fn slice(&self, b0: usize, b1: usize) -> RepackedLegacy {
-        let opt = |v: &[f16]| if v.is_empty() { Vec::new() } else { v[b0..b1].to_vec() };
+        let opt = |v: &[f16]| {
+            if v.is_empty() {
+                Vec::new()
+            } else {
+                v[b0..b1].to_vec()
+            }
+        };
         RepackedLegacy {
             qs: self.qs[16 * b0..16 * b1].to_vec(),
             qh: if self.qh.is_empty() {
@@ -367,7 +372,8 @@ pub fn repack_q5_1(gguf: &[u8]) -> RepackedLegacy {
 }
 
 fn blocks(x: &[f32]) -> impl Iterator<Item = &[f32; QK]> {
-    x.chunks_exact(QK).map(|c| c.try_into().unwrap_or(&[0.0; QK]))
+    x.chunks_exact(QK)
+        .map(|c| c.try_into().unwrap_or(&[0.0; QK]))
 }
 
 /// Quantizes a row-major f32 matrix (`cols` a multiple of 32) to GGUF q4_1 bytes.
@@ -401,7 +407,10 @@ mod tests {
 
     fn assert_within(x: &[f32; QK], y: &[f32; QK], step: f32) {
         for (a, b) in x.iter().zip(y) {
-            assert!((a - b).abs() <= step * 0.5 + 2e-3, "{a} vs {b} (step {step})");
+            assert!(
+                (a - b).abs() <= step * 0.5 + 2e-3,
+                "{a} vs {b} (step {step})"
+            );
         }
     }
 

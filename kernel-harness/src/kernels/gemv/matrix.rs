@@ -181,11 +181,9 @@ impl GpuMatrix {
                         Quant::F32 => FillMode::F32,
                         Quant::F16 => FillMode::F16Pair,
                         Quant::Bf16 => FillMode::Bf16Pair,
-                        Quant::Q8_0
-                        | Quant::Q5_1
-                        | Quant::Q5_0
-                        | Quant::Q4_1
-                        | Quant::Q4_0 => FillMode::Bits,
+                        Quant::Q8_0 | Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => {
+                            FillMode::Bits
+                        }
                         _ => FillMode::Bits,
                     };
                     jobs.push(FillJob {
