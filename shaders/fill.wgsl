@@ -11,6 +11,7 @@ const MODE_BITS: u32 = 0u;        // the hash itself
 const MODE_F32: u32 = 1u;         // one f32 in [-1, 1), 2^-23 grid
 const MODE_F16_PAIR: u32 = 2u;    // two f16 in [-1, 1), 2^-10 grid
 const MODE_SCALE_PAIR: u32 = 3u;  // two f16 block scales in [2^-7, 2^-6), 2^-13 grid
+const MODE_BF16_PAIR: u32 = 4u;   // two bf16 in [-1, 1), 2^-7 grid
 
 struct Params {
     words: u32,   // words to write
@@ -42,6 +43,11 @@ fn shape(h: u32) -> u32 {
             let a = f32(64u + (h & 63u)) / 8192.0;
             let b = f32(64u + ((h >> 16u) & 63u)) / 8192.0;
             return pack2x16float(vec2<f32>(a, b));
+        }
+        case 4u: {
+            let a = f32(i32(h & 0xffu) - 128) / 128.0;
+            let b = f32(i32((h >> 16u) & 0xffu) - 128) / 128.0;
+            return (bitcast<u32>(a) >> 16u) | (bitcast<u32>(b) & 0xffff0000u);
         }
         default: {
             return h;

@@ -4,7 +4,7 @@
 // dequantized in registers, f32 accumulation: per block d * (sum nibble*x - 8 sum x).
 // BATCH = 1 is the decode GEMV.
 //
-// Repacked layout (kernel-harness/src/quant.rs): quant bytes of all blocks in one array
+// Repacked layout (kernel-harness/src/quant/mod.rs): quant bytes of all blocks in one array
 // (16 bytes per block, one aligned 16-byte load), f16 scales in another; bytes per
 // weight stay GGUF's 18/32. Each thread step handles one whole block per row.
 //

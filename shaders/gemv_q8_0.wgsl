@@ -2,7 +2,7 @@
 // (32 weights: one f16 scale d and 32 int8 quants, weight = d * q), dequantized in
 // registers, f32 accumulation. BATCH = 1 is the decode GEMV; BATCH > 1 skinny matmul.
 //
-// Repacked layout (kernel-harness/src/quant.rs): the quant bytes of all blocks in one
+// Repacked layout (kernel-harness/src/quant/mod.rs): the quant bytes of all blocks in one
 // array, the f16 scales in another, so quants load as aligned 16-byte words; the bytes
 // per weight stay GGUF's 34/32.
 // Each thread step handles half a block (16 quants, one 16-byte load) per row.

@@ -20,6 +20,8 @@ pub enum FillMode {
     F16Pair = 2,
     /// Two f16 block scales in [2^-7, 2^-6) on a 2^-13 grid.
     ScalePair = 3,
+    /// Two bf16 in [-1, 1) on a 2^-7 grid (low half = even element).
+    Bf16Pair = 4,
 }
 
 /// The PCG RXS-M-XS 32-bit hash (a bijection on u32), as in `shaders/fill.wgsl`.
@@ -55,6 +57,10 @@ pub fn fill_word(mode: FillMode, key: u32, index: u32) -> u32 {
             let [a, b] = scale_pair_from_hash(h);
             u32::from(a.to_bits()) | (u32::from(b.to_bits()) << 16)
         }
+        FillMode::Bf16Pair => {
+            let [a, b] = bf16_pair_from_hash(h);
+            (a.to_bits() >> 16) | (b.to_bits() & 0xffff_0000)
+        }
     }
 }
 
@@ -72,6 +78,23 @@ fn scale_pair_from_hash(h: u32) -> [f16; 2] {
     let a = (64 + (h & 63)) as f32 / 8192.0;
     let b = (64 + ((h >> 16) & 63)) as f32 / 8192.0;
     [f16::from_f32(a), f16::from_f32(b)]
+}
+
+fn bf16_pair_from_hash(h: u32) -> [f32; 2] {
+    // 8 significant bits at most: exact in bf16.
+    let a = ((h & 0xff) as i32 - 128) as f32 / 128.0;
+    let b = (((h >> 16) & 0xff) as i32 - 128) as f32 / 128.0;
+    [a, b]
+}
+
+/// Element `i` of a bf16 stream (two elements per word), widened to f32 (exact).
+pub fn bf16_at(key: u32, i: u64) -> f32 {
+    bf16_pair_from_hash(hash_word(key, (i / 2) as u32))[(i % 2) as usize]
+}
+
+/// The key of the 5th-bit (`qh`) stream of a q5 matrix whose quant bytes use `weights`.
+pub fn qh_key(weights: u32) -> u32 {
+    pcg(weights ^ 0x5135_0005)
 }
 
 /// Element `i` of an f32 stream.
@@ -130,5 +153,10 @@ mod tests {
         let w = fill_word(FillMode::Bits, k, 9);
         assert_eq!(w.to_le_bytes()[2], byte_at(k, 38));
         assert_eq!(fill_word(FillMode::F32, k, 4), f32_at(k, 4).to_bits());
+        let w = fill_word(FillMode::Bf16Pair, k, 6);
+        assert_eq!(f32::from_bits(w << 16), bf16_at(k, 12));
+        assert_eq!(f32::from_bits(w & 0xffff_0000), bf16_at(k, 13));
+        assert!((-1.0..1.0).contains(&bf16_at(k, 13)));
+        assert_ne!(qh_key(k), k);
     }
 }

@@ -48,6 +48,10 @@ shader!(GEMV_Q4_0, "gemv_q4_0.wgsl");
 shader!(GEMV_Q4_K, "gemv_q4_k.wgsl");
 shader!(GEMV_Q5_K, "gemv_q5_k.wgsl");
 shader!(GEMV_Q6_K, "gemv_q6_k.wgsl");
+shader!(GEMV_BF16, "gemv_bf16.wgsl");
+shader!(GEMV_Q4_1, "gemv_q4_1.wgsl");
+shader!(GEMV_Q5_0, "gemv_q5_0.wgsl");
+shader!(GEMV_Q5_1, "gemv_q5_1.wgsl");
 shader!(ATTENTION_DECODE, "attention_decode.wgsl");
 shader!(ATTENTION_COMBINE, "attention_combine.wgsl");
 shader!(RMSNORM, "rmsnorm.wgsl");
@@ -68,6 +72,10 @@ pub const ALL: &[ShaderFile] = &[
     GEMV_Q4_K,
     GEMV_Q5_K,
     GEMV_Q6_K,
+    GEMV_BF16,
+    GEMV_Q4_1,
+    GEMV_Q5_0,
+    GEMV_Q5_1,
     ATTENTION_DECODE,
     ATTENTION_COMBINE,
     RMSNORM,

@@ -90,6 +90,7 @@ fn fill_matches_the_cpu_twin() {
         FillMode::F32,
         FillMode::F16Pair,
         FillMode::ScalePair,
+        FillMode::Bf16Pair,
     ] {
         let buf = ctx.storage("fill test", 4 * 1001);
         let job = FillJob {
@@ -349,12 +350,13 @@ fn gemv_on_real_gguf_blocks() {
     let q8 = quant::repack_q8_0(&quant::quantize_q8_0(&x));
     let q4 = quant::repack_q4_0(&quant::quantize_q4_0(&x));
     let f16s: Vec<f16> = x.iter().map(|v| f16::from_f32(*v)).collect();
-    for (dtype, host) in [
+    let hosts = [
         (Quant::Q8_0, HostMatrix::Q8_0(q8)),
         (Quant::Q4_0, HostMatrix::Q4_0(q4)),
         (Quant::F16, HostMatrix::F16(f16s)),
         (Quant::F32, HostMatrix::F32(x.clone())),
-    ] {
+    ];
+    for (dtype, host) in hosts {
         let spec = GemvSpec {
             dtype,
             rows,
@@ -365,6 +367,56 @@ fn gemv_on_real_gguf_blocks() {
             pollster::block_on(GemvBench::new(&ctx, spec, 3, 1, Some(Arc::new(host)))).unwrap();
         let (_, err) = pollster::block_on(bench.verify(&ctx, 0, u64::MAX)).unwrap();
         assert!(err.is_none(), "{dtype}: {}", err.unwrap());
+    }
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn gemv_on_real_legacy_and_bf16_blocks() {
+    // Real blocks (negative minimums, every 5th-bit pattern), an even and an odd row
+    // count, GEMV and skinny matmul, split across bindings, on both reduction paths.
+    for mut ctx in contexts() {
+        ctx.set_binding_limit(Some(2048));
+        let (rows, cols) = (21u32, 320u32);
+        let mut rng = 5u32;
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|_| {
+                rng = data::pcg(rng);
+                (rng as f32 / u32::MAX as f32 - 0.3) * 2.0
+            })
+            .collect();
+        let hosts = [
+            (
+                Quant::Q4_1,
+                HostMatrix::Q4_1(quant::repack_q4_1(&quant::quantize_q4_1(&x))),
+            ),
+            (
+                Quant::Q5_0,
+                HostMatrix::Q5_0(quant::repack_q5_0(&quant::quantize_q5_0(&x))),
+            ),
+            (
+                Quant::Q5_1,
+                HostMatrix::Q5_1(quant::repack_q5_1(&quant::quantize_q5_1(&x))),
+            ),
+            (Quant::Bf16, HostMatrix::Bf16(quant::quantize_bf16(&x))),
+        ];
+        for (dtype, host) in hosts {
+            let host = Arc::new(host);
+            for batch in [1, 5] {
+                let spec = GemvSpec {
+                    dtype,
+                    rows,
+                    cols,
+                    batch,
+                };
+                let bench =
+                    pollster::block_on(GemvBench::new(&ctx, spec, 3, 1, Some(host.clone())))
+                        .unwrap();
+                assert!(bench.matrices[0].chunks.len() > 1, "{dtype}: not split");
+                let (_, err) = pollster::block_on(bench.verify(&ctx, 0, u64::MAX)).unwrap();
+                assert!(err.is_none(), "{dtype} batch {batch}: {}", err.unwrap());
+            }
+        }
     }
 }
 
@@ -414,6 +466,22 @@ fn shapes_are_checked_before_gpu_work() {
     };
     let e = bad.validate().unwrap_err().to_string();
     assert!(e.contains("48") && e.contains("q4_0"), "{e}");
+    let none = GemvSpec {
+        dtype: Quant::Q4K,
+        rows: 4,
+        cols: 256,
+        batch: 1,
+    };
+    let e = none.validate().unwrap_err().to_string();
+    assert!(e.contains("no q4_k kernel"), "{e}");
+    let bad = GemvSpec {
+        dtype: Quant::Q5_1,
+        rows: 4,
+        cols: 48,
+        batch: 1,
+    };
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(e.contains("48") && e.contains("q5_1"), "{e}");
     let bad = GemvSpec {
         dtype: Quant::Q4K,
         rows: 4,

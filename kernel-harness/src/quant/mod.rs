@@ -1,4 +1,5 @@
-//! GGUF's q8_0 and q4_0 block formats and the repacked layout the GPU reads.
+//! GGUF's q8_0 and q4_0 block formats and the repacked layout the GPU reads;
+//! q4_1, q5_0, q5_1 in [`legacy`], bf16 in [`bf16`].
 //!
 //! **GGUF blocks** (ggml `block_q8_0` / `block_q4_0`), 32 weights each:
 //!
@@ -28,6 +29,14 @@ pub use kquants::{
     dequantize_q6_k, pack_scale_min_k4, q5k_qh_from_steps, q5k_qh_to_steps, q6k_qh_from_steps,
     q6k_qh_to_steps, quantize_q4_k, quantize_q5_k, quantize_q6_k, repack_q4_k, repack_q5_k,
     repack_q6_k, scale_min_k4,
+};
+pub mod bf16;
+pub mod legacy;
+
+pub use bf16::{bf16_to_f32, f32_to_bf16, quantize_bf16};
+pub use legacy::{
+    BlockQ4_1, BlockQ5_0, BlockQ5_1, RepackedLegacy, quantize_q4_1, quantize_q5_0, quantize_q5_1,
+    repack_q4_1, repack_q5_0, repack_q5_1,
 };
 
 /// Weights per block.

@@ -12,7 +12,7 @@ use crate::context::GpuContext;
 use crate::data::{self, FillMode};
 use crate::error::Result;
 use crate::kernels::fill::{FillJob, Filler};
-use crate::quant::{BlockQ4_0, BlockQ8_0, Repacked, RepackedK};
+use crate::quant::{BlockQ4_0, BlockQ8_0, Repacked, RepackedK, RepackedLegacy, bf16_to_f32};
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -32,11 +32,14 @@ pub struct Chunk {
     pub rows: u32,
     /// Weights (f32/f16) or quant bytes.
     pub main: wgpu::Buffer,
-    /// Block scales (q8_0/q4_0).
+    /// Block scales (q8_0/q5_0/q4_0: f16 d, two per word; q5_1/q4_1: d and m, one
+    /// word per block).
     pub scales: Option<wgpu::Buffer>,
     /// The K-quants' further arrays (high bits, packed scales, f16 scales), in
     /// binding order; empty for other formats.
     pub k_arrays: Vec<wgpu::Buffer>,
+    /// 5th bits of the q5 formats, one word per block.
+    pub qh: Option<wgpu::Buffer>,
     params: wgpu::Buffer,
 }
 
@@ -50,7 +53,7 @@ pub enum WeightSource {
         /// Key of the scales stream.
         scales: u32,
     },
-    /// Host data (f32 or f16 values, or repacked GGUF blocks).
+    /// Host data (f32, f16 or bf16 values, or repacked GGUF blocks).
     Host(Arc<HostMatrix>),
 }
 
@@ -61,6 +64,8 @@ pub enum HostMatrix {
     F32(Vec<f32>),
     /// Row-major f16.
     F16(Vec<f16>),
+    /// Row-major bf16 (bits, as GGUF stores them).
+    Bf16(Vec<u16>),
     /// q8_0 blocks, repacked.
     Q8_0(Repacked),
     /// q4_0 blocks, repacked.
@@ -71,6 +76,12 @@ pub enum HostMatrix {
     Q5K(RepackedK),
     /// q6_K super-blocks, repacked.
     Q6K(RepackedK),
+    /// q5_1 blocks, repacked.
+    Q5_1(RepackedLegacy),
+    /// q5_0 blocks, repacked.
+    Q5_0(RepackedLegacy),
+    /// q4_1 blocks, repacked.
+    Q4_1(RepackedLegacy),
 }
 
 /// The stream key and fill mode of a generated K-quant array: the f16 scales use the
@@ -122,6 +133,35 @@ fn dequantize_k(dtype: Quant, rp: &RepackedK, b: usize) -> [f32; 256] {
     }
 }
 
+impl GemvSpec {
+    /// Whether the format has a scale array (one f16 per block, two per word).
+    fn scale_pairs(&self) -> bool {
+        matches!(self.dtype, Quant::Q8_0 | Quant::Q5_0 | Quant::Q4_0)
+    }
+
+    /// Whether the format has a `d | m << 16` word per block.
+    fn scale_min_words(&self) -> bool {
+        matches!(self.dtype, Quant::Q5_1 | Quant::Q4_1)
+    }
+
+    /// Whether the format has a 5th-bit word per block.
+    fn has_qh(&self) -> bool {
+        matches!(self.dtype, Quant::Q5_1 | Quant::Q5_0)
+    }
+
+    /// 32-bit words of the scale array for `rows` rows (0: none).
+    fn scale_words(&self, rows: u64) -> u64 {
+        let blocks = rows * self.blocks_per_row();
+        if self.scale_pairs() {
+            blocks.div_ceil(2)
+        } else if self.scale_min_words() {
+            blocks
+        } else {
+            0
+        }
+    }
+}
+
 /// A weight matrix on the GPU, split into chunks of rows.
 #[derive(Debug)]
 pub struct GpuMatrix {
@@ -145,7 +185,6 @@ impl GpuMatrix {
         let id = spec.id();
         let per = spec.rows_per_binding(ctx.max_binding())?;
         let nb = spec.blocks_per_row();
-        let quantized = matches!(spec.dtype, Quant::Q8_0 | Quant::Q4_0);
         let chunks = ctx
             .scoped(&id, spec.weight_bytes(), || {
                 let mut chunks = Vec::new();
@@ -156,10 +195,17 @@ impl GpuMatrix {
                         &format!("{id} weights rows {row0}..{}", row0 + rows),
                         u64::from(rows) * spec.main_row_bytes(),
                     );
-                    let scales = quantized.then(|| {
+                    let scale_words = spec.scale_words(u64::from(rows));
+                    let scales = (scale_words > 0).then(|| {
                         ctx.storage(
                             &format!("{id} scales rows {row0}..{}", row0 + rows),
-                            (u64::from(rows) * nb).div_ceil(2) * 4,
+                            scale_words * 4,
+                        )
+                    });
+                    let qh = spec.has_qh().then(|| {
+                        ctx.storage(
+                            &format!("{id} qh rows {row0}..{}", row0 + rows),
+                            u64::from(rows) * nb * 4,
                         )
                     });
                     let k_arrays = spec
@@ -187,6 +233,7 @@ impl GpuMatrix {
                         main,
                         scales,
                         k_arrays,
+                        qh,
                         params,
                     });
                     row0 += rows;
@@ -202,6 +249,10 @@ impl GpuMatrix {
                     let mode = match spec.dtype {
                         Quant::F32 => FillMode::F32,
                         Quant::F16 => FillMode::F16Pair,
+                        Quant::Bf16 => FillMode::Bf16Pair,
+                        Quant::Q8_0 | Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => {
+                            FillMode::Bits
+                        }
                         _ => FillMode::Bits,
                     };
                     jobs.push(FillJob {
@@ -223,12 +274,28 @@ impl GpuMatrix {
                         });
                     }
                     if let Some(s) = &c.scales {
+                        // Pairs of scales (d, d) or (d, m): the same generated words.
                         jobs.push(FillJob {
                             buffer: s,
-                            words: (u64::from(c.rows) * nb).div_ceil(2),
+                            words: spec.scale_words(u64::from(c.rows)),
                             key: *scales,
                             mode: FillMode::ScalePair,
-                            offset: u64::from(c.row0) * nb / 2,
+                            // Chunks hold an even number of rows (or are the whole
+                            // matrix), so a chunk's pairs start on a word.
+                            offset: if spec.scale_pairs() {
+                                u64::from(c.row0) * nb / 2
+                            } else {
+                                u64::from(c.row0) * nb
+                            },
+                        });
+                    }
+                    if let Some(q) = &c.qh {
+                        jobs.push(FillJob {
+                            buffer: q,
+                            words: u64::from(c.rows) * nb,
+                            key: data::qh_key(*weights),
+                            mode: FillMode::Bits,
+                            offset: u64::from(c.row0) * nb,
                         });
                     }
                 }
@@ -247,11 +314,19 @@ impl GpuMatrix {
                             bytemuck::cast_slice(&v[(r0 * cols) as usize..(r1 * cols) as usize])
                                 .to_vec()
                         }
+                        HostMatrix::Bf16(v) => {
+                            bytemuck::cast_slice(&v[(r0 * cols) as usize..(r1 * cols) as usize])
+                                .to_vec()
+                        }
                         HostMatrix::Q8_0(r) | HostMatrix::Q4_0(r) => {
                             let rb = spec.main_row_bytes();
                             r.qs[(r0 * rb) as usize..(r1 * rb) as usize].to_vec()
                         }
                         HostMatrix::Q4K(r) | HostMatrix::Q5K(r) | HostMatrix::Q6K(r) => {
+                            let rb = spec.main_row_bytes();
+                            r.qs[(r0 * rb) as usize..(r1 * rb) as usize].to_vec()
+                        }
+                        HostMatrix::Q5_1(r) | HostMatrix::Q5_0(r) | HostMatrix::Q4_1(r) => {
                             let rb = spec.main_row_bytes();
                             r.qs[(r0 * rb) as usize..(r1 * rb) as usize].to_vec()
                         }
@@ -286,6 +361,18 @@ impl GpuMatrix {
                         };
                         ctx.queue
                             .write_buffer(s, 0, bytemuck::cast_slice(&part.d_words()));
+                    }
+                    if let HostMatrix::Q5_1(r) | HostMatrix::Q5_0(r) | HostMatrix::Q4_1(r) =
+                        host.as_ref()
+                    {
+                        let part = r.slice((r0 * nb) as usize, (r1 * nb) as usize);
+                        if let Some(s) = &c.scales {
+                            ctx.queue
+                                .write_buffer(s, 0, bytemuck::cast_slice(&part.scale_words()));
+                        }
+                        if let Some(q) = &c.qh {
+                            ctx.queue.write_buffer(q, 0, bytemuck::cast_slice(&part.qh));
+                        }
                     }
                 }
                 ctx.wait_idle().await;
@@ -344,8 +431,33 @@ impl GpuMatrix {
                         .copy_from_slice(&dequantize_k(self.spec.dtype, &rp, 0));
                 }
             }
-            // GemvSpec::validate refuses the other formats.
-            (WeightSource::Generated { .. }, _) => out.fill(0.0),
+            (WeightSource::Generated { weights, .. }, Quant::Bf16) => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = data::bf16_at(*weights, r * cols + k as u64);
+                }
+            }
+            (
+                WeightSource::Generated { weights, scales },
+                dtype @ (Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1),
+            ) => {
+                // The mirror of the fill: the generated words, read as the repacked
+                // layout (`scale_words`: d, or d | m << 16, per block).
+                let qh_key = data::qh_key(*weights);
+                let mut rp = RepackedLegacy::default();
+                for b in 0..nb {
+                    let blk = r * nb + b;
+                    rp.qs
+                        .extend((0..16).map(|j| data::byte_at(*weights, blk * 16 + j)));
+                    if dtype == Quant::Q5_0 {
+                        rp.d.push(data::scale_at(*scales, blk));
+                    } else {
+                        rp.d.push(data::scale_at(*scales, 2 * blk));
+                        rp.m.push(data::scale_at(*scales, 2 * blk + 1));
+                    }
+                    rp.qh.push(data::hash_word(qh_key, blk as u32));
+                }
+                legacy_row(dtype, &rp, 0, nb, out);
+            }
             (WeightSource::Host(host), _) => match host.as_ref() {
                 HostMatrix::F32(v) => {
                     out.copy_from_slice(&v[(r * cols) as usize..((r + 1) * cols) as usize])
@@ -358,6 +470,17 @@ impl GpuMatrix {
                         *o = h.to_f32();
                     }
                 }
+                HostMatrix::Bf16(v) => {
+                    for (o, h) in out
+                        .iter_mut()
+                        .zip(&v[(r * cols) as usize..((r + 1) * cols) as usize])
+                    {
+                        *o = bf16_to_f32(*h);
+                    }
+                }
+                HostMatrix::Q5_1(rp) => legacy_row(Quant::Q5_1, rp, r * nb, nb, out),
+                HostMatrix::Q5_0(rp) => legacy_row(Quant::Q5_0, rp, r * nb, nb, out),
+                HostMatrix::Q4_1(rp) => legacy_row(Quant::Q4_1, rp, r * nb, nb, out),
                 HostMatrix::Q8_0(rp) => {
                     for b in 0..nb {
                         let blk = (r * nb + b) as usize;
@@ -403,8 +526,10 @@ impl GpuMatrix {
         self.chunks
             .iter()
             .map(|c| {
+                // Binding order: params, quants, [qh], [scales], [K-quant arrays], x, y.
                 let mut buffers = vec![&c.params, &c.main];
-                buffers.extend(&c.scales);
+                buffers.extend(c.qh.iter());
+                buffers.extend(c.scales.iter());
                 buffers.extend(&c.k_arrays);
                 buffers.extend([x, y]);
                 let bg = ctx.bind(&k.kernel, &label, &buffers);
@@ -416,5 +541,18 @@ impl GpuMatrix {
     /// Row indices where chunks begin (for verification sampling).
     pub fn boundaries(&self) -> Vec<u64> {
         self.chunks.iter().map(|c| u64::from(c.row0)).collect()
+    }
+}
+
+/// Dequantizes blocks `[b0, b0 + nb)` of a q5_1 / q5_0 / q4_1 matrix into `out`.
+fn legacy_row(dtype: Quant, rp: &RepackedLegacy, b0: u64, nb: u64, out: &mut [f32]) {
+    for b in 0..nb {
+        let i = (b0 + b) as usize;
+        let w = match dtype {
+            Quant::Q5_1 => rp.q5_1(i).dequantize(),
+            Quant::Q5_0 => rp.q5_0(i).dequantize(),
+            _ => rp.q4_1(i).dequantize(),
+        };
+        out[(b * 32) as usize..(b * 32 + 32) as usize].copy_from_slice(&w);
     }
 }

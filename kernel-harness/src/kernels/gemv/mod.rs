@@ -1,5 +1,5 @@
 //! GEMV (`y = W x`, decode) and skinny matmul (`Y = W X` for a batch of 2..64 columns):
-//! `shaders/gemv_{f32,f16,q8_0,q4_0,q4_k,q5_k,q6_k}.wgsl`.
+//! `shaders/gemv_{f32,f16,bf16,q8_0,q6_k,q5_1,q5_0,q5_k,q4_1,q4_0,q4_k}.wgsl`.
 //!
 //! `W` is `[rows, cols]` row-major (outputs x inputs), `x` is `[batch, cols]` f32, `y`
 //! is `[batch, rows]` f32. Matrices larger than one storage binding are split into
@@ -106,17 +106,17 @@ impl GemvSpec {
     pub fn vec(&self) -> u32 {
         match self.dtype {
             Quant::F32 => 4,
-            Quant::F16 => 8,
+            Quant::F16 | Quant::Bf16 => 8,
             Quant::Q8_0 => 16,
+            Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => 32,
             Quant::Q4K | Quant::Q5K | Quant::Q6K => 32,
-            _ => 32,
         }
     }
 
     fn col_multiple(&self) -> u32 {
         match self.dtype {
             Quant::F32 => 4,
-            Quant::F16 => 8,
+            Quant::F16 | Quant::Bf16 => 8,
             Quant::Q4K | Quant::Q5K | Quant::Q6K => QK_K as u32,
             _ => self.dtype.block_elems() as u32,
         }
@@ -125,14 +125,15 @@ impl GemvSpec {
     /// Threads per workgroup of the kernel (`WG_SIZE` in its WGSL).
     pub fn wg_size(&self) -> u32 {
         match self.dtype {
-            Quant::Q4_0 | Quant::Q4K | Quant::Q5K | Quant::Q6K => 128,
+            Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => 128,
+            Quant::Q4K | Quant::Q5K | Quant::Q6K => 128,
             _ => 256,
         }
     }
 
-    /// Whether a GEMV kernel exists for `dtype`.
+    /// Whether a GEMV kernel exists for `dtype` (every format has one).
     pub fn has_kernel(dtype: Quant) -> bool {
-        !matches!(dtype, Quant::Bf16 | Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1)
+        Quant::ALL.contains(&dtype)
     }
 
     /// Rows per workgroup: 4 for GEMV, fewer as the batch grows so that
@@ -198,10 +199,10 @@ impl GemvSpec {
         let c = u64::from(self.cols);
         match self.dtype {
             Quant::F32 => 4 * c,
-            Quant::F16 => 2 * c,
+            Quant::F16 | Quant::Bf16 => 2 * c,
             Quant::Q8_0 => c,
+            Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => c / 2,
             Quant::Q4K | Quant::Q5K | Quant::Q6K => c / 2,
-            _ => c / 2,
         }
     }
 
@@ -231,11 +232,15 @@ impl GemvSpec {
         match self.dtype {
             Quant::F32 => shader::GEMV_F32,
             Quant::F16 => shader::GEMV_F16,
+            Quant::Bf16 => shader::GEMV_BF16,
             Quant::Q8_0 => shader::GEMV_Q8_0,
+            Quant::Q5_1 => shader::GEMV_Q5_1,
+            Quant::Q5_0 => shader::GEMV_Q5_0,
+            Quant::Q4_1 => shader::GEMV_Q4_1,
+            Quant::Q4_0 => shader::GEMV_Q4_0,
             Quant::Q4K => shader::GEMV_Q4_K,
             Quant::Q5K => shader::GEMV_Q5_K,
             Quant::Q6K => shader::GEMV_Q6_K,
-            _ => shader::GEMV_Q4_0,
         }
     }
 
@@ -247,8 +252,17 @@ impl GemvSpec {
             return b;
         }
         match self.dtype {
-            Quant::F32 | Quant::F16 => vec![
+            Quant::F32 | Quant::F16 | Quant::Bf16 => vec![
                 Binding::Uniform,
+                Binding::Read,
+                Binding::Read,
+                Binding::ReadWrite,
+            ],
+            // Quant bytes, 5th bits, scales (d, or d and m), x, y.
+            Quant::Q5_1 | Quant::Q5_0 => vec![
+                Binding::Uniform,
+                Binding::Read,
+                Binding::Read,
                 Binding::Read,
                 Binding::Read,
                 Binding::ReadWrite,
