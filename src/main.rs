@@ -6,6 +6,7 @@
 mod cli;
 mod cmd;
 mod engine;
+mod gguf_file;
 mod live;
 mod mock;
 mod util;

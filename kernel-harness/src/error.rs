@@ -95,6 +95,14 @@ pub enum HarnessError {
     /// The run was cancelled (by the user, through [`crate::suite::Progress::cancelled`]).
     #[error("cancelled")]
     Cancelled,
+    /// A model file's weights could not be read.
+    #[error("{kernel}: cannot read the weights: {reason}")]
+    Weights {
+        /// The kernel.
+        kernel: KernelId,
+        /// What went wrong.
+        reason: String,
+    },
     /// Allocation failed.
     #[error("{kernel}: out of GPU memory allocating {bytes} bytes: {message}")]
     OutOfMemory {

@@ -11,12 +11,13 @@ use anyhow::{Context, bail};
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
-use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
+use kernel_harness::suite::{self, HeadLayout, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
+use tokenscope_core::gguf::GgufModel;
 use tokenscope_core::render::kernels::mib_label;
 use tokenscope_core::render::table::{Align, text_table_with};
-use tokenscope_core::report::kernels::KernelReport;
+use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 
 /// Options of `tokenscope kernels`.
 #[derive(Debug, clap::Args)]
@@ -96,6 +97,20 @@ pub struct KernelsArgs {
     /// Do not use timestamp queries (wall-clock timing).
     #[arg(long)]
     pub no_timestamps: bool,
+    /// A GGUF model file: read its header (never the whole file), list its tensor
+    /// types, run GEMVs at its matrices' types and shapes and attention at its head
+    /// layout, and give the file's decode floor on this GPU at each --context. The
+    /// generic sweeps (gemv, skinny, step) run only when named in --only.
+    #[arg(long, value_name = "FILE")]
+    pub gguf: Option<PathBuf>,
+    /// With --gguf: run the GEMVs on the file's own weights (read one tensor at a
+    /// time, verified against the CPU's dequantization of the same bytes).
+    #[arg(long, requires = "gguf")]
+    pub real_weights: bool,
+    /// With --real-weights: tensors of each type and shape to run [default: all,
+    /// the whole decode step's GEMVs].
+    #[arg(long, value_name = "N", requires = "real_weights")]
+    pub tensors_per_shape: Option<usize>,
     /// Testing aid: corrupt every GEMV's weights so verification fails.
     #[arg(long, hide = true)]
     pub inject_fault: bool,
@@ -110,7 +125,23 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
     if args.list_adapters {
         return list(&args);
     }
-    let models = models(&args)?;
+    let gguf = match &args.gguf {
+        Some(p) => Some(crate::gguf_file::GgufFile::open(p)?),
+        None => None,
+    };
+    let gguf_model = match &gguf {
+        Some(f) => Some(
+            f.header
+                .model()
+                .map_err(|e| anyhow::anyhow!("--gguf {}: {e}", f.path.display()))?,
+        ),
+        None => None,
+    };
+    let models = if gguf.is_some() && args.models.is_empty() && args.model_config.is_empty() {
+        Vec::new()
+    } else {
+        models(&args)?
+    };
     let gpu_memory_bytes = match &args.gpu_memory {
         Some(m) => Some(
             tokenscope_core::parse::parse_bytes(m)
@@ -133,14 +164,27 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         None => kernel_harness::cache_info(&ctx),
     };
     let mut cfg = config(&args, models, cache_bytes, &cache_source)?;
+    if let (Some(file), Some(model)) = (&gguf, &gguf_model) {
+        for_file(&mut cfg, &args, file, model);
+        print!(
+            "{}",
+            tokenscope_core::render::kernels::gguf_file_text(&file_section(file, model, &cfg))
+        );
+    }
     cfg.fit_to(&ctx);
 
     print!("{}", header(&ctx, &cfg));
     let mut progress = CliProgress::new(cfg.items(), args.out.clone());
     let clock = MonotonicClock::new();
-    let report = kernel_harness::block_on(suite::run_suite(&ctx, &clock, &cfg, &mut progress))
+    let mut report = kernel_harness::block_on(suite::run_suite(&ctx, &clock, &cfg, &mut progress))
         .context("the kernel harness stopped")?;
     progress.finish();
+    if let (Some(file), Some(model)) = (&gguf, &gguf_model) {
+        let mut section = file_section(file, model, &cfg);
+        section.real_weights = args.real_weights;
+        section.measure(&report);
+        report.gguf = Some(section);
+    }
     if let Some(path) = &args.out {
         write_report(path, &report)?;
     }
@@ -166,6 +210,58 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+/// The suite for a model file: its GEMVs and its head layout; the generic sweeps
+/// only when named in --only.
+fn for_file(
+    cfg: &mut SuiteConfig,
+    args: &KernelsArgs,
+    file: &crate::gguf_file::GgufFile,
+    model: &GgufModel,
+) {
+    let per = args.tensors_per_shape.unwrap_or(usize::MAX);
+    cfg.file_gemvs = file.gemvs(model.tied_embeddings, args.real_weights, per);
+    if !args.only.contains(&KernelGroup::Gemv) {
+        cfg.gemv_dtypes.clear();
+    }
+    if !args.only.contains(&KernelGroup::Skinny) {
+        cfg.skinny_dtypes.clear();
+    }
+    if !args.only.contains(&KernelGroup::Step) {
+        cfg.step_models.clear();
+    }
+    if !args.only.is_empty() && !args.only.contains(&KernelGroup::Gemv) {
+        cfg.file_gemvs.clear();
+    }
+    let heads = model.heads_per_layer.iter().copied().max().unwrap_or(0);
+    let kv_heads = model.kv_heads_per_layer.iter().copied().max().unwrap_or(0);
+    if heads > 0 && kv_heads > 0 && model.key_length > 0 {
+        cfg.attention_layouts = vec![HeadLayout {
+            heads,
+            kv_heads,
+            head_dim: model.key_length,
+        }];
+        cfg.attention_contexts = cfg.contexts.clone();
+        cfg.attention_dtypes = vec![cfg.kv_dtype];
+    }
+}
+
+/// The file's section of the report, before the run's figures.
+fn file_section(
+    file: &crate::gguf_file::GgufFile,
+    model: &GgufModel,
+    cfg: &SuiteConfig,
+) -> GgufReport {
+    let contexts: Vec<u64> = cfg.contexts.iter().map(|&c| u64::from(c)).collect();
+    GgufReport::new(
+        &file.name(),
+        &file.header,
+        model.clone(),
+        file.header_sha256.clone(),
+        &contexts,
+        cfg.kv_dtype,
+    )
 }
 
 /// Each floor model's KV-cache plan at each of the report's contexts and weight

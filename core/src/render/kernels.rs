@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::fmt::fmt_rate;
 use super::table::{Align, text_table_with};
-use crate::report::kernels::{KernelReport, KernelResult, ROOFLINE_TURN};
+use crate::report::kernels::{GgufReport, KernelReport, KernelResult, ROOFLINE_TURN};
 
 /// A buffer size as tables show it: `128 MiB`, or `2 GiB` when a whole number of GiB.
 pub fn mib_label(bytes: u64) -> String {
@@ -120,6 +120,9 @@ pub fn text(r: &KernelReport) -> String {
     roofline_section(&mut s, r);
     decode_steps_section(&mut s, r);
     floor_section(&mut s, r);
+    if let Some(g) = &r.gguf {
+        s.push_str(&gguf_floor_text(g));
+    }
     goals_section(&mut s, r);
     let _ = writeln!(
         s,
@@ -313,6 +316,132 @@ fn floor_section(s: &mut String, r: &KernelReport) {
         }
         s.push('\n');
     }
+}
+
+/// A model file as read: the model, its tensor types (count, bytes read per
+/// token, kernel or not) and the tensors without a kernel.
+pub fn gguf_file_text(g: &GgufReport) -> String {
+    let m = &g.model;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "File      {} ({}, header {} KiB, sha256 {}...)",
+        g.file,
+        mib_label(g.size_bytes),
+        g.header_bytes / 1024,
+        &g.header_sha256[..g.header_sha256.len().min(16)]
+    );
+    let _ = writeln!(
+        s,
+        "model     {} ({}): {} layers, hidden {}, {} heads / {} KV heads x {}, vocab {}, context {}{}{}",
+        m.name.as_deref().unwrap_or(&m.architecture),
+        m.architecture,
+        m.layers,
+        m.hidden,
+        m.heads_per_layer.iter().copied().max().unwrap_or(0),
+        m.kv_heads_per_layer.iter().copied().max().unwrap_or(0),
+        m.key_length,
+        m.vocab,
+        m.context_length
+            .map_or_else(|| "?".into(), |c| c.to_string()),
+        m.sliding_window.map_or_else(String::new, |w| format!(
+            ", window {w} on {} of {} layers",
+            m.sliding_layers.iter().filter(|b| **b).count(),
+            m.layers
+        )),
+        if m.tied_embeddings {
+            ", tied embeddings"
+        } else {
+            ""
+        }
+    );
+    let mut rows = vec![
+        ["type", "tensors", "MB read per token", "kernel"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for t in &g.types {
+        rows.push(vec![
+            t.ggml_type.to_string(),
+            t.tensors.to_string(),
+            format!("{:.2}", t.bytes as f64 / 1e6),
+            if t.kernel {
+                "yes"
+            } else {
+                "none: not measured"
+            }
+            .into(),
+        ]);
+    }
+    s.push_str(&rows_table(&rows, &[1, 2]));
+    for u in &g.unsupported {
+        let _ = writeln!(
+            s,
+            "  no {} kernel: {} (its bytes count in the floor; not measured)",
+            u.ggml_type,
+            u.tensors.join(", ")
+        );
+    }
+    s.push('\n');
+    s
+}
+
+/// A model file's decode floor on this GPU, per context.
+pub fn gguf_floor_text(g: &GgufReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "This file on this GPU: {} (batch 1; each type's weights at its GEMV's bandwidth{})",
+        g.file,
+        if g.real_weights {
+            ", measured on the file's own weights"
+        } else {
+            ""
+        }
+    );
+    let mut rows = vec![
+        [
+            "context",
+            "weights MB",
+            "KV MB",
+            "MB/token",
+            "floor at read ms",
+            "TPOT floor ms",
+            "tok/s ceiling",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |m| format!("{m:.3}"));
+    for f in &g.floors {
+        let b = &f.bytes;
+        rows.push(vec![
+            b.context_tokens.to_string(),
+            format!("{:.2}", b.weight_bytes_per_token as f64 / 1e6),
+            format!("{:.2}", b.kv_bytes_per_token as f64 / 1e6),
+            format!("{:.2}", b.bytes_per_token as f64 / 1e6),
+            ms(f.read_floor_ms),
+            ms(f.tpot_floor_ms),
+            f.tokens_per_s_ceiling
+                .map_or_else(|| "-".into(), |t| format!("{t:.1}")),
+        ]);
+    }
+    s.push_str(&rows_table(&rows, &[0, 1, 2, 3, 4, 5, 6]));
+    let gemvs: Vec<String> = g
+        .types
+        .iter()
+        .filter_map(|t| Some(format!("{} {:.1} GB/s", t.ggml_type, t.gemv_gbps?)))
+        .collect();
+    if !gemvs.is_empty() {
+        let _ = writeln!(s, "  GEMV bandwidth by type: {}", gemvs.join(", "));
+    }
+    if let Some(f) = g.floors.first() {
+        for a in &f.bytes.approximations {
+            let _ = writeln!(s, "  note: {a}");
+        }
+    }
+    s.push('\n');
+    s
 }
 
 /// The bandwidth goals, met or not.

@@ -102,8 +102,37 @@ pub struct FileGemv {
     pub spec: crate::kernels::gemv::GemvSpec,
     /// The file's tensors of this type and shape.
     pub tensors: Vec<String>,
-    /// The tensor's own weights (one tensor), when read from the file.
-    pub weights: Option<std::sync::Arc<crate::kernels::gemv::HostMatrix>>,
+    /// The tensor's own weights (one tensor), read when the harness comes to it.
+    pub weights: Option<TensorLoader>,
+}
+
+/// Reads one tensor's weights when the harness needs them (a model's weights are
+/// never all in memory at once).
+#[derive(Clone)]
+pub struct TensorLoader {
+    name: String,
+    load: LoadFn,
+}
+
+type LoadFn =
+    std::sync::Arc<dyn Fn() -> std::result::Result<crate::kernels::gemv::HostMatrix, String>>;
+
+impl TensorLoader {
+    /// A loader of the tensor `name`.
+    pub fn new(name: String, load: LoadFn) -> Self {
+        Self { name, load }
+    }
+
+    /// Reads the weights.
+    pub fn load(&self) -> std::result::Result<crate::kernels::gemv::HostMatrix, String> {
+        (self.load)()
+    }
+}
+
+impl std::fmt::Debug for TensorLoader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TensorLoader({})", self.name)
+    }
 }
 
 /// Memory budget of one kernel's operand in a browser page (the f16 LM head of

@@ -303,7 +303,10 @@ fn over_budget(item: &Item, cfg: &SuiteConfig) -> Option<HarnessError> {
     let budget = cfg.memory_budget_bytes?;
     let (kernel, bytes) = match item {
         Item::Gemv(s) => (s.id(), s.weight_bytes()),
-        Item::FileGemv(i) => (cfg.file_gemvs[*i].spec.id(), cfg.file_gemvs[*i].spec.weight_bytes()),
+        Item::FileGemv(i) => (
+            cfg.file_gemvs[*i].spec.id(),
+            cfg.file_gemvs[*i].spec.weight_bytes(),
+        ),
         Item::Attention(s) => (s.id(), s.kv_bytes()),
         Item::Step(s) => (s.id(), s.largest_operand_bytes()),
     };
@@ -323,7 +326,15 @@ async fn run_gemv(
     read_gbps: f64,
 ) -> Result<KernelResult> {
     spec.validate()?;
-    let weights = file.and_then(|f| f.weights.clone());
+    let weights = match file.and_then(|f| f.weights.as_ref()) {
+        Some(loader) => Some(std::sync::Arc::new(loader.load().map_err(|reason| {
+            HarnessError::Weights {
+                kernel: spec.id(),
+                reason,
+            }
+        })?)),
+        None => None,
+    };
     // A file's own weights are one copy: nothing to rotate through.
     let rotation = if weights.is_some() {
         1
