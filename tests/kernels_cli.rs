@@ -317,3 +317,153 @@ fn schema_rejects_what_the_contract_forbids() {
         "{e}"
     );
 }
+
+fn gguf_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("core/tests/fixtures/gguf/{name}"))
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn a_gguf_files_gemvs_run_on_its_own_weights() {
+    use sha2::Digest as _;
+    let file = gguf_fixture("tiny.gguf");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kernels.json");
+    let o = tokenscope(
+        &[
+            "kernels",
+            "--quick",
+            "--gguf",
+            file.to_str().unwrap(),
+            "--real-weights",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "File      tiny.gguf",
+        "no iq4_nl kernel: blk.1.ffn_gate.weight",
+        "This file on this GPU: tiny.gguf",
+        "measured on the file's own weights",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "stdout lacks {needle:?}:\n{stdout}"
+        );
+    }
+    let raw = std::fs::read_to_string(&out).unwrap();
+    let doc: Value = serde_json::from_str(&raw).unwrap();
+    assert_valid(&doc);
+    let report = KernelReport::from_json(&raw).unwrap();
+    assert!(report.verified, "{:?}", report.errors);
+    let g = report.gguf.as_ref().expect("the file's section");
+    // What gguf-py read of the same file (core/tests/fixtures/gguf/tiny.json).
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(gguf_fixture("tiny.json")).unwrap()).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let data_offset = truth["data_offset"].as_u64().unwrap();
+    assert_eq!(g.header_bytes, data_offset);
+    assert_eq!(g.size_bytes, bytes.len() as u64);
+    let sha: String = sha2::Sha256::digest(&bytes[..data_offset as usize])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(g.header_sha256, sha);
+    assert!(g.real_weights);
+    // Every 2-D tensor of a type with a kernel ran on its own bytes, verified
+    // against the CPU's dequantization of them; the iq4_nl one is listed as not
+    // measured.
+    let tensors = truth["tensors"].as_array().unwrap();
+    let names = truth["type_names"].as_object().unwrap();
+    for t in tensors {
+        let name = t["name"].as_str().unwrap();
+        let ty = names[&t["type"].to_string()]
+            .as_str()
+            .unwrap()
+            .to_ascii_lowercase();
+        if t["dims"].as_array().unwrap().len() != 2 {
+            continue;
+        }
+        let ran: Vec<_> = report
+            .kernels
+            .iter()
+            .filter(|k| k.tensors.iter().any(|n| n == name))
+            .collect();
+        if ty == "iq4_nl" {
+            assert!(ran.is_empty(), "{name}");
+            assert!(
+                g.unsupported
+                    .iter()
+                    .any(|u| u.tensors.iter().any(|n| n == name))
+            );
+            continue;
+        }
+        assert_eq!(ran.len(), 1, "{name} ({ty}) ran {} times", ran.len());
+        let k = ran[0];
+        assert!(k.verified, "{name}: {:?}", k.verification.failure);
+        assert_eq!(k.dtype, ty, "{name}");
+        let dims: Vec<u64> = t["dims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect();
+        assert_eq!(k.shape, vec![dims[1], dims[0]], "{name}: rows x cols");
+    }
+    // The types table counts what gguf-py counted.
+    for row in &g.types {
+        let n = tensors
+            .iter()
+            .filter(|t| {
+                names[&t["type"].to_string()]
+                    .as_str()
+                    .unwrap()
+                    .eq_ignore_ascii_case(&row.ggml_type.to_string())
+            })
+            .count() as u64;
+        assert_eq!(row.tensors, n, "{}", row.ggml_type);
+        assert_eq!(row.kernel, row.ggml_type.to_string() != "iq4_nl");
+    }
+    let f = &g.floors[0];
+    let (read, tpot) = (f.read_floor_ms.unwrap(), f.tpot_floor_ms.unwrap());
+    assert!(
+        read > 0.0 && tpot >= read,
+        "floor {tpot} ms vs read {read} ms"
+    );
+    assert_eq!(
+        f.bytes.bytes_per_token,
+        f.bytes.weight_bytes_per_token + f.bytes.kv_bytes_per_token
+    );
+}
+
+#[test]
+fn bad_gguf_files_are_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = std::fs::read(gguf_fixture("tiny.gguf")).unwrap();
+    let cut = dir.path().join("cut.gguf");
+    std::fs::write(&cut, &tiny[..300]).unwrap();
+    let json = dir.path().join("model.gguf");
+    std::fs::write(&json, "{\"not\": \"gguf\"}").unwrap();
+    let missing = dir.path().join("missing.gguf");
+    for (path, want) in [
+        (&cut, "offset"),
+        (&json, "not a GGUF file"),
+        (&missing, "cannot open"),
+    ] {
+        let o = tokenscope(&["kernels", "--gguf", path.to_str().unwrap()], &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            err.contains(path.to_str().unwrap()) && err.contains(want),
+            "{path:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    }
+    let o = tokenscope(&["kernels", "--real-weights"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--gguf"));
+}
