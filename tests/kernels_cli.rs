@@ -200,10 +200,10 @@ fn list_adapters_and_bad_options() {
         text(&o)
     );
 
-    let o = tokenscope(&["kernels", "--quick", "--quant", "q5_k"], &[]);
+    let o = tokenscope(&["kernels", "--quick", "--quant", "iq2_xs"], &[]);
     assert!(!o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("q5_k"),
+        String::from_utf8_lossy(&o.stderr).contains("iq2_xs"),
         "{}",
         text(&o)
     );
