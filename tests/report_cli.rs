@@ -274,3 +274,75 @@ fn end_to_end_report_renders_in_chromium() {
     // Keep the rendered report beside it for a look.
     std::fs::copy(&html, shot.with_extension("html")).unwrap();
 }
+
+/// `report --gguf FILE`: the served file's own floor on the kernels report's GPU,
+/// its weights counted as gguf-py counts the file's tensors.
+#[test]
+fn the_floor_of_the_gguf_file_served() {
+    let o = run(&[
+        "report",
+        "--client",
+        "tests/fixtures/reports/native.json",
+        "--kernels",
+        "tests/fixtures/reports/kernels-lavapipe.json",
+        "--gguf",
+        "core/tests/fixtures/gguf/tiny.gguf",
+        "--context",
+        "1024",
+        "--markdown",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    // gguf-py's reading of the file: every tensor's bytes (tied embeddings: the
+    // output projection reads token_embd whole, so every tensor is read once).
+    let truth: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("core/tests/fixtures/gguf/tiny.json").unwrap(),
+    )
+    .unwrap();
+    let weights: u64 = truth["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["n_bytes"].as_u64().unwrap())
+        .sum();
+    let floor = md
+        .lines()
+        .find(|l| l.starts_with("tiny.gguf (tiny) on "))
+        .unwrap_or_else(|| panic!("no floor paragraph:\n{md}"));
+    assert!(floor.contains(&format!("({weights} weights + ")), "{floor}");
+    assert!(
+        floor.contains("Floor: this file on this GPU: tiny.gguf."),
+        "{floor}"
+    );
+    // The ratio is TPOT p50 over the floor the paragraph gives.
+    let num = |after: &str, before: &str| -> f64 {
+        let s = &floor[floor.find(after).unwrap() + after.len()..];
+        s[..s.find(before).unwrap()].trim().parse().unwrap()
+    };
+    let before_x = &floor[..floor.find("x the floor").unwrap()];
+    let ratio: f64 = before_x[before_x.rfind(' ').unwrap() + 1..]
+        .parse()
+        .unwrap();
+    let (floor_ms, tpot) = (num("floor ", " ms/token"), num("Measured TPOT p50 ", " ms"));
+    assert!(
+        (tpot / floor_ms - ratio).abs() < 0.05 * ratio,
+        "{tpot} / {floor_ms} vs {ratio}"
+    );
+    // A model preset and the file at once: one line naming both flags.
+    let o = run(&[
+        "report",
+        "--client",
+        "tests/fixtures/reports/native.json",
+        "--gguf",
+        "core/tests/fixtures/gguf/tiny.gguf",
+        "--model",
+        "llama-3.1-8b",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--gguf") && text(&o).contains("--model"),
+        "{}",
+        text(&o)
+    );
+}

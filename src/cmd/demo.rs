@@ -122,6 +122,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         kernels,
         model: None,
         model_config: None,
+        gguf: None,
         quant: "f16".into(),
         context: 4096,
         gpu_memory: None,

@@ -11,7 +11,7 @@ use tokenscope_core::analyze::verdict;
 use tokenscope_core::render::combined;
 use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::combined::{ModelChoice, ReportInput};
-use tokenscope_core::report::kernels::KernelReport;
+use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 
 /// Combine client reports (native and/or browser) with a GPU kernels report into
 /// one verdict, diagnosis and set of charts: a self-contained HTML file and/or
@@ -44,8 +44,14 @@ pub struct ReportArgs {
     pub model: Option<String>,
 
     /// The model being served: a Hugging Face config.json.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "gguf")]
     pub model_config: Option<PathBuf>,
+
+    /// The model being served: the GGUF file itself (its header is read). With
+    /// --kernels, the floor is this file's on that GPU, each tensor type at its
+    /// own GEMV's bandwidth (--quant is the file's).
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    pub gguf: Option<PathBuf>,
 
     /// Its weight format: f16, q8_0 or q4_0.
     #[arg(long, default_value = "f16")]
@@ -98,7 +104,7 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
             .map_err(|e| anyhow::anyhow!("--raw {}: {e}", p.display()))?;
         clients.push(tokenscope_core::report::raw::rebuild_report(&raw));
     }
-    let kernels = match &args.kernels {
+    let mut kernels = match &args.kernels {
         Some(p) => Some(
             KernelReport::from_json(&read(p, "kernels")?)
                 .map_err(|e| anyhow::anyhow!("--kernels {}: {e}", p.display()))?,
@@ -112,12 +118,41 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
     if args.context == 0 {
         anyhow::bail!("--context: 0 must be at least 1");
     }
-    let shape = match (&args.model, &args.model_config) {
-        (Some(name), _) => {
+    let mut quant = quant;
+    let shape = match (&args.model, &args.model_config, &args.gguf) {
+        (None, None, Some(path)) => {
+            let file = crate::gguf_file::GgufFile::open(path)?;
+            let bad = |e: tokenscope_core::gguf::GgufError| {
+                anyhow::anyhow!("--gguf {}: {e}", path.display())
+            };
+            let model = file.header.model().map_err(bad)?;
+            let mut section = GgufReport::new(
+                &file.name(),
+                &file.header,
+                model.clone(),
+                file.header_sha256.clone(),
+                &[args.context],
+                Quant::F16,
+            );
+            if let Some(k) = kernels.as_mut() {
+                section.measure(k);
+                k.gguf = Some(section.clone());
+            }
+            // The weight format holding most bytes names the file's quant.
+            quant = section.floors[0]
+                .bytes
+                .by_type
+                .iter()
+                .filter_map(|t| Some((t.ggml_type.to_quant()?, t.bytes)))
+                .max_by_key(|(_, b)| *b)
+                .map_or(Quant::F16, |(q, _)| q);
+            Some(model.to_model_shape(&file.header).map_err(bad)?)
+        }
+        (Some(name), _, _) => {
             Some(ModelShape::preset(name).map_err(|e| anyhow::anyhow!("--model {name:?}: {e}"))?)
         }
-        (None, Some(p)) => Some(crate::util::model_from_config(p, "--model-config")?),
-        (None, None) => None,
+        (None, Some(p), _) => Some(crate::util::model_from_config(p, "--model-config")?),
+        (None, None, None) => None,
     };
     let gpu_memory_bytes = match &args.gpu_memory {
         Some(s) => Some(

@@ -257,19 +257,16 @@ fn floor_comparison(input: &ReportInput, client: Option<&ClientReport>) -> Optio
     let client = client?;
     let level = client.lowest_level()?;
     let tpot = level.metrics.tpot_ms.get("p50")?;
-    let (row, source) = match kernels.decode_floor.iter().find(|r| {
-        r.estimate.model == model.shape.name
-            && r.estimate.quant == model.quant
-            && r.estimate.context == model.context
-    }) {
-        Some(r) => (r.clone(), "from the kernels report".to_owned()),
-        None => {
-            let row = kernels.floor_for(&model.shape, model.quant, model.context)?;
-            (
-                row,
-                "computed from the kernels report's measured bandwidths".to_owned(),
-            )
-        }
+    // The model file given (`report --gguf`): its own floor, type by type.
+    let file_row = kernels.gguf.as_ref().and_then(|g| {
+        Some((
+            g.floor_row(model.context)?,
+            format!("this file on this GPU: {}", g.file),
+        ))
+    });
+    let (row, source) = match file_row {
+        Some(found) => found,
+        None => preset_floor(kernels, model)?,
     };
     let ratio = tpot / row.estimate.tpot_floor_ms;
     Some(FloorComparison {
@@ -280,6 +277,30 @@ fn floor_comparison(input: &ReportInput, client: Option<&ClientReport>) -> Optio
         floor: row,
         source,
     })
+}
+
+/// The floor of a model shape from the kernels report: its own row, else one
+/// computed from its measured bandwidths.
+fn preset_floor(
+    kernels: &crate::report::kernels::KernelReport,
+    model: &crate::report::combined::ModelChoice,
+) -> Option<(crate::report::kernels::FloorRow, String)> {
+    Some(
+        match kernels.decode_floor.iter().find(|r| {
+            r.estimate.model == model.shape.name
+                && r.estimate.quant == model.quant
+                && r.estimate.context == model.context
+        }) {
+            Some(r) => (r.clone(), "from the kernels report".to_owned()),
+            None => {
+                let row = kernels.floor_for(&model.shape, model.quant, model.context)?;
+                (
+                    row,
+                    "computed from the kernels report's measured bandwidths".to_owned(),
+                )
+            }
+        },
+    )
 }
 
 fn compare(native: &ClientReport, browser: &ClientReport) -> Option<Comparison> {

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::KernelReport;
-use crate::analyze::floor::Quant;
+use super::{FloorRow, KernelReport};
+use crate::analyze::floor::{FloorEstimate, Quant};
 use crate::gguf::{FileFloor, GgmlType, GgufHeader, GgufModel, UnsupportedType, file_floor};
 
 /// A GGUF file in a kernels report.
@@ -69,6 +69,13 @@ pub struct GgufFloorRow {
     /// `1000 / tpot_floor_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_per_s_ceiling: Option<f64>,
+    /// The weights' bandwidth over all types together (their bytes over their
+    /// time at each type's GEMV bandwidth), GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemv_gbps: Option<f64>,
+    /// The KV cache's bandwidth (the attention kernel's), GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_gbps: Option<f64>,
     /// Which measurement gave the KV cache's bandwidth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attention_source: Option<String>,
@@ -93,6 +100,8 @@ impl GgufReport {
                 read_floor_ms: None,
                 tpot_floor_ms: None,
                 tokens_per_s_ceiling: None,
+                gemv_gbps: None,
+                attention_gbps: None,
                 attention_source: None,
             })
             .collect();
@@ -166,8 +175,59 @@ impl GgufReport {
             let ms = weights_ms + b.kv_bytes_per_token as f64 / (attn * 1e6);
             row.tpot_floor_ms = Some(ms);
             row.tokens_per_s_ceiling = Some(1e3 / ms);
+            row.gemv_gbps =
+                (weights_ms > 0.0).then(|| b.weight_bytes_per_token as f64 / (weights_ms * 1e6));
+            row.attention_gbps = Some(attn);
             row.attention_source = Some(source);
         }
+    }
+
+    /// The measured floor at exactly `context` tokens as the combined report's
+    /// floor row: the weights at their types' GEMV bandwidths together, the weight
+    /// format the one holding most bytes (`None` before [`Self::measure`]).
+    pub fn floor_row(&self, context: u64) -> Option<FloorRow> {
+        let f = self
+            .floors
+            .iter()
+            .find(|f| f.bytes.context_tokens == context)?;
+        let b = &f.bytes;
+        let quant = b
+            .by_type
+            .iter()
+            .filter_map(|t| Some((t.ggml_type.to_quant()?, t.bytes)))
+            .max_by_key(|(_, bytes)| *bytes)
+            .map_or(Quant::F16, |(q, _)| q);
+        let types: Vec<String> = self
+            .types
+            .iter()
+            .filter_map(|t| Some(format!("{} {:.1} GB/s", t.ggml_type, t.gemv_gbps?)))
+            .collect();
+        Some(FloorRow {
+            estimate: FloorEstimate {
+                model: format!(
+                    "{} ({})",
+                    self.file,
+                    self.model
+                        .name
+                        .as_deref()
+                        .unwrap_or(&self.model.architecture)
+                ),
+                quant,
+                kv_dtype: b.kv_dtype,
+                context,
+                weight_bytes: b.weight_bytes_per_token,
+                kv_bytes: b.kv_bytes_per_token,
+                bytes_per_token: b.bytes_per_token,
+                gemv_gbps: f.gemv_gbps?,
+                attention_gbps: f.attention_gbps?,
+                tpot_floor_ms: f.tpot_floor_ms?,
+                tokens_per_s_ceiling: f.tokens_per_s_ceiling?,
+            },
+            gemv_source: format!("the file's GEMVs by type: {}", types.join(", ")),
+            attention_source: f.attention_source.clone().unwrap_or_default(),
+            decode_step_ms: None,
+            step_efficiency: None,
+        })
     }
 
     /// The floor row at `context` tokens, or the nearest larger one, or the largest.
