@@ -5,8 +5,8 @@
 #
 # 1. builds the release binary (skipped when target/release/tokenscope is newer
 #    than the sources' last commit: a prepared machine spends no time building);
-# 2. lists the adapters, then runs the full `tokenscope kernels` suite (every
-#    GEMV format at the decode shapes, skinny matmul, attention, the decode step
+# 2. lists the adapters, then runs the full `tokenscope kernels` suite (all eleven
+#    GEMV formats at the decode shapes, skinny matmul, attention, the decode step
 #    and the floor for llama-3.1-8b, qwen2.5-7b and gemma-3-270m) with --out;
 # 3. each --gguf FILE (default: the Gemma 3 270M Q4_K_M file scripts/real-engine.sh
 #    downloads, when present): the file's GEMVs at its types and shapes on its own
@@ -52,11 +52,11 @@ say "adapters"
 say "the kernel suite"
 "$BIN" kernels "${QUICK[@]}" \
   --models llama-3.1-8b,qwen2.5-7b,gemma-3-270m \
+  --formats f32,f16,bf16,q8_0,q6_k,q5_1,q5_0,q5_k,q4_1,q4_0,q4_k \
   --quant f16,q8_0,q4_0 \
   --out "$OUT/kernels.json" | tee "$OUT/kernels.txt"
 
-# The suite's GEMV sweep covers f32/f16/q8_0/q4_0; a file's own formats (K-quants,
-# q5_0, bf16, ...) run here, at the file's shapes and on its weights.
+# A file's own GEMVs, at its shapes and on its weights.
 i=0
 for f in "${GGUFS[@]}"; do
   i=$((i + 1))

@@ -467,3 +467,49 @@ fn bad_gguf_files_are_one_clear_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--gguf"));
 }
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn the_gemv_sweep_takes_any_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kernels.json");
+    let o = tokenscope(
+        &[
+            "kernels",
+            "--quick",
+            "--only",
+            "gemv",
+            "--formats",
+            "q4_k,q5_1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let report = KernelReport::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let ran = |dtype: &str, shape: &[u64]| {
+        report
+            .kernels
+            .iter()
+            .any(|k| k.name == "gemv" && k.dtype == dtype && k.shape == shape && k.verified)
+    };
+    assert!(ran("q4_k", &[1024, 1024]) && ran("q5_1", &[1024, 1024]) && ran("q5_1", &[1003, 800]));
+    // 800 weights are not whole 256-weight super-blocks: skipped, saying why.
+    let skip = report
+        .skipped
+        .iter()
+        .find(|s| s.dtype == "q4_k")
+        .expect("q4_k at 800 columns is skipped");
+    assert!(
+        skip.reason.contains("not a multiple of 256"),
+        "{}",
+        skip.reason
+    );
+    assert!(
+        report
+            .kernels
+            .iter()
+            .all(|k| k.dtype == "q4_k" || k.dtype == "q5_1")
+    );
+}

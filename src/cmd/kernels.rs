@@ -47,6 +47,11 @@ pub struct KernelsArgs {
     /// Weight formats of the floor and the decode step [default: f16,q8_0,q4_0].
     #[arg(long, value_delimiter = ',', value_name = "f16,q8_0,q4_0")]
     pub quant: Vec<Quant>,
+    /// Weight formats of the GEMV sweep [default: f32,f16,q8_0,q4_0]: any of f32,
+    /// f16, bf16, q8_0, q6_k, q5_1, q5_0, q5_k, q4_1, q4_0, q4_k (a shape whose width
+    /// is not a whole number of the format's blocks is listed as skipped).
+    #[arg(long, value_delimiter = ',', value_name = "FORMAT,..")]
+    pub formats: Vec<Quant>,
     /// Context lengths of the floor and the decode step [default: 4096,32768; --quick: 1024].
     #[arg(long, value_delimiter = ',', value_name = "TOKENS,..")]
     pub context: Vec<u32>,
@@ -356,6 +361,9 @@ fn config(
     if !args.quant.is_empty() {
         cfg.quants = args.quant.clone();
         cfg.step_quants = args.quant.clone();
+    }
+    if !args.formats.is_empty() {
+        cfg.gemv_dtypes = args.formats.clone();
     }
     if !args.context.is_empty() {
         if args.context.contains(&0) {

@@ -138,14 +138,7 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
                 section.measure(k);
                 k.gguf = Some(section.clone());
             }
-            // The weight format holding most bytes names the file's quant.
-            quant = section.floors[0]
-                .bytes
-                .by_type
-                .iter()
-                .filter_map(|t| Some((t.ggml_type.to_quant()?, t.bytes)))
-                .max_by_key(|(_, b)| *b)
-                .map_or(Quant::F16, |(q, _)| q);
+            quant = section.main_quant();
             Some(model.to_model_shape(&file.header).map_err(bad)?)
         }
         (Some(name), _, _) => {

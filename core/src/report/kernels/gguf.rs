@@ -191,12 +191,7 @@ impl GgufReport {
             .iter()
             .find(|f| f.bytes.context_tokens == context)?;
         let b = &f.bytes;
-        let quant = b
-            .by_type
-            .iter()
-            .filter_map(|t| Some((t.ggml_type.to_quant()?, t.bytes)))
-            .max_by_key(|(_, bytes)| *bytes)
-            .map_or(Quant::F16, |(q, _)| q);
+        let quant = self.main_quant();
         let types: Vec<String> = self
             .types
             .iter()
@@ -228,6 +223,16 @@ impl GgufReport {
             decode_step_ms: None,
             step_efficiency: None,
         })
+    }
+
+    /// The weight format holding most of the bytes read per token (f16 when no
+    /// type has a kernel): the file's "quant" where one name is wanted.
+    pub fn main_quant(&self) -> Quant {
+        self.types
+            .iter()
+            .filter_map(|t| Some((t.ggml_type.to_quant()?, t.bytes)))
+            .max_by_key(|(_, bytes)| *bytes)
+            .map_or(Quant::F16, |(q, _)| q)
     }
 
     /// The floor row at `context` tokens, or the nearest larger one, or the largest.
