@@ -221,30 +221,8 @@ fn for_file(
     model: &GgufModel,
 ) {
     let per = args.tensors_per_shape.unwrap_or(usize::MAX);
-    cfg.file_gemvs = file.gemvs(model.tied_embeddings, args.real_weights, per);
-    if !args.only.contains(&KernelGroup::Gemv) {
-        cfg.gemv_dtypes.clear();
-    }
-    if !args.only.contains(&KernelGroup::Skinny) {
-        cfg.skinny_dtypes.clear();
-    }
-    if !args.only.contains(&KernelGroup::Step) {
-        cfg.step_models.clear();
-    }
-    if !args.only.is_empty() && !args.only.contains(&KernelGroup::Gemv) {
-        cfg.file_gemvs.clear();
-    }
-    let heads = model.heads_per_layer.iter().copied().max().unwrap_or(0);
-    let kv_heads = model.kv_heads_per_layer.iter().copied().max().unwrap_or(0);
-    if heads > 0 && kv_heads > 0 && model.key_length > 0 {
-        cfg.attention_layouts = vec![HeadLayout {
-            heads,
-            kv_heads,
-            head_dim: model.key_length,
-        }];
-        cfg.attention_contexts = cfg.contexts.clone();
-        cfg.attention_dtypes = vec![cfg.kv_dtype];
-    }
+    let gemvs = file.gemvs(model.tied_embeddings, args.real_weights, per);
+    cfg.for_file(gemvs, model, &args.only);
 }
 
 /// The file's section of the report, before the run's figures.
