@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
-use kernel_harness::suite::{self, HeadLayout, KernelGroup, Progress, SuiteConfig};
+use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
 use tokenscope_core::gguf::GgufModel;
