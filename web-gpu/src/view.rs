@@ -319,7 +319,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                         " its header only is read (never the whole file); the run then measures its GEMVs on generated data of its types and shapes, and attention at its head layout"
                     } }</span>
                     if let Some(section) = &state.file_section {
-                        <pre class="gpu-log" id="gguf-section" data-file={section.file.clone()}>{ gguf_file_text(section) }</pre>
+                        <pre class="gpu-file-section" id="gguf-section" data-file={section.file.clone()}>{ gguf_file_text(section) }</pre>
                     }
                 </div>
                 <div class="status-line"><span class="state" id="gpu-state-label">{ status }</span></div>
