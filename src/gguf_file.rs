@@ -14,7 +14,7 @@ use kernel_harness::quant;
 use kernel_harness::suite::{FileGemv, TensorLoader};
 use sha2::{Digest, Sha256};
 use tokenscope_core::analyze::floor::Quant;
-use tokenscope_core::gguf::{GgufError, GgufHeader, TOKEN_EMBD, TensorInfo, parse_header};
+use tokenscope_core::gguf::{GgufError, GgufHeader, TensorInfo, parse_header};
 
 /// A GGUF file's header and where it came from.
 pub struct GgufFile {
@@ -73,29 +73,21 @@ impl GgufFile {
     /// `real_weights`, each group runs on up to `per_group` of its tensors' own
     /// weights, read one at a time when the harness comes to it.
     pub fn gemvs(&self, tied: bool, real_weights: bool, per_group: usize) -> Vec<FileGemv> {
-        let mut groups: Vec<(GemvSpec, Vec<&TensorInfo>)> = Vec::new();
-        for t in &self.header.tensors {
-            let (Some(dtype), [cols, rows]) = (t.ggml_type.to_quant(), t.dims.as_slice()) else {
-                continue;
-            };
-            if t.name == TOKEN_EMBD && !tied {
-                continue;
-            }
+        let mut out = Vec::new();
+        for g in self.header.gemv_groups(tied) {
             let spec = GemvSpec {
-                dtype,
-                rows: *rows as u32,
-                cols: *cols as u32,
+                dtype: g.dtype,
+                rows: g.rows as u32,
+                cols: g.cols as u32,
                 batch: 1,
             };
-            match groups.iter_mut().find(|(s, _)| *s == spec) {
-                Some((_, ts)) => ts.push(t),
-                None => groups.push((spec, vec![t])),
-            }
-        }
-        let mut out = Vec::new();
-        for (spec, tensors) in groups {
             if real_weights {
-                for t in tensors.iter().take(per_group.max(1)) {
+                for t in g
+                    .tensors
+                    .iter()
+                    .filter_map(|n| self.header.tensor(n))
+                    .take(per_group.max(1))
+                {
                     out.push(FileGemv {
                         spec,
                         tensors: vec![t.name.clone()],
@@ -105,14 +97,13 @@ impl GgufFile {
             } else {
                 out.push(FileGemv {
                     spec,
-                    tensors: tensors.iter().map(|t| t.name.clone()).collect(),
+                    tensors: g.tensors,
                     weights: None,
                 });
             }
         }
         out
     }
-
     fn loader(&self, t: &TensorInfo, spec: GemvSpec) -> TensorLoader {
         let path = self.path.clone();
         let at = self.header.data_offset + t.offset_bytes;

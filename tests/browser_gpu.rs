@@ -330,3 +330,173 @@ async fn without_webgpu_the_gpu_view_says_so_and_the_module_loads_only_when_open
     assert!(error.contains("WebGPU"), "{error}");
     browser.close().await;
 }
+
+/// The fixture `core/tests/fixtures/gguf/NAME`.
+fn gguf_fixture(name: &str) -> std::path::PathBuf {
+    chromium::repo().join("core/tests/fixtures/gguf").join(name)
+}
+
+async fn pick_file(browser: &Browser, path: &std::path::Path) {
+    browser
+        .client
+        .find(fantoccini::Locator::Css("#gguf-file"))
+        .await
+        .expect("the GPU view has the file input #gguf-file")
+        .send_keys(path.to_str().unwrap())
+        .await
+        .unwrap_or_else(|e| panic!("could not pick {}: {e}", path.display()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn gpu_view_measures_a_picked_gguf_file() {
+    use sha2::{Digest, Sha256};
+    let _one = BROWSER.lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--enable-unsafe-webgpu"]).await;
+    browser
+        .client
+        .goto(&format!("{}?view=gpu&preset=quick", serve.url))
+        .await
+        .unwrap();
+    // The module loaded and the adapter is known: the run button is enabled.
+    browser
+        .wait_for(
+            "document.getElementById('gpu-run') && !document.getElementById('gpu-run').disabled",
+            Duration::from_secs(60),
+        )
+        .await;
+
+    // A truncated copy: one clear error naming the file and the offset.
+    let dir = tempfile::tempdir().unwrap();
+    let tiny_path = gguf_fixture("tiny.gguf");
+    let tiny = std::fs::read(&tiny_path).unwrap();
+    let cut = dir.path().join("cut.gguf");
+    std::fs::write(&cut, &tiny[..300]).unwrap();
+    pick_file(&browser, &cut).await;
+    browser
+        .wait_for(
+            "document.getElementById('gpu-error').textContent.length > 0",
+            Duration::from_secs(30),
+        )
+        .await;
+    let error = browser.text_of("gpu-error").await;
+    eprintln!("a truncated file: {error}");
+    assert!(
+        error.contains("cut.gguf") && error.contains("offset"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("panicked") && !error.contains("JsValue"),
+        "{error}"
+    );
+    assert!(browser.text_of("gguf-section").await.is_empty());
+
+    // The fixture: its section shows before the run.
+    pick_file(&browser, &tiny_path).await;
+    browser
+        .wait_for(
+            "document.getElementById('gguf-section')",
+            Duration::from_secs(30),
+        )
+        .await;
+    assert!(browser.text_of("gpu-error").await.is_empty());
+    let section = browser.text_of("gguf-section").await;
+    eprintln!("{section}");
+    assert!(
+        section.contains("tiny.gguf") && section.contains("llama"),
+        "{section}"
+    );
+    assert!(
+        section.contains("iq4_nl") && section.contains("no iq4_nl kernel"),
+        "{section}"
+    );
+
+    click(&browser, "gpu-run").await;
+    let state = browser.wait_run(Duration::from_secs(300)).await;
+    browser.screenshot("gpu-view-gguf").await;
+    assert_eq!(
+        state,
+        "done",
+        "the GPU run failed: {}",
+        browser.text_of("gpu-error").await
+    );
+    let text = browser.text_of("kernels-json").await;
+    std::fs::write(chromium::out_dir().join("kernels-browser-gguf.json"), &text).unwrap();
+    let value: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("#kernels-json is not JSON ({e}): {text:.300}"));
+    validate_schema(&value);
+    let r = KernelReport::from_json(&text).expect("core reads the page's kernels report");
+    let g = r.gguf.as_ref().expect("the report has its gguf section");
+    assert_eq!(g.file, "tiny.gguf");
+    assert!(!g.real_weights);
+    // The header's hash: the fixture's first data_offset bytes.
+    let py: Value =
+        serde_json::from_str(&std::fs::read_to_string(gguf_fixture("tiny.json")).unwrap()).unwrap();
+    let data_offset = py["data_offset"].as_u64().unwrap();
+    assert_eq!(g.header_bytes, data_offset);
+    assert_eq!(g.size_bytes, tiny.len() as u64);
+    let want: String = Sha256::digest(&tiny[..data_offset as usize])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(g.header_sha256, want);
+    // Its types: gguf-py's, each with a kernel or not.
+    let names = py["type_names"].as_object().unwrap();
+    let mut want_types: Vec<String> = py["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let id = t["type"].as_u64().unwrap().to_string();
+            names[&id].as_str().unwrap().to_lowercase()
+        })
+        .collect();
+    want_types.sort();
+    want_types.dedup();
+    let mut got_types: Vec<String> = g
+        .types
+        .iter()
+        .map(|t| t.ggml_type.to_string().to_lowercase())
+        .collect();
+    got_types.sort();
+    assert_eq!(got_types, want_types);
+    for t in &g.types {
+        assert_eq!(
+            t.kernel,
+            t.ggml_type.to_quant().is_some(),
+            "{}",
+            t.ggml_type
+        );
+    }
+    assert!(
+        g.unsupported
+            .iter()
+            .any(|u| u.ggml_type.to_string() == "iq4_nl")
+    );
+    // A GEMV, with the file's tensors, for each type with a kernel (the 2-D
+    // weights; token_embd is the tied output), all verified.
+    assert!(r.errors.is_empty(), "{:#?}", r.errors);
+    assert!(r.verified, "every kernel verified");
+    for t in g.types.iter().filter(|t| t.kernel) {
+        let q = t.ggml_type.to_quant().unwrap().to_string();
+        if t.ggml_type.to_string() == "f32" {
+            continue; // the 1-D norms: no GEMV
+        }
+        let k = r
+            .kernels
+            .iter()
+            .find(|k| k.name == "gemv" && k.dtype == q)
+            .unwrap_or_else(|| panic!("no file GEMV for {q}"));
+        assert!(!k.tensors.is_empty(), "gemv {q} names its tensors");
+        assert!(k.verified, "gemv {q} not verified");
+    }
+    // The floor at each context, this GPU's.
+    assert!(!g.floors.is_empty());
+    for f in &g.floors {
+        assert!(f.tpot_floor_ms.is_some_and(|ms| ms > 0.0), "{f:?}");
+    }
+    let floor = browser.text_of("gguf-floor").await;
+    assert!(floor.contains("This file on this GPU"), "{floor}");
+    browser.close().await;
+}

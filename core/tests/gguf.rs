@@ -452,3 +452,38 @@ fn gemma3_270m_q4_k_m() {
         preset
     );
 }
+
+#[test]
+fn gemv_groups_are_the_files_kernel_weights_by_type_and_shape() {
+    let (bytes, _) = fixture("tiny");
+    let h = whole(&bytes);
+    assert!(h.model().unwrap().tied_embeddings);
+    let got: Vec<(Quant, u64, u64, Vec<String>)> = h
+        .gemv_groups(true)
+        .into_iter()
+        .map(|g| (g.dtype, g.rows, g.cols, g.tensors))
+        .collect();
+    let want = [
+        (Quant::Q4_0, 72, 32, "token_embd.weight"),
+        (Quant::Q4K, 2, 256, "blk.0.attn_q.weight"),
+        (Quant::F16, 2, 32, "blk.0.attn_k.weight"),
+        (Quant::Bf16, 2, 32, "blk.0.attn_v.weight"),
+        (Quant::Q8_0, 3, 64, "blk.0.attn_output.weight"),
+        (Quant::Q6K, 1, 256, "blk.0.ffn_down.weight"),
+        (Quant::Q5_0, 2, 32, "blk.1.ffn_up.weight"),
+    ]
+    .map(|(q, r, c, n)| (q, r, c, vec![n.to_string()]))
+    .to_vec();
+    // iq4_nl (blk.1.ffn_gate) has no kernel; the norms are 1-D.
+    assert_eq!(got, want);
+    // Untied: token_embd is a row lookup, not a GEMV.
+    assert_eq!(h.gemv_groups(false).len(), want.len() - 1);
+    // Two tensors of one type and shape are one group.
+    let mut h2 = h.clone();
+    let mut t = h2.tensor("blk.0.attn_k.weight").unwrap().clone();
+    t.name = "blk.1.attn_k.weight".into();
+    h2.tensors.push(t);
+    let g = h2.gemv_groups(true);
+    assert_eq!(g.len(), want.len());
+    assert_eq!(g[2].tensors, ["blk.0.attn_k.weight", "blk.1.attn_k.weight"]);
+}

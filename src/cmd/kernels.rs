@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
-use kernel_harness::suite::{self, HeadLayout, KernelGroup, Progress, SuiteConfig};
+use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
 use tokenscope_core::gguf::GgufModel;
@@ -226,30 +226,8 @@ fn for_file(
     model: &GgufModel,
 ) {
     let per = args.tensors_per_shape.unwrap_or(usize::MAX);
-    cfg.file_gemvs = file.gemvs(model.tied_embeddings, args.real_weights, per);
-    if !args.only.contains(&KernelGroup::Gemv) {
-        cfg.gemv_dtypes.clear();
-    }
-    if !args.only.contains(&KernelGroup::Skinny) {
-        cfg.skinny_dtypes.clear();
-    }
-    if !args.only.contains(&KernelGroup::Step) {
-        cfg.step_models.clear();
-    }
-    if !args.only.is_empty() && !args.only.contains(&KernelGroup::Gemv) {
-        cfg.file_gemvs.clear();
-    }
-    let heads = model.heads_per_layer.iter().copied().max().unwrap_or(0);
-    let kv_heads = model.kv_heads_per_layer.iter().copied().max().unwrap_or(0);
-    if heads > 0 && kv_heads > 0 && model.key_length > 0 {
-        cfg.attention_layouts = vec![HeadLayout {
-            heads,
-            kv_heads,
-            head_dim: model.key_length,
-        }];
-        cfg.attention_contexts = cfg.contexts.clone();
-        cfg.attention_dtypes = vec![cfg.kv_dtype];
-    }
+    let gemvs = file.gemvs(model.tied_embeddings, args.real_weights, per);
+    cfg.for_file(gemvs, model, &args.only);
 }
 
 /// The file's section of the report, before the run's figures.

@@ -26,10 +26,11 @@ use tokenscope_core::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, GpuViewSettings,
     KernelsRead, KernelsView,
 };
-use tokenscope_core::report::kernels::KernelReport;
+use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 use wasm_bindgen::prelude::*;
 
 mod dom;
+pub mod file;
 pub mod view;
 
 /// Why the GPU module gave no result.
@@ -255,36 +256,53 @@ pub(crate) async fn probe() -> Result<AdapterProbe, GpuPageError> {
     })
 }
 
-/// Run the kernel harness for `request`, `emit` getting every event.
+/// Run the kernel harness for `request` (on `file`'s GEMVs and head layout when
+/// a model file was picked), `emit` getting every event; the report's `gguf`
+/// section is returned too.
 async fn run(
     request: &GpuRunRequest,
+    file: Option<&file::PickedFile>,
     emit: Box<dyn Fn(GpuEvent)>,
     signal: Option<web_sys::AbortSignal>,
-) -> Result<KernelsRead, GpuPageError> {
+) -> Result<(KernelsRead, Option<GgufReport>), GpuPageError> {
     let ctx = context(request).await?;
-    let cfg = page_config(&ctx, request, user_agent())?;
+    let mut cfg = page_config(&ctx, request, user_agent())?;
+    if let Some(f) = file {
+        let only = request
+            .only
+            .iter()
+            .filter_map(|g| g.parse::<KernelGroup>().ok())
+            .collect::<Vec<_>>();
+        f.configure(&mut cfg, &only);
+    }
     let mut progress = EventProgress {
         emit,
         signal,
         index: 0,
         total: cfg.items(),
     };
-    let report = suite::run_suite(&ctx, &PerformanceClock::new(), &cfg, &mut progress).await?;
-    Ok(KernelsRead {
-        json: serde_json::to_string_pretty(&report)
-            .map_err(|e| GpuPageError::BadRequest(e.to_string()))?,
-        view: KernelsView::of(&report),
-    })
+    let mut report = suite::run_suite(&ctx, &PerformanceClock::new(), &cfg, &mut progress).await?;
+    let gguf = file.map(|f| f.measured(&cfg, &report));
+    report.gguf.clone_from(&gguf);
+    Ok((
+        KernelsRead {
+            json: serde_json::to_string_pretty(&report)
+                .map_err(|e| GpuPageError::BadRequest(e.to_string()))?,
+            view: KernelsView::of(&report),
+        },
+        gguf,
+    ))
 }
 
 /// The GPU view's run ([`view`]): the report read, or the failure.
 pub(crate) async fn run_view(
     request: &GpuRunRequest,
+    file: Option<&file::PickedFile>,
     on_event: impl Fn(GpuEvent) + 'static,
     signal: web_sys::AbortSignal,
-) -> Result<KernelsRead, GpuFailure> {
+) -> Result<(KernelsRead, Option<GgufReport>), GpuFailure> {
     install_panic_hook();
-    run(request, Box::new(on_event), Some(signal))
+    run(request, file, Box::new(on_event), Some(signal))
         .await
         .map_err(|e| e.failure())
 }
@@ -340,7 +358,7 @@ pub async fn run_kernels(
             let _ = on_progress.call1(&JsValue::NULL, &JsValue::from_str(&text));
         }
     });
-    let read = run(&request, emit, signal)
+    let (read, _) = run(&request, None, emit, signal)
         .await
         .map_err(GpuPageError::into_js)?;
     serde_json::to_string(&read).map_err(|e| JsValue::from_str(&e.to_string()))

@@ -15,11 +15,13 @@ use tokenscope_core::page::gpu::{
     KernelsRead, KernelsView,
 };
 use tokenscope_core::page::view::{RunState, Shared};
-use tokenscope_core::render::kernels::mib_label;
-use web_sys::HtmlSelectElement;
+use tokenscope_core::render::kernels::{gguf_file_text, gguf_floor_text, mib_label};
+use tokenscope_core::report::kernels::GgufReport;
+use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
 use crate::dom;
+use crate::file::PickedFile;
 
 /// Lines of the progress log kept on screen.
 const LOG_LINES: usize = 8;
@@ -47,15 +49,25 @@ struct GpuState {
     /// The run finished: `report` is final (`#kernels-json`).
     finished: bool,
     failure: Option<GpuFailure>,
+    /// The picked model file: the run measures its GEMVs and head layout.
+    file: Option<Shared<PickedFile>>,
+    /// Its section before the run (types, kernels).
+    file_section: Option<Shared<GgufReport>>,
+    /// Its section measured by the finished run.
+    file_measured: Option<Shared<GgufReport>>,
+    /// Reading a picked file's header.
+    file_reading: bool,
 }
 
 enum GpuAction {
+    FileReading,
+    FilePicked(Result<Box<PickedFile>, String>),
     Probing,
     Probed(Result<AdapterProbe, GpuFailure>),
     Preset(GpuPreset),
     Start,
     Event(GpuEvent),
-    Finished(Box<KernelsRead>),
+    Finished(Box<KernelsRead>, Option<Box<GgufReport>>),
     Failed(GpuFailure),
 }
 
@@ -65,6 +77,27 @@ impl Reducible for GpuState {
     fn reduce(self: Rc<Self>, action: GpuAction) -> Rc<Self> {
         let mut s = (*self).clone();
         match action {
+            GpuAction::FileReading => {
+                s.file_reading = true;
+                s.failure = None;
+            }
+            GpuAction::FilePicked(Ok(f)) => {
+                let cfg = kernel_harness::suite::SuiteConfig::quick(0, "");
+                s.file_section = Some(Shared::new(f.section(&cfg)));
+                s.file = Some(Shared::new(*f));
+                s.file_measured = None;
+                s.file_reading = false;
+            }
+            GpuAction::FilePicked(Err(message)) => {
+                s.file = None;
+                s.file_section = None;
+                s.file_measured = None;
+                s.file_reading = false;
+                s.failure = Some(GpuFailure {
+                    kind: GpuFailureKind::Failed,
+                    message,
+                });
+            }
             GpuAction::Probing => s.probe = Probe::Loading,
             GpuAction::Probed(Ok(p)) => s.probe = Probe::Ready(Box::new(p)),
             GpuAction::Probed(Err(f)) => {
@@ -85,6 +118,7 @@ impl Reducible for GpuState {
                 s.report = None;
                 s.finished = false;
                 s.failure = None;
+                s.file_measured = None;
             }
             GpuAction::Event(GpuEvent::Start {
                 label,
@@ -101,8 +135,9 @@ impl Reducible for GpuState {
                 let KernelsRead { json, view } = *read;
                 s.report = Some((Shared::new(view), Shared::new(json)));
             }
-            GpuAction::Finished(done) => {
+            GpuAction::Finished(done, gguf) => {
                 let KernelsRead { json, view } = *done;
+                s.file_measured = gguf.map(|g| Shared::new(*g));
                 s.run = RunState::Done;
                 s.current = None;
                 s.report = Some((Shared::new(view), Shared::new(json)));
@@ -149,17 +184,21 @@ fn start_run(
         timestamps: state.timestamps,
         ..GpuRunRequest::default()
     };
+    let file = state.file.clone();
     let d = state.dispatcher();
     wasm_bindgen_futures::spawn_local(async move {
         let events = d.clone();
         let r = crate::run_view(
             &request,
+            file.as_ref().map(|f| &*f.0),
             move |e| events.dispatch(GpuAction::Event(e)),
             signal,
         )
         .await;
         match r {
-            Ok(done) => d.dispatch(GpuAction::Finished(Box::new(done))),
+            Ok((done, gguf)) => {
+                d.dispatch(GpuAction::Finished(Box::new(done), gguf.map(Box::new)));
+            }
             Err(f) => d.dispatch(GpuAction::Failed(f)),
         }
     });
@@ -181,6 +220,10 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             report: None,
             finished: false,
             failure: None,
+            file: None,
+            file_section: None,
+            file_measured: None,
+            file_reading: false,
         })
     };
     let abort: Rc<RefCell<Option<web_sys::AbortController>>> = use_mut_ref(|| None);
@@ -206,6 +249,21 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             if let Ok(p) = s.value().parse() {
                 state.dispatch(GpuAction::Preset(p));
             }
+        })
+    };
+    let onfile = {
+        let state = state.clone();
+        Callback::from(move |e: Event| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            let Some(file) = input.files().and_then(|l| l.get(0)) else {
+                return;
+            };
+            state.dispatch(GpuAction::FileReading);
+            let d = state.dispatcher();
+            wasm_bindgen_futures::spawn_local(async move {
+                let r = crate::file::read_header(&file).await.map(Box::new);
+                d.dispatch(GpuAction::FilePicked(r));
+            });
         })
     };
     let running = state.run == RunState::Running;
@@ -251,6 +309,19 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                         { export_buttons(state.report.as_ref().map(|(_, j)| j)) }
                     </div>
                 }
+                <div class="gpu-file">
+                    <label>{ "Measure a GGUF file " }
+                        <input type="file" id="gguf-file" accept=".gguf" disabled={running} onchange={onfile} />
+                    </label>
+                    <span class="hint">{ if state.file_reading {
+                        "reading its header…"
+                    } else {
+                        " its header only is read (never the whole file); the run then measures its GEMVs on generated data of its types and shapes, and attention at its head layout"
+                    } }</span>
+                    if let Some(section) = &state.file_section {
+                        <pre class="gpu-file-section" id="gguf-section" data-file={section.file.clone()}>{ gguf_file_text(section) }</pre>
+                    }
+                </div>
                 <div class="status-line"><span class="state" id="gpu-state-label">{ status }</span></div>
                 { progress.unwrap_or_default() }
                 if !state.log.is_empty() {
@@ -262,6 +333,12 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             </section>
             if let Some((r, _)) = &state.report {
                 <Results view={r.clone()} {partial} />
+            }
+            if let Some(g) = &state.file_measured {
+                <section class="panel" id="gguf-floor">
+                    <h2>{ "This file on this GPU" }</h2>
+                    <pre>{ gguf_floor_text(g) }</pre>
+                </section>
             }
             <section class="panel outputs">
                 <details>

@@ -268,6 +268,51 @@ impl GgufHeader {
     pub fn tensor_bytes(&self) -> u64 {
         self.tensors.iter().map(|t| t.size_bytes).sum()
     }
+
+    /// The GEMVs a decode step runs on this file's matrices: every 2-D weight of
+    /// a type with a kernel, grouped by type and shape in file order
+    /// (`token_embd` only when the output projection reuses it, `tied`; else only
+    /// one row of it is read). The CLI's `kernels --gguf` and the page's picked
+    /// file both run these.
+    pub fn gemv_groups(&self, tied: bool) -> Vec<GemvGroup> {
+        let mut groups: Vec<GemvGroup> = Vec::new();
+        for t in &self.tensors {
+            let (Some(dtype), [cols, rows]) = (t.ggml_type.to_quant(), t.dims.as_slice()) else {
+                continue;
+            };
+            if t.name == TOKEN_EMBD && !tied {
+                continue;
+            }
+            let (rows, cols) = (*rows, *cols);
+            match groups
+                .iter_mut()
+                .find(|g| g.dtype == dtype && g.rows == rows && g.cols == cols)
+            {
+                Some(g) => g.tensors.push(t.name.clone()),
+                None => groups.push(GemvGroup {
+                    dtype,
+                    rows,
+                    cols,
+                    tensors: vec![t.name.clone()],
+                }),
+            }
+        }
+        groups
+    }
+}
+
+/// One (type, shape) group of a file's 2-D weights with a kernel
+/// ([`GgufHeader::gemv_groups`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GemvGroup {
+    /// The weights' format.
+    pub dtype: crate::analyze::floor::Quant,
+    /// Output rows (the tensor's second dimension).
+    pub rows: u64,
+    /// Input columns (the tensor's first dimension, contiguous).
+    pub cols: u64,
+    /// The tensors of this type and shape, in file order.
+    pub tensors: Vec<String>,
 }
 
 /// Reads a GGUF header from `prefix`, the first bytes of a file of `file_len_bytes`.

@@ -202,6 +202,43 @@ impl SuiteConfig {
         }
     }
 
+    /// The suite for a model file (`kernels --gguf`, the page's picked file): its
+    /// GEMVs (`gemvs`) and attention at its head layout at the floor's contexts in
+    /// the KV cache's type; the generic GEMV, skinny and step sweeps only when
+    /// named in `only` (and the file's GEMVs dropped when `only` names other
+    /// groups but not `gemv`).
+    pub fn for_file(
+        &mut self,
+        gemvs: Vec<FileGemv>,
+        model: &tokenscope_core::gguf::GgufModel,
+        only: &[KernelGroup],
+    ) {
+        self.file_gemvs = gemvs;
+        if !only.contains(&KernelGroup::Gemv) {
+            self.gemv_dtypes.clear();
+        }
+        if !only.contains(&KernelGroup::Skinny) {
+            self.skinny_dtypes.clear();
+        }
+        if !only.contains(&KernelGroup::Step) {
+            self.step_models.clear();
+        }
+        if !only.is_empty() && !only.contains(&KernelGroup::Gemv) {
+            self.file_gemvs.clear();
+        }
+        let heads = model.heads_per_layer.iter().copied().max().unwrap_or(0);
+        let kv_heads = model.kv_heads_per_layer.iter().copied().max().unwrap_or(0);
+        if heads > 0 && kv_heads > 0 && model.key_length > 0 {
+            self.attention_layouts = vec![HeadLayout {
+                heads,
+                kv_heads,
+                head_dim: model.key_length,
+            }];
+            self.attention_contexts = self.contexts.clone();
+            self.attention_dtypes = vec![self.kv_dtype];
+        }
+    }
+
     /// Adjusts the run to the adapter: on a CPU adapter (lavapipe) the skinny-matmul
     /// sweep skips the two largest shapes (a batch-64 call over the 128256-row LM head
     /// takes minutes there).
