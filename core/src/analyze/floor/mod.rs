@@ -144,9 +144,6 @@ impl Quant {
         Quant::Q4K,
     ];
 
-    /// The formats of the first harness (the default kernel suite's).
-    pub const BASIC: [Quant; 4] = [Quant::F32, Quant::F16, Quant::Q8_0, Quant::Q4_0];
-
     /// The name used on the command line and in JSON (`f16`, `q4_0`, `q4_k`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
