@@ -16,8 +16,17 @@ export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$PWD/target/fuzz}
 cd fuzz
 for t in sse_decoder stream_timeline prometheus_text gguf_header; do
-  echo "== fuzz $t for ${seconds}s"
   log=$(mktemp)
+  # Inputs that once failed (fuzz/regressions/<target>/) run first, every time.
+  if [ -d "regressions/$t" ]; then
+    echo "== fuzz $t: $(ls "regressions/$t" | wc -l) past failing input(s)"
+    if ! cargo fuzz run "$t" "regressions/$t"/* >"$log" 2>&1; then
+      tail -40 "$log"
+      echo "fuzz $t failed on a past failing input in fuzz/regressions/$t/"
+      exit 1
+    fi
+  fi
+  echo "== fuzz $t for ${seconds}s"
   if ! cargo fuzz run "$t" -- -max_total_time="$seconds" -rss_limit_mb=1024 >"$log" 2>&1; then
     tail -40 "$log"
     echo "fuzz $t failed (a failing input, if found, is in fuzz/artifacts/$t/)"
