@@ -59,6 +59,8 @@ pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
         done_received: true,
         finish_reason: Some("length".into()),
         outcome: Outcome::Ok,
+        protocol: None,
+        connection: None,
     }
 }
 

@@ -430,6 +430,7 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         tool_version: env!("CARGO_PKG_VERSION").into(),
         user_agent: None,
         protocol: pre.protocol,
+        transport: None,
         os: Some(format!(
             "{}-{}",
             std::env::consts::OS,

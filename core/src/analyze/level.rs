@@ -17,7 +17,9 @@ use crate::analyze::slo::Slo;
 use crate::analyze::stats::{self, Samples};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
 use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
-use crate::report::{LevelReport, Load, ReasoningDisplay, RunConfig, StallReport};
+use crate::report::{
+    ConnectionCounts, LevelReport, Load, ReasoningDisplay, RunConfig, StallReport,
+};
 
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
 pub const POSITION_BUCKETS: [(u64, Option<u64>); 3] = [(1, Some(64)), (65, Some(256)), (257, None)];
@@ -103,6 +105,8 @@ pub struct LevelAccumulator {
     stall_requests: u64,
     longest_gap: Option<f64>,
     paint_methods: BTreeMap<String, u64>,
+    protocols: BTreeMap<String, u64>,
+    connections: Option<ConnectionCounts>,
     t_level_start: Option<f64>,
     snapshots: BTreeMap<u64, SnapAcc>,
     /// `usage` summed: prompt tokens, completion tokens, requests without one.
@@ -141,6 +145,8 @@ impl LevelAccumulator {
             stall_requests: 0,
             longest_gap: None,
             paint_methods: BTreeMap::new(),
+            protocols: BTreeMap::new(),
+            connections: None,
             t_level_start: None,
             snapshots: BTreeMap::new(),
             usage: (0, 0, 0),
@@ -226,6 +232,7 @@ impl LevelAccumulator {
         }
         #[cfg(feature = "server-view")]
         self.turns.push(r, &m, self.opts.sample_cap);
+        self.push_transport(r);
         match &r.outcome {
             Outcome::Ok => {}
             Outcome::Error { kind, .. } => {
@@ -315,6 +322,23 @@ impl LevelAccumulator {
         m
     }
 
+    /// The request's HTTP version and connection (any outcome: a failed request
+    /// that got a connection set it up too).
+    fn push_transport(&mut self, r: &RequestRecord) {
+        if let Some(p) = &r.protocol {
+            *self.protocols.entry(p.clone()).or_default() += 1;
+        }
+        if let Some(c) = r.connection {
+            let counts = self.connections.get_or_insert_default();
+            if c.new {
+                counts.new += 1;
+                push_samples(&mut self.samples.connection_setup, c.setup_ms);
+            } else {
+                counts.reused += 1;
+            }
+        }
+    }
+
     /// The level's results.
     pub fn finish(self) -> LevelReport {
         let window_ms: f64 = self
@@ -390,6 +414,8 @@ impl LevelAccumulator {
             round_spread,
             paint_methods: self.paint_methods,
             ttft_at_network_stack: self.ttft_at_network_stack,
+            protocols: self.protocols,
+            connections: self.connections,
             snapshots,
             drift,
             usage_prompt_tokens: self.usage.0,

@@ -35,6 +35,7 @@ pub struct LevelSamples {
     pub(crate) lag: Samples,
     pub(crate) server_tpot: Samples,
     pub(crate) server_prompt: Samples,
+    pub(crate) connection_setup: Samples,
     /// ITL by output position ([`POSITION_BUCKETS`]).
     pub(crate) positions: Vec<Samples>,
 }
@@ -74,6 +75,7 @@ impl LevelSamples {
             lag: s(),
             server_tpot: s(),
             server_prompt: s(),
+            connection_setup: s(),
             positions: POSITION_BUCKETS.iter().map(|_| s()).collect(),
         }
     }
@@ -101,6 +103,7 @@ impl LevelSamples {
             ("client_lag_ms", &self.lag),
             ("server_tpot_ms", &self.server_tpot),
             ("server_prompt_ms", &self.server_prompt),
+            ("connection_setup_ms", &self.connection_setup),
         ]
         .into_iter()
         .map(|(n, s)| (n.to_owned(), s))
@@ -132,6 +135,7 @@ impl LevelSamples {
             &mut self.lag,
             &mut self.server_tpot,
             &mut self.server_prompt,
+            &mut self.connection_setup,
         ];
         out.extend(self.positions.iter_mut());
         out
@@ -202,6 +206,7 @@ impl LevelSamples {
             client_lag_ms: nonempty(&self.lag),
             server_tpot_ms: nonempty(&self.server_tpot),
             server_prompt_ms: nonempty(&self.server_prompt),
+            connection_setup_ms: nonempty(&self.connection_setup),
         }
     }
 
@@ -295,6 +300,7 @@ fn summaries<'a>(
         ("client_lag_ms", m.client_lag_ms),
         ("server_tpot_ms", m.server_tpot_ms),
         ("server_prompt_ms", m.server_prompt_ms),
+        ("connection_setup_ms", m.connection_setup_ms),
     ]
     .into_iter()
     .map(|(n, s)| (n.to_owned(), s))

@@ -240,8 +240,37 @@ pub struct RequestRecord {
     /// The last `finish_reason` seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// The HTTP version the answer came over, as ALPN names it (`http/1.1`,
+    /// `h2`, `h3`; the browser's Resource Timing `nextHopProtocol`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// The connection it went over: opened for it (with its setup) or reused;
+    /// absent when unknown (no connection was made, or the browser hid it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<ConnectionUse>,
     /// How the request ended.
     pub outcome: Outcome,
+}
+
+/// Whether a request opened the connection it went over, and what setting that
+/// connection up took. The setup lies between the send and the request leaving
+/// (it is part of the request's TTFT); a reused connection took none.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct ConnectionUse {
+    /// The request opened this connection (it was the first to use it).
+    pub new: bool,
+    /// A new connection's whole setup: DNS lookup, TCP connect, proxy tunnel and
+    /// TLS handshake, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_ms: Option<f64>,
+    /// Of the setup, the DNS lookup, ms (absent for an IP address, or unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_ms: Option<f64>,
+    /// Of the setup, the TLS handshake, ms (the browser's Resource Timing
+    /// `secureConnectionStart..connectEnd`; the native client times the setup
+    /// whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ms: Option<f64>,
 }
 
 impl RequestRecord {

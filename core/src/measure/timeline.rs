@@ -11,7 +11,9 @@
 //! page's built-in simulator.
 
 use crate::measure::openai::{self, StreamItem};
-use crate::measure::record::{ErrorKind, Outcome, PaintMethod, RequestRecord, TimeoutPhase};
+use crate::measure::record::{
+    ConnectionUse, ErrorKind, Outcome, PaintMethod, RequestRecord, TimeoutPhase,
+};
 use crate::measure::sse;
 
 /// How long a non-2xx or non-SSE body may be before the rest is ignored.
@@ -86,6 +88,8 @@ impl RequestTimeline {
                 done_received: false,
                 finish_reason: None,
                 outcome: Outcome::Ok,
+                protocol: None,
+                connection: None,
             },
             decoder: sse::Decoder::new(),
             events: Vec::new(),
@@ -136,6 +140,13 @@ impl RequestTimeline {
     /// The record so far.
     pub fn record(&self) -> &RequestRecord {
         &self.record
+    }
+
+    /// The connection the request went over and the HTTP version of the answer,
+    /// as the transport saw them (set when the response head arrives).
+    pub fn on_transport(&mut self, protocol: Option<String>, connection: Option<ConnectionUse>) {
+        self.record.protocol = protocol;
+        self.record.connection = connection;
     }
 
     /// Whether the outcome is already decided (an error was seen, or `[DONE]`).

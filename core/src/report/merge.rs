@@ -550,6 +550,13 @@ fn combine(
         round_spread: RoundSpread::default(),
         paint_methods: add_maps(|l| &l.paint_methods),
         ttft_at_network_stack: sum(|l| l.ttft_at_network_stack),
+        protocols: add_maps(|l| &l.protocols),
+        connections: parts.iter().filter_map(|l| l.connections).reduce(|a, b| {
+            crate::report::ConnectionCounts {
+                new: a.new + b.new,
+                reused: a.reused + b.reused,
+            }
+        }),
         snapshots: Vec::new(),
         drift: Vec::new(),
         usage_prompt_tokens: sum(|l| l.usage_prompt_tokens),

@@ -19,6 +19,7 @@ pub mod merge;
 pub mod raw;
 #[cfg(feature = "server-view")]
 pub mod server;
+pub mod transport;
 pub mod warning;
 
 use std::collections::BTreeMap;
@@ -345,9 +346,14 @@ pub struct Environment {
     /// The browser's user agent (browser runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_agent: Option<String>,
-    /// HTTP protocol seen (`http/1.1`, `h2`), when known.
+    /// HTTP protocol seen (`http/1.1`, `h2`), when known: the one most
+    /// requests' answers came over (each level counts them all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+    /// How the client reached the endpoint: HTTP version asked, TLS, proxy,
+    /// extra headers (names; values only where marked public).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<transport::TransportInfo>,
     /// Operating system and architecture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os: Option<String>,
@@ -435,6 +441,19 @@ pub struct LevelMetrics {
     /// llama.cpp's own prompt evaluation time, when the server sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_prompt_ms: Option<Summary>,
+    /// Setting up a new connection (DNS, TCP, proxy tunnel, TLS), over the
+    /// requests that opened one (of every outcome that got a connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_setup_ms: Option<Summary>,
+}
+
+/// A level's requests by the connection they went over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ConnectionCounts {
+    /// Requests that opened a new connection.
+    pub new: u64,
+    /// Requests that went over a connection an earlier request had opened.
+    pub reused: u64,
 }
 
 /// ITL of the gaps whose later event starts at output positions `from..=to`.
@@ -666,6 +685,13 @@ pub struct LevelReport {
     /// (`responseStart`: their first token came in the response's first bytes).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ttft_at_network_stack: u64,
+    /// Requests by the HTTP version of their answer (`http/1.1`, `h2`), where known.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocols: BTreeMap<String, u64>,
+    /// Requests that opened a new connection and requests that reused one
+    /// (where the client knew which).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionCounts>,
     /// Quantile curves for CDFs and histograms: metric -> 101 values, the
     /// percentiles p0, p1, ..., p100 (`ttft_ms`, `itl_ms`, `e2e_ms`, `tpot_ms`,
     /// and in the browser `rendered_ttft_ms`, `render_delay_ms`).

@@ -467,6 +467,7 @@ pub async fn run(
         tool_version: tokenscope_core::VERSION.into(),
         user_agent: browser::user_agent(),
         protocol: ctx.protocol.borrow().clone(),
+        transport: None,
         cpus: browser::cpus(),
         started_at: Some(started_at),
         simulated: ctx.transport.is_simulated(),
