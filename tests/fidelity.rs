@@ -22,7 +22,60 @@ fn bench_and_compare(
     requests: u32,
     max_tokens: u32,
 ) -> Compared {
-    let mock = Mock::start(mock_args);
+    bench_and_compare_over(Wire::Plain, mock_args, concurrency, requests, max_tokens)
+}
+
+/// How the client reaches the mock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wire {
+    /// Plaintext HTTP/1.1.
+    Plain,
+    /// TLS with a private CA, HTTP/2 by ALPN.
+    TlsH2,
+    /// TLS with a private CA, HTTP/1.1 forced.
+    TlsHttp1,
+    /// Plaintext HTTP/2 (h2c, prior knowledge).
+    H2c,
+}
+
+impl Wire {
+    fn protocol(self) -> &'static str {
+        match self {
+            Wire::Plain | Wire::TlsHttp1 => "http/1.1",
+            Wire::TlsH2 | Wire::H2c => "h2",
+        }
+    }
+}
+
+/// [`bench_and_compare`] over `wire`. Also checks, request by request against
+/// the server's log, the HTTP version recorded and which requests opened a new
+/// connection (the first the server answered on each connection).
+fn bench_and_compare_over(
+    wire: Wire,
+    mock_args: &[&str],
+    concurrency: u32,
+    requests: u32,
+    max_tokens: u32,
+) -> Compared {
+    let certs = tempfile::tempdir().unwrap();
+    let certs_dir = certs.path().to_str().unwrap().to_owned();
+    let ca = certs.path().join("ca.pem").to_str().unwrap().to_owned();
+    let tls = matches!(wire, Wire::TlsH2 | Wire::TlsHttp1);
+    let mut mock_all: Vec<&str> = mock_args.to_vec();
+    if tls {
+        mock_all.extend(["--tls-self-signed", &certs_dir]);
+    }
+    let mock = Mock::start(&mock_all);
+    assert_eq!(mock.url.starts_with("https://"), tls, "{}", mock.url);
+    let mut wire_args: Vec<&str> = Vec::new();
+    if tls {
+        wire_args.extend(["--ca-cert", &ca]);
+    }
+    match wire {
+        Wire::TlsHttp1 => wire_args.push("--http1"),
+        Wire::H2c => wire_args.push("--http2"),
+        Wire::Plain | Wire::TlsH2 => {}
+    }
     let dir = tempfile::tempdir().unwrap();
     let raw = dir.path().join("raw.jsonl");
     let out = dir.path().join("report.json");
@@ -56,7 +109,10 @@ fn bench_and_compare(
         raw.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ]
+    .into_iter()
+    .chain(wire_args)
+    .collect::<Vec<_>>());
     assert!(o.status.success(), "{}", text(&o));
 
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
@@ -116,6 +172,25 @@ fn bench_and_compare(
             ct.len(),
             st.len(),
             "{id}: every chunk the server sent arrived as one event"
+        );
+        assert_eq!(r["protocol"], wire.protocol(), "{id}");
+        assert_eq!(s["protocol"], wire.protocol(), "{id}: the server's view");
+        assert_eq!(s["tls"], tls, "{id}");
+        let conn = s["connection"].as_u64().unwrap();
+        let opened = server
+            .iter()
+            .filter(|o| o["connection"].as_u64() == Some(conn))
+            .min_by(|a, b| {
+                // The first answered on it (under h2 several wait on one
+                // connection; the client claims it with the first answer).
+                let t = |v: &serde_json::Value| v["t_headers_ms"].as_f64().unwrap_or(f64::MAX);
+                t(a).total_cmp(&t(b))
+            })
+            .is_some_and(|first| first["request_id"] == s["request_id"]);
+        assert_eq!(
+            r["connection"]["new"], opened,
+            "{id}: the client says it opened connection {conn}: {}, the server log says {opened}",
+            r["connection"]
         );
         let t_send = r["t_send_ms"].as_f64().unwrap();
         let t_recv = s["t_received_ms"].as_f64().unwrap();
@@ -227,6 +302,31 @@ fn concurrency_64_within_2ms_of_server_truth() {
             128,
             16,
         )
+    });
+}
+
+/// The same agreement over TLS (a private CA) and HTTP/2, and over h2c: the
+/// transport adds nothing to the figures.
+#[test]
+fn over_tls_and_http2_within_the_plaintext_bounds() {
+    let args = ["--itl-ms", "8", "--ttft-ms", "20", "--jitter-ms", "1"];
+    for wire in [Wire::TlsH2, Wire::TlsHttp1, Wire::H2c] {
+        agree_within(1.0, &format!("c=1 {wire:?}"), || {
+            bench_and_compare_over(wire, &args, 1, 24, 24)
+        });
+    }
+    let args = [
+        "--itl-ms",
+        "10",
+        "--ttft-ms",
+        "20",
+        "--max-batch",
+        "64",
+        "--step-growth",
+        "0.01",
+    ];
+    agree_within(2.0, "c=64 TlsH2", || {
+        bench_and_compare_over(Wire::TlsH2, &args, 64, 128, 16)
     });
 }
 

@@ -59,6 +59,9 @@ pub struct BenchArgs {
     #[arg(long, env = "TOKENSCOPE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 
+    #[command(flatten)]
+    pub http: super::http_args::HttpArgs,
+
     /// Closed-loop concurrency levels: requests kept in flight.
     #[arg(
         long,
@@ -486,6 +489,22 @@ impl BenchArgs {
                     .filter(|k| !k.is_empty())
             })
             .map(Secret::new);
+        let http = self
+            .http
+            .clone()
+            .into_options(&base_url, &|name| std::env::var(name).ok())?;
+        if http.insecure {
+            eprintln!(
+                "WARNING: --insecure: the server's certificate is NOT verified; anyone on the path could have answered. The report says so."
+            );
+        }
+        if let Some(p) = &http.proxy {
+            eprintln!(
+                "note: requests go through the proxy {} (from {})",
+                p.display(),
+                p.from
+            );
+        }
         let load = self.load_plan()?;
         let per_level = self.per_level(&load)?;
         let outputs_tiers = flag("max-tokens", parse_u32_list(&self.max_tokens))?;
@@ -597,6 +616,7 @@ impl BenchArgs {
             },
             model: self.model,
             api_key,
+            http,
             load,
             per_level,
             rounds,

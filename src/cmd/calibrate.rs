@@ -171,6 +171,7 @@ fn calibrate(
             api: Api::Completions,
             model: None,
             api_key: None,
+            http: Default::default(),
             load: LoadPlan::Concurrency(vec![c]),
             per_level: PerLevel::Requests(u64::from(c.max(8)) * 2),
             rounds: 1,

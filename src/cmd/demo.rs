@@ -61,6 +61,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         api: ApiArg::Chat,
         model: None,
         api_key: None,
+        http: Default::default(),
         concurrency: Some(levels.into()),
         rate: None,
         arrival: "poisson".into(),

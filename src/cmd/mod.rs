@@ -5,6 +5,7 @@ pub mod calibrate;
 pub mod compare;
 pub mod demo;
 pub mod history;
+mod http_args;
 pub mod kernels;
 pub mod merge;
 pub mod mock;

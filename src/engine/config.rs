@@ -91,6 +91,8 @@ pub struct BenchConfig {
     pub model: Option<String>,
     /// API key.
     pub api_key: Option<Secret>,
+    /// How to reach the endpoint: TLS, HTTP version, proxy, extra headers.
+    pub http: super::http::HttpOptions,
     /// Load.
     pub load: LoadPlan,
     /// Requests or duration per level.

@@ -10,9 +10,11 @@
 
 pub mod clock;
 mod config;
+pub mod http;
 mod load;
 pub mod preflight;
 pub mod progress;
+pub mod proxy;
 pub mod raw;
 pub mod scrape;
 pub mod tokenize;
@@ -282,11 +284,12 @@ pub struct Preflight {
 
 /// Run a benchmark. `preflight` is the result of [`preflight::check`].
 pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> {
-    let client = transport::client()?;
+    let tracker = http::ConnTracker::default();
+    let client = cfg.http.client(cfg.api_key.as_ref(), Some(&tracker))?;
     let target = Target {
         url: crate::util::join_url(&cfg.base_url, cfg.api.path()),
-        api_key: cfg.api_key.clone(),
         timeout: cfg.timeout,
+        connections: Some(tracker),
     };
     // Bound first: a port in use stops the run before anything is sent.
     let live = Live::new(LiveLabels {
@@ -327,7 +330,7 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
     );
     // Its own client, as the pre-flight's: the measured streams start on
     // connections nothing else has used.
-    let setup_client = transport::client()?;
+    let setup_client = cfg.http.client(cfg.api_key.as_ref(), None)?;
     tokenize::resolve_input_length(&mut cfg, &setup_client, &pre.model).await?;
     let mut tokens = tokenize::prepare(&cfg, &setup_client, &target, &pre.model).await?;
     cfg.tokens = Some(tokens.counting.clone());
@@ -361,7 +364,13 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         scrapes: ScrapeLog::default(),
         live: live.clone().map(|l| (l, metric_opts)),
     }));
-    for w in pre.warnings.into_iter().chain(scrape_notes) {
+    let insecure = cfg.http.insecure.then(|| {
+        ReportWarning::new(
+            WarningKind::TlsNotVerified,
+            "--insecure: the server's TLS certificate was NOT verified; anyone on the path could have answered these requests",
+        )
+    });
+    for w in pre.warnings.into_iter().chain(scrape_notes).chain(insecure) {
         lock(&run).warn(w);
     }
     for s in first_scrapes {
@@ -430,7 +439,7 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         tool_version: env!("CARGO_PKG_VERSION").into(),
         user_agent: None,
         protocol: pre.protocol,
-        transport: None,
+        transport: Some(cfg.http.info(cfg.base_url.scheme() == "https")),
         os: Some(format!(
             "{}-{}",
             std::env::consts::OS,

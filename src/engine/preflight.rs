@@ -20,7 +20,7 @@ const ATTEMPTS: u32 = 3;
 
 /// Check the endpoint. Errors are one line naming what was wrong.
 pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
-    let client = transport::client()?;
+    let client = cfg.http.client(cfg.api_key.as_ref(), None)?;
     let base = redact_url(&cfg.base_url);
     let listing = list_models(&client, cfg, &base).await?;
     let model = match (&cfg.model, listing.first_model) {
@@ -58,12 +58,9 @@ async fn list_models(
     cfg: &BenchConfig,
     base: &str,
 ) -> anyhow::Result<Listing> {
-    let mut req = client
+    let req = client
         .get(join_url(&cfg.base_url, "models"))
         .timeout(cfg.timeout.min(Duration::from_secs(15)));
-    if let Some(key) = &cfg.api_key {
-        req = req.bearer_auth(key.expose());
-    }
     let resp = match req.send().await {
         Ok(resp) => resp,
         Err(e) => {
@@ -74,7 +71,7 @@ async fn list_models(
             anyhow::bail!("GET {base}/models failed: {msg}");
         }
     };
-    let protocol = protocol_name(resp.version());
+    let protocol = transport::protocol_name(resp.version());
     let status = resp.status();
     if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
         anyhow::bail!(
@@ -105,8 +102,8 @@ async fn tiny_request(
 ) -> anyhow::Result<Option<ReportWarning>> {
     let target = Target {
         url: join_url(&cfg.base_url, cfg.api.path()),
-        api_key: cfg.api_key.clone(),
         timeout: cfg.timeout.min(Duration::from_secs(30)),
+        connections: None,
     };
     let spec = RequestSpec {
         system: None,
@@ -162,16 +159,4 @@ async fn tiny_request(
             "the pre-flight request failed {ATTEMPTS} times (last: {last}); the run went ahead and counts such failures as data"
         ),
     }))
-}
-
-fn protocol_name(v: reqwest::Version) -> String {
-    match v {
-        reqwest::Version::HTTP_09 => "http/0.9",
-        reqwest::Version::HTTP_10 => "http/1.0",
-        reqwest::Version::HTTP_11 => "http/1.1",
-        reqwest::Version::HTTP_2 => "h2",
-        reqwest::Version::HTTP_3 => "h3",
-        _ => "unknown",
-    }
-    .to_owned()
 }

@@ -18,7 +18,6 @@
 
 use std::path::{Path, PathBuf};
 
-use reqwest::header::{AUTHORIZATION, HeaderValue};
 use tokenscope_core::measure::openai::{RequestSpec, request_body as completion_body};
 use tokenscope_core::report::TokenCounting;
 use tokenscope_core::workload::prompts::approx_tokens;
@@ -27,7 +26,6 @@ use tokenscope_core::workload::tokens::{self, TokenizeApi};
 use super::clock::Clock;
 use super::config::{BenchConfig, InputLength, Prompts};
 use super::transport::{Target, run_request};
-use crate::util::Secret;
 
 /// What `--tokenizer` asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,8 +64,6 @@ pub enum Counter {
         model: String,
         /// The contract.
         kind: TokenizeApi,
-        /// The key, sent as to the endpoint (same origin).
-        api_key: Option<Secret>,
     },
     /// A `tokenizer.json`.
     File {
@@ -121,8 +117,7 @@ impl Counter {
                 url,
                 model,
                 kind,
-                api_key,
-            } => server_count(client, url, model, *kind, api_key.as_ref(), text).await,
+            } => server_count(client, url, model, *kind, text).await,
         }
     }
 }
@@ -132,16 +127,10 @@ async fn server_count(
     url: &reqwest::Url,
     model: &str,
     kind: TokenizeApi,
-    api_key: Option<&Secret>,
     text: &str,
 ) -> Result<u64, String> {
-    let mut req = client.post(url.clone()).json(&kind.body(model, text));
-    if let Some(key) = api_key
-        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-    {
-        v.set_sensitive(true);
-        req = req.header(AUTHORIZATION, v);
-    }
+    // The key (and the extra headers) are the client's own: same origin.
+    let req = client.post(url.clone()).json(&kind.body(model, text));
     let resp = req
         .send()
         .await
@@ -163,11 +152,10 @@ pub async fn detect_server(
     client: &reqwest::Client,
     origin: &reqwest::Url,
     model: &str,
-    api_key: Option<&Secret>,
 ) -> Option<Counter> {
     let url = origin.join("/tokenize").ok()?;
     for kind in TokenizeApi::ALL {
-        if let Ok(n) = server_count(client, &url, model, kind, api_key, tokens::DETECT_TEXT).await
+        if let Ok(n) = server_count(client, &url, model, kind, tokens::DETECT_TEXT).await
             && tokens::plausible_detect(n)
         {
             return Some(Counter::Server {
@@ -175,7 +163,6 @@ pub async fn detect_server(
                 url,
                 model: model.to_owned(),
                 kind,
-                api_key: api_key.cloned(),
             });
         }
     }
@@ -212,9 +199,8 @@ pub async fn prepare(
     model: &str,
 ) -> anyhow::Result<Prompting> {
     let origin = cfg.base_url.join("/")?;
-    let key = cfg.api_key.as_ref();
     let counter = match &cfg.tokenizer {
-        TokenizerChoice::Auto => match detect_server(client, &origin, model, key).await {
+        TokenizerChoice::Auto => match detect_server(client, &origin, model).await {
             Some(c) => c,
             None => {
                 if cfg.progress {
@@ -225,7 +211,7 @@ pub async fn prepare(
                 Counter::Approx
             }
         },
-        TokenizerChoice::Server => detect_server(client, &origin, model, key)
+        TokenizerChoice::Server => detect_server(client, &origin, model)
             .await
             .ok_or_else(|| {
                 anyhow::anyhow!(
@@ -369,16 +355,9 @@ pub async fn context_window(
     client: &reqwest::Client,
     base: &reqwest::Url,
     model: &str,
-    api_key: Option<&Secret>,
 ) -> Option<u64> {
     let get = |url: reqwest::Url| {
-        let mut req = client.get(url);
-        if let Some(key) = api_key
-            && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-        {
-            v.set_sensitive(true);
-            req = req.header(AUTHORIZATION, v);
-        }
+        let req = client.get(url);
         async move {
             let resp = req.send().await.ok()?;
             if !resp.status().is_success() {
@@ -410,7 +389,7 @@ pub async fn resolve_input_length(
     };
     let window = match cfg.context_window {
         Some(w) => w,
-        None => context_window(client, &cfg.base_url, model, cfg.api_key.as_ref())
+        None => context_window(client, &cfg.base_url, model)
             .await
             .ok_or_else(|| {
                 anyhow::anyhow!(

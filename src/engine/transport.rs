@@ -7,50 +7,34 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use tokenscope_core::measure::record::{ErrorKind, RequestRecord};
 use tokenscope_core::measure::timeline::{HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline};
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
-use crate::util::Secret;
+use super::http::ConnTracker;
 
 /// Where requests go and how.
 #[derive(Debug, Clone)]
 pub struct Target {
     /// The full endpoint URL (`.../v1/chat/completions`).
     pub url: reqwest::Url,
-    /// Bearer token, if any.
-    pub api_key: Option<Secret>,
     /// Per-request timeout (from the send).
     pub timeout: Duration,
+    /// The client's connection tracker, when it has one: each record then says
+    /// whether its request opened its connection.
+    pub connections: Option<ConnTracker>,
 }
 
 /// How long to keep reading after `[DONE]` so the connection can be reused.
 const DRAIN_AFTER_DONE: Duration = Duration::from_millis(500);
 
-/// Build the HTTP client: one pool, no request timeout of its own (ours is per request),
-/// Nagle off, as many idle connections per host as the load needs.
-pub fn client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(usize::MAX)
-        .pool_idle_timeout(Duration::from_secs(90))
-        .connect_timeout(Duration::from_secs(10))
-        .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
-        .build()
-}
-
-/// A request's headers: JSON body, the key (if any), and an id the server can log.
-pub fn headers(target: &Target, request_id: &str) -> reqwest::header::HeaderMap {
+/// A request's own headers: JSON body and an id the server can log (the key and
+/// the extra headers are the client's defaults: [`super::http::HttpOptions`]).
+pub fn headers(request_id: &str) -> reqwest::header::HeaderMap {
     let mut h = reqwest::header::HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(key) = &target.api_key
-        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-    {
-        v.set_sensitive(true);
-        h.insert(AUTHORIZATION, v);
-    }
     if let Ok(v) = HeaderValue::from_str(request_id) {
         h.insert("x-request-id", v);
     }
@@ -68,7 +52,11 @@ pub fn classify(err: &reqwest::Error, before_headers: bool) -> (ErrorKind, Strin
     } else {
         ErrorKind::Reset
     };
-    let mut msg = strip_url(err);
+    let host = err
+        .url()
+        .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
+        .unwrap_or_else(|| "the server".into());
+    let mut msg = super::http::tls_problem(err, &host).unwrap_or_else(|| strip_url(err));
     if msg.is_empty() {
         msg = "transport error".into();
     }
@@ -151,7 +139,7 @@ pub async fn exchange(
     send: Send<'_>,
     cancel: &CancellationToken,
 ) -> (RequestRecord, Texts) {
-    let headers = headers(target, send.request_id);
+    let headers = headers(send.request_id);
     let deadline = tokio::time::Instant::now() + target.timeout;
     let t_send = clock.now_ms();
     let mut tl = RequestTimeline::new(t_send, send.t_scheduled_ms)
@@ -220,6 +208,12 @@ async fn drive(
             return;
         }
     };
+    let connection = target
+        .connections
+        .as_ref()
+        .zip(super::http::local_addr(&resp))
+        .map(|(tracker, local)| tracker.claim(local));
+    tl.on_transport(Some(protocol_name(resp.version())), connection);
     let status = resp.status().as_u16();
     let ct = resp
         .headers()
@@ -272,6 +266,19 @@ async fn drive(
             }
         }
     }
+}
+
+/// The HTTP version's ALPN name (`http/1.1`, `h2`), as the report gives it.
+pub fn protocol_name(v: reqwest::Version) -> String {
+    match v {
+        reqwest::Version::HTTP_09 => "http/0.9",
+        reqwest::Version::HTTP_10 => "http/1.0",
+        reqwest::Version::HTTP_11 => "http/1.1",
+        reqwest::Version::HTTP_2 => "h2",
+        reqwest::Version::HTTP_3 => "h3",
+        _ => "unknown",
+    }
+    .to_owned()
 }
 
 /// Sends of one request when the connection was closed before any answer.

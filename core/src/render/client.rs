@@ -218,6 +218,8 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
     }
     #[cfg(feature = "server-view")]
     notes.extend(super::turns::cache_notes(report));
+    #[cfg(feature = "server-view")]
+    notes.extend(super::connection::connection_notes(report));
     if report.levels.iter().any(|l| l.output_tokens_estimated) {
         notes.push(
             "output tokens were counted from stream events (the server sent no usage): estimated"

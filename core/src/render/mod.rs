@@ -16,6 +16,8 @@ pub mod charts;
 pub mod client;
 pub mod combined;
 pub mod compare;
+#[cfg(feature = "server-view")]
+pub mod connection;
 pub mod fmt;
 pub mod glossary;
 pub mod history;

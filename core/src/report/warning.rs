@@ -51,6 +51,9 @@ pub enum WarningKind {
     /// Pushes to the Prometheus remote-write endpoint failed (`bench
     /// --prometheus-remote-write`); the run went on.
     RemoteWrite,
+    /// TLS certificates were not verified (`bench --insecure`): anyone on the
+    /// path could have answered.
+    TlsNotVerified,
     /// A kind this build does not know (written by a newer tokenscope).
     #[serde(other)]
     Unknown,
@@ -78,6 +81,7 @@ impl WarningKind {
             WarningKind::PromptTokensDiffer => "prompt_tokens_differ",
             WarningKind::Merged => "merged",
             WarningKind::RemoteWrite => "remote_write",
+            WarningKind::TlsNotVerified => "tls_not_verified",
             WarningKind::Unknown => "unknown",
         }
     }

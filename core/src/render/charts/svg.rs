@@ -15,6 +15,7 @@ pub(super) const VERMILLION: &str = PALETTE[1];
 pub(super) const GREEN: &str = PALETTE[2];
 pub(super) const PURPLE: &str = PALETTE[3];
 pub(super) const ORANGE: &str = PALETTE[4];
+pub(super) const SKY: &str = PALETTE[5];
 pub(super) const GRID: &str = "#e3e3e3";
 pub(super) const AXIS: &str = "#555555";
 pub(super) const TEXT: &str = "#222222";

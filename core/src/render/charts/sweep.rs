@@ -201,12 +201,16 @@ fn knee_marker(svg: &mut Svg, plot: &Plot, levels: &[LevelReport], k: &Knee) {
     }
 }
 
-/// The TTFT stage breakdown per level (medians): time to headers, to the first
-/// body byte, to the first token parsed and to the first token painted (browser).
+/// The TTFT stage breakdown per level (medians): a new connection's setup (over
+/// the requests that opened one), time to headers, to the first body byte, to the
+/// first token parsed and to the first token painted (browser).
 pub fn ttft_stages(levels: &[LevelReport]) -> String {
     let title = "Where the time to first token goes (medians)";
     type Getter = fn(&LevelReport) -> Option<f64>;
-    let stages: [(&str, &str, Getter); 4] = [
+    let stages: [(&str, &str, Getter); 5] = [
+        ("new connection set up", SKY, |l| {
+            l.metrics.connection_setup_ms.and_then(|s| s.p50)
+        }),
         ("headers", PURPLE, |l| l.metrics.time_to_headers_ms.p50),
         ("first byte", ORANGE, |l| {
             l.metrics.time_to_first_byte_ms.p50
@@ -228,7 +232,7 @@ pub fn ttft_stages(levels: &[LevelReport]) -> String {
     let row_h = 28.0;
     let height = MARGIN_TOP + row_h * rows.len() as f64 + MARGIN_BOTTOM;
     let desc = format!(
-        "For each of {} load levels, the median time from the send to the response headers, the first body byte, the first token parsed and (in the browser) the first token painted, in milliseconds.",
+        "For each of {} load levels, the median time from the send to a new connection's setup (requests that opened one), the response headers, the first body byte, the first token parsed and (in the browser) the first token painted, in milliseconds.",
         rows.len()
     );
     let mut svg = Svg::new(WIDTH, height, title, &desc);
