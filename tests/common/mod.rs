@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+mod proxy;
+pub use proxy::TestProxy;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
