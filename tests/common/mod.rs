@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 mod proxy;
+#[allow(unused_imports)]
 pub use proxy::TestProxy;
 
 use std::io::{BufRead, BufReader};
