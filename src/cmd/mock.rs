@@ -3,12 +3,15 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
 use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
 
-use crate::mock::{MockState, router, serve};
+use crate::mock::tls::{TlsFiles, self_signed, server_config};
+use crate::mock::{MockState, ServeOptions, router, serve};
 use crate::util::parse_duration;
 
 /// Run a simulated OpenAI-compatible inference server: continuous batching, a queue,
@@ -18,6 +21,12 @@ use crate::util::parse_duration;
   tokenscope mock --port 8000
   tokenscope mock --port 0 --max-batch 8 --itl-ms 20 --log server.jsonl
   tokenscope mock --error-rate 0.1 --faults http_503,reset,error_event
+  tokenscope mock --port 8443 --tls-self-signed ./mock-tls
+  tokenscope mock --tls-cert server.pem --tls-key server-key.pem --tls-client-ca ca.pem
+  tokenscope mock --http1-only --connect-delay-ms 50
+
+Plaintext serves HTTP/1.1 and h2c (HTTP/2 by prior knowledge); TLS offers h2 and
+http/1.1 by ALPN (only http/1.1 with --http1-only).
 
 Faults: http_429, http_503, error_event, reset, malformed, stall, html, no_done, no_headers.")]
 pub struct MockArgs {
@@ -44,6 +53,80 @@ pub struct MockArgs {
     /// together (as servers that write nothing before the first body bytes do).
     #[arg(long)]
     pub head_with_first_token: bool,
+
+    #[command(flatten)]
+    pub tls: TlsArgs,
+
+    /// Speak only HTTP/1.1: no h2 by ALPN over TLS, no h2c in plaintext (to test
+    /// a client's fallback).
+    #[arg(long)]
+    pub http1_only: bool,
+
+    /// Hold each new connection this long after accepting it, before its TLS
+    /// handshake (or its first request, in plaintext): a known connection-setup
+    /// cost (the log's t_conn_accepted_ms and t_conn_ready_ms).
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    pub connect_delay_ms: u64,
+}
+
+/// TLS: certificate files, or a throwaway CA; optionally mutual TLS.
+#[derive(Debug, Clone, Args)]
+pub struct TlsArgs {
+    /// Serve HTTPS with this PEM certificate (a chain: the server's first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve HTTPS with a CA, a server and a client certificate generated in DIR
+    /// (ca.pem, server.pem, client.pem and their -key.pem), or reused if all are
+    /// there. Clients trust it with `--ca-cert DIR/ca.pem`.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub tls_self_signed: Option<PathBuf>,
+
+    /// Require a client certificate signed by a CA in this PEM file (mutual TLS);
+    /// a client without one fails the handshake.
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The server's TLS configuration (`None`: plaintext). `--tls-self-signed`
+    /// writes its files first and says on stderr which CA file clients need.
+    pub fn server_config(&self, http1_only: bool) -> anyhow::Result<Option<rustls::ServerConfig>> {
+        let files = match (&self.tls_cert, &self.tls_key, &self.tls_self_signed) {
+            (Some(cert), Some(key), _) => TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: None,
+            },
+            (_, _, Some(dir)) => {
+                let made = self_signed(dir)?;
+                eprintln!(
+                    "TLS with {} certificates in {}: clients trust it with --ca-cert {}",
+                    if made.reused { "the" } else { "new" },
+                    dir.display(),
+                    made.ca.display()
+                );
+                made.files
+            }
+            _ => {
+                if self.tls_client_ca.is_some() {
+                    anyhow::bail!(
+                        "--tls-client-ca needs TLS: add --tls-cert and --tls-key, or --tls-self-signed"
+                    );
+                }
+                return Ok(None);
+            }
+        };
+        let files = TlsFiles {
+            client_ca: self.tls_client_ca.clone(),
+            ..files
+        };
+        Ok(Some(server_config(&files, http1_only)?))
+    }
 }
 
 /// The simulator's model parameters (shared by `mock`, `serve --mock` and `demo`).
@@ -153,6 +236,7 @@ impl SimArgs {
 /// Run the subcommand (until Ctrl-C).
 pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.sim.into_config()?;
+    let tls = args.tls.server_config(args.http1_only)?;
     let rt = super::runtime()?;
     rt.block_on(async move {
         let (listener, origin) = super::listen(args.host, args.port).await?;
@@ -161,9 +245,19 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
             state = state.without_metrics();
         }
         state = state.head_with_first_token(args.head_with_first_token);
+        let opts = ServeOptions {
+            tls: tls.map(Arc::new),
+            http1_only: args.http1_only,
+            connect_delay: Duration::from_millis(args.connect_delay_ms),
+            ..ServeOptions::plain(state.clock())
+        };
+        let origin = match origin.strip_prefix("http://") {
+            Some(rest) => format!("{}://{rest}", opts.scheme()),
+            None => origin,
+        };
         println!("tokenscope mock listening on {origin}/v1");
         tokio::select! {
-            r = serve(listener, router(state)) => r.context("the server failed")?,
+            r = serve(listener, router(state), opts) => r.context("the server failed")?,
             _ = tokio::signal::ctrl_c() => {}
         }
         anyhow::Ok(())

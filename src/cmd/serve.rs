@@ -22,7 +22,7 @@ use clap::Args;
 use tower_http::services::ServeDir;
 
 use crate::cmd::mock::SimArgs;
-use crate::mock::{MockState, router, serve};
+use crate::mock::{MockState, ServeOptions, router, serve};
 
 /// Serve the web page on localhost.
 #[derive(Debug, Args)]
@@ -189,8 +189,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             );
         }
         let served = mock.clone();
+        let clock = mock
+            .as_ref()
+            .map_or_else(crate::engine::clock::Clock::start, MockState::clock);
+        let opts = ServeOptions::plain(clock);
         tokio::select! {
-            r = serve(listener, app(&args.dir, &base, mock)) => r.context("the server failed")?,
+            r = serve(listener, app(&args.dir, &base, mock), opts) => r.context("the server failed")?,
             _ = tokio::signal::ctrl_c() => {}
         }
         if let Some(m) = served {

@@ -259,7 +259,7 @@ struct TimeConnect {
     tracker: ConnTracker,
 }
 
-impl<S> tower_layer::Layer<S> for TimeConnect {
+impl<S> tower::Layer<S> for TimeConnect {
     type Service = TimedConnector<S>;
     fn layer(&self, inner: S) -> Self::Service {
         TimedConnector {
@@ -278,9 +278,9 @@ struct TimedConnector<S> {
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
-impl<S, R> tower_service::Service<R> for TimedConnector<S>
+impl<S, R> tower::Service<R> for TimedConnector<S>
 where
-    S: tower_service::Service<R>,
+    S: tower::Service<R>,
     S::Response: hyper_util::client::legacy::connect::Connection,
     S::Future: Send + 'static,
     S::Response: Send + 'static,

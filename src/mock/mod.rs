@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Version, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
@@ -31,10 +31,13 @@ use crate::engine::clock::Clock;
 mod answer;
 mod engine;
 mod metrics;
+pub mod server;
+pub mod tls;
 
 use answer::{non_streaming, sse_stream};
 use engine::{EngineMsg, Gauges, engine_task};
 use metrics::ServerMetrics;
+pub use server::{ConnInfo, ServeOptions, serve};
 
 /// Shared server state.
 #[derive(Clone)]
@@ -64,6 +67,22 @@ pub struct LogRecord {
     pub request_id: Option<String>,
     /// Whether the request carried a bearer token (never the token itself).
     pub authorized: bool,
+    /// The header among `api-key`, `x-api-key` that carried a key, if any (never
+    /// the key).
+    pub api_key_header: Option<&'static str>,
+    /// The request's header names, lowercased and sorted (never a value).
+    pub header_names: Vec<String>,
+    /// `http/1.1` or `h2`.
+    pub protocol: &'static str,
+    /// Whether the connection is TLS.
+    pub tls: bool,
+    /// The connection's number in accept order (1 = first).
+    pub connection: u64,
+    /// When the connection was accepted (ms since the server started).
+    pub t_conn_accepted_ms: f64,
+    /// When the connection was ready to serve: after `--connect-delay-ms` and
+    /// the TLS handshake (ms since the server started).
+    pub t_conn_ready_ms: f64,
     /// `chat` or `completions`.
     pub api: &'static str,
     /// Prompt tokens (estimated like the client's synthetic prompts).
@@ -161,6 +180,12 @@ impl MockState {
     /// The simulator's configuration.
     pub fn config(&self) -> &SimConfig {
         &self.cfg
+    }
+
+    /// The server's clock (ms since it started), shared by its request and
+    /// connection times.
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 }
 
@@ -264,21 +289,61 @@ async fn models(State(s): State<MockState>) -> Response {
 async fn chat(
     State(s): State<MockState>,
     arrival: Option<axum::Extension<Arrival>>,
+    conn: Option<axum::Extension<ConnInfo>>,
+    version: Version,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
-    handle(s, Api::Chat, t, headers, body).await
+    let via = Via::new(conn.map(|c| c.0), version);
+    handle(s, Api::Chat, t, via, headers, body).await
 }
 
 async fn completions(
     State(s): State<MockState>,
     arrival: Option<axum::Extension<Arrival>>,
+    conn: Option<axum::Extension<ConnInfo>>,
+    version: Version,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
-    handle(s, Api::Completions, t, headers, body).await
+    let via = Via::new(conn.map(|c| c.0), version);
+    handle(s, Api::Completions, t, via, headers, body).await
+}
+
+/// How a request came: its connection and HTTP version.
+struct Via {
+    conn: Option<ConnInfo>,
+    protocol: &'static str,
+}
+
+impl Via {
+    fn new(conn: Option<ConnInfo>, version: Version) -> Self {
+        let protocol = match version {
+            Version::HTTP_2 => "h2",
+            Version::HTTP_3 => "h3",
+            Version::HTTP_10 => "http/1.0",
+            Version::HTTP_09 => "http/0.9",
+            _ => "http/1.1",
+        };
+        Self { conn, protocol }
+    }
+}
+
+/// The headers that carry API keys in some deployments (Azure's `api-key`,
+/// gateways' `x-api-key`), in the order looked for.
+const API_KEY_HEADERS: [&str; 2] = ["api-key", "x-api-key"];
+
+/// The request's header names, lowercased, sorted and without repeats.
+fn header_names(headers: &HeaderMap) -> Vec<String> {
+    let mut names: Vec<String> = headers
+        .keys()
+        .map(|k| k.as_str().to_ascii_lowercase())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 fn json_error(status: StatusCode, message: &str, kind: &str) -> Response {
@@ -330,6 +395,7 @@ async fn handle(
     s: MockState,
     api: Api,
     t_received: f64,
+    via: Via,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -345,6 +411,7 @@ async fn handle(
         include_usage,
         request_id,
         authorized,
+        api_key_header,
     } = asked;
     let prompt_tokens = approx_tokens(&prompt).max(1);
     // The words an earlier prompt began with: cached (at most all but one token,
@@ -392,6 +459,13 @@ async fn handle(
         id: 0,
         request_id,
         authorized,
+        api_key_header,
+        header_names: header_names(&headers),
+        protocol: via.protocol,
+        tls: via.conn.is_some_and(|c| c.tls),
+        connection: via.conn.map_or(0, |c| c.number),
+        t_conn_accepted_ms: via.conn.map_or(t_received, |c| c.t_accepted_ms),
+        t_conn_ready_ms: via.conn.map_or(t_received, |c| c.t_ready_ms),
         api: api.as_str(),
         prompt_tokens,
         cached_tokens,
@@ -467,6 +541,7 @@ struct Asked {
     include_usage: bool,
     request_id: Option<String>,
     authorized: bool,
+    api_key_header: Option<&'static str>,
 }
 
 /// Read a request's body and headers, or say why it is not a request (an HTTP
@@ -505,6 +580,9 @@ fn read_request(
         .get(header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok())
         .is_some_and(|v| v.starts_with("Bearer ") && v.len() > 7);
+    let api_key_header = API_KEY_HEADERS
+        .into_iter()
+        .find(|name| headers.get(*name).is_some_and(|v| !v.is_empty()));
     Ok(Asked {
         prompt,
         max_tokens,
@@ -512,6 +590,7 @@ fn read_request(
         include_usage,
         request_id,
         authorized,
+        api_key_header,
     })
 }
 
@@ -578,17 +657,6 @@ impl Drop for LogOnDrop {
     }
 }
 
-/// Serve until the future is dropped or the listener fails. Nagle's algorithm is
-/// off on every connection: the server writes headers and each chunk separately,
-/// and a held-back small segment would add the peer's delayed-ACK time to a token.
-pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
-    use axum::serve::ListenerExt as _;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await
-}
-
 /// Start the simulated server inside this process on a free loopback port, on its
 /// own thread and tokio runtime (it competes with the client for the CPU as a
 /// separate process would, not on the client's runtime). Returns its `/v1` base URL.
@@ -625,7 +693,8 @@ pub fn start_in_thread(
                 match started.await {
                     Ok((listener, addr, state)) => {
                         let _ = tx.send(Ok(format!("http://{addr}/v1")));
-                        let _ = serve(listener, router(state)).await;
+                        let opts = ServeOptions::plain(state.clock);
+                        let _ = serve(listener, router(state), opts).await;
                     }
                     Err(e) => {
                         let _ = tx.send(Err(e));

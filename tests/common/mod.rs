@@ -3,6 +3,10 @@
 
 #![allow(dead_code)]
 
+mod proxy;
+#[allow(unused_imports)]
+pub use proxy::TestProxy;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
