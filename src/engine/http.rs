@@ -133,23 +133,14 @@ impl HttpOptions {
         h
     }
 
-    /// A client with these settings, sending the key and the extra headers on
-    /// every request, its connections tracked by `tracker`.
-    pub fn client(
+    /// The TLS settings (private CAs, client certificate, `--insecure`) on a
+    /// client builder: the run's streams, its set-up requests and its scrapes
+    /// all trust the same servers.
+    pub fn apply_tls(
         &self,
-        api_key: Option<&Secret>,
-        tracker: Option<&ConnTracker>,
-    ) -> anyhow::Result<reqwest::Client> {
+        mut b: reqwest::ClientBuilder,
+    ) -> anyhow::Result<reqwest::ClientBuilder> {
         use anyhow::Context as _;
-        let mut b = reqwest::Client::builder()
-            .default_headers(self.base_headers(api_key))
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(usize::MAX)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
-            // The proxy is decided once for the run (and reported); nothing else.
-            .no_proxy();
         for path in &self.ca_certs {
             let pem = std::fs::read(path)
                 .with_context(|| format!("--ca-cert {}: cannot read it", path.display()))?;
@@ -186,6 +177,26 @@ impl HttpOptions {
         if self.insecure {
             b = b.danger_accept_invalid_certs(true);
         }
+        Ok(b)
+    }
+
+    /// A client with these settings, sending the key and the extra headers on
+    /// every request, its connections tracked by `tracker`.
+    pub fn client(
+        &self,
+        api_key: Option<&Secret>,
+        tracker: Option<&ConnTracker>,
+    ) -> anyhow::Result<reqwest::Client> {
+        let mut b = reqwest::Client::builder()
+            .default_headers(self.base_headers(api_key))
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(usize::MAX)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
+            // The proxy is decided once for the run (and reported); nothing else.
+            .no_proxy();
+        b = self.apply_tls(b)?;
         b = match self.version {
             HttpVersion::Auto => b,
             HttpVersion::Http1 => b.http1_only(),
@@ -317,11 +328,20 @@ pub fn tls_problem(err: &(dyn std::error::Error + 'static), host: &str) -> Optio
     use rustls::{AlertDescription, CertificateError, Error as TlsError};
     let mut src = Some(err);
     while let Some(e) = src {
-        // An I/O error's `source()` skips the error it wraps: look inside.
-        let inner = e
+        // An I/O error's `source()` skips the error it wraps (and reqwest nests
+        // them): look inside each.
+        let mut inner: Option<&TlsError> = None;
+        let mut cur: &(dyn std::error::Error + 'static) = e;
+        while let Some(wrapped) = cur
             .downcast_ref::<std::io::Error>()
             .and_then(|io| io.get_ref())
-            .and_then(|i| i.downcast_ref::<TlsError>());
+        {
+            cur = wrapped;
+            if let Some(t) = cur.downcast_ref::<TlsError>() {
+                inner = Some(t);
+                break;
+            }
+        }
         if let Some(t) = e.downcast_ref::<TlsError>().or(inner) {
             return Some(match t {
                 TlsError::InvalidCertificate(c) => match c {
@@ -354,7 +374,8 @@ pub fn tls_problem(err: &(dyn std::error::Error + 'static), host: &str) -> Optio
                 ) => format!(
                     "TLS: {host} refused the handshake ({t}): it may want a client certificate its CA signed: --client-cert FILE --client-key FILE"
                 ),
-                TlsError::NoApplicationProtocol => format!(
+                TlsError::NoApplicationProtocol
+                | TlsError::AlertReceived(AlertDescription::NoApplicationProtocol) => format!(
                     "TLS: {host} offers none of the HTTP versions asked for by ALPN (with --http2: it does not speak HTTP/2; try without it)"
                 ),
                 other => format!("TLS with {host} failed: {other}"),
@@ -370,9 +391,9 @@ mod tests {
     use super::*;
     use rustls::{AlertDescription, CertificateError, Error as TlsError};
 
-    /// A TLS error as reqwest hands it over: wrapped in an I/O error.
+    /// A TLS error as reqwest hands it over: an I/O error in an I/O error.
     fn wrapped(e: TlsError) -> std::io::Error {
-        std::io::Error::other(e)
+        std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
     }
 
     #[test]
@@ -396,6 +417,10 @@ mod tests {
                 &["--client-cert", "--client-key"][..],
             ),
             (TlsError::NoApplicationProtocol, &["HTTP/2"][..]),
+            (
+                TlsError::AlertReceived(AlertDescription::NoApplicationProtocol),
+                &["HTTP/2"][..],
+            ),
         ] {
             let msg = tls_problem(&wrapped(e), host).unwrap();
             assert!(msg.contains(host), "{msg}");

@@ -309,7 +309,7 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
             url.clone(),
             *every,
             Arc::clone(&live),
-            scrape::client()?,
+            scrape::client(&cfg.http)?,
         )),
         None => None,
     };
@@ -318,7 +318,7 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
     if let Some(s) = cfg.shard.as_mut() {
         s.clock_origin_unix_ms = crate::util::unix_ms() - clock.now_ms();
     }
-    let scrape_http = scrape::client()?;
+    let scrape_http = scrape::client(&cfg.http)?;
     let (endpoints, first_scrapes, scrape_notes) =
         scrape_endpoints(&mut cfg, &scrape_http, &clock).await;
     let cpu_start = crate::util::process_cpu_s();

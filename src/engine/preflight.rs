@@ -68,7 +68,15 @@ async fn list_models(
             if kind == ErrorKind::Connect || e.is_timeout() {
                 anyhow::bail!("cannot reach {base}: {msg}");
             }
-            anyhow::bail!("GET {base}/models failed: {msg}");
+            // With TLS 1.3 a server that wants a client certificate refuses it
+            // after the client's side of the handshake: the first request then
+            // meets a closed connection.
+            let hint = if cfg.base_url.scheme() == "https" && cfg.http.client_cert.is_none() {
+                " (an HTTPS server that requires a client certificate closes the connection this way: --client-cert FILE --client-key FILE)"
+            } else {
+                ""
+            };
+            anyhow::bail!("GET {base}/models failed: {msg}{hint}");
         }
     };
     let protocol = transport::protocol_name(resp.version());

@@ -52,15 +52,17 @@ pub trait Recorder: Send + 'static {
     fn scrape(&mut self, s: ScrapeRecord);
 }
 
-/// The HTTP client for scrapes: separate from the measured streams' pool.
-pub fn client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+/// The HTTP client for scrapes: separate from the measured streams' pool,
+/// trusting what the run's client trusts (`--ca-cert`, `--client-cert`,
+/// `--insecure`).
+pub fn client(tls: &super::http::HttpOptions) -> anyhow::Result<reqwest::Client> {
+    let b = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(2)
         .connect_timeout(SCRAPE_TIMEOUT)
         .timeout(SCRAPE_TIMEOUT)
-        .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
-        .build()
+        .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")));
+    Ok(tls.apply_tls(b)?.build()?)
 }
 
 /// Scrape `ep` once: the record, timed on `clock`.
