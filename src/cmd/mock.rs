@@ -44,6 +44,12 @@ pub struct MockArgs {
     /// together (as servers that write nothing before the first body bytes do).
     #[arg(long)]
     pub head_with_first_token: bool,
+
+    /// Allow only these request headers in a CORS preflight
+    /// (`authorization,content-type`), to see a page's extra headers refused;
+    /// by default a preflight allows whatever it asks for.
+    #[arg(long, value_name = "LIST")]
+    pub cors_allow_headers: Option<String>,
 }
 
 /// The simulator's model parameters (shared by `mock`, `serve --mock` and `demo`).
@@ -161,6 +167,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
             state = state.without_metrics();
         }
         state = state.head_with_first_token(args.head_with_first_token);
+        state = state.cors_allow_headers(args.cors_allow_headers.as_deref());
         println!("tokenscope mock listening on {origin}/v1");
         tokio::select! {
             r = serve(listener, router(state)) => r.context("the server failed")?,
