@@ -849,6 +849,138 @@ async fn failures_are_reported_through_the_contract() {
     browser.close().await;
 }
 
+/// Open the page with `query` (no autorun), type the extra headers and the key's
+/// header into the form (they never go in the URL), and run.
+async fn run_with_headers(browser: &Browser, url: &str, headers: &str, key_header: &str) -> String {
+    use fantoccini::Locator;
+    browser.client.goto(url).await.unwrap();
+    browser
+        .wait_for(
+            "document.querySelector('textarea[name=headers_field]')",
+            Duration::from_secs(30),
+        )
+        .await;
+    for (css, text) in [
+        ("textarea[name=headers_field]", headers),
+        ("input[name=key_header_field]", key_header),
+        ("input[name=api_key_field]", "sk-key-value-77d3"),
+    ] {
+        browser
+            .client
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .send_keys(text)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        browser.text_of("headers-error").await,
+        "",
+        "the lines are valid"
+    );
+    browser
+        .client
+        .find(Locator::Id("run"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser.wait_run(Duration::from_secs(60)).await
+}
+
+/// Extra headers and the key in its own header, typed in the form: sent on every
+/// request (the mock's preflight allows what it is asked), named in the report's
+/// `environment.transport` with no value, and neither value nor the key anywhere
+/// in the page, the report, the records or the page's storage. Each request's
+/// protocol and connection come from Resource Timing. Against a mock whose
+/// preflight allows only `authorization, content-type`, the run fails with the
+/// refused headers named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_sends_extra_headers_and_explains_a_cors_refusal() {
+    let _one = lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    let secrets = ["tenant-value-4f1c", "trace-value-9a2e", "sk-key-value-77d3"];
+    let headers = format!("X-Tenant: {}\nX-Trace: {}", secrets[0], secrets[1]);
+
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "2"]);
+    let url = format!(
+        "{}?url={}&concurrency=2&requests=6&rounds=1&warmup=0&max_tokens=4&metrics=none",
+        serve.url, mock.url
+    );
+    let state = run_with_headers(&browser, &url, &headers, "api-key").await;
+    assert_eq!(state, "done", "{}", browser.text_of("run-error").await);
+    let report_text = browser.text_of("report-json").await;
+    let records_text = browser.text_of("records-json").await;
+    let report = json_of(&report_text, "#report-json");
+    validate_schema(&report);
+    check_accounting(&report, 6);
+    assert_eq!(report["levels"][0]["ok"], 6, "{report_text:.600}");
+    let transport = &report["environment"]["transport"];
+    assert_eq!(transport["http_version"], "auto");
+    assert_eq!(transport["api_key_header"], "api-key");
+    assert_eq!(
+        transport["headers"],
+        serde_json::json!([{"name": "X-Tenant"}, {"name": "X-Trace"}]),
+        "names, never values"
+    );
+    let page = browser
+        .js("return document.documentElement.outerHTML + location.href + JSON.stringify(sessionStorage) + JSON.stringify(localStorage);")
+        .await;
+    let page = page.as_str().unwrap();
+    for secret in secrets {
+        for (what, text) in [("report", &report_text), ("records", &records_text)] {
+            assert!(!text.contains(secret), "{secret} in the {what}");
+        }
+        assert!(
+            !page.contains(secret),
+            "{secret} in the page's DOM, URL or storage"
+        );
+    }
+    // Every request's protocol and connection, from its Resource Timing.
+    let records = json_of(&records_text, "#records-json");
+    for r in records.as_array().unwrap() {
+        assert_eq!(r["protocol"], "http/1.1", "{r}");
+        assert!(r["connection"]["new"].is_boolean(), "{r}");
+    }
+    let level = &report["levels"][0];
+    assert_eq!(level["protocols"]["http/1.1"], 6, "{level}");
+    assert!(f(&level["connections"]["new"]) >= 1.0, "{level}");
+    assert_eq!(
+        f(&level["connections"]["new"]) + f(&level["connections"]["reused"]),
+        6.0,
+        "{level}"
+    );
+    assert!(
+        level["metrics"]["connection_setup_ms"]["p50"]
+            .as_f64()
+            .unwrap()
+            >= 0.0
+    );
+
+    // A preflight that refuses them: the run fails, the headers named.
+    let strict = Mock::start(&["--cors-allow-headers", "authorization,content-type"]);
+    let url = format!(
+        "{}?url={}&model=m&concurrency=1&requests=2&rounds=1&warmup=0&max_tokens=4&metrics=none&request_ids=0",
+        serve.url, strict.url
+    );
+    let state = run_with_headers(&browser, &url, &headers, "api-key").await;
+    assert_eq!(state, "failed");
+    let error = browser.text_of("run-error").await;
+    assert!(
+        error.contains("does not allow the header(s) api-key, X-Tenant, X-Trace")
+            && error.contains("Access-Control-Allow-Headers must list them"),
+        "{error}"
+    );
+    for secret in secrets {
+        assert!(!error.contains(secret), "{secret} in the error");
+    }
+    browser.close().await;
+}
+
 #[test]
 fn serve_without_a_built_page_says_how_to_build_it() {
     let dir = tempfile::tempdir().unwrap();

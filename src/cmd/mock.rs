@@ -67,6 +67,12 @@ pub struct MockArgs {
     /// cost (the log's t_conn_accepted_ms and t_conn_ready_ms).
     #[arg(long, default_value_t = 0, value_name = "MS")]
     pub connect_delay_ms: u64,
+
+    /// Allow only these request headers in a CORS preflight
+    /// (`authorization,content-type`), to see a page's extra headers refused;
+    /// by default a preflight allows whatever it asks for.
+    #[arg(long, value_name = "LIST")]
+    pub cors_allow_headers: Option<String>,
 }
 
 /// TLS: certificate files, or a throwaway CA; optionally mutual TLS.
@@ -245,6 +251,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
             state = state.without_metrics();
         }
         state = state.head_with_first_token(args.head_with_first_token);
+        state = state.cors_allow_headers(args.cors_allow_headers.as_deref());
         let opts = ServeOptions {
             tls: tls.map(Arc::new),
             http1_only: args.http1_only,

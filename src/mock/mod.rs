@@ -56,6 +56,9 @@ pub struct MockState {
     head_with_first_token: bool,
     /// The prompts seen (`--prefix-cache`).
     prefix_cache: Arc<std::sync::Mutex<tokenscope_core::sim::prefix::PrefixCache>>,
+    /// `--cors-allow-headers`: what a CORS preflight allows (`None`: whatever it
+    /// asks for).
+    cors_allow_headers: Option<Arc<str>>,
 }
 
 /// One request as the server saw it (a line of `--log`).
@@ -154,6 +157,7 @@ impl MockState {
             metrics: Arc::new(ServerMetrics::new()),
             metrics_off: false,
             head_with_first_token: false,
+            cors_allow_headers: None,
             prefix_cache: Arc::default(),
         })
     }
@@ -161,6 +165,13 @@ impl MockState {
     /// The same server with no `/metrics` (it answers 404).
     pub fn without_metrics(mut self) -> Self {
         self.metrics_off = true;
+        self
+    }
+
+    /// The same server allowing only `list` in a CORS preflight
+    /// (`--cors-allow-headers`; `None`: whatever the preflight asks for).
+    pub fn cors_allow_headers(mut self, list: Option<&str>) -> Self {
+        self.cors_allow_headers = list.map(Arc::from);
         self
     }
 
@@ -223,10 +234,11 @@ async fn stamp_arrival(
 async fn cors(mut resp: Response) -> Response {
     let h = resp.headers_mut();
     h.insert("access-control-allow-origin", HeaderValue::from_static("*"));
-    h.insert(
-        "access-control-allow-headers",
-        HeaderValue::from_static("authorization, content-type, x-request-id"),
-    );
+    // A preflight's answer has its own (see `preflight`).
+    h.entry("access-control-allow-headers")
+        .or_insert(HeaderValue::from_static(
+            "authorization, content-type, x-request-id",
+        ));
     h.insert(
         "access-control-allow-methods",
         HeaderValue::from_static("GET, POST, OPTIONS"),
@@ -237,8 +249,18 @@ async fn cors(mut resp: Response) -> Response {
     resp
 }
 
-async fn preflight() -> StatusCode {
-    StatusCode::NO_CONTENT
+/// A CORS preflight: allows the headers it asks for (so a page's extra headers
+/// reach the mock), or only `--cors-allow-headers` (to see a refusal).
+async fn preflight(State(s): State<MockState>, headers: HeaderMap) -> Response {
+    let allowed = match &s.cors_allow_headers {
+        Some(list) => HeaderValue::from_str(list).ok(),
+        None => headers.get("access-control-request-headers").cloned(),
+    };
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    if let Some(v) = allowed {
+        resp.headers_mut().insert("access-control-allow-headers", v);
+    }
+    resp
 }
 
 /// `/metrics`: the engine's state and what it did, in vLLM's names.

@@ -22,6 +22,8 @@ pub struct SettingsActions {
     pub onremember: Callback<bool>,
     /// "List models".
     pub onlistmodels: Callback<()>,
+    /// The extra headers or the key's header changed.
+    pub onauth: Callback<Action>,
 }
 
 impl SettingsActions {
@@ -62,20 +64,31 @@ impl SettingsActions {
                         return;
                     }
                 };
-                let key = Some(state.api_key.clone()).filter(|k| !k.is_empty());
+                let auth = match state.auth() {
+                    Ok(a) => a,
+                    Err(e) => {
+                        d.dispatch(Action::Models(Err(e)));
+                        return;
+                    }
+                };
                 wasm_bindgen_futures::spawn_local(async move {
-                    let r = FetchTarget::get_text(&url, key.as_deref())
+                    let r = FetchTarget::get_text(&url, &auth)
                         .await
                         .and_then(|text| model_ids(&text).ok_or_else(|| "no model listed".into()));
                     d.dispatch(Action::Models(r));
                 });
             })
         };
+        let onauth = {
+            let state = state.clone();
+            Callback::from(move |a: Action| state.dispatch(a))
+        };
         Self {
             onsettings,
             onkey,
             onremember,
             onlistmodels,
+            onauth,
         }
     }
 }

@@ -60,8 +60,12 @@ fn start_run(
     if state.run == RunState::Running {
         return;
     }
-    let plan = match state.settings.validate() {
-        Ok(plan) => plan,
+    let (plan, auth) = match state
+        .settings
+        .validate()
+        .and_then(|p| Ok((p, state.auth()?)))
+    {
+        Ok(x) => x,
         Err(e) => {
             state.dispatch(Action::Start);
             state.dispatch(Action::Failed(e));
@@ -78,7 +82,7 @@ fn start_run(
     );
     let input = RunInput {
         plan,
-        api_key: Some(state.api_key.clone()).filter(|k| !k.is_empty()),
+        auth,
         painter,
         cancel: token,
         worker_url: worker_url.map(|u| u.to_string()),
@@ -156,6 +160,7 @@ pub fn App(props: &AppProps) -> Html {
         onkey,
         onremember,
         onlistmodels,
+        onauth,
     } = SettingsActions::new(&state);
     let FileActions {
         onexport,
@@ -214,6 +219,9 @@ pub fn App(props: &AppProps) -> Html {
                         settings={state.settings.clone()}
                         api_key={AttrValue::from(state.api_key.clone())}
                         remember_key={state.remember_key}
+                        headers={AttrValue::from(state.headers.clone())}
+                        key_header={AttrValue::from(state.key_header.clone())}
+                        {onauth}
                         models={state.models.clone()}
                         models_error={state.models_error.clone().map(AttrValue::from)}
                         disabled={running}

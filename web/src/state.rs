@@ -4,10 +4,12 @@
 use std::rc::Rc;
 
 use tokenscope_core::page::gpu::KernelsView;
+use tokenscope_core::page::transport::{header_name_problem, parse_header_lines};
 pub use tokenscope_core::page::view::{RunState, Shared};
 use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
 use yew::Reducible;
 
+use crate::services::fetch::Auth;
 use crate::services::runner::{PageRaw, PageRecord, Progress, RunEvent, RunOutput};
 use crate::settings::Settings;
 
@@ -59,6 +61,10 @@ pub struct State {
     pub api_key: String,
     /// "Remember in this tab".
     pub remember_key: bool,
+    /// Extra headers, one `Name: value` per line (memory only, like the key).
+    pub headers: String,
+    /// The header that carries the key (empty: `Authorization: Bearer`).
+    pub key_header: String,
     /// Models listed by the endpoint.
     pub models: Vec<String>,
     /// Why listing the models failed.
@@ -101,6 +107,10 @@ pub enum Action {
     ApiKey(String),
     /// "Remember in this tab" changed.
     RememberKey(bool),
+    /// The extra headers' field changed.
+    Headers(String),
+    /// The key's header field changed.
+    KeyHeader(String),
     /// The endpoint's model list (or why it could not be read).
     Models(Result<Vec<String>, String>),
     /// A run was asked for.
@@ -123,6 +133,25 @@ pub enum Action {
     ViewLevel(usize),
 }
 
+impl State {
+    /// The key and extra headers every request carries, or why the fields are
+    /// wrong (naming the line).
+    pub fn auth(&self) -> Result<Auth, String> {
+        let key_header = Some(self.key_header.trim())
+            .filter(|h| !h.is_empty())
+            .map(|h| match header_name_problem(h) {
+                Some(p) => Err(format!("key header: {p}")),
+                None => Ok(h.to_owned()),
+            })
+            .transpose()?;
+        Ok(Auth {
+            key: Some(self.api_key.clone()).filter(|k| !k.is_empty()),
+            key_header,
+            headers: parse_header_lines(&self.headers)?,
+        })
+    }
+}
+
 impl Reducible for State {
     type Action = Action;
 
@@ -132,6 +161,8 @@ impl Reducible for State {
             Action::Settings(settings) => s.settings = *settings,
             Action::ApiKey(key) => s.api_key = key,
             Action::RememberKey(r) => s.remember_key = r,
+            Action::Headers(h) => s.headers = h,
+            Action::KeyHeader(h) => s.key_header = h,
             Action::Models(Ok(models)) => {
                 if s.settings.model.is_empty()
                     && let Some(first) = models.first()

@@ -19,14 +19,16 @@
 //               {type: "chunk", id, t, bytes}            (bytes: a transferred Uint8Array)
 //               {type: "end", id, t}
 //               {type: "error", id, t, phase: "connect" | "stream", name, message}
-//               {type: "timing", id, requestStart, responseStart, protocol}
+//               {type: "timing", id, requestStart, responseStart, protocol, connect}
 //
 // "timing" is the request's Resource Timing entry, once the browser has made it
 // (when the response ended; it may come after "end"): requestStart and
 // responseStart (shared clock, like t) are when the browser's network stack began
 // sending the request and had the response's first bytes, null where the browser
 // hides them (a cross-origin endpoint without Timing-Allow-Origin);
-// protocol is its nextHopProtocol ("http/1.1", "h2"), null when hidden.
+// protocol is its nextHopProtocol ("http/1.1", "h2"), null when hidden; connect is
+// [domainLookupStart, domainLookupEnd, connectStart, connectEnd,
+// secureConnectionStart] as the entry has them (all 0 when hidden).
 "use strict";
 
 const inflight = new Map();
@@ -48,6 +50,7 @@ function timingOf(entry) {
     requestStart: at(entry.requestStart),
     responseStart: at(entry.responseStart),
     protocol: entry.nextHopProtocol || null,
+    connect: [entry.domainLookupStart, entry.domainLookupEnd, entry.connectStart, entry.connectEnd, entry.secureConnectionStart],
   };
 }
 

@@ -12,7 +12,7 @@ use tokenscope_core::measure::record::{ErrorKind, Outcome, PaintMethod, TimeoutP
 use tokenscope_core::report::Source;
 use tokenscope_core::sim::{FaultKind, SimConfig};
 use tokenscope_web::services::clock::{CancelToken, now, sleep_ms};
-use tokenscope_web::services::fetch::FetchTarget;
+use tokenscope_web::services::fetch::{Auth, FetchTarget};
 use tokenscope_web::services::paint::{Fallback, Painter, element_timing_supported};
 use tokenscope_web::services::runner::{self, RunEvent, RunInput};
 use tokenscope_web::services::sim::SimServer;
@@ -248,7 +248,10 @@ async fn fetch_failures_are_classified() {
     // Nothing listens on port 9: no response at all is `connect`.
     let target = FetchTarget {
         url: "http://127.0.0.1:9/v1/chat/completions".into(),
-        api_key: Some("sk-test".into()),
+        auth: Auth {
+            key: Some("sk-test".into()),
+            ..Auth::default()
+        },
         send_request_id: true,
     };
     let sent = run_request(
@@ -270,7 +273,7 @@ async fn fetch_failures_are_classified() {
     let origin = web_sys::window().unwrap().location().origin().unwrap();
     let target = FetchTarget {
         url: format!("{origin}/"),
-        api_key: None,
+        auth: Auth::default(),
         send_request_id: false,
     };
     let sent = run_request(
@@ -305,7 +308,7 @@ async fn a_run_on_the_built_in_simulator_gives_a_browser_report() {
     let out = runner::run(
         RunInput {
             plan,
-            api_key: None,
+            auth: Auth::default(),
             painter,
             cancel: CancelToken::new(),
             worker_url: None,

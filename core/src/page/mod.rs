@@ -9,5 +9,6 @@ pub mod compare;
 pub mod gpu;
 pub mod report;
 pub mod scrape;
+pub mod transport;
 pub mod view;
 pub mod workload;

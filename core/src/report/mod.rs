@@ -351,8 +351,11 @@ pub struct Environment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     /// How the client reached the endpoint: HTTP version asked, TLS, proxy,
-    /// extra headers (names; values only where marked public).
+    /// extra headers (names; values only where marked public). The page's main
+    /// module writes it but does not read it back (a report it opens keeps its
+    /// full text for the Analysis and the export).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub transport: Option<transport::TransportInfo>,
     /// Operating system and architecture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -685,12 +688,15 @@ pub struct LevelReport {
     /// (`responseStart`: their first token came in the response's first bytes).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ttft_at_network_stack: u64,
-    /// Requests by the HTTP version of their answer (`http/1.1`, `h2`), where known.
+    /// Requests by the HTTP version of their answer (`http/1.1`, `h2`), where
+    /// known. (Written by the page's main module, not read back: as `transport`.)
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub protocols: BTreeMap<String, u64>,
     /// Requests that opened a new connection and requests that reused one
     /// (where the client knew which).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub connections: Option<ConnectionCounts>,
     /// Quantile curves for CDFs and histograms: metric -> 101 values, the
     /// percentiles p0, p1, ..., p100 (`ttft_ms`, `itl_ms`, `e2e_ms`, `tpot_ms`,

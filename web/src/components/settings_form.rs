@@ -1,13 +1,18 @@
 //! The settings form. Every field carries its URL query name and goes through
 //! [`Settings::set`], so the form and the URL share one parser and one validation.
 
+use tokenscope_core::page::transport::{
+    MIXED_CONTENT, header_name_problem, is_mixed_content, parse_header_lines,
+};
 use wasm_bindgen::JsCast;
-use web_sys::{HtmlInputElement, HtmlSelectElement};
+use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 use yew::prelude::*;
 
+use crate::services::browser;
 use crate::settings::{
     INPUT_TIERS, NetMode, PaintMode, ReasoningDisplay, Settings, TokenizerSetting,
 };
+use crate::state::Action;
 
 /// Form props.
 #[derive(Properties, PartialEq)]
@@ -18,6 +23,12 @@ pub struct SettingsFormProps {
     pub api_key: AttrValue,
     /// "Remember in this tab".
     pub remember_key: bool,
+    /// Extra headers, one `Name: value` per line (memory only).
+    pub headers: AttrValue,
+    /// The header that carries the key (empty: `Authorization: Bearer`).
+    pub key_header: AttrValue,
+    /// The extra headers or the key's header changed.
+    pub onauth: Callback<Action>,
     /// Models listed by the endpoint.
     pub models: Vec<String>,
     /// Why listing failed.
@@ -90,6 +101,27 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
         let cb = props.onlistmodels.clone();
         Callback::from(move |_: MouseEvent| cb.emit(()))
     };
+    let onheaders = {
+        let cb = props.onauth.clone();
+        Callback::from(move |e: InputEvent| {
+            let t: HtmlTextAreaElement = e.target_unchecked_into();
+            cb.emit(Action::Headers(t.value()));
+        })
+    };
+    let onkeyheader = {
+        let cb = props.onauth.clone();
+        Callback::from(move |e: InputEvent| {
+            let i: HtmlInputElement = e.target_unchecked_into();
+            cb.emit(Action::KeyHeader(i.value()));
+        })
+    };
+    let headers_error = parse_header_lines(&props.headers).err().or_else(|| {
+        Some(props.key_header.trim())
+            .filter(|h| !h.is_empty())
+            .and_then(header_name_problem)
+            .map(|p| format!("key header: {p}"))
+    });
+    let mixed = is_mixed_content(&browser::location_base(), &s.url);
     let d = props.disabled;
     html! {
         <form class="settings panel" onsubmit={Callback::from(|e: SubmitEvent| e.prevent_default())}>
@@ -98,6 +130,9 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
                 <input name="url" type="url" value={s.url.clone()} onchange={onfield.clone()} disabled={d}
                     placeholder="empty: the simulated endpoint in this page" autocomplete="url" spellcheck="false" />
                 <small>{ "OpenAI-compatible base, e.g. http://127.0.0.1:8000/v1" }</small>
+                if mixed {
+                    <small id="mixed-content" class="error" role="alert">{ MIXED_CONTENT }</small>
+                }
             </label>
             <div class="two">
                 <label>{ "API" }
@@ -129,6 +164,17 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
             <label class="check">
                 <input type="checkbox" checked={props.remember_key} onchange={onremember} disabled={d} />
                 { "remember in this tab (sessionStorage; never in the URL or the report)" }
+            </label>
+            <label>{ "Key header" }
+                <input name="key_header_field" value={props.key_header.clone()} oninput={onkeyheader} disabled={d}
+                    autocomplete="off" spellcheck="false" placeholder="empty: Authorization: Bearer; or e.g. api-key" />
+            </label>
+            <label>{ "Extra headers" }
+                <textarea name="headers_field" rows="2" value={props.headers.clone()} oninput={onheaders} disabled={d}
+                    autocomplete="off" spellcheck="false" placeholder="Name: value, one per line; kept in memory only" />
+                if let Some(e) = headers_error {
+                    <small id="headers-error" class="error" role="alert">{ e }</small>
+                }
             </label>
             { load_fields(s, &onfield, d) }
             { more_fields(s, &onfield, d) }

@@ -40,13 +40,63 @@ fn stamp_of(v: &JsValue) -> f64 {
         .unwrap_or_else(now)
 }
 
+/// What every request to the endpoint carries besides the API's own headers: the
+/// API key and the user's extra headers. Memory only: never stored, put in the
+/// URL, the report or a log (the report names the headers, never their values).
+#[derive(Clone, Default, PartialEq)]
+pub struct Auth {
+    /// The API key.
+    pub key: Option<String>,
+    /// The header that carries the key, `None` for `Authorization: Bearer`.
+    pub key_header: Option<String>,
+    /// Extra headers, `(name, value)`.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Auth {
+    /// Every header to send, the key's first.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        let mut out = Vec::with_capacity(self.headers.len() + 1);
+        if let Some(key) = self.key.as_deref().filter(|k| !k.is_empty()) {
+            out.push(match &self.key_header {
+                Some(name) => (name.clone(), key.to_owned()),
+                None => ("authorization".into(), format!("Bearer {key}")),
+            });
+        }
+        out.extend(self.headers.iter().cloned());
+        out
+    }
+
+    /// The names that make the browser ask the endpoint's CORS preflight, as
+    /// typed: the key's header (`authorization` included) and the extra ones.
+    pub fn preflight_names(&self) -> Vec<String> {
+        self.pairs().into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// Set every header on `h`.
+    pub fn apply(&self, h: &web_sys::Headers) -> Result<(), String> {
+        for (name, value) in self.pairs() {
+            h.set(&name, &value).map_err(|e| js_error_text(&e))?;
+        }
+        Ok(())
+    }
+
+    /// The same, without the key (a URL the key must not go to).
+    pub fn without_key(&self) -> Auth {
+        Auth {
+            key: None,
+            ..self.clone()
+        }
+    }
+}
+
 /// Where `fetch` sends requests.
 #[derive(Clone)]
 pub struct FetchTarget {
     /// The endpoint (`.../v1/chat/completions`).
     pub url: String,
-    /// Bearer token (memory only).
-    pub api_key: Option<String>,
+    /// The key and extra headers (memory only).
+    pub auth: Auth,
     /// Send `x-request-id`.
     pub send_request_id: bool,
 }
@@ -82,10 +132,8 @@ impl FetchTarget {
         let h = web_sys::Headers::new()?;
         h.set("content-type", "application/json")?;
         h.set("accept", "text/event-stream")?;
-        if let Some(key) = &self.api_key
-            && !key.is_empty()
-        {
-            h.set("authorization", &format!("Bearer {key}"))?;
+        for (name, value) in self.auth.pairs() {
+            h.set(&name, &value)?;
         }
         if self.send_request_id {
             h.set("x-request-id", &req.request_id)?;
@@ -148,25 +196,18 @@ impl FetchTarget {
 
     /// `GET` a URL (the models list `{base}/models`, a prompts file): the body
     /// text, or why it failed.
-    pub async fn get_text(url: &str, api_key: Option<&str>) -> Result<String, String> {
-        Self::text(url, api_key, None).await
+    pub async fn get_text(url: &str, auth: &Auth) -> Result<String, String> {
+        Self::text(url, auth, None).await
     }
 
     /// `GET` a URL, or `POST` it `json` (`/tokenize`): the body text, or why it
     /// failed.
-    pub async fn text(
-        url: &str,
-        api_key: Option<&str>,
-        json: Option<&str>,
-    ) -> Result<String, String> {
+    pub async fn text(url: &str, auth: &Auth, json: Option<&str>) -> Result<String, String> {
         let init = RequestInit::new();
         init.set_mode(web_sys::RequestMode::Cors);
         init.set_credentials(web_sys::RequestCredentials::Omit);
         let h = web_sys::Headers::new().map_err(|e| js_error_text(&e))?;
-        if let Some(key) = api_key.filter(|k| !k.is_empty()) {
-            h.set("authorization", &format!("Bearer {key}"))
-                .map_err(|e| js_error_text(&e))?;
-        }
+        auth.apply(&h)?;
         match json {
             Some(body) => {
                 init.set_method("POST");

@@ -22,6 +22,7 @@ use tokenscope_core::page::scrape::TakenScrape;
 use tokenscope_core::page::workload::{PreparedWorkload, WorkloadFile, WorkloadRequest};
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
+use tokenscope_core::report::transport::{HeaderInfo, TransportInfo};
 use tokenscope_core::report::{
     ClientReport, Environment, LevelReport, Load, ReportWarning, Source, WarningKind,
 };
@@ -29,9 +30,13 @@ use tokenscope_core::workload::conversation::{Conversation, History};
 use tokenscope_core::workload::plan;
 use tokenscope_core::workload::tokens::InputLength;
 
+use tokenscope_core::measure::record::{ErrorKind, Outcome};
+use tokenscope_core::page::transport::{MIXED_CONTENT, is_mixed_content};
+use tokenscope_core::parse::redact_url;
+
 use super::browser;
 use super::clock::{CancelToken, now, sleep_ms};
-use super::fetch::FetchTarget;
+use super::fetch::{Auth, FetchTarget};
 use super::paint::Painter;
 pub use super::records::{PageEntry, PageRaw, PageRecord, raw_jsonl};
 use super::requests::Requests;
@@ -116,8 +121,8 @@ pub struct RunOutput {
 pub struct RunInput {
     /// The validated plan: the only configuration the run reads.
     pub plan: RunPlan,
-    /// The API key (memory only).
-    pub api_key: Option<String>,
+    /// The API key and extra headers (memory only).
+    pub auth: Auth,
     /// The stream view and paint probe.
     pub painter: Painter,
     /// The stop signal.
@@ -323,11 +328,16 @@ pub async fn run(
                 Some(m) => m.clone(),
                 None => {
                     let url = base.endpoint("models");
-                    let text = FetchTarget::get_text(&url, input.api_key.as_deref())
-                        .await
-                        .map_err(|e| {
-                            format!("could not list the models: {e}; type the model name")
-                        })?;
+                    let text = match FetchTarget::get_text(&url, &input.auth).await {
+                        Ok(t) => t,
+                        Err(e) => {
+                            return Err(explain_no_response(&url, plan, &input.auth)
+                                .await
+                                .unwrap_or_else(|| {
+                                    format!("could not list the models: {e}; type the model name")
+                                }));
+                        }
+                    };
                     first_model_id(&text).ok_or_else(|| {
                         format!("{} lists no model; type the model name", base.redacted())
                     })?
@@ -338,12 +348,12 @@ pub async fn run(
                 (Some(worker), NetMode::Worker) => Transport::Worker(WorkerTarget {
                     worker: NetWorker::start(worker)?,
                     url,
-                    api_key: input.api_key.clone(),
+                    auth: input.auth.clone(),
                     send_request_id: plan.request_ids,
                 }),
                 _ => Transport::Fetch(FetchTarget {
                     url,
-                    api_key: input.api_key.clone(),
+                    auth: input.auth.clone(),
                     send_request_id: plan.request_ids,
                 }),
             };
@@ -357,7 +367,7 @@ pub async fn run(
     let page_tokens = match cached {
         Some(t) => t,
         None => {
-            let key = input.api_key.as_deref();
+            let key = &input.auth;
             let t = tokens::prepare(plan, &transport, &model, key, &input.cancel).await?;
             *input.tokens.borrow_mut() = Some(t.clone());
             t
@@ -365,7 +375,7 @@ pub async fn run(
     };
     let mut context_window = None;
     if let Some(f) = plan.input_of_context {
-        let window = tokens::context_window(plan, &model, input.api_key.as_deref()).await?;
+        let window = tokens::context_window(plan, &model, &input.auth).await?;
         context_window = Some(window);
         input.plan.input_tokens = InputLength::OfContext(f).resolve(window);
     }
@@ -389,7 +399,7 @@ pub async fn run(
         model: model.clone(),
         run_tag: run_tag.clone(),
     });
-    let scraping = scrape_setup(plan, &transport, input.api_key.as_deref()).await;
+    let scraping = scrape_setup(plan, &transport, &input.auth).await;
     let mut config = plan.run_config(&model);
     if !scraping.server {
         config.server_metrics_url = None;
@@ -456,6 +466,12 @@ pub async fn run(
     let lag = LagMonitor::start(Rc::clone(&hidden));
     ctx.input.painter.take_cost();
     run_levels(&ctx).await;
+    if let Some(why) = no_response_cause(&ctx).await {
+        if let Some(s) = ctx.scraper.borrow_mut().take() {
+            s.stop();
+        }
+        return Err(why);
+    }
     if let Some(s) = ctx.scraper.borrow_mut().take() {
         s.stop();
     }
@@ -467,7 +483,22 @@ pub async fn run(
         tool_version: tokenscope_core::VERSION.into(),
         user_agent: browser::user_agent(),
         protocol: ctx.protocol.borrow().clone(),
-        transport: None,
+        // Names only: the values (and the key) are never written.
+        transport: (!ctx.transport.is_simulated()).then(|| TransportInfo {
+            http_version: "auto".into(),
+            headers: ctx
+                .input
+                .auth
+                .headers
+                .iter()
+                .map(|(name, _)| HeaderInfo {
+                    name: name.clone(),
+                    value: None,
+                })
+                .collect(),
+            api_key_header: ctx.input.auth.key_header.clone(),
+            ..TransportInfo::default()
+        }),
         cpus: browser::cpus(),
         started_at: Some(started_at),
         simulated: ctx.transport.is_simulated(),
@@ -575,7 +606,7 @@ async fn load_workload(
         _ => return Ok(None),
     };
     let shown = tokenscope_core::parse::redact_url(url);
-    let text = FetchTarget::get_text(url, None)
+    let text = FetchTarget::get_text(url, &Auth::default())
         .await
         .map_err(|e| format!("{what} {shown}: {e}"))?;
     let request = WorkloadRequest {
@@ -612,6 +643,63 @@ async fn load_workload(
     Ok(Some(w))
 }
 
+/// Why no request got a response, when the page can tell (the browser says only
+/// "Failed to fetch"): the endpoint is mixed content, or its CORS preflight
+/// refuses the extra headers. `None` when some request got a response, or the
+/// cause is not one of these.
+async fn no_response_cause(ctx: &Ctx) -> Option<String> {
+    let none_answered = {
+        let records = ctx.records.borrow();
+        !records.is_empty()
+            && records.iter().all(|r| {
+                matches!(
+                    &r.line.record.outcome,
+                    Outcome::Error {
+                        kind: ErrorKind::Connect,
+                        ..
+                    }
+                )
+            })
+    };
+    let url = ctx.transport.url()?;
+    if !none_answered {
+        return None;
+    }
+    explain_no_response(url, &ctx.input.plan, &ctx.input.auth).await
+}
+
+/// Why `url` gave no response: mixed content, or (with extra headers, or the key
+/// in its own header) a CORS preflight that does not allow them, found by one
+/// request the browser sends without a preflight (`GET {base}/models`, no
+/// headers): if that answers, the endpoint is there and the headers are refused.
+pub async fn explain_no_response(url: &str, plan: &RunPlan, auth: &Auth) -> Option<String> {
+    if is_mixed_content(&browser::location_base(), url) {
+        return Some(format!(
+            "no response from {}: {MIXED_CONTENT}",
+            redact_url(url)
+        ));
+    }
+    let mut names: Vec<String> = auth.headers.iter().map(|(n, _)| n.clone()).collect();
+    if auth.key.is_some()
+        && let Some(h) = &auth.key_header
+    {
+        names.insert(0, h.clone());
+    }
+    let probe = plan.base.as_ref()?.endpoint("models");
+    if names.is_empty()
+        || FetchTarget::get_text(&probe, &Auth::default())
+            .await
+            .is_err_and(|e| e.starts_with("no response"))
+    {
+        return None;
+    }
+    Some(format!(
+        "no response from {}: the endpoint answers a request without extra headers, but its CORS preflight does not allow the header(s) {}: its Access-Control-Allow-Headers must list them",
+        redact_url(url),
+        names.join(", ")
+    ))
+}
+
 /// What the run scrapes, set up before it starts.
 struct ScrapeSetup {
     /// The targets to scrape (none: no scraping).
@@ -628,7 +716,7 @@ struct ScrapeSetup {
 /// not answer with metrics is dropped (said once, as `bench` does). Scraping
 /// needs the report module (it reads the text): when it does not load, nothing
 /// is scraped and the report says why.
-async fn scrape_setup(plan: &RunPlan, transport: &Transport, api_key: Option<&str>) -> ScrapeSetup {
+async fn scrape_setup(plan: &RunPlan, transport: &Transport, auth: &Auth) -> ScrapeSetup {
     let mut out = ScrapeSetup {
         targets: Vec::new(),
         first: Vec::new(),
@@ -647,9 +735,11 @@ async fn scrape_setup(plan: &RunPlan, transport: &Transport, api_key: Option<&st
     }
     let url_source = |url: &str| scrape::Source::Url {
         url: url.to_owned(),
-        api_key: api_key
-            .filter(|_| plan.sends_key_to(url))
-            .map(str::to_owned),
+        auth: if plan.sends_key_to(url) {
+            auth.clone()
+        } else {
+            auth.without_key()
+        },
     };
     let mut wanted = Vec::new();
     match (&plan.scrape.server, transport) {
@@ -1142,6 +1232,7 @@ async fn finalize(ctx: Rc<Ctx>, sent: super::transport::Sent, request_id: String
         && let Some(rt) = timing.settle().await
     {
         tl.on_resource_timing(rt.request_start_ms, rt.response_start_ms);
+        tl.on_transport(rt.protocol, rt.connection);
     }
     let mut record = tl.finish();
     record.prompt_tokens_sent = at.prompt_tokens_sent;

@@ -41,8 +41,8 @@ pub enum Source {
     Url {
         /// Where.
         url: String,
-        /// The bearer token sent with it.
-        api_key: Option<String>,
+        /// The key (on the endpoint's origin only) and extra headers.
+        auth: super::fetch::Auth,
     },
 }
 
@@ -65,8 +65,8 @@ impl std::fmt::Debug for Target {
 pub async fn take(t: &Target) -> TakenScrape {
     let result = match &t.source {
         Source::Sim(sim) => Ok(sim.metrics_text()),
-        Source::Url { url, api_key } => {
-            let fetched = std::pin::pin!(fetch_text(url, api_key.as_deref()));
+        Source::Url { url, auth } => {
+            let fetched = std::pin::pin!(fetch_text(url, auth));
             let timer = std::pin::pin!(sleep_ms(SCRAPE_TIMEOUT_MS));
             match select(fetched, timer).await {
                 Either::Left((r, _)) => r,
@@ -97,7 +97,7 @@ fn same_origin(url: &str) -> bool {
 
 /// `GET url`: the body text, or why there is none (never the URL: it may hold a
 /// key).
-async fn fetch_text(url: &str, api_key: Option<&str>) -> Result<String, String> {
+async fn fetch_text(url: &str, auth: &super::fetch::Auth) -> Result<String, String> {
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_mode(web_sys::RequestMode::Cors);
@@ -111,11 +111,7 @@ async fn fetch_text(url: &str, api_key: Option<&str>) -> Result<String, String> 
     headers
         .set("accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
         .map_err(|e| js_error_text(&e))?;
-    if let Some(key) = api_key.filter(|k| !k.is_empty()) {
-        headers
-            .set("authorization", &format!("Bearer {key}"))
-            .map_err(|e| js_error_text(&e))?;
-    }
+    auth.apply(&headers)?;
     init.set_headers(&headers);
     let window = web_sys::window().ok_or("no window")?;
     let resp: Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
@@ -130,7 +126,7 @@ async fn fetch_text(url: &str, api_key: Option<&str>) -> Result<String, String> 
     let status = resp.status();
     if !(200..300).contains(&status) {
         let hint = match status {
-            401 | 403 if api_key.is_none() => {
+            401 | 403 if auth.key.is_none() => {
                 " (no key was sent: the key goes only to the endpoint's own origin)"
             }
             401 | 403 => " (the key sent was refused)",

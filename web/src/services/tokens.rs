@@ -30,7 +30,7 @@ struct Counter<'a> {
     url: String,
     api: TokenizeApi,
     model: &'a str,
-    key: Option<&'a str>,
+    key: &'a super::fetch::Auth,
 }
 
 impl Counter<'_> {
@@ -52,7 +52,7 @@ pub async fn prepare(
     plan: &RunPlan,
     transport: &Transport,
     model: &str,
-    key: Option<&str>,
+    key: &super::fetch::Auth,
     cancel: &CancelToken,
 ) -> Result<PageTokens, String> {
     let counter = match (&plan.base, plan.tokenizer) {
@@ -162,7 +162,11 @@ async fn template_overhead(
 /// as given, the simulator's, or the server's (vLLM's `/v1/models`
 /// `max_model_len`, llama.cpp's `/props` `n_ctx`); an error naming what is
 /// missing when none says.
-pub async fn context_window(plan: &RunPlan, model: &str, key: Option<&str>) -> Result<u64, String> {
+pub async fn context_window(
+    plan: &RunPlan,
+    model: &str,
+    key: &super::fetch::Auth,
+) -> Result<u64, String> {
     if let Some(w) = plan.context_window {
         return Ok(w);
     }

@@ -200,12 +200,18 @@ const TIMING_WAIT_MS: f64 = 1000.0;
 
 /// A request's Resource Timing, on the page's clock (each `None` where the
 /// browser hides it: a cross-origin endpoint without `Timing-Allow-Origin`).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ResourceTiming {
     /// `requestStart`: the network stack began sending the request.
     pub request_start_ms: Option<f64>,
     /// `responseStart`: the network stack had the response's first bytes.
     pub response_start_ms: Option<f64>,
+    /// `nextHopProtocol` (`http/1.1`, `h2`, `h3`).
+    pub protocol: Option<String>,
+    /// The connection it went over (core's [`ConnectTiming::connection`]).
+    ///
+    /// [`ConnectTiming::connection`]: tokenscope_core::page::transport::ConnectTiming::connection
+    pub connection: Option<tokenscope_core::measure::record::ConnectionUse>,
 }
 
 /// Where a request's Resource Timing comes from, once the browser has made its

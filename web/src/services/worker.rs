@@ -20,6 +20,7 @@ use std::task::{Poll, Waker};
 
 use js_sys::{Array, Reflect, Uint8Array};
 use tokenscope_core::measure::record::ErrorKind;
+use tokenscope_core::page::transport::ConnectTiming;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -147,7 +148,7 @@ impl NetWorker {
         let reported = poll_fn(|cx| {
             let mut inner = self.inner.borrow_mut();
             match inner.timings.get_mut(&id) {
-                Some(t) => match t.reported {
+                Some(t) => match t.reported.take() {
                     Some(rt) => Poll::Ready(Some(rt)),
                     None => {
                         t.waker = Some(cx.waker().clone());
@@ -217,9 +218,25 @@ fn deliver(inner: &Rc<RefCell<Inner>>, data: &JsValue) {
             }
             let origin = i.origin;
             let at = |key: &str| get(data, key).as_f64().map(|t| t - origin);
+            let c: Vec<f64> = js_sys::Array::from(&get(data, "connect"))
+                .iter()
+                .map(|v| v.as_f64().unwrap_or(0.0))
+                .collect();
             let rt = ResourceTiming {
                 request_start_ms: at("requestStart"),
                 response_start_ms: at("responseStart"),
+                protocol: get(data, "protocol").as_string().filter(|p| !p.is_empty()),
+                connection: match c[..] {
+                    [a, b, d, e, f] => ConnectTiming {
+                        domain_lookup_start: a,
+                        domain_lookup_end: b,
+                        connect_start: d,
+                        connect_end: e,
+                        secure_connection_start: f,
+                    }
+                    .connection(),
+                    _ => None,
+                },
             };
             if let Some(slot) = i.timings.get_mut(&id) {
                 slot.reported = Some(rt);
@@ -258,9 +275,9 @@ pub struct WorkerTarget {
     pub worker: NetWorker,
     /// The endpoint (`.../v1/chat/completions`).
     pub url: String,
-    /// Bearer token (memory only; it goes to the worker by `postMessage`, never
-    /// anywhere else).
-    pub api_key: Option<String>,
+    /// The key and extra headers (memory only; they go to the worker by
+    /// `postMessage`, never anywhere else).
+    pub auth: super::fetch::Auth,
     /// Send `x-request-id`.
     pub send_request_id: bool,
 }
@@ -277,8 +294,8 @@ impl WorkerTarget {
         let pair = |k: &str, v: &str| Array::of2(&JsValue::from_str(k), &JsValue::from_str(v));
         headers.push(&pair("content-type", "application/json"));
         headers.push(&pair("accept", "text/event-stream"));
-        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
-            headers.push(&pair("authorization", &format!("Bearer {key}")));
+        for (name, value) in self.auth.pairs() {
+            headers.push(&pair(&name, &value));
         }
         if self.send_request_id {
             headers.push(&pair("x-request-id", &req.request_id));
