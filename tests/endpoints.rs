@@ -117,6 +117,10 @@ fn https_with_a_private_ca_and_certificate_problems_told_plainly() {
             .all(|s| s["tls"] == true && s["protocol"] == "h2")
     );
 
+    // The system's roots, as the platform finds them (SSL_CERT_FILE on Linux).
+    let o = bench(&mock.url, dir.path(), &[], &[("SSL_CERT_FILE", &ca)]);
+    assert!(o.status.success(), "{}", text(&o));
+
     // A CA file that is not one.
     let bogus = dir.path().join("bogus.pem");
     std::fs::write(&bogus, "not a certificate").unwrap();
