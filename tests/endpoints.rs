@@ -415,3 +415,66 @@ fn connection_setup_is_timed_against_the_servers_record() {
         .unwrap();
     assert!(p50 >= delay_ms - 1.0, "{p50}");
 }
+
+/// A CA, and a server certificate it signed for `names`, valid over the given
+/// years: written to `dir` as `ca.pem`, `leaf.pem`, `leaf-key.pem`.
+fn private_ca_and_leaf(dir: &Path, names: &[&str], years: (i32, i32)) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name.push(
+        DnType::CommonName,
+        format!("endpoints test CA {}", dir.display()),
+    );
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let mut leaf =
+        CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>()).unwrap();
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    leaf.use_authority_key_identifier_extension = true;
+    leaf.not_before = rcgen::date_time_ymd(years.0, 1, 1);
+    leaf.not_after = rcgen::date_time_ymd(years.1, 1, 1);
+    let key = KeyPair::generate().unwrap();
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("leaf.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.join("leaf-key.pem"), key.serialize_pem()).unwrap();
+}
+
+#[test]
+fn a_wrong_name_and_an_expired_certificate_are_told_plainly() {
+    for (names, years, needle) in [
+        (
+            &["wrong.example"][..],
+            (2020, 2090),
+            "not valid for the name 127.0.0.1",
+        ),
+        (&["127.0.0.1", "localhost"][..], (2000, 2001), "has expired"),
+    ] {
+        let certs = tempfile::tempdir().unwrap();
+        private_ca_and_leaf(certs.path(), names, years);
+        let p = |f: &str| certs.path().join(f).to_str().unwrap().to_owned();
+        let mock = Mock::start(&[
+            "--tls-cert",
+            &p("leaf.pem"),
+            "--tls-key",
+            &p("leaf-key.pem"),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let o = bench(&mock.url, dir.path(), &["--ca-cert", &p("ca.pem")], &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = text(&o);
+        assert!(err.contains(needle) && err.contains("TLS:"), "{err}");
+        // --insecure reaches it anyway, and says so.
+        let o = bench(&mock.url, dir.path(), &["--insecure"], &[]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+}
