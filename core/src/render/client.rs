@@ -323,7 +323,7 @@ pub fn server_markdown(out: &mut String, report: &ClientReport) {
     }
 }
 
-const CSV_METRICS: [&str; 12] = [
+const CSV_METRICS: [&str; 13] = [
     "ttft_ms",
     "tpot_ms",
     "itl_ms",
@@ -336,6 +336,7 @@ const CSV_METRICS: [&str; 12] = [
     "max_gap_ms",
     "browser_send_ms",
     "browser_delivery_ms",
+    "connection_setup_ms",
 ];
 
 fn level_metric<'a>(l: &'a LevelReport, name: &str) -> Option<&'a Summary> {
@@ -353,6 +354,7 @@ fn level_metric<'a>(l: &'a LevelReport, name: &str) -> Option<&'a Summary> {
         "max_gap_ms" => m.max_gap_ms.as_ref(),
         "browser_send_ms" => m.browser_send_ms.as_ref(),
         "browser_delivery_ms" => m.browser_delivery_ms.as_ref(),
+        "connection_setup_ms" => m.connection_setup_ms.as_ref(),
         _ => None,
     }
 }
