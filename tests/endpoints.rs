@@ -345,6 +345,8 @@ fn extra_headers_arrive_and_their_values_stay_secret() {
     let url = format!("{}?api-version=2024-10-21", mock.url);
     let o = bench(&url, dir.path(), &[], &[]);
     assert!(o.status.success(), "{}", text(&o));
+    let server = mock.log_records(server.len() + 6);
+    assert_eq!(server.last().unwrap()["query_names"][0], "api-version");
 }
 
 #[test]

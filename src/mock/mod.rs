@@ -75,6 +75,8 @@ pub struct LogRecord {
     pub api_key_header: Option<&'static str>,
     /// The request's header names, lowercased and sorted (never a value).
     pub header_names: Vec<String>,
+    /// The URL query's parameter names, in order (never a value).
+    pub query_names: Vec<String>,
     /// `http/1.1` or `h2`.
     pub protocol: &'static str,
     /// Whether the connection is TLS.
@@ -313,11 +315,12 @@ async fn chat(
     arrival: Option<axum::Extension<Arrival>>,
     conn: Option<axum::Extension<ConnInfo>>,
     version: Version,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
-    let via = Via::new(conn.map(|c| c.0), version);
+    let via = Via::new(conn.map(|c| c.0), version, &uri);
     handle(s, Api::Chat, t, via, headers, body).await
 }
 
@@ -326,11 +329,12 @@ async fn completions(
     arrival: Option<axum::Extension<Arrival>>,
     conn: Option<axum::Extension<ConnInfo>>,
     version: Version,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
-    let via = Via::new(conn.map(|c| c.0), version);
+    let via = Via::new(conn.map(|c| c.0), version, &uri);
     handle(s, Api::Completions, t, via, headers, body).await
 }
 
@@ -338,10 +342,20 @@ async fn completions(
 struct Via {
     conn: Option<ConnInfo>,
     protocol: &'static str,
+    /// The query's parameter names (never their values: a key may be there).
+    query_names: Vec<String>,
 }
 
 impl Via {
-    fn new(conn: Option<ConnInfo>, version: Version) -> Self {
+    fn new(conn: Option<ConnInfo>, version: Version, uri: &axum::http::Uri) -> Self {
+        let query_names = uri
+            .query()
+            .unwrap_or_default()
+            .split('&')
+            .filter_map(|kv| kv.split('=').next())
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned)
+            .collect();
         let protocol = match version {
             Version::HTTP_2 => "h2",
             Version::HTTP_3 => "h3",
@@ -349,7 +363,11 @@ impl Via {
             Version::HTTP_09 => "http/0.9",
             _ => "http/1.1",
         };
-        Self { conn, protocol }
+        Self {
+            conn,
+            protocol,
+            query_names,
+        }
     }
 }
 
@@ -483,6 +501,7 @@ async fn handle(
         authorized,
         api_key_header,
         header_names: header_names(&headers),
+        query_names: via.query_names.clone(),
         protocol: via.protocol,
         tls: via.conn.is_some_and(|c| c.tls),
         connection: via.conn.map_or(0, |c| c.number),
