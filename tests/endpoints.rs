@@ -117,6 +117,26 @@ fn https_with_a_private_ca_and_certificate_problems_told_plainly() {
             .all(|s| s["tls"] == true && s["protocol"] == "h2")
     );
 
+    // A name is looked up (its DNS time within the setup of the connections
+    // that needed it), and the certificate is valid for it.
+    let by_name = mock.url.replace("127.0.0.1", "localhost");
+    let o = bench(&by_name, dir.path(), &["--ca-cert", &ca], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let raw = read_jsonl(&dir.path().join("raw.jsonl"));
+    let opened: Vec<&serde_json::Value> = raw
+        .iter()
+        .filter(|r| r["connection"]["new"] == true)
+        .collect();
+    assert!(!opened.is_empty());
+    for r in opened {
+        let c = &r["connection"];
+        let (dns, setup) = (
+            c["dns_ms"].as_f64().unwrap(),
+            c["setup_ms"].as_f64().unwrap(),
+        );
+        assert!(dns > 0.0 && dns <= setup, "{c}");
+    }
+
     // The system's roots, as the platform finds them (SSL_CERT_FILE on Linux).
     let o = bench(&mock.url, dir.path(), &[], &[("SSL_CERT_FILE", &ca)]);
     assert!(o.status.success(), "{}", text(&o));
@@ -412,6 +432,8 @@ fn connection_setup_is_timed_against_the_servers_record() {
     let r = report(dir.path());
     let level = &r["levels"][0];
     assert_eq!(level["connections"]["new"], opened as u64);
+    // An IP address is never looked up.
+    assert!(raw.iter().all(|r| r["connection"].get("dns_ms").is_none()));
     let p50 = level["metrics"]["connection_setup_ms"]["p50"]
         .as_f64()
         .unwrap();

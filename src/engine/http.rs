@@ -209,7 +209,9 @@ impl HttpOptions {
             );
         }
         if let Some(t) = tracker {
-            b = b.connector_layer(TimeConnect { tracker: t.clone() });
+            b = b
+                .dns_resolver(Arc::new(TimedResolver))
+                .connector_layer(TimeConnect { tracker: t.clone() });
         }
         b.build()
             .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))
@@ -224,19 +226,19 @@ pub struct ConnTracker {
 
 #[derive(Debug, Default)]
 struct Tracked {
-    /// Connections set up and not yet claimed: their setup, ms.
-    fresh: HashMap<SocketAddr, f64>,
+    /// Connections set up and not yet claimed: their setup and DNS lookup, ms.
+    fresh: HashMap<SocketAddr, (f64, Option<f64>)>,
     /// Connections some request has used.
     seen: HashSet<SocketAddr>,
 }
 
 impl ConnTracker {
-    fn record(&self, local: SocketAddr, setup_ms: f64) {
+    fn record(&self, local: SocketAddr, setup_ms: f64, dns_ms: Option<f64>) {
         if let Ok(mut t) = self.inner.lock() {
             // A local port can come back after its connection closed: the new
             // connection on it is fresh again.
             t.seen.remove(&local);
-            t.fresh.insert(local, setup_ms);
+            t.fresh.insert(local, (setup_ms, dns_ms));
         }
     }
 
@@ -250,8 +252,8 @@ impl ConnTracker {
         let first = t.seen.insert(local);
         ConnectionUse {
             new: fresh.is_some() || first,
-            setup_ms: fresh,
-            dns_ms: None,
+            setup_ms: fresh.map(|f| f.0),
+            dns_ms: fresh.and_then(|f| f.1),
             tls_ms: None,
         }
     }
@@ -310,14 +312,46 @@ where
         let fut = self.inner.call(req);
         let tracker = self.tracker.clone();
         Box::pin(async move {
-            let conn = fut.await?;
+            // The resolver, polled inside this future, notes its lookup here.
+            let dns = Arc::new(Mutex::new(None));
+            let conn = DNS_LOOKUP.scope(Arc::clone(&dns), fut).await?;
             let setup_ms = t0.elapsed().as_secs_f64() * 1000.0;
+            let dns_ms = dns.lock().ok().and_then(|d| *d);
             let mut ext = http::Extensions::new();
             hyper_util::client::legacy::connect::Connection::connected(&conn).get_extras(&mut ext);
             if let Some(info) = ext.get::<hyper_util::client::legacy::connect::HttpInfo>() {
-                tracker.record(info.local_addr(), setup_ms);
+                tracker.record(info.local_addr(), setup_ms, dns_ms);
             }
             Ok(conn)
+        })
+    }
+}
+
+tokio::task_local! {
+    /// Where the connection being set up notes its DNS lookup, ms.
+    static DNS_LOOKUP: Arc<Mutex<Option<f64>>>;
+}
+
+/// The system's resolver (getaddrinfo, as reqwest's default), timed: the lookup
+/// is noted for the connection being set up ([`TimedConnector`]). An IP address
+/// in the URL is never looked up.
+#[derive(Debug, Clone, Copy)]
+struct TimedResolver;
+
+impl reqwest::dns::Resolve for TimedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let t0 = Instant::now();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let ms = t0.elapsed().as_secs_f64() * 1000.0;
+            let _ = DNS_LOOKUP.try_with(|d| {
+                if let Ok(mut d) = d.lock() {
+                    *d = Some(d.unwrap_or(0.0) + ms);
+                }
+            });
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
     }
 }
@@ -435,18 +469,19 @@ mod tests {
     fn the_first_answer_on_a_connection_claims_its_setup() {
         let t = ConnTracker::default();
         let a: SocketAddr = "127.0.0.1:40000".parse().unwrap();
-        t.record(a, 12.5);
+        t.record(a, 12.5, Some(0.5));
         assert_eq!(
             t.claim(a),
             ConnectionUse {
                 new: true,
                 setup_ms: Some(12.5),
+                dns_ms: Some(0.5),
                 ..Default::default()
             }
         );
         assert!(!t.claim(a).new);
         // The port comes back with a new connection: new again.
-        t.record(a, 3.0);
+        t.record(a, 3.0, None);
         assert_eq!(t.claim(a).setup_ms, Some(3.0));
         // A connection never seen being set up (made before tracking): new once.
         let b: SocketAddr = "127.0.0.1:40001".parse().unwrap();
