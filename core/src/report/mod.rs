@@ -57,11 +57,13 @@ use crate::measure::openai::Api;
 /// The schema name and version this crate writes.
 pub const CLIENT_SCHEMA: &str = "tokenscope.client/1";
 
-/// Who measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Who measured. (The default, the native CLI, stands in where a report's
+/// source is not read: the page's main module.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The native CLI (`tokenscope bench`).
+    #[default]
     Native,
     /// The web page.
     Browser,
@@ -78,10 +80,11 @@ impl Source {
 }
 
 /// How load was applied: closed loop (concurrency) or open loop (rate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadMode {
     /// A fixed number of requests in flight.
+    #[default]
     Concurrency,
     /// Requests sent on a schedule.
     Rate,
@@ -210,78 +213,103 @@ pub struct TraceInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
     /// Base URL (`.../v1`), without credentials or query string.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub url: String,
     /// Endpoint kind.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub api: Api,
     /// Model name.
     pub model: String,
     /// `concurrency` or `rate`.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub mode: LoadMode,
     /// The levels swept (concurrencies or req/s).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub levels: Vec<f64>,
     /// Rate mode's arrival process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub arrival: Option<Arrival>,
     /// Measured requests per level (split over the rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub requests_per_level: Option<u64>,
     /// Measured duration per level, seconds (split over the rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub duration_per_level_s: Option<f64>,
     /// Rounds per level.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub rounds: u32,
     /// Warm-up requests before each level (not measured).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub warmup_requests: u32,
     /// Approximate prompt length, tokens (synthetic prompts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub input_tokens: Option<u32>,
     /// Prompts file, when one was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub prompts_file: Option<String>,
     /// The prompts file's prompt set, as sent ([`crate::workload::dataset::prompts_hash`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub prompts_hash: Option<String>,
     /// What this run is (`bench --label v1.2`): `tokenscope history` orders and
     /// names runs by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub label: Option<String>,
     /// `max_tokens` sent.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub max_tokens: u32,
     /// `ignore_eos` sent.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub ignore_eos: bool,
     /// `min_tokens` sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub min_tokens: Option<u32>,
     /// Per-request timeout, seconds.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub timeout_s: f64,
     /// SLOs given.
     #[serde(default)]
     pub slos: Vec<Slo>,
     /// Stall threshold, ms.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub stall_threshold_ms: f64,
     /// Seed of prompt generation and arrivals.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub seed: u64,
     /// Long-run snapshot interval, seconds (soak runs); absent: no snapshots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub snapshot_interval_s: Option<f64>,
     /// Exact samples kept per metric and level before the percentiles come from a
     /// histogram; absent: the default (`stats::DEFAULT_SAMPLE_CAP`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub sample_cap: Option<u64>,
     /// The server's `/metrics` scraped during the run (its URL without query or
     /// credentials); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub server_metrics_url: Option<String>,
     /// How many distinct prompts the run cycles through (a prompts file); absent:
     /// every request's prompt is its own (synthetic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub distinct_prompts: Option<u64>,
     /// The GPU exporter scraped during the run; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub gpu_metrics_url: Option<String>,
     /// Seconds between scrapes within a level (besides one at each level's start
     /// and end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub scrape_interval_s: Option<f64>,
     /// The trace replayed (its arrivals, lengths and prefix blocks), when one was.
     /// The page's main module writes it (a trace replayed in the page) but does
@@ -302,6 +330,7 @@ pub struct RunConfig {
     pub context_window: Option<u64>,
     /// The gaps' coefficient of variation (`arrival: gamma`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub arrival_cv: Option<f64>,
     /// Seconds of load rising linearly before each level's measured part
     /// (instead of its warm-up; not measured).
@@ -315,6 +344,7 @@ pub struct RunConfig {
     /// Browser runs: what the page showed of reasoning (the rendered TTFT is
     /// the paint of the first token shown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub reasoning_display: Option<ReasoningDisplay>,
     /// The sessions' shape when the run sent conversations (`--conversation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,9 +372,11 @@ impl RunConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Environment {
     /// tokenscope's version.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub tool_version: String,
     /// The browser's user agent (browser runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub user_agent: Option<String>,
     /// HTTP protocol seen (`http/1.1`, `h2`), when known: the one most
     /// requests' answers came over (each level counts them all).
@@ -359,15 +391,18 @@ pub struct Environment {
     pub transport: Option<transport::TransportInfo>,
     /// Operating system and architecture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub os: Option<String>,
     /// Logical CPUs of the client machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub cpus: Option<u32>,
     /// Wall-clock start of the run (RFC 3339), for comparing runs later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     /// CPU time the client process used, seconds (user + system).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub client_cpu_s: Option<f64>,
     /// Whether the endpoint is the built-in simulator.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -375,10 +410,12 @@ pub struct Environment {
     /// The client's own event-loop lag during the run: how late a 10 ms timer fired.
     /// High values mean the client, not the server, was the bottleneck.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub event_loop_lag_ms: Option<Summary>,
     /// This report was rebuilt from a raw file (`tokenscope report --raw`), not
     /// written by the run: what the raw file did not record is missing here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub rebuilt_from_raw: bool,
     /// This report merges shards' reports (`tokenscope merge`): how many, how,
     /// and how far apart they started.
@@ -397,6 +434,7 @@ pub struct LevelMetrics {
     /// Inter-token latency per chunk (all gaps of all requests).
     pub itl_ms: Summary,
     /// Inter-token latency per token.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub itl_per_token_ms: Summary,
     /// End-to-end latency.
     pub e2e_ms: Summary,
@@ -405,8 +443,10 @@ pub struct LevelMetrics {
     /// Time to first body byte.
     pub time_to_first_byte_ms: Summary,
     /// Per-request decode rate, tokens/s.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub decode_rate_tok_per_s: Summary,
     /// Output tokens per request.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub output_tokens: Summary,
     /// User-perceived TTFT (browser).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -417,32 +457,40 @@ pub struct LevelMetrics {
     /// A reasoning model's time to its first answer token (requests that
     /// reasoned; TTFT counts the reasoning's first token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub time_to_first_answer_ms: Option<Summary>,
     /// Reasoning tokens per request (requests that reasoned).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub reasoning_tokens: Option<Summary>,
     /// Each request's longest gap between tokens (stream smoothness; requests
     /// with at least two content events).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub max_gap_ms: Option<Summary>,
     /// The browser's own send delay: from the page's send to its network stack
     /// beginning the request (Resource Timing's `requestStart`; a new
     /// connection's setup included) (browser, where exposed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub browser_send_ms: Option<Summary>,
     /// The browser's own delivery delay: from its network stack having the
     /// response's first bytes (Resource Timing's `responseStart`) to the page's
     /// script having the response (browser, where exposed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub browser_delivery_ms: Option<Summary>,
     /// Actual minus scheduled send (rate mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub client_lag_ms: Option<Summary>,
     /// llama.cpp's own generation time per token, when the server sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub server_tpot_ms: Option<Summary>,
     /// llama.cpp's own prompt evaluation time, when the server sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub server_prompt_ms: Option<Summary>,
     /// Setting up a new connection (DNS, TCP, proxy tunnel, TLS), over the
     /// requests that opened one (of every outcome that got a connection).
@@ -642,44 +690,58 @@ pub struct LevelReport {
     /// Requests that hit the client timeout.
     pub timeouts: u64,
     /// Failures by kind (`http_503`, `reset`, ...).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub error_kinds: BTreeMap<String, u64>,
     /// Timeouts by phase (`headers`, `first_token`, `stream`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub timeout_phases: BTreeMap<String, u64>,
     /// Measured window: the sum over rounds of (last `t_done` - first `t_send`), seconds.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub window_s: f64,
     /// Output tokens of successful requests per second of window.
     pub output_tokens_per_s: f64,
     /// Successful requests per second of window.
     pub requests_per_s: f64,
     /// `errors / sent`.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub error_rate: f64,
     /// `timeouts / sent`.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub timeout_rate: f64,
     /// Requests/s that met every SLO (when SLOs were given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_per_s: Option<f64>,
     /// Fraction of sent requests that met every SLO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub goodput_fraction: Option<f64>,
     /// Per-SLO verdicts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub slo_checks: Vec<SloCheck>,
     /// Output tokens of successful requests.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub output_tokens_total: u64,
     /// Some successful request had no `usage`: its tokens were counted from events.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub output_tokens_estimated: bool,
     /// Fraction of content events that shared their read with another.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub shared_read_fraction: f64,
     /// Metric summaries.
     pub metrics: LevelMetrics,
     /// ITL by output position (does decode slow down on long outputs?).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub itl_by_position: Vec<PositionBucket>,
     /// Stalls.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub stalls: StallReport,
     /// Rounds.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub rounds: Vec<RoundReport>,
     /// Spread between rounds.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub round_spread: RoundSpread,
     /// How first paints were measured (browser): method -> requests.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -687,6 +749,7 @@ pub struct LevelReport {
     /// Successful requests whose TTFT was taken at the browser's network stack
     /// (`responseStart`: their first token came in the response's first bytes).
     #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub ttft_at_network_stack: u64,
     /// Requests by the HTTP version of their answer (`http/1.1`, `h2`), where
     /// known. (Written by the page's main module, not read back: as `transport`.)
@@ -712,9 +775,11 @@ pub struct LevelReport {
     pub histograms: BTreeMap<String, crate::analyze::stats::HistogramData>,
     /// Per-minute snapshots (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub snapshots: Vec<Snapshot>,
     /// Trends across the run (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub drift: Vec<Drift>,
     /// `usage.prompt_tokens` summed over every request sent in the level
     /// (whatever its outcome).
@@ -789,18 +854,23 @@ impl LevelReport {
 pub struct Knee {
     /// Concurrency of the knee level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub concurrency: Option<u32>,
     /// Rate of the knee level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub rate_per_s: Option<f64>,
     /// Index into `levels`.
     pub level_index: usize,
     /// Latency metric used (`e2e_ms.p95`).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub metric: String,
     /// `ln(latency ratio) / ln(throughput ratio)` on the segment after the knee;
     /// `None` when throughput did not grow at all there (infinite elasticity).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub elasticity_after: Option<f64>,
     /// How it was found.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub method: String,
 }
 
@@ -829,15 +899,26 @@ pub struct SweepReport {
     /// The knee, or null when latency never grew faster than throughput.
     pub knee: Option<Knee>,
     /// SLO capacity, or null (no SLOs, or no level met them).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub slo_capacity: Option<SloCapacity>,
 }
 
 /// The whole client report.
+///
+/// The page's main module (core without `server-view`) reads back only what it
+/// shows of a report it opens or has the report module rebuild: the model, the
+/// SLOs, the levels' table and chart figures, the knee and the warnings. Every
+/// other field, here and in the nested types, is skipped when it deserializes
+/// (`skip_deserializing` in that build; left at its default) so that its reading
+/// code stays off the page's first load: the page keeps such a report's text as
+/// it was, for the Analysis, the comparison and the export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientReport {
     /// `tokenscope.client/1`.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub schema: String,
     /// Who measured.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub source: Source,
     /// Everything needed to rerun.
     pub config: RunConfig,
@@ -852,6 +933,7 @@ pub struct ClientReport {
     pub warnings: Vec<ReportWarning>,
     /// The run was stopped early (Ctrl-C); the levels hold what ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub interrupted: bool,
     /// What scraping the server's and the GPU's `/metrics` gave, over the run
     /// (feature `server-view`, as `LevelReport::server`).
@@ -950,5 +1032,77 @@ mod tests {
         assert!(e.to_string().contains("tokenscope.client/2"));
         assert!(check_schema("tokenscope.kernels/1", CLIENT_SCHEMA).is_err());
         assert!(ClientReport::from_json("{\"schema\": \"x/1\"}").is_err());
+    }
+
+    /// What the page's main module shows of a report it opens reads back whole,
+    /// in either build (without `server-view` the rest is skipped).
+    #[test]
+    fn a_report_reads_back_what_the_page_shows() {
+        use crate::testing::{client_report, level, record};
+        let records: Vec<_> = (0..8)
+            .map(|i| record(f64::from(i) * 10.0, 40.0, 5.0, 12))
+            .collect();
+        let mut report = client_report(
+            Source::Browser,
+            vec![
+                level(Load::Concurrency(1), &records),
+                level(Load::Concurrency(4), &records),
+            ],
+        );
+        report.config.model = "the-model".into();
+        report.config.slos = Slo::parse_list("ttft_ms:p95<=500").unwrap();
+        report.environment.simulated = true;
+        report.environment.protocol = Some("h2".into());
+        report.environment.started_at = Some("2026-01-02T03:04:05Z".into());
+        report.levels[1].goodput_per_s = Some(3.5);
+        report.levels[1].paint_methods.insert("raf".into(), 8);
+        report.levels[1].metrics.rendered_ttft_ms = Some(report.levels[1].metrics.ttft_ms);
+        report.levels[1].metrics.connection_setup_ms = Some(report.levels[1].metrics.e2e_ms);
+        report.sweep.knee = Some(Knee {
+            concurrency: Some(4),
+            rate_per_s: None,
+            level_index: 1,
+            metric: "e2e_ms.p95".into(),
+            elasticity_after: None,
+            method: "test".into(),
+        });
+        report
+            .warnings
+            .push(ReportWarning::new(WarningKind::ServerMetrics, "shown"));
+        let back = ClientReport::from_json(&report.to_json()).unwrap();
+        assert_eq!(back.config.model, report.config.model);
+        assert_eq!(back.config.slos, report.config.slos);
+        let env = |r: &ClientReport| {
+            let e = &r.environment;
+            (e.simulated, e.protocol.clone(), e.started_at.clone())
+        };
+        assert_eq!(env(&back), env(&report));
+        assert_eq!(back.warnings, report.warnings);
+        assert_eq!(
+            back.sweep.knee.map(|k| k.level_index),
+            report.sweep.knee.map(|k| k.level_index)
+        );
+        assert_eq!(back.levels.len(), report.levels.len());
+        for (b, r) in back.levels.iter().zip(&report.levels) {
+            let shown = |l: &LevelReport| {
+                let m = &l.metrics;
+                (
+                    (
+                        l.load(),
+                        l.sent,
+                        l.ok,
+                        l.errors,
+                        l.timeouts,
+                        l.goodput_per_s,
+                    ),
+                    (l.output_tokens_per_s, l.requests_per_s),
+                    (l.paint_methods.clone(), l.quantiles.clone()),
+                    (m.ttft_ms, m.tpot_ms, m.itl_ms, m.e2e_ms),
+                    (m.time_to_headers_ms, m.time_to_first_byte_ms),
+                    (m.rendered_ttft_ms, m.render_delay_ms, m.connection_setup_ms),
+                )
+            };
+            assert_eq!(shown(b), shown(r));
+        }
     }
 }
