@@ -989,9 +989,25 @@ fn reasoning_run(mock: &Mock) -> Result<(), String> {
     assert_eq!(m["reasoning_tokens"]["min"], 5.0);
     assert_eq!(m["reasoning_tokens"]["max"], 5.0);
     assert!(common::f(&m["time_to_first_answer_ms"]["p50"]) > common::f(&m["ttft_ms"]["p50"]));
-    let log: std::collections::HashMap<String, serde_json::Value> = mock
-        .log_records(6)
+    // The log also holds the pre-flight's requests: wait for all six of the run's.
+    let ids: Vec<String> = common::raw_requests(&raw)
+        .iter()
+        .map(|r| r["request_id"].as_str().unwrap().to_owned())
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let records = loop {
+        let records = mock.log_records(0);
+        let all = ids
+            .iter()
+            .all(|id| records.iter().any(|s| s["request_id"] == id.as_str()));
+        if all || std::time::Instant::now() > deadline {
+            break records;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let log: std::collections::HashMap<String, serde_json::Value> = records
         .into_iter()
+        .filter(|r| r["request_id"].is_string())
         .map(|r| (r["request_id"].as_str().unwrap().to_owned(), r))
         .collect();
     let mut diffs = Vec::new();
