@@ -221,6 +221,13 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
 fi
 
 ARGS=(-m "$GGUF" --alias "$ALIAS" --host 127.0.0.1 --port "$PORT" -np "$SLOTS" -c "$CTX" --no-webui)
+# No weight repacking: on a CPU that advertises AMX (Sapphire Rapids and later)
+# the -march=native build repacks Q4_K weights for ggml's AMX kernels, and where
+# the kernel does not grant the AMX tile state (as in this project's sandboxes)
+# the first matrix product segfaults during warm-up. Repacking changes only the
+# server's speed, never what it computes, and the tests compare the client with
+# the server's own timings, so one behaviour on every CPU is worth more.
+ARGS+=(--no-repack)
 [[ -n "$THREADS" ]] && ARGS+=(-t "$THREADS")
 [[ $METRICS == 1 ]] && ARGS+=(--metrics)
 ARGS+=("${EXTRA[@]}")
