@@ -994,18 +994,8 @@ fn reasoning_run(mock: &Mock) -> Result<(), String> {
         .iter()
         .map(|r| r["request_id"].as_str().unwrap().to_owned())
         .collect();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let records = loop {
-        let records = mock.log_records(0);
-        let all = ids
-            .iter()
-            .all(|id| records.iter().any(|s| s["request_id"] == id.as_str()));
-        if all || std::time::Instant::now() > deadline {
-            break records;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    let log: std::collections::HashMap<String, serde_json::Value> = records
+    let log: std::collections::HashMap<String, serde_json::Value> = mock
+        .log_records_for(&ids)
         .into_iter()
         .filter(|r| r["request_id"].is_string())
         .map(|r| (r["request_id"].as_str().unwrap().to_owned(), r))

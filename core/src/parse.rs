@@ -159,15 +159,28 @@ fn split_query(url: &str) -> (&str, Option<&str>) {
 
 /// A URL made safe to print, even one that does not parse: no query, no
 /// fragment, no `user:password@` (any of them may hold a key).
+///
+/// The credentials go first: a password may hold `?`, `#` or `/`, so cutting
+/// the query first could show part of it. They end at the last `@` before the
+/// first `/` that follows the first `@`; an `@` only in the query (an e-mail
+/// address) may then take the host with it, which hides too much, never too
+/// little.
 pub fn redact_url(s: &str) -> String {
     let s = s.trim();
-    let s = s.split(['?', '#']).next().unwrap_or("");
-    match (s.find("://"), s.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            format!("{}{}", &s[..scheme_end + 3], &s[at + 1..])
+    let (scheme, rest) = match s.find("://") {
+        Some(i) => (&s[..i + 3], &s[i + 3..]),
+        None => ("", s),
+    };
+    let rest = match rest.find('@') {
+        Some(first) => {
+            let end = rest[first..].find('/').map_or(rest.len(), |i| first + i);
+            let at = rest[..end].rfind('@').unwrap_or(first);
+            &rest[at + 1..]
         }
-        _ => s.to_owned(),
-    }
+        None => rest,
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    format!("{scheme}{rest}")
 }
 
 /// Parse an OpenAI-compatible base URL as typed: `http` or `https` with a host;
@@ -426,6 +439,18 @@ mod tests {
         assert!(b.has_credentials);
         assert_eq!(b.redacted(), "https://api.example.com/v1");
         assert_eq!(redact_url("https://a:b@h/p?q"), "https://h/p");
+        // A password holding '?', '#', '/' or '@' never shows, not even in part.
+        for url in [
+            "https://u:pa?ss@h/p",
+            "https://u:pa#ss@h/p",
+            "https://u:p/a?ss@h/p?x=1",
+            "https://u:p@ss@h/p",
+        ] {
+            let shown = redact_url(url);
+            assert_eq!(shown, "https://h/p", "{url}");
+        }
+        assert_eq!(redact_url("http://u:s3cret@"), "http://");
+        assert_eq!(redact_url("h:1/v1?k=x"), "h:1/v1");
     }
 
     #[test]

@@ -10,8 +10,9 @@ use crate::engine::http::{ExtraHeader, HttpOptions, HttpVersion};
 use crate::engine::proxy;
 use crate::util::Secret;
 
-/// How to reach the endpoint.
-#[derive(Debug, Clone, Default, Args)]
+/// How to reach the endpoint. Its `Debug` shows header names and the proxy's
+/// host only: the values may be secrets.
+#[derive(Clone, Default, Args)]
 #[command(next_help_heading = "Connection (TLS, HTTP version, proxy, headers)")]
 pub struct HttpArgs {
     /// Trust this CA (PEM, one or several certificates) besides the system's
@@ -62,6 +63,41 @@ pub struct HttpArgs {
     pub api_key_header: Option<String>,
 }
 
+impl std::fmt::Debug for HttpArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self
+            .headers
+            .iter()
+            .map(|h| h.split_once(':').map_or("?", |(n, _)| n.trim()))
+            .map(|n| {
+                if HeaderName::from_bytes(n.as_bytes()).is_ok() {
+                    n
+                } else {
+                    "?"
+                }
+            })
+            .collect();
+        f.debug_struct("HttpArgs")
+            .field("ca_cert", &self.ca_cert)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
+            .field("insecure", &self.insecure)
+            .field("http1", &self.http1)
+            .field("http2", &self.http2)
+            .field(
+                "proxy",
+                &self
+                    .proxy
+                    .as_deref()
+                    .map(tokenscope_core::parse::redact_url),
+            )
+            .field("headers", &names)
+            .field("public_header", &self.public_header)
+            .field("api_key_header", &self.api_key_header)
+            .finish()
+    }
+}
+
 impl HttpArgs {
     /// The options for requests to `url`; `env` reads environment variables
     /// (the proxy's). Errors name the flag and the value (never a header's value).
@@ -73,8 +109,17 @@ impl HttpArgs {
         let headers = self
             .headers
             .iter()
-            .map(|h| parse_header(h, &self.public_header))
-            .collect::<Result<Vec<_>, _>>()?;
+            .enumerate()
+            .map(|(i, h)| parse_header(i + 1, h, &self.public_header))
+            .collect::<Result<Vec<ExtraHeader>, _>>()?;
+        for (i, h) in headers.iter().enumerate() {
+            if headers[..i].iter().any(|e| e.name == h.name) {
+                anyhow::bail!(
+                    "--header {}: given twice; send one value per header (join values with ', ' if the server reads a list)",
+                    h.name
+                );
+            }
+        }
         for name in &self.public_header {
             if !headers
                 .iter()
@@ -116,16 +161,23 @@ impl HttpArgs {
     }
 }
 
-/// One `--header 'Name: value'`. The error names the header, never its value.
-fn parse_header(h: &str, public: &[String]) -> anyhow::Result<ExtraHeader> {
+/// The `nth` `--header 'Name: value'`. The error names the header, never its
+/// value; a name that is not one is not shown either (a value typed without
+/// its name, `Bearer sk-...: x`, would be).
+fn parse_header(nth: usize, h: &str, public: &[String]) -> anyhow::Result<ExtraHeader> {
     let Some((name, value)) = h.split_once(':') else {
         anyhow::bail!(
-            "--header: expected 'Name: value', got a line without ':' (its value is not shown)"
+            "--header (the {nth}{}): expected 'Name: value', got a line without ':' (not shown: it may hold a secret)",
+            ordinal(nth)
         );
     };
     let name = name.trim();
-    let parsed = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| anyhow::anyhow!("--header {name:?}: not a header name"))?;
+    let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+        anyhow::anyhow!(
+            "--header (the {nth}{}): what comes before ':' is not a header name (letters, digits and -, no spaces; not shown: it may hold a secret)",
+            ordinal(nth)
+        )
+    })?;
     let reserved = [
         "host",
         "content-length",
@@ -145,6 +197,15 @@ fn parse_header(h: &str, public: &[String]) -> anyhow::Result<ExtraHeader> {
         name: parsed,
         value: Secret::new(value.to_owned()),
     })
+}
+
+fn ordinal(n: usize) -> &'static str {
+    match (n % 10, n % 100) {
+        (1, x) if x != 11 => "st",
+        (2, x) if x != 12 => "nd",
+        (3, x) if x != 13 => "rd",
+        _ => "th",
+    }
 }
 
 #[cfg(test)]
@@ -171,9 +232,20 @@ mod tests {
         assert_eq!(info.headers[0].value, None);
         assert_eq!(info.headers[1].value.as_deref(), Some("on"));
         assert!(!format!("{o:?}").contains("t-secret"));
+        let args = HttpArgs {
+            headers: vec!["X-Tenant: t-secret".into(), "Bearer t-secret".into()],
+            proxy: Some("http://u:t-secret@p:1".into()),
+            ..Default::default()
+        };
+        let shown = format!("{args:?}");
+        assert!(
+            shown.contains("X-Tenant") && !shown.contains("t-secret"),
+            "{shown}"
+        );
         for (bad, needle) in [
             ("no colon t-secret", "without ':'"),
             ("Bad Name: t-secret", "not a header name"),
+            ("Bearer t-secret: x", "the 1st"),
             ("Host: t-secret", "set by tokenscope"),
             ("X-A: t-secret\u{7f}", "characters"),
         ] {
@@ -187,6 +259,18 @@ mod tests {
                 .to_string();
             assert!(e.contains(needle) && !e.contains("t-secret"), "{e}");
         }
+        let args = HttpArgs {
+            headers: vec!["X-A: 1".into(), "x-a: t-secret".into()],
+            ..Default::default()
+        };
+        let e = args
+            .into_options(&url("https://a/v1"), &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x-a") && e.contains("twice") && !e.contains("t-secret"),
+            "{e}"
+        );
         let args = HttpArgs {
             public_header: vec!["x-none".into()],
             ..Default::default()

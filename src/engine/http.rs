@@ -5,10 +5,11 @@
 //!
 //! It also tracks connections: a tower layer around reqwest's connector times
 //! each new connection's whole setup (DNS, TCP, proxy tunnel, TLS) and keys it
-//! by the socket's local address; the first request whose answer came over that
-//! socket ([`ConnTracker::claim`]) is the one that opened it.
+//! by the socket's two addresses; the first request whose answer came over that
+//! socket ([`ConnTracker::claim`]) is the one that opened it, and every request
+//! is given the part of the setup it waited for.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -188,12 +189,17 @@ impl HttpOptions {
         tracker: Option<&ConnTracker>,
     ) -> anyhow::Result<reqwest::Client> {
         let mut b = reqwest::Client::builder()
+            // Ours first: a `--header User-Agent: ...` replaces it.
+            .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
             .default_headers(self.base_headers(api_key))
+            // A redirect is never followed: it would carry the key and the
+            // extra headers to wherever it points, and time a different
+            // server. The pre-flight names its target instead.
+            .redirect(reqwest::redirect::Policy::none())
             .tcp_nodelay(true)
             .pool_max_idle_per_host(usize::MAX)
             .pool_idle_timeout(Duration::from_secs(90))
             .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
             // The proxy is decided once for the run (and reported); nothing else.
             .no_proxy();
         b = self.apply_tls(b)?;
@@ -218,7 +224,31 @@ impl HttpOptions {
     }
 }
 
-/// New connections' setups, by local socket address, until a request claims them.
+/// A connection, as both ends name it: the socket's local and remote addresses
+/// (a local port alone could be reused towards another server).
+pub type ConnKey = (SocketAddr, SocketAddr);
+
+/// One connection's setup on the run's monotonic clock.
+#[derive(Debug, Clone, Copy)]
+struct Setup {
+    /// When the connector began (DNS lookup, TCP connect, proxy tunnel, TLS).
+    began: Instant,
+    /// When the connection was ready for requests.
+    ready: Instant,
+    /// Of it, the DNS lookup, ms.
+    dns_ms: Option<f64>,
+}
+
+/// Connections' setups, by [`ConnKey`], and whether a request used them yet.
+///
+/// Each request is given the part of a setup it waited for: from the later of
+/// its send and the setup's start to the connection being ready. The request
+/// that triggered a connection waited for all of it; over HTTP/2 the streams
+/// sent while the first connection was being set up waited for the rest of it
+/// too (they are reused-connection requests with a setup); a request that
+/// found the connection ready waited for none. Over HTTP/1.1 a connection set
+/// up for one request can be taken by another that was sent later (the pool
+/// hands out whichever is ready first): that one is given only what it waited.
 #[derive(Debug, Clone, Default)]
 pub struct ConnTracker {
     inner: Arc<Mutex<Tracked>>,
@@ -226,44 +256,66 @@ pub struct ConnTracker {
 
 #[derive(Debug, Default)]
 struct Tracked {
-    /// Connections set up and not yet claimed: their setup and DNS lookup, ms.
-    fresh: HashMap<SocketAddr, (f64, Option<f64>)>,
-    /// Connections some request has used.
-    seen: HashSet<SocketAddr>,
+    /// Connections set up and not yet used by a request.
+    fresh: HashMap<ConnKey, Setup>,
+    /// Connections some request has used (with their setup, when timed).
+    seen: HashMap<ConnKey, Option<Setup>>,
 }
 
 impl ConnTracker {
-    fn record(&self, local: SocketAddr, setup_ms: f64, dns_ms: Option<f64>) {
+    fn record(&self, key: ConnKey, setup: Setup) {
         if let Ok(mut t) = self.inner.lock() {
             // A local port can come back after its connection closed: the new
             // connection on it is fresh again.
-            t.seen.remove(&local);
-            t.fresh.insert(local, (setup_ms, dns_ms));
+            t.seen.remove(&key);
+            t.fresh.insert(key, setup);
         }
     }
 
-    /// The connection an answer came over (its local address): new, with its
-    /// setup, for the first request that used it; reused after.
-    pub fn claim(&self, local: SocketAddr) -> ConnectionUse {
+    /// The connection an answer came over, for a request sent at `sent`: new
+    /// for the first request that used it, reused after; with the part of its
+    /// setup the request waited for.
+    pub fn claim(&self, key: ConnKey, sent: Instant) -> ConnectionUse {
         let Ok(mut t) = self.inner.lock() else {
             return ConnectionUse::default();
         };
-        let fresh = t.fresh.remove(&local);
-        let first = t.seen.insert(local);
+        let (new, setup) = match t.fresh.remove(&key) {
+            Some(setup) => {
+                t.seen.insert(key, Some(setup));
+                (true, Some(setup))
+            }
+            None => match t.seen.get(&key) {
+                Some(setup) => (false, *setup),
+                // Never seen being set up (made before tracking): new once.
+                None => {
+                    t.seen.insert(key, None);
+                    (true, None)
+                }
+            },
+        };
+        let waited_ms = setup.and_then(|s| {
+            let from = s.began.max(sent);
+            let ms = s.ready.saturating_duration_since(from).as_secs_f64() * 1000.0;
+            (ms > 0.0).then_some(ms)
+        });
         ConnectionUse {
-            new: fresh.is_some() || first,
-            setup_ms: fresh.map(|f| f.0),
-            dns_ms: fresh.and_then(|f| f.1),
+            new,
+            setup_ms: waited_ms,
+            // The lookup is the start of the setup: only the request that was
+            // there when it began waited for it.
+            dns_ms: setup
+                .filter(|s| new && sent <= s.began)
+                .and_then(|s| s.dns_ms),
             tls_ms: None,
         }
     }
 }
 
-/// The local address of the connection a response came over.
-pub fn local_addr(resp: &reqwest::Response) -> Option<SocketAddr> {
+/// The connection a response came over: its local and remote addresses.
+pub fn conn_key(resp: &reqwest::Response) -> Option<ConnKey> {
     resp.extensions()
         .get::<hyper_util::client::legacy::connect::HttpInfo>()
-        .map(|i| i.local_addr())
+        .map(|i| (i.local_addr(), i.remote_addr()))
 }
 
 /// The connector layer that times each connection's setup.
@@ -308,19 +360,26 @@ where
     }
 
     fn call(&mut self, req: R) -> Self::Future {
-        let t0 = Instant::now();
+        let began = Instant::now();
         let fut = self.inner.call(req);
         let tracker = self.tracker.clone();
         Box::pin(async move {
             // The resolver, polled inside this future, notes its lookup here.
             let dns = Arc::new(Mutex::new(None));
             let conn = DNS_LOOKUP.scope(Arc::clone(&dns), fut).await?;
-            let setup_ms = t0.elapsed().as_secs_f64() * 1000.0;
+            let ready = Instant::now();
             let dns_ms = dns.lock().ok().and_then(|d| *d);
             let mut ext = http::Extensions::new();
             hyper_util::client::legacy::connect::Connection::connected(&conn).get_extras(&mut ext);
             if let Some(info) = ext.get::<hyper_util::client::legacy::connect::HttpInfo>() {
-                tracker.record(info.local_addr(), setup_ms, dns_ms);
+                tracker.record(
+                    (info.local_addr(), info.remote_addr()),
+                    Setup {
+                        began,
+                        ready,
+                        dns_ms,
+                    },
+                );
             }
             Ok(conn)
         })
@@ -466,25 +525,49 @@ mod tests {
     }
 
     #[test]
-    fn the_first_answer_on_a_connection_claims_its_setup() {
+    fn each_request_is_given_the_part_of_the_setup_it_waited_for() {
         let t = ConnTracker::default();
-        let a: SocketAddr = "127.0.0.1:40000".parse().unwrap();
-        t.record(a, 12.5, Some(0.5));
-        assert_eq!(
-            t.claim(a),
-            ConnectionUse {
-                new: true,
-                setup_ms: Some(12.5),
+        let server: SocketAddr = "127.0.0.1:8000".parse().unwrap();
+        let a: ConnKey = ("127.0.0.1:40000".parse().unwrap(), server);
+        let t0 = Instant::now();
+        let ms = |x: u64| t0 + Duration::from_millis(x);
+        // Sent at 0, the connection began at 1 and was ready at 13.
+        t.record(
+            a,
+            Setup {
+                began: ms(1),
+                ready: ms(13),
                 dns_ms: Some(0.5),
-                ..Default::default()
-            }
+            },
         );
-        assert!(!t.claim(a).new);
-        // The port comes back with a new connection: new again.
-        t.record(a, 3.0, None);
-        assert_eq!(t.claim(a).setup_ms, Some(3.0));
-        // A connection never seen being set up (made before tracking): new once.
-        let b: SocketAddr = "127.0.0.1:40001".parse().unwrap();
-        assert!(t.claim(b).new && !t.claim(b).new);
+        let first = t.claim(a, ms(0));
+        assert!(first.new);
+        assert!((first.setup_ms.unwrap() - 12.0).abs() < 1e-6, "{first:?}");
+        assert_eq!(first.dns_ms, Some(0.5));
+        // An HTTP/2 stream sent at 5 waited for the rest: reused, 8 ms of setup.
+        let second = t.claim(a, ms(5));
+        assert!(!second.new);
+        assert!((second.setup_ms.unwrap() - 8.0).abs() < 1e-6, "{second:?}");
+        assert_eq!(second.dns_ms, None);
+        // Sent after it was ready: none.
+        let later = t.claim(a, ms(20));
+        assert_eq!((later.new, later.setup_ms), (false, None));
+        // The port comes back with a new connection: new again. Taken by a
+        // request sent after it began (HTTP/1.1's pool): only what it waited.
+        t.record(
+            a,
+            Setup {
+                began: ms(30),
+                ready: ms(33),
+                dns_ms: Some(0.2),
+            },
+        );
+        let taken = t.claim(a, ms(32));
+        assert!(taken.new);
+        assert!((taken.setup_ms.unwrap() - 1.0).abs() < 1e-6, "{taken:?}");
+        assert_eq!(taken.dns_ms, None);
+        // The same local port towards another server is another connection.
+        let other: ConnKey = (a.0, "127.0.0.1:9000".parse().unwrap());
+        assert!(t.claim(other, ms(40)).new && !t.claim(other, ms(41)).new);
     }
 }

@@ -6,13 +6,24 @@
 
 use std::net::IpAddr;
 
-/// The proxy chosen for the endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The proxy chosen for the endpoint. Its `Debug` shows what [`Self::display`]
+/// does: the URL's credentials never reach a log.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ProxyChoice {
     /// Its URL (credentials included: used, never shown).
     pub url: reqwest::Url,
     /// `--proxy`, or the environment variable it came from.
     pub from: String,
+}
+
+impl std::fmt::Debug for ProxyChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyChoice")
+            .field("url", &self.display())
+            .field("credentials", &self.has_credentials())
+            .field("from", &self.from)
+            .finish()
+    }
 }
 
 impl ProxyChoice {
@@ -60,8 +71,9 @@ pub fn choose(
             }
         }
     };
+    let port = target.port_or_known_default();
     if let Some((_, no_proxy)) = get("NO_PROXY")
-        && bypasses(&no_proxy, host)
+        && bypasses(&no_proxy, host, port)
     {
         return Ok(None);
     }
@@ -76,7 +88,13 @@ pub fn choose(
             tokenscope_core::parse::redact_url(&with_scheme)
         )
     })?;
-    if !matches!(url.scheme(), "http" | "https" | "socks5" | "socks5h") || url.host().is_none() {
+    if url.scheme().starts_with("socks") {
+        return Err(format!(
+            "{from}: {} is a SOCKS proxy; tokenscope speaks to HTTP(S) proxies only (http://HOST:PORT, or https://)",
+            tokenscope_core::parse::redact_url(&with_scheme)
+        ));
+    }
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
         return Err(format!(
             "{from}: {} is not a proxy URL (http://HOST:PORT or https://HOST:PORT)",
             tokenscope_core::parse::redact_url(&with_scheme)
@@ -85,19 +103,26 @@ pub fn choose(
     Ok(Some(ProxyChoice { url, from }))
 }
 
-/// Whether `NO_PROXY` (comma-separated: `*`, host names matching themselves and
-/// their subdomains, with or without a leading dot, IP addresses and CIDR
-/// blocks) names `host`.
-pub fn bypasses(no_proxy: &str, host: &str) -> bool {
+/// Whether `NO_PROXY` names `host` (on `port`). Its entries, comma- or
+/// space-separated, as curl reads them: `*`; host names matching themselves
+/// and their subdomains (a leading `.` or `*.` and a trailing `.` ignored); IP
+/// addresses (IPv6 with or without brackets) and CIDR blocks; any of them with
+/// `:PORT`, which then matches that port only.
+pub fn bypasses(no_proxy: &str, host: &str, port: Option<u16>) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
+    let host = host.strip_suffix('.').unwrap_or(host);
     let ip: Option<IpAddr> = host.parse().ok();
     no_proxy
-        .split(',')
+        .split([',', ' '])
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .any(|entry| {
             if entry == "*" {
                 return true;
+            }
+            let (entry, entry_port) = split_port(entry);
+            if entry_port.is_some() && entry_port != port {
+                return false;
             }
             let entry = entry.trim_start_matches('[').trim_end_matches(']');
             if let Some(ip) = ip {
@@ -109,10 +134,32 @@ pub fn bypasses(no_proxy: &str, host: &str) -> bool {
                     None => entry.parse::<IpAddr>() == Ok(ip),
                 };
             }
-            let domain = entry.trim_start_matches('.').to_ascii_lowercase();
+            let domain = entry.trim_start_matches('*').trim_start_matches('.');
+            let domain = domain
+                .strip_suffix('.')
+                .unwrap_or(domain)
+                .to_ascii_lowercase();
             let host = host.to_ascii_lowercase();
             host == domain || host.ends_with(&format!(".{domain}"))
         })
+}
+
+/// A `NO_PROXY` entry and its `:PORT`, if it has one: `host:80`, `[::1]:80`,
+/// `10.0.0.1:80`; a bare IPv6 address (`::1`, `fd00::/8`) has none.
+fn split_port(entry: &str) -> (&str, Option<u16>) {
+    if let Some(rest) = entry.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some((ip, tail)) => (ip, tail.strip_prefix(':').and_then(|p| p.parse().ok())),
+            None => (entry, None),
+        };
+    }
+    match entry.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => match p.parse() {
+            Ok(p) => (h, Some(p)),
+            Err(_) => (entry, None),
+        },
+        _ => (entry, None),
+    }
 }
 
 fn in_cidr(ip: IpAddr, net: IpAddr, bits: u32) -> bool {
@@ -198,6 +245,22 @@ mod tests {
         assert!(p.has_credentials());
         let err = choose(&url("https://a/v1"), Some("http://user:s3cret@"), &env(&[])).unwrap_err();
         assert!(err.contains("--proxy") && !err.contains("s3cret"), "{err}");
+        for odd in [
+            "http://user:s3?cret@",
+            "http://user:s3#cret@p:1",
+            "socks5://u:s3cret@p:1",
+        ] {
+            let err = choose(&url("https://a/v1"), Some(odd), &env(&[])).unwrap_err();
+            assert!(!err.contains("s3"), "{err}");
+        }
+        let socks = choose(&url("https://a/v1"), Some("socks5h://p:1080"), &env(&[])).unwrap_err();
+        assert!(socks.contains("SOCKS"), "{socks}");
+        // Debug, as a log would write it, shows no credentials.
+        let shown = format!("{p:?}");
+        assert!(
+            shown.contains("proxy.corp:8080") && !shown.contains("s3cret"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -214,9 +277,20 @@ mod tests {
             ("::1", "[::1]", true),
             ("fd00::/8", "fd12::1", true),
             ("", "x", false),
+            ("*.example.com", "api.example.com", true),
+            ("example.com.", "api.example.com", true),
+            ("example.com", "api.example.com.", true),
+            ("a.com b.com", "x.b.com", true),
+            ("[::1]", "[::1]", true),
         ] {
-            assert_eq!(bypasses(list, host), yes, "{list:?} vs {host}");
+            assert_eq!(bypasses(list, host, Some(443)), yes, "{list:?} vs {host}");
         }
+        // An entry with a port matches that port only.
+        assert!(bypasses("gw.corp:8443", "gw.corp", Some(8443)));
+        assert!(!bypasses("gw.corp:8443", "gw.corp", Some(443)));
+        assert!(bypasses("10.0.0.1:80", "10.0.0.1", Some(80)));
+        assert!(!bypasses("[::1]:80", "[::1]", Some(81)));
+        assert!(bypasses("[::1]:80", "::1", Some(80)));
         let vars = [("HTTP_PROXY", "http://p:1"), ("no_proxy", "127.0.0.1")];
         assert_eq!(
             choose(&url("http://127.0.0.1:8000/v1"), None, &env(&vars)).unwrap(),

@@ -61,6 +61,8 @@ pub fn client(tls: &super::http::HttpOptions) -> anyhow::Result<reqwest::Client>
         .pool_max_idle_per_host(2)
         .connect_timeout(SCRAPE_TIMEOUT)
         .timeout(SCRAPE_TIMEOUT)
+        // As the run's client: a redirect is a failed scrape, never followed.
+        .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")));
     Ok(tls.apply_tls(b)?.build()?)
 }

@@ -186,6 +186,8 @@ async fn drive(
     // resend it at once (on a fresh connection): the server never saw it. Its
     // times still count from the first send, as the user's wait would.
     let mut attempts = 0;
+    // On the connector's clock: which part of a connection's setup it waited for.
+    let sent_at = std::time::Instant::now();
     let sent = loop {
         attempts += 1;
         let sent = client
@@ -211,8 +213,8 @@ async fn drive(
     let connection = target
         .connections
         .as_ref()
-        .zip(super::http::local_addr(&resp))
-        .map(|(tracker, local)| tracker.claim(local));
+        .zip(super::http::conn_key(&resp))
+        .map(|(tracker, key)| tracker.claim(key, sent_at));
     tl.on_transport(Some(protocol_name(resp.version())), connection);
     let status = resp.status().as_u16();
     let ct = resp

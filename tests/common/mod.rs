@@ -80,6 +80,23 @@ impl Mock {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    /// The log's records once every one of `ids` is in it (or after 10 s): the
+    /// log also holds other requests (the pre-flight's), so a count is not
+    /// enough.
+    pub fn log_records_for<S: AsRef<str>>(&self, ids: &[S]) -> Vec<serde_json::Value> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let recs = read_jsonl(&self.log);
+            let all = ids
+                .iter()
+                .all(|id| recs.iter().any(|s| s["request_id"] == id.as_ref()));
+            if all || Instant::now() > deadline {
+                return recs;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Mock {

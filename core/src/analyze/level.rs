@@ -332,10 +332,12 @@ impl LevelAccumulator {
             let counts = self.connections.get_or_insert_default();
             if c.new {
                 counts.new += 1;
-                push_samples(&mut self.samples.connection_setup, c.setup_ms);
             } else {
                 counts.reused += 1;
             }
+            // Any request that waited for a setup: the one that opened the
+            // connection, and HTTP/2 streams sent while it was being set up.
+            push_samples(&mut self.samples.connection_setup, c.setup_ms);
         }
     }
 

@@ -252,15 +252,20 @@ pub struct RequestRecord {
     pub outcome: Outcome,
 }
 
-/// Whether a request opened the connection it went over, and what setting that
-/// connection up took. The setup lies between the send and the request leaving
-/// (it is part of the request's TTFT); a reused connection took none.
+/// Whether a request opened the connection it went over, and the part of that
+/// connection's setup the request waited for. The setup lies between the send
+/// and the request leaving (it is part of the request's TTFT). A request that
+/// found its connection ready waited for none; HTTP/2 streams sent while their
+/// shared connection was being set up waited for the rest of it, though they
+/// reuse it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct ConnectionUse {
     /// The request opened this connection (it was the first to use it).
     pub new: bool,
-    /// A new connection's whole setup: DNS lookup, TCP connect, proxy tunnel and
-    /// TLS handshake, ms.
+    /// The connection's setup this request waited for: DNS lookup, TCP connect,
+    /// proxy tunnel and TLS handshake, ms (all of it for the request that
+    /// opened the connection, unless the pool gave that connection to a
+    /// request sent after it began).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup_ms: Option<f64>,
     /// Of the setup, the DNS lookup, ms (absent for an IP address, or unknown).

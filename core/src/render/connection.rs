@@ -27,7 +27,8 @@ pub fn connection_notes(report: &ClientReport) -> Vec<String> {
             ));
             if let Some(s) = l.metrics.connection_setup_ms {
                 line.push_str(&format!(
-                    " (setup: DNS, TCP, proxy, TLS: p50 {} ms, max {} ms; part of those requests' TTFT)",
+                    "; {} waited for a connection's setup (DNS, TCP, proxy, TLS: p50 {} ms, max {} ms; part of those requests' TTFT)",
+                    s.count,
                     fmt_ms(s.p50),
                     fmt_ms(s.max)
                 ));
@@ -42,7 +43,7 @@ pub fn connection_notes(report: &ClientReport) -> Vec<String> {
         .any(|l| l.protocols.contains_key("http/1.1"));
     if h2 {
         notes.push(
-            "h2: the requests share one connection, each a stream on it. No request waits for a connection's setup after the first, but at high concurrency all streams share its TCP window and the server's single connection task: a lost packet or a busy connection delays every stream (head-of-line blocking in TCP)".into(),
+            "h2: the requests share one connection, each a stream on it. Only the streams sent while it was being set up wait for its setup; after that none does, but at high concurrency all streams share its TCP window and the server's single connection task: a lost packet or a busy connection delays every stream (head-of-line blocking in TCP)".into(),
         );
     } else if h1 {
         notes.push(

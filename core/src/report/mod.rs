@@ -492,8 +492,9 @@ pub struct LevelMetrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub server_prompt_ms: Option<Summary>,
-    /// Setting up a new connection (DNS, TCP, proxy tunnel, TLS), over the
-    /// requests that opened one (of every outcome that got a connection).
+    /// Waiting for a connection's setup (DNS, TCP, proxy tunnel, TLS), over the
+    /// requests that waited for one (of every outcome that got a connection):
+    /// those that opened one, and HTTP/2 streams sent while it was set up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_setup_ms: Option<Summary>,
 }
