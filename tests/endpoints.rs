@@ -38,14 +38,15 @@ fn bench_with(url: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Ou
         "8",
         "--input-tokens",
         "32",
-        "--server-metrics",
-        "off",
         "--out",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
     ])
     .args(extra);
+    if !extra.contains(&"--server-metrics") {
+        c.args(["--server-metrics", "none"]);
+    }
     for v in [
         "TOKENSCOPE_API_KEY",
         "OPENAI_API_KEY",
@@ -288,9 +289,37 @@ fn proxies_from_the_flag_and_the_environment_never_their_credentials() {
     let authed = TestProxy::start_with_auth("user", "pr0xy-pass");
     let plain = Mock::start(&[]);
     let with_creds = authed.url().replace("http://", "http://user:pr0xy-pass@");
-    let o = bench(&plain.url, dir.path(), &["--proxy", &with_creds], &[]);
+    // The server's metrics on another host: scraped through the same proxy.
+    let metrics_host = Mock::start(&[]);
+    let metrics_url = format!(
+        "{}/metrics",
+        metrics_host
+            .url
+            .trim_end_matches('/')
+            .trim_end_matches("/v1")
+    );
+    let o = bench(
+        &plain.url,
+        dir.path(),
+        &["--proxy", &with_creds, "--server-metrics", &metrics_url],
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o));
-    assert!(!authed.targets().is_empty());
+    let metrics_port = metrics_url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    assert!(
+        authed
+            .targets()
+            .iter()
+            .any(|t| t == &format!("127.0.0.1:{metrics_port}")),
+        "the scrapes did not go through the proxy: {:?}",
+        authed.targets()
+    );
     let r = report(dir.path());
     assert_eq!(r["environment"]["transport"]["proxy"]["credentials"], true);
     assert_eq!(r["environment"]["transport"]["proxy"]["url"], authed.url());

@@ -142,7 +142,8 @@ impl HttpArgs {
                 url.scheme()
             );
         }
-        let proxy = proxy::choose(url, self.proxy.as_deref(), env).map_err(anyhow::Error::msg)?;
+        let proxy_rules = proxy::ProxyRules::read(self.proxy.as_deref(), env);
+        let proxy = proxy_rules.choose(url).map_err(anyhow::Error::msg)?;
         Ok(HttpOptions {
             ca_certs: self.ca_cert,
             client_cert: self.client_cert.zip(self.client_key),
@@ -155,6 +156,7 @@ impl HttpArgs {
                 HttpVersion::Auto
             },
             proxy,
+            proxy_rules,
             headers,
             api_key_header,
         })

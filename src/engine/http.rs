@@ -20,7 +20,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use tokenscope_core::measure::record::ConnectionUse;
 use tokenscope_core::report::transport::{HeaderInfo, ProxyInfo, TlsInfo, TransportInfo};
 
-use super::proxy::ProxyChoice;
+use super::proxy::{ProxyChoice, ProxyRules};
 use crate::util::Secret;
 
 /// The HTTP version to speak.
@@ -71,6 +71,8 @@ pub struct HttpOptions {
     /// The proxy for the endpoint (`--proxy`, else the environment's), decided
     /// once for the run's URL.
     pub proxy: Option<ProxyChoice>,
+    /// The rules it was chosen by, for other hosts (the scrapes).
+    pub proxy_rules: ProxyRules,
     /// Extra headers.
     pub headers: Vec<ExtraHeader>,
     /// The header carrying the key instead of `Authorization: Bearer`.

@@ -42,6 +42,62 @@ impl ProxyChoice {
     }
 }
 
+/// The proxy settings as given (`--proxy`, and the environment's proxy
+/// variables read once), to choose a proxy for any URL: the scrapes of other
+/// hosts' `/metrics` follow the same rules as the run. `Debug` shows only which
+/// variables are set.
+#[derive(Clone, Default)]
+pub struct ProxyRules {
+    flag: Option<String>,
+    vars: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for ProxyRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.vars.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("ProxyRules")
+            .field("flag", &self.flag.is_some())
+            .field("vars", &names)
+            .finish()
+    }
+}
+
+impl ProxyRules {
+    /// The variables [`choose`] reads.
+    const VARS: [&'static str; 8] = [
+        "https_proxy",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "HTTP_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+        "no_proxy",
+        "NO_PROXY",
+    ];
+
+    /// `--proxy`'s value and the environment's proxy variables.
+    pub fn read(flag: Option<&str>, env: &dyn Fn(&str) -> Option<String>) -> Self {
+        Self {
+            flag: flag.map(str::to_owned),
+            vars: Self::VARS
+                .iter()
+                .filter_map(|n| env(n).map(|v| ((*n).to_owned(), v)))
+                .collect(),
+        }
+    }
+
+    /// The proxy for requests to `target`, by [`choose`].
+    pub fn choose(&self, target: &reqwest::Url) -> Result<Option<ProxyChoice>, String> {
+        let env = |n: &str| {
+            self.vars
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.clone())
+        };
+        choose(target, self.flag.as_deref(), &env)
+    }
+}
+
 /// The proxy for requests to `target`. `flag` is `--proxy`'s value; `env` reads
 /// an environment variable. An unparsable proxy URL is an error naming where it
 /// came from (without its credentials).
@@ -255,6 +311,12 @@ mod tests {
         }
         let socks = choose(&url("https://a/v1"), Some("socks5h://p:1080"), &env(&[])).unwrap_err();
         assert!(socks.contains("SOCKS"), "{socks}");
+        let rules = ProxyRules::read(Some("http://user:s3cret@proxy.corp:8080"), &env(&vars));
+        assert!(!format!("{rules:?}").contains("s3cret"));
+        assert_eq!(
+            rules.choose(&url("https://other.host/metrics")).unwrap(),
+            Some(p.clone())
+        );
         // Debug, as a log would write it, shows no credentials.
         let shown = format!("{p:?}");
         assert!(

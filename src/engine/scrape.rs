@@ -54,9 +54,15 @@ pub trait Recorder: Send + 'static {
 
 /// The HTTP client for scrapes: separate from the measured streams' pool,
 /// trusting what the run's client trusts (`--ca-cert`, `--client-cert`,
-/// `--insecure`).
+/// `--insecure`) and going through the proxy the run's rules choose for each
+/// scraped host.
 pub fn client(tls: &super::http::HttpOptions) -> anyhow::Result<reqwest::Client> {
+    let rules = tls.proxy_rules.clone();
     let b = reqwest::Client::builder()
+        .no_proxy()
+        .proxy(reqwest::Proxy::custom(move |url| {
+            rules.choose(url).ok().flatten().map(|p| p.url)
+        }))
         .tcp_nodelay(true)
         .pool_max_idle_per_host(2)
         .connect_timeout(SCRAPE_TIMEOUT)
