@@ -68,6 +68,11 @@ fn bench_with(url: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Ou
     c.output().expect("run tokenscope bench")
 }
 
+/// The port of `http://127.0.0.1:PORT/...`.
+fn port_of(url: &str) -> &str {
+    url.split(':').nth(2).unwrap().split('/').next().unwrap()
+}
+
 fn report(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap()
 }
@@ -236,14 +241,7 @@ fn mutual_tls_and_insecure() {
 #[test]
 fn proxies_from_the_flag_and_the_environment_never_their_credentials() {
     let (mock, _certs, ca) = tls_mock(&[]);
-    let port = mock
-        .url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
+    let port = port_of(&mock.url);
     let dir = tempfile::tempdir().unwrap();
 
     // HTTPS through a CONNECT proxy named by the environment.
@@ -305,13 +303,7 @@ fn proxies_from_the_flag_and_the_environment_never_their_credentials() {
         &[],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let metrics_port = metrics_url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
+    let metrics_port = port_of(&metrics_url);
     assert!(
         authed
             .targets()
