@@ -73,6 +73,14 @@ fn port_of(url: &str) -> &str {
     url.split(':').nth(2).unwrap().split('/').next().unwrap()
 }
 
+/// Whether `proxy` carried a request to `127.0.0.1:port`.
+fn reached(proxy: &TestProxy, port: &str) -> bool {
+    proxy
+        .targets()
+        .iter()
+        .any(|t| t == &format!("127.0.0.1:{port}"))
+}
+
 fn report(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap()
 }
@@ -253,14 +261,7 @@ fn proxies_from_the_flag_and_the_environment_never_their_credentials() {
         &[("HTTPS_PROXY", &proxy.url())],
     );
     assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        proxy
-            .targets()
-            .iter()
-            .any(|t| t == &format!("127.0.0.1:{port}")),
-        "{:?}",
-        proxy.targets()
-    );
+    assert!(reached(&proxy, port), "{:?}", proxy.targets());
     let r = report(dir.path());
     assert_eq!(
         r["environment"]["transport"]["proxy"]["from"],
@@ -305,10 +306,7 @@ fn proxies_from_the_flag_and_the_environment_never_their_credentials() {
     assert!(o.status.success(), "{}", text(&o));
     let metrics_port = port_of(&metrics_url);
     assert!(
-        authed
-            .targets()
-            .iter()
-            .any(|t| t == &format!("127.0.0.1:{metrics_port}")),
+        reached(&authed, metrics_port),
         "the scrapes did not go through the proxy: {:?}",
         authed.targets()
     );

@@ -22,10 +22,13 @@ impl Clock {
         self.epoch.elapsed().as_secs_f64() * 1000.0
     }
 
+    /// The instant `ms` after the epoch.
+    pub fn instant_of(&self, ms: f64) -> Instant {
+        self.epoch + std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+    }
+
     /// The tokio instant `ms` after the epoch (for schedules).
     pub fn instant_at(&self, ms: f64) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(
-            self.epoch + std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0),
-        )
+        tokio::time::Instant::from_std(self.instant_of(ms))
     }
 }

@@ -534,14 +534,12 @@ mod tests {
         let t0 = Instant::now();
         let ms = |x: u64| t0 + Duration::from_millis(x);
         // Sent at 0, the connection began at 1 and was ready at 13.
-        t.record(
-            a,
-            Setup {
-                began: ms(1),
-                ready: ms(13),
-                dns_ms: Some(0.5),
-            },
-        );
+        let setup = |began, ready, dns_ms| Setup {
+            began: ms(began),
+            ready: ms(ready),
+            dns_ms,
+        };
+        t.record(a, setup(1, 13, Some(0.5)));
         let first = t.claim(a, ms(0));
         assert!(first.new);
         assert!((first.setup_ms.unwrap() - 12.0).abs() < 1e-6, "{first:?}");
@@ -556,14 +554,7 @@ mod tests {
         assert_eq!((later.new, later.setup_ms), (false, None));
         // The port comes back with a new connection: new again. Taken by a
         // request sent after it began (HTTP/1.1's pool): only what it waited.
-        t.record(
-            a,
-            Setup {
-                began: ms(30),
-                ready: ms(33),
-                dns_ms: Some(0.2),
-            },
-        );
+        t.record(a, setup(30, 33, Some(0.2)));
         let taken = t.claim(a, ms(32));
         assert!(taken.new);
         assert!((taken.setup_ms.unwrap() - 1.0).abs() < 1e-6, "{taken:?}");

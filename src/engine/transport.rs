@@ -151,7 +151,7 @@ pub async fn exchange(
         Cancelled,
     }
     let end = {
-        let fut = drive(client, target, headers, body, clock, &mut tl);
+        let fut = drive(client, target, headers, body, clock, t_send, &mut tl);
         tokio::pin!(fut);
         tokio::select! {
             biased;
@@ -178,6 +178,7 @@ async fn drive(
     headers: reqwest::header::HeaderMap,
     body: Bytes,
     clock: &Clock,
+    t_send: f64,
     tl: &mut RequestTimeline,
 ) {
     // A server may close a kept-alive connection right after a streamed answer
@@ -186,8 +187,9 @@ async fn drive(
     // resend it at once (on a fresh connection): the server never saw it. Its
     // times still count from the first send, as the user's wait would.
     let mut attempts = 0;
-    // On the connector's clock: which part of a connection's setup it waited for.
-    let sent_at = std::time::Instant::now();
+    // The request's own send stamp as an instant (the connector's clock):
+    // which part of a connection's setup it waited for.
+    let sent_at = clock.instant_of(t_send);
     let sent = loop {
         attempts += 1;
         let sent = client
