@@ -508,12 +508,15 @@ fn connection_setup_is_timed_against_the_servers_record() {
                 opened += 1;
             }
             match c["setup_ms"].as_f64() {
-                // It waited for a setup: all of the server's hold (both
-                // requests are sent together), plus a loopback connect.
+                // It waited for a setup: all of the server's hold plus a
+                // loopback connect if it opened the connection; an h2 stream
+                // sent just after (both are sent together) may miss the first
+                // few ms of it.
                 Some(setup) => {
                     waited += 1;
+                    let slack_ms = if c["new"] == true { 1.0 } else { 5.0 };
                     assert!(
-                        setup >= delay_ms - 5.0 && setup < delay_ms + 250.0,
+                        setup >= delay_ms - slack_ms && setup < delay_ms + 250.0,
                         "{version} {id}: setup {setup} ms ({c})"
                     );
                     assert!(
@@ -551,6 +554,7 @@ fn connection_setup_is_timed_against_the_servers_record() {
         assert_eq!(level["connections"]["new"], opened as u64);
         let setup = &level["metrics"]["connection_setup_ms"];
         assert_eq!(setup["count"], waited as u64, "{setup}");
+        assert!(setup["max"].as_f64().unwrap() >= delay_ms - 1.0, "{setup}");
         assert!(setup["p50"].as_f64().unwrap() >= delay_ms - 5.0, "{setup}");
         // An IP address is never looked up.
         assert!(raw.iter().all(|r| r["connection"].get("dns_ms").is_none()));
