@@ -303,11 +303,9 @@ impl ConnTracker {
         ConnectionUse {
             new,
             setup_ms: waited_ms,
-            // The lookup is the start of the setup: only the request that was
-            // there when it began waited for it.
-            dns_ms: setup
-                .filter(|s| new && sent <= s.began)
-                .and_then(|s| s.dns_ms),
+            // The lookup is the start of the setup: the requests that were
+            // there when it began waited for it, whichever is answered first.
+            dns_ms: setup.filter(|s| sent <= s.began).and_then(|s| s.dns_ms),
             tls_ms: None,
         }
     }
@@ -562,5 +560,18 @@ mod tests {
         // The same local port towards another server is another connection.
         let other: ConnKey = (a.0, "127.0.0.1:9000".parse().unwrap());
         assert!(t.claim(other, ms(40)).new && !t.claim(other, ms(41)).new);
+        // HTTP/2: the stream that triggered the connection (sent at 50) is
+        // answered after one sent during its setup (at 52): the first answered
+        // is new, and the lookup is the triggering stream's, answered second.
+        let b: ConnKey = ("127.0.0.1:40001".parse().unwrap(), server);
+        t.record(b, setup(51, 60, Some(0.3)));
+        let answered_first = t.claim(b, ms(52));
+        assert!(answered_first.new);
+        assert_eq!(answered_first.dns_ms, None);
+        assert!((answered_first.setup_ms.unwrap() - 8.0).abs() < 1e-6);
+        let trigger = t.claim(b, ms(50));
+        assert!(!trigger.new);
+        assert_eq!(trigger.dns_ms, Some(0.3));
+        assert!((trigger.setup_ms.unwrap() - 9.0).abs() < 1e-6);
     }
 }
