@@ -1,6 +1,8 @@
 //! Small helpers shared by the subcommands: parsers (core's), URLs, secrets.
 
-pub use tokenscope_core::parse::{parse_duration, parse_f64_list, parse_u32_list};
+pub use tokenscope_core::parse::{
+    parse_duration, parse_duration_or_zero, parse_f64_list, parse_u32_list,
+};
 
 /// A secret (API key): never printed, logged or serialized.
 #[derive(Clone)]

@@ -332,3 +332,35 @@ fn a_remote_write_endpoint_that_is_down_loses_nothing() {
         text(&o)
     );
 }
+
+/// `--metrics-linger 0` (its help's "stop at once", and what `demo` passes) is
+/// taken: the run ends without waiting for a last scrape. A value that is no
+/// duration is named.
+#[test]
+fn a_linger_of_zero_stops_at_once_and_a_bad_one_is_named() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let bench = |linger: &str| {
+        Command::new(bin())
+            .args(["bench", "--url", &mock.url, "--concurrency", "1"])
+            .args(["--requests", "3", "--rounds", "1", "--max-tokens", "4"])
+            .args(["--server-metrics", "none", "--quiet"])
+            .args(["--metrics-listen", &listen, "--metrics-linger", linger])
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let o = bench("0");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(read(&out)["levels"][0]["ok"], 3);
+    let o = bench("0x");
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--metrics-linger") && text(&o).contains("\"0x\""),
+        "{}",
+        text(&o)
+    );
+}

@@ -28,6 +28,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * unit_ms / 1000.0))
 }
 
+/// [`parse_duration`], where zero means "none" (`0`, `0s`): for waits a user
+/// may switch off, such as `--metrics-linger`.
+pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    parse_duration(s).or_else(|e| {
+        let t = s.trim();
+        let num = ["ms", "s", "m", "h"]
+            .iter()
+            .find_map(|unit| t.strip_suffix(unit))
+            .unwrap_or(t);
+        if num.trim().parse::<f64>() == Ok(0.0) {
+            Ok(Duration::ZERO)
+        } else {
+            Err(e.replace("a positive duration", "zero or a positive duration"))
+        }
+    })
+}
+
 /// Parse an arrival process: `poisson`, `constant`, or `gamma:CV` (the gaps'
 /// coefficient of variation: 1 is Poisson, above 1 burstier). The CLI's
 /// `--arrival` and the page's `arrival`.
@@ -353,6 +370,17 @@ mod tests {
         assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("0s").is_err());
+        assert_eq!(parse_duration_or_zero("0s").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration_or_zero("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration_or_zero(" 0.0ms ").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_duration_or_zero("15s").unwrap(),
+            Duration::from_secs(15)
+        );
+        assert!(parse_duration_or_zero("0x").unwrap_err().contains("\"0x\""));
+        let e = parse_duration_or_zero("-1s").unwrap_err();
+        assert!(e.contains("zero or a positive duration"), "{e}");
     }
 
     #[test]

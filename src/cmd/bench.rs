@@ -19,7 +19,9 @@ use tokenscope_core::workload::trace::Trace;
 
 use crate::engine::tokenize::TokenizerChoice;
 use crate::engine::{self, BenchConfig, InputLength, LoadPlan, PerLevel, Prompts};
-use crate::util::{Secret, parse_base_url, parse_duration, parse_f64_list, parse_u32_list};
+use crate::util::{
+    Secret, parse_base_url, parse_duration, parse_duration_or_zero, parse_f64_list, parse_u32_list,
+};
 use tokenscope_core::workload::dataset::{Dataset, DatasetPrompt};
 
 /// Endpoint kind on the command line.
@@ -657,7 +659,10 @@ impl BenchArgs {
             conversation,
             prompt_tier: None,
             metrics_listen: self.metrics_listen,
-            metrics_linger: flag("metrics-linger", parse_duration(&self.metrics_linger))?,
+            metrics_linger: flag(
+                "metrics-linger",
+                parse_duration_or_zero(&self.metrics_linger),
+            )?,
             remote_write: match &self.prometheus_remote_write {
                 Some(u) => {
                     let url = reqwest::Url::parse(u)
