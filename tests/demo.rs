@@ -26,6 +26,11 @@ fn demo_runs_the_sweep_and_writes_the_report() {
     let client: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("client.json")).unwrap()).unwrap();
     common::assert_schema("client.schema.json", &client, "demo client report");
+    // What the demo asks of bench, and bench's own defaults for the rest.
+    let config = &client["config"];
+    assert_eq!(config["max_tokens"], 24, "{config}");
+    assert_eq!(config["ignore_eos"], true, "{config}");
+    assert_eq!(config["seed"], 1, "{config}");
     let levels = client["levels"].as_array().unwrap();
     let concurrency: Vec<u64> = levels
         .iter()
@@ -34,6 +39,11 @@ fn demo_runs_the_sweep_and_writes_the_report() {
     assert_eq!(concurrency, [1, 8, 32], "the quick sweep");
     for l in levels {
         assert_eq!(l["ok"], l["sent"], "every request answered: {l}");
+        assert!(
+            l["slo_checks"].as_array().is_some_and(|c| c.len() == 2),
+            "the demo's two SLOs checked: {}",
+            l["slo_checks"]
+        );
         assert!(f(&l["metrics"]["ttft_ms"]["p50"]) > 0.0, "{l}");
     }
     // Batching makes time per token grow with concurrency (the simulator's

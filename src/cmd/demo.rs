@@ -1,12 +1,13 @@
 //! `tokenscope demo`: start the simulated server and benchmark it, in one command.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::cmd::bench::{ApiArg, BenchArgs};
+use crate::cmd::bench::BenchArgs;
 
 /// Start the simulated inference server on a free loopback port and benchmark it
 /// with the real client over real HTTP: a concurrency sweep with a knee, printed
@@ -56,60 +57,39 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let out = args.dir.join("client.json");
-    let bench = BenchArgs {
-        url,
-        api: ApiArg::Chat,
-        model: None,
-        api_key: None,
-        http: Default::default(),
-        concurrency: Some(levels.into()),
-        rate: None,
-        arrival: "poisson".into(),
-        requests: None,
-        duration: None,
-        rounds: Some(rounds),
-        warmup: None,
-        ramp: None,
-        input_tokens: None,
-        context_window: None,
-        shared_prefix: None,
-        conversation: None,
-        prompts: None,
-        sample: None,
-        trace: None,
-        tokenizer: None,
-        trace_speed: 1.0,
-        trace_token_scale: 1.0,
-        max_tokens: max_tokens.to_string(),
-        ignore_eos: true,
-        min_tokens: None,
-        temperature: None,
-        timeout: "60s".into(),
-        slo: Some("ttft_ms:p95<=500,tpot_ms:p95<=30".into()),
-        stall_threshold: "250ms".into(),
-        seed: 1,
-        label: None,
-        snapshot_interval: None,
-        no_preflight: false,
-        grace: "5s".into(),
-        out: Some(out.clone()),
-        raw: Some(args.dir.join("requests.jsonl")),
-        csv: Some(args.dir.join("client.csv")),
-        markdown: Some(args.dir.join("client.md")),
-        quiet: args.quiet,
-        sample_cap: tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP,
-        shard: None,
-        start_at: None,
-        start_after: None,
-        metrics_listen: None,
-        metrics_linger: "0s".into(),
-        prometheus_remote_write: None,
-        remote_write_interval: "5s".into(),
-        server_metrics: "auto".into(),
-        gpu_metrics: None,
-        scrape_interval: "1s".into(),
-        metrics_send_key: false,
-    };
+    // Paths as they are (OsString): a folder name need not be UTF-8.
+    let path = |name: &str| args.dir.join(name).into_os_string();
+    let mut flags: Vec<OsString> = vec![
+        "--url".into(),
+        url.into(),
+        "--api".into(),
+        "chat".into(),
+        "--concurrency".into(),
+        levels.into(),
+        "--rounds".into(),
+        rounds.to_string().into(),
+        "--max-tokens".into(),
+        max_tokens.to_string().into(),
+        "--ignore-eos".into(),
+        "--slo".into(),
+        "ttft_ms:p95<=500,tpot_ms:p95<=30".into(),
+        "--grace".into(),
+        "5s".into(),
+        "--scrape-interval".into(),
+        "1s".into(),
+        "--out".into(),
+        out.clone().into_os_string(),
+        "--raw".into(),
+        path("requests.jsonl"),
+        "--csv".into(),
+        path("client.csv"),
+        "--markdown".into(),
+        path("client.md"),
+    ];
+    if args.quiet {
+        flags.push("--quiet".into());
+    }
+    let bench = bench_args(flags)?;
     let code = crate::cmd::bench::run(bench)?;
     let kernels = if args.no_kernels {
         None
@@ -140,6 +120,19 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         args.dir.join("requests.jsonl").display()
     );
     Ok(code)
+}
+
+/// `bench`'s arguments from its flags, through its own parser: every flag the
+/// demo does not set takes the default `tokenscope bench --help` shows.
+fn bench_args(flags: Vec<OsString>) -> anyhow::Result<BenchArgs> {
+    #[derive(clap::Parser)]
+    struct Bench {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+    use clap::Parser as _;
+    let argv = std::iter::once(OsString::from("bench")).chain(flags);
+    Ok(Bench::try_parse_from(argv)?.args)
 }
 
 /// `tokenscope kernels --quick` as a child process (a GPU driver failure cannot take
