@@ -6,6 +6,27 @@ use std::time::Duration;
 
 /// Parse a duration: `250ms`, `60s`, `30m`, `1h`, or a plain number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    match duration_ms(s)? {
+        ms if ms > 0.0 => from_ms(s, ms),
+        _ => Err(format!("{s:?} must be a positive duration")),
+    }
+}
+
+/// [`parse_duration`], where zero means "none" (`0`, `0s`): for waits a user
+/// may switch off, such as `--metrics-linger`.
+pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    match duration_ms(s)? {
+        ms if ms >= 0.0 => from_ms(s, ms),
+        _ => Err(format!("{s:?} must be zero or a positive duration")),
+    }
+}
+
+fn from_ms(s: &str, ms: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| format!("{s:?} is too long a duration"))
+}
+
+/// A duration's number and unit, in ms (any sign); a finite number.
+fn duration_ms(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let (num, unit_ms) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1.0)
@@ -22,27 +43,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .trim()
         .parse()
         .map_err(|_| format!("{s:?} is not a duration (e.g. 500ms, 60s, 30m, 1h)"))?;
-    if !(v.is_finite() && v > 0.0) {
+    if !v.is_finite() {
         return Err(format!("{s:?} must be a positive duration"));
     }
-    Ok(Duration::from_secs_f64(v * unit_ms / 1000.0))
-}
-
-/// [`parse_duration`], where zero means "none" (`0`, `0s`): for waits a user
-/// may switch off, such as `--metrics-linger`.
-pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
-    parse_duration(s).or_else(|e| {
-        let t = s.trim();
-        let num = ["ms", "s", "m", "h"]
-            .iter()
-            .find_map(|unit| t.strip_suffix(unit))
-            .unwrap_or(t);
-        if num.trim().parse::<f64>() == Ok(0.0) {
-            Ok(Duration::ZERO)
-        } else {
-            Err(e.replace("a positive duration", "zero or a positive duration"))
-        }
-    })
+    Ok(v * unit_ms)
 }
 
 /// Parse an arrival process: `poisson`, `constant`, or `gamma:CV` (the gaps'
@@ -371,6 +375,8 @@ mod tests {
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("1e308h").unwrap_err().contains("too long"));
+        assert!(parse_duration_or_zero("inf").is_err());
         assert_eq!(parse_duration_or_zero("0s").unwrap(), Duration::ZERO);
         assert_eq!(parse_duration_or_zero("0").unwrap(), Duration::ZERO);
         assert_eq!(parse_duration_or_zero(" 0.0ms ").unwrap(), Duration::ZERO);
