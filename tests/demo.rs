@@ -57,12 +57,12 @@ fn demo_runs_the_sweep_and_writes_the_report() {
     );
 
     let raw = read_jsonl(&out.join("requests.jsonl"));
-    let requests = raw.iter().filter(|r| r.get("request_id").is_some()).count();
+    let measured = raw
+        .iter()
+        .filter(|r| r.get("request_id").is_some() && r["warmup"] == false)
+        .count() as u64;
     let sent: u64 = levels.iter().map(|l| l["sent"].as_u64().unwrap()).sum();
-    assert!(
-        requests as u64 >= sent,
-        "{requests} lines for {sent} measured"
-    );
+    assert_eq!(measured, sent, "a raw line per measured request");
     for file in ["client.csv", "client.md", "report.md"] {
         let len = std::fs::metadata(out.join(file)).unwrap().len();
         assert!(len > 0, "{file} is empty");

@@ -353,9 +353,19 @@ fn a_linger_of_zero_stops_at_once_and_a_bad_one_is_named() {
             .output()
             .unwrap()
     };
+    let waits = "waiting up to";
     let o = bench("0");
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(read(&out)["levels"][0]["ok"], 3);
+    assert!(
+        !text(&o).contains(waits),
+        "no wait after the run: {}",
+        text(&o)
+    );
+    // Unscraped, a linger of 1 s is waited for, and said.
+    let o = bench("1s");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(&format!("{waits} 1 s")), "{}", text(&o));
     let o = bench("0x");
     assert!(!o.status.success());
     assert!(
