@@ -8,21 +8,30 @@
 //            u32 keys, every thread keeps the running max m privately, and what came
 //            before is rescaled by exp(m_old - m_new): 3 barriers per tile, no serial loop
 //   values:  o[g] = sum_p exp(s[g, p] - m) * V[p], l[g] = sum_p exp(s[g, p] - m)
-//            (threads own 4 dims each; each position group keeps its own o and l)
+//            (threads own VEC dims each; each position group keeps its own o and l)
 // With splits == 1 the workgroup writes o / l; with splits > 1 it writes the partial
 // (o, m, l) and attention_combine.wgsl merges the splits with log-sum-exp.
 //
-// Host-substituted constants: HEAD_DIM, GROUP, LANES.
-// Flags: KV_F16 (f16 cache; else f32), SHADER_F16 (f16 loads; else unpack2x16float).
+// The variant (kernel-harness/src/kernels/attention/variant.rs): WG_SIZE threads, VEC
+// cache elements per load (4, or 8 f16 in one 16-byte load), and on the host the
+// positions per split (how many workgroups share a KV head).
+//
+// Host-substituted constants: WG_SIZE, HEAD_DIM, GROUP, LANES, VEC.
+// Flags: KV_F16 (f16 cache; else f32), WIDE (with VEC = 8: 8 f16 per 16-byte load,
+// unpacked with unpack2x16float), SHADER_F16 (4 f16 per load as vec4<f16>; else
+// unpack2x16float).
 
-const WG_SIZE: u32 = 128u;           // threads per workgroup
+const WG_SIZE: u32 = {{WG_SIZE}}u;   // threads per workgroup
 const HEAD_DIM: u32 = {{HEAD_DIM}}u; // d_h
 const GROUP: u32 = {{GROUP}}u;       // query heads per KV head (h / h_kv)
 const LANES: u32 = {{LANES}}u;       // threads per position in the score phase
+const VEC: u32 = {{VEC}}u;           // cache elements per load (4 or 8)
+const HALVES: u32 = VEC / 4u;        // 4-element vectors per load
 const TILE: u32 = WG_SIZE / LANES;   // positions per tile
 const HQ: u32 = HEAD_DIM / 4u;       // 4-element vectors per head row
-const LQ: u32 = HQ / LANES;          // 4-element vectors per lane in the score phase
-const DG: u32 = HQ;                  // value phase: threads per position (4 dims each)
+const HV: u32 = HEAD_DIM / VEC;      // loads per head row
+const LQ: u32 = HV / LANES;          // loads per lane in the score phase
+const DG: u32 = HV;                  // value phase: threads per position (VEC dims each)
 const PG: u32 = WG_SIZE / DG;        // value phase: positions in flight
 const NEG_BIG: f32 = -3.0e38;        // "minus infinity" that stays finite
 
@@ -40,12 +49,17 @@ struct Params {
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;             // [heads, HEAD_DIM / 4]
 #ifdef KV_F16
+#ifdef WIDE
+@group(0) @binding(2) var<storage, read> k: array<vec4<u32>>;             // [kv heads in binding, capacity, HEAD_DIM / 8]: 8 f16 each
+@group(0) @binding(3) var<storage, read> v: array<vec4<u32>>;             // [kv heads in binding, capacity, HEAD_DIM / 8]: 8 f16 each
+#else
 #ifdef SHADER_F16
 @group(0) @binding(2) var<storage, read> k: array<vec4<f16>>;             // [kv heads in binding, capacity, HEAD_DIM / 4]
 @group(0) @binding(3) var<storage, read> v: array<vec4<f16>>;             // [kv heads in binding, capacity, HEAD_DIM / 4]
 #else
 @group(0) @binding(2) var<storage, read> k: array<vec2<u32>>;             // [kv heads in binding, capacity, HEAD_DIM / 4]: 4 f16 each
 @group(0) @binding(3) var<storage, read> v: array<vec2<u32>>;             // [kv heads in binding, capacity, HEAD_DIM / 4]: 4 f16 each
+#endif
 #endif
 #else
 @group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;             // [kv heads in binding, capacity, HEAD_DIM / 4]
@@ -58,7 +72,7 @@ struct Params {
 var<workgroup> q_sh: array<vec4<f32>, GROUP * HQ>;         // scaled queries
 var<workgroup> dot_sh: array<f32, WG_SIZE * GROUP>;        // [TILE, GROUP, LANES] partial dots
 var<workgroup> p_sh: array<f32, GROUP * TILE>;             // [GROUP, TILE] scores, then probabilities
-var<workgroup> o_sh: array<vec4<f32>, PG * DG>;            // final reduction of o
+var<workgroup> o_sh: array<vec4<f32>, PG * HQ>;            // final reduction of o
 var<workgroup> l_sh: array<f32, PG>;                       // final reduction of l
 var<workgroup> max_sh: array<atomic<u32>, GROUP>;          // tile max, as order-preserving keys
 
@@ -68,34 +82,41 @@ fn key(x: f32) -> u32 {
     return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
 }
 
-fn unkey(k: u32) -> f32 {
-    return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
+fn unkey(kk: u32) -> f32 {
+    return bitcast<f32>(select(~kk, kk & 0x7fffffffu, (kk & 0x80000000u) != 0u));
 }
 
-fn load_k(i: u32) -> vec4<f32> {
+// One load of the cache (VEC elements) as HALVES 4-vectors of f32.
 #ifdef KV_F16
+#ifdef WIDE
+fn widen(w: vec4<u32>) -> array<vec4<f32>, HALVES> {
+    return array<vec4<f32>, HALVES>(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
+                                    vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
+}
+#else
 #ifdef SHADER_F16
-    return vec4<f32>(k[i]);
+fn widen(w: vec4<f16>) -> array<vec4<f32>, HALVES> {
+    return array<vec4<f32>, HALVES>(vec4<f32>(w));
+}
 #else
-    let w = k[i];
-    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+fn widen(w: vec2<u32>) -> array<vec4<f32>, HALVES> {
+    return array<vec4<f32>, HALVES>(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)));
+}
+#endif
 #endif
 #else
-    return k[i];
+fn widen(w: vec4<f32>) -> array<vec4<f32>, HALVES> {
+    return array<vec4<f32>, HALVES>(w);
+}
 #endif
+
+// Load i (in units of VEC elements) of K, of V.
+fn load_k(i: u32) -> array<vec4<f32>, HALVES> {
+    return widen(k[i]);
 }
 
-fn load_v(i: u32) -> vec4<f32> {
-#ifdef KV_F16
-#ifdef SHADER_F16
-    return vec4<f32>(v[i]);
-#else
-    let w = v[i];
-    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
-#endif
-#else
-    return v[i];
-#endif
+fn load_v(i: u32) -> array<vec4<f32>, HALVES> {
+    return widen(v[i]);
 }
 
 @compute @workgroup_size(WG_SIZE)
@@ -123,13 +144,13 @@ fn main(@builtin(local_invocation_index) lid: u32,
     // Running max (identical in every thread), and this thread's share of l and o.
     var m: array<f32, GROUP>;
     var l: array<f32, GROUP>;
-    var acc: array<vec4<f32>, GROUP>;
+    var acc: array<vec4<f32>, GROUP * HALVES>;  // [GROUP][HALVES]
     for (var g = 0u; g < GROUP; g++) {
         m[g] = NEG_BIG;
     }
 
     for (var base = p_begin; base < p_end; base += TILE) {
-        // Scores: LANES threads per position, each LQ vectors of the head row.
+        // Scores: LANES threads per position, each LQ loads of the head row.
         // Zeroed explicitly each tile: a `var` declared in a loop must start at zero
         // every iteration, which not every WGSL compiler honours (Dawn/Tint on
         // SwiftShader carried the previous tile's dots over).
@@ -139,11 +160,14 @@ fn main(@builtin(local_invocation_index) lid: u32,
         }
         let pos = base + slot;
         if (pos < p_end) {
-            let kb = (row_base + pos) * HQ + lane * LQ;
+            let kb = (row_base + pos) * HV + lane * LQ;
             for (var i = 0u; i < LQ; i++) {
-                let kv4 = load_k(kb + i);
-                for (var g = 0u; g < GROUP; g++) {
-                    dots[g] += dot(q_sh[g * HQ + lane * LQ + i], kv4);
+                let kv = load_k(kb + i);
+                for (var h = 0u; h < HALVES; h++) {
+                    let qi = (lane * LQ + i) * HALVES + h;
+                    for (var g = 0u; g < GROUP; g++) {
+                        dots[g] += dot(q_sh[g * HQ + qi], kv[h]);
+                    }
                 }
             }
         }
@@ -180,19 +204,23 @@ fn main(@builtin(local_invocation_index) lid: u32,
         if (lid < GROUP) {
             atomicStore(&max_sh[lid], key(NEG_BIG));
         }
-        // Values: DG threads cover one row (4 dims each), PG rows in flight.
+        // Values: DG threads cover one row (VEC dims each), PG rows in flight.
         if (pg < PG) {
             for (var g = 0u; g < GROUP; g++) {
-                acc[g] *= alpha[g];
+                for (var h = 0u; h < HALVES; h++) {
+                    acc[g * HALVES + h] *= alpha[g];
+                }
                 l[g] *= alpha[g];
             }
             for (var t = pg; t < TILE; t += PG) {
                 let p = base + t;
                 if (p < p_end) {
-                    let vv = load_v((row_base + p) * HQ + dg);
+                    let vv = load_v((row_base + p) * HV + dg);
                     for (var g = 0u; g < GROUP; g++) {
                         let w = p_sh[g * TILE + t];
-                        acc[g] += w * vv;
+                        for (var h = 0u; h < HALVES; h++) {
+                            acc[g * HALVES + h] += w * vv[h];
+                        }
                         l[g] += w;
                     }
                 }
@@ -203,25 +231,29 @@ fn main(@builtin(local_invocation_index) lid: u32,
     // Sum the PG position groups' o and l of each head and write the result.
     for (var g = 0u; g < GROUP; g++) {
         if (pg < PG) {
-            o_sh[pg * DG + dg] = acc[g];
+            for (var h = 0u; h < HALVES; h++) {
+                o_sh[pg * HQ + dg * HALVES + h] = acc[g * HALVES + h];
+            }
             if (dg == 0u) {
                 l_sh[pg] = l[g];
             }
         }
         workgroupBarrier();
-        if (lid < DG) {
+        // One 4-vector of the head a thread (the host keeps HQ <= WG_SIZE).
+        if (lid < HQ) {
+            let c = lid;
             var o = vec4<f32>(0.0);
             var lt = 0.0;
             for (var j = 0u; j < PG; j++) {
-                o += o_sh[j * DG + lid];
+                o += o_sh[j * HQ + c];
                 lt += l_sh[j];
             }
             let h = kvh * GROUP + g;
             if (params.splits == 1u) {
-                out[h * HQ + lid] = o / lt;
+                out[h * HQ + c] = o / lt;
             } else {
-                part_o[(h * params.splits + split) * HQ + lid] = o;
-                if (lid == 0u) {
+                part_o[(h * params.splits + split) * HQ + c] = o;
+                if (c == 0u) {
                     part_ml[h * params.splits + split] = vec2<f32>(m[g], lt);
                 }
             }

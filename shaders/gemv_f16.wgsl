@@ -1,86 +1,37 @@
-// gemv_f16.wgsl: y[b, r] = sum_k W[r, k] * x[b, k] with f16 weights, f32 x and
-// f32 accumulation. BATCH = 1 is the decode GEMV; BATCH > 1 the skinny matmul.
+// gemv_f16.wgsl: y[b, r] = sum_k W[r, k] * x[b, k] with f16 weights, f32 x and f32
+// accumulation. BATCH = 1 is the decode GEMV; BATCH > 1 the skinny matmul.
 //
-// One workgroup computes ROWS consecutive rows; threads stride along k, 8 weights
-// (16 bytes) per step. With SHADER_F16 the weights are read as f16 vectors and
-// converted; without it the same bytes are read as u32 words and converted with
-// unpack2x16float (core WGSL), so the kernel runs on every adapter.
-//
-// Host-substituted constants: ROWS, BATCH, ACC (= ROWS * BATCH), PASS.
-// Flags: SUBGROUPS, SHADER_F16 (the host then prepends `enable f16;`).
-
-const WG_SIZE: u32 = 256u;        // threads per workgroup
-const ROWS: u32 = {{ROWS}}u;      // rows of W per workgroup
-const BATCH: u32 = {{BATCH}}u;    // columns of x and y
-const ACC: u32 = {{ACC}}u;        // ROWS * BATCH accumulators per thread
-const PASS: u32 = {{PASS}}u;      // accumulators reduced per round
-const MAX_SUBGROUPS: u32 = 64u;   // WG_SIZE / smallest subgroup size (4)
-const VEC: u32 = 8u;              // weights per 16-byte step
-
-struct Params {
-    rows: u32,        // rows of W in this binding (a chunk of the matrix)
-    cols: u32,        // K, a multiple of VEC
-    row_offset: u32,  // index of the chunk's first row in y
-    y_stride: u32,    // N, total rows: stride between the batch columns of y
-}
+// A unit is one 16-byte load: 8 weights, read as u32 words and converted with
+// unpack2x16float (core WGSL: every adapter runs it, shader-f16 or not). The loop, the
+// reduction and the variant constants are gemv_driver.wgsl's.
 
 @group(0) @binding(0) var<uniform> params: Params;
-#ifdef SHADER_F16
-@group(0) @binding(1) var<storage, read> w: array<vec4<f16>>;   // [rows, cols / 4]
-#else
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;   // [rows, cols / 8]: 8 f16 per element
-#endif
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;   // [BATCH, cols / 4]
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;   // [BATCH, y_stride]
 
-#include gemv_reduce.wgsl
+const VEC: u32 = 8u;  // weights per unit
 
-// Weights 8u .. 8u + 7 of the matrix's flat index space `unit` (16 bytes).
-fn load8(unit: u32) -> array<vec4<f32>, 2> {
-#ifdef SHADER_F16
-    return array<vec4<f32>, 2>(vec4<f32>(w[2u * unit]), vec4<f32>(w[2u * unit + 1u]));
-#else
-    let q = w[unit];
-    return array<vec4<f32>, 2>(
-        vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y)),
-        vec4<f32>(unpack2x16float(q.z), unpack2x16float(q.w)));
-#endif
+struct Unit { v: vec4<u32> }
+struct Xu { a: vec4<f32>, b: vec4<f32> }
+struct Deq { a: vec4<f32>, b: vec4<f32> }
+
+fn load_unit(row: u32, u: u32) -> Unit {
+    return Unit(w[row * (params.cols / VEC) + u]);
 }
 
-@compute @workgroup_size(WG_SIZE)
-fn main(@builtin(local_invocation_index) lid: u32,
-        @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>,
-#ifdef SUBGROUPS
-        @builtin(subgroup_invocation_id) sg_lane: u32,
-        @builtin(subgroup_id) sg_id: u32,
-        @builtin(num_subgroups) n_sg: u32,
-#endif
-) {
-    let row0 = (wid.x + wid.y * nwg.x) * ROWS;
-    let units = params.cols / VEC;
-    let xs = params.cols / 4u;
-    var acc: array<f32, ACC>;
-    for (var u = lid; u < units; u += WG_SIZE) {
-        var wv: array<vec4<f32>, 2 * ROWS>;
-        for (var r = 0u; r < ROWS; r++) {
-            // Rows past the end re-read the last row; their sums are never stored.
-            let row = min(row0 + r, params.rows - 1u);
-            let v = load8(row * units + u);
-            wv[2u * r] = v[0];
-            wv[2u * r + 1u] = v[1];
-        }
-        for (var b = 0u; b < BATCH; b++) {
-            let x0 = x[b * xs + 2u * u];
-            let x1 = x[b * xs + 2u * u + 1u];
-            for (var r = 0u; r < ROWS; r++) {
-                acc[r * BATCH + b] += dot(wv[2u * r], x0) + dot(wv[2u * r + 1u], x1);
-            }
-        }
-    }
-#ifdef SUBGROUPS
-    reduce_store(acc, lid, row0, sg_lane, sg_id, n_sg);
-#else
-    reduce_store(acc, lid, row0);
-#endif
+fn load_xu(u: u32, b: u32) -> Xu {
+    let i = b * (params.cols / 4u) + 2u * u;
+    return Xu(x[i], x[i + 1u]);
 }
+
+fn dequant(q: Unit) -> Deq {
+    return Deq(vec4<f32>(unpack2x16float(q.v.x), unpack2x16float(q.v.y)),
+               vec4<f32>(unpack2x16float(q.v.z), unpack2x16float(q.v.w)));
+}
+
+fn dot_dx(q: Deq, v: Xu) -> f32 {
+    return dot(q.a, v.a) + dot(q.b, v.b);
+}
+
+#include gemv_driver.wgsl

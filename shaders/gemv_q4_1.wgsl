@@ -1,128 +1,53 @@
-// gemv_q4_1.wgsl: y[b, r] = sum_k W[r, k] * x[b, k] with W in GGUF q4_1 blocks
-// (32 weights: f16 scale d, f16 minimum m and 16 bytes of 4-bit quants; byte j holds
-// weight j in its low nibble and weight j + 16 in its high nibble; weight = d * q + m),
-// dequantized in registers, f32 accumulation: per block d * sum q*x + m * sum x.
-// BATCH = 1 is the decode GEMV; BATCH > 1 the skinny matmul.
+// gemv_q4_1.wgsl: y[b, r] = sum_k W[r, k] * x[b, k] with W in GGUF q4_1 blocks (32
+// weights: f16 scale d and minimum m, 16 bytes of 4-bit quants q; weight = d * q + m),
+// f32 accumulation: per block d * sum q x + m * sum x. BATCH = 1 is the decode GEMV.
 //
-// Repacked layout (kernel-harness/src/quant/legacy.rs): quant bytes of all blocks in
-// one array (16 bytes per block, one aligned 16-byte load), d and m of a block in one
-// 32-bit word of another; bytes per weight stay GGUF's 20/32. Each thread step handles
-// one whole block per row.
-//
-// Host-substituted constants: ROWS, BATCH, ACC (= ROWS * BATCH), PASS.
-// Flags: SUBGROUPS.
-
-const WG_SIZE: u32 = 128u;        // threads per workgroup (a 4096-wide row is 128 blocks)
-const ROWS: u32 = {{ROWS}}u;      // rows of W per workgroup
-const BATCH: u32 = {{BATCH}}u;    // columns of x and y
-const ACC: u32 = {{ACC}}u;        // ROWS * BATCH accumulators per thread
-const PASS: u32 = {{PASS}}u;      // accumulators reduced per round
-const MAX_SUBGROUPS: u32 = 32u;   // WG_SIZE / smallest subgroup size (4)
-const VEC: u32 = 32u;             // weights per 16-byte step (one block)
-
-struct Params {
-    rows: u32,        // rows of W in this binding (a chunk of the matrix)
-    cols: u32,        // K, a multiple of 32
-    row_offset: u32,  // index of the chunk's first row in y
-    y_stride: u32,    // N, total rows: stride between the batch columns of y
-}
+// Repacked layout (kernel-harness/src/quant/legacy.rs): quant bytes of all blocks in one
+// array (one aligned 16-byte load per block), (d, m) as one word per block in another;
+// bytes per weight stay GGUF's 20/32. Units and x: gemv_legacy.wgsl; loop and variant:
+// gemv_driver.wgsl.
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> qs: array<vec4<u32>>;  // [rows, cols / 32]: one block's 16 quant bytes each
 @group(0) @binding(2) var<storage, read> dm: array<u32>;        // [rows, cols / 32]: f16 d (low half) and m (high half) per block
+#ifdef XQ8
+@group(0) @binding(3) var<storage, read> xq: array<vec4<u32>>;  // [BATCH, cols / 16]: 16 int8 of x each
+@group(0) @binding(4) var<storage, read> xm: array<vec2<f32>>;  // [BATCH, cols / 16]: (d of its block, sum of the 16)
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;   // [BATCH, y_stride]
+#else
 @group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;   // [BATCH, cols / 4]
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;   // [BATCH, y_stride]
-
-#include gemv_reduce.wgsl
-
-const LO_SHIFT = vec4<u32>(0u, 8u, 16u, 24u);
-const HI_SHIFT = vec4<u32>(4u, 12u, 20u, 28u);
-const ONES = vec4<f32>(1.0);
-
-// Low nibbles (weights 4j..4j+3) of word j.
-fn lo4(v: u32) -> vec4<f32> {
-    return vec4<f32>((vec4<u32>(v) >> LO_SHIFT) & vec4<u32>(15u));
-}
-
-// High nibbles (weights 16+4j..16+4j+3) of word j.
-fn hi4(v: u32) -> vec4<f32> {
-    return vec4<f32>((vec4<u32>(v) >> HI_SHIFT) & vec4<u32>(15u));
-}
-
-@compute @workgroup_size(WG_SIZE)
-fn main(@builtin(local_invocation_index) lid: u32,
-        @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>,
-#ifdef SUBGROUPS
-        @builtin(subgroup_invocation_id) sg_lane: u32,
-        @builtin(subgroup_id) sg_id: u32,
-        @builtin(num_subgroups) n_sg: u32,
 #endif
-) {
-    let row0 = (wid.x + wid.y * nwg.x) * ROWS;
-    let units = params.cols / VEC;
-    let xs = params.cols / 4u;
-    var acc: array<f32, ACC>;
-    for (var u = lid; u < units; u += WG_SIZE) {
-        var q: array<vec4<u32>, ROWS>;
-        var sc: array<vec2<f32>, ROWS>;
-        for (var r = 0u; r < ROWS; r++) {
-            // Rows past the end re-read the last row; their sums are never stored.
-            let row = min(row0 + r, params.rows - 1u);
-            q[r] = qs[row * units + u];
-            sc[r] = unpack2x16float(dm[row * units + u]);
-        }
-        if (BATCH == 1u) {
-            // Decode: x is read once per step and shared by the ROWS rows.
-            let xb = 8u * u;
-            let xl0 = x[xb];
-            let xl1 = x[xb + 1u];
-            let xl2 = x[xb + 2u];
-            let xl3 = x[xb + 3u];
-            let xh0 = x[xb + 4u];
-            let xh1 = x[xb + 5u];
-            let xh2 = x[xb + 6u];
-            let xh3 = x[xb + 7u];
-            let sx = dot((xl0 + xl1) + (xl2 + xl3) + (xh0 + xh1) + (xh2 + xh3), ONES);
-            for (var r = 0u; r < ROWS; r++) {
-                let v = q[r];
-                let s = dot(lo4(v.x), xl0) + dot(lo4(v.y), xl1) + dot(lo4(v.z), xl2) + dot(lo4(v.w), xl3)
-                      + dot(hi4(v.x), xh0) + dot(hi4(v.y), xh1) + dot(hi4(v.z), xh2) + dot(hi4(v.w), xh3);
-                acc[r] += sc[r].x * s + sc[r].y * sx;
-            }
-        } else {
-            // Skinny matmul: unpack each block once, reuse it for every column.
-            for (var r = 0u; r < ROWS; r++) {
-                let v = q[r];
-                let wl0 = lo4(v.x);
-                let wl1 = lo4(v.y);
-                let wl2 = lo4(v.z);
-                let wl3 = lo4(v.w);
-                let wh0 = hi4(v.x);
-                let wh1 = hi4(v.y);
-                let wh2 = hi4(v.z);
-                let wh3 = hi4(v.w);
-                for (var b = 0u; b < BATCH; b++) {
-                    let xb = b * xs + 8u * u;
-                    let x0 = x[xb];
-                    let x1 = x[xb + 1u];
-                    let x2 = x[xb + 2u];
-                    let x3 = x[xb + 3u];
-                    let x4 = x[xb + 4u];
-                    let x5 = x[xb + 5u];
-                    let x6 = x[xb + 6u];
-                    let x7 = x[xb + 7u];
-                    let sx = dot((x0 + x1) + (x2 + x3) + (x4 + x5) + (x6 + x7), ONES);
-                    let s = dot(wl0, x0) + dot(wl1, x1) + dot(wl2, x2) + dot(wl3, x3)
-                          + dot(wh0, x4) + dot(wh1, x5) + dot(wh2, x6) + dot(wh3, x7);
-                    acc[r * BATCH + b] += sc[r].x * s + sc[r].y * sx;
-                }
-            }
-        }
-    }
-#ifdef SUBGROUPS
-    reduce_store(acc, lid, row0, sg_lane, sg_id, n_sg);
+
+#include gemv_legacy.wgsl
+
+struct Unit { q: vec4<u32>, dm: u32 }
+
+fn load_unit(row: u32, u: u32) -> Unit {
+    let i = row * (params.cols / VEC) + u;
+    return Unit(qs[i], dm[i]);
+}
+
+#ifdef XQ8
+struct Deq { lo: vec4<u32>, hi: vec4<u32>, dm: vec2<f32> }
+
+fn dequant(q: Unit) -> Deq {
+    return Deq(nib_lo(q.q), nib_hi(q.q), unpack2x16float(q.dm));
+}
+
+fn dot_dx(q: Deq, v: Xu) -> f32 {
+    return v.d * (q.dm.x * dot32(q.lo, q.hi, v) + q.dm.y * v.s);
+}
 #else
-    reduce_store(acc, lid, row0);
-#endif
+struct Deq { w: Quants, dm: vec2<f32> }
+
+fn dequant(q: Unit) -> Deq {
+    return Deq(quants4(q.q), unpack2x16float(q.dm));
 }
+
+fn dot_dx(q: Deq, v: Xu) -> f32 {
+    return q.dm.x * dot32(q.w, v) + q.dm.y * v.s;
+}
+#endif
+
+#include gemv_driver.wgsl

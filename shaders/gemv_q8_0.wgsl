@@ -1,37 +1,64 @@
-// gemv_q8_0.wgsl: y[b, r] = sum_k W[r, k] * x[b, k] with W in GGUF q8_0 blocks
-// (32 weights: one f16 scale d and 32 int8 quants, weight = d * q), dequantized in
-// registers, f32 accumulation. BATCH = 1 is the decode GEMV; BATCH > 1 skinny matmul.
+// gemv_q8_0.wgsl: y[b, r] = sum_k W[r, k] * x[b, k] with W in GGUF q8_0 blocks (32
+// int8 quants and one f16 scale d; weight = d * q), f32 accumulation. BATCH = 1 is the
+// decode GEMV.
 //
-// Repacked layout (kernel-harness/src/quant/mod.rs): the quant bytes of all blocks in one
-// array, the f16 scales in another, so quants load as aligned 16-byte words; the bytes
-// per weight stay GGUF's 34/32.
-// Each thread step handles half a block (16 quants, one 16-byte load) per row.
-//
-// Host-substituted constants: ROWS, BATCH, ACC (= ROWS * BATCH), PASS.
-// Flags: SUBGROUPS.
-
-const WG_SIZE: u32 = 256u;        // threads per workgroup
-const ROWS: u32 = {{ROWS}}u;      // rows of W per workgroup
-const BATCH: u32 = {{BATCH}}u;    // columns of x and y
-const ACC: u32 = {{ACC}}u;        // ROWS * BATCH accumulators per thread
-const PASS: u32 = {{PASS}}u;      // accumulators reduced per round
-const MAX_SUBGROUPS: u32 = 64u;   // WG_SIZE / smallest subgroup size (4)
-const VEC: u32 = 16u;             // weights per 16-byte step (half a block)
-
-struct Params {
-    rows: u32,        // rows of W in this binding (a chunk of the matrix)
-    cols: u32,        // K, a multiple of 32
-    row_offset: u32,  // index of the chunk's first row in y
-    y_stride: u32,    // N, total rows: stride between the batch columns of y
-}
+// Repacked layout (kernel-harness/src/quant/mod.rs): quant bytes of all blocks in one
+// array, f16 scales two per word in another; bytes per weight stay GGUF's 34/32. A unit
+// is one 16-byte load: half a block. x as f32 (dequantized in registers), or with XQ8
+// as int8 (gemv_q8x.wgsl). The loop and the variant are gemv_driver.wgsl's.
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> qs: array<vec4<u32>>;  // [rows, cols / 16]: 16 int8 quants each
 @group(0) @binding(2) var<storage, read> d: array<u32>;         // [ceil(rows * cols / 32 / 2)]: f16 scales, two per word
+#ifdef XQ8
+@group(0) @binding(3) var<storage, read> xq: array<vec4<u32>>;  // [BATCH, cols / 16]: 16 int8 of x each
+@group(0) @binding(4) var<storage, read> xm: array<vec2<f32>>;  // [BATCH, cols / 16]: (d of its block, sum of the 16)
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;   // [BATCH, y_stride]
+#else
 @group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;   // [BATCH, cols / 4]
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;   // [BATCH, y_stride]
+#endif
 
-#include gemv_reduce.wgsl
+const VEC: u32 = 16u;  // weights per unit
+
+struct Unit { q: vec4<u32>, dw: u32, odd: u32 }
+
+fn load_unit(row: u32, u: u32) -> Unit {
+    let i = row * (params.cols / VEC) + u;
+    let block = i >> 1u;
+    return Unit(qs[i], d[block >> 1u], block & 1u);
+}
+
+fn scale_of(q: Unit) -> f32 {
+    return unpack2x16float(q.dw)[q.odd];
+}
+
+#ifdef XQ8
+#include gemv_q8x.wgsl
+
+struct Xu { q: vec4<u32>, m: vec2<f32> }
+struct Deq { q: vec4<u32>, d: f32 }
+
+fn load_xu(u: u32, b: u32) -> Xu {
+    let i = xq_at(b, u);
+    return Xu(xq[i], xm[i]);
+}
+
+fn dequant(q: Unit) -> Deq {
+    return Deq(q.q, scale_of(q));
+}
+
+fn dot_dx(q: Deq, v: Xu) -> f32 {
+    return q.d * v.m.x * f32(dot16(q.q, v.q));
+}
+#else
+struct Xu { v: array<vec4<f32>, 4> }
+struct Deq { v: array<vec4<f32>, 4>, d: f32 }
+
+fn load_xu(u: u32, b: u32) -> Xu {
+    let i = b * (params.cols / 4u) + 4u * u;
+    return Xu(array<vec4<f32>, 4>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]));
+}
 
 // Four int8 quants of a word, sign-extended, as f32.
 fn sext4(v: u32) -> vec4<f32> {
@@ -39,53 +66,13 @@ fn sext4(v: u32) -> vec4<f32> {
     return vec4<f32>(s >> vec4<u32>(24u));
 }
 
-fn scale(block: u32) -> f32 {
-    return unpack2x16float(d[block >> 1u])[block & 1u];
+fn dequant(q: Unit) -> Deq {
+    return Deq(array<vec4<f32>, 4>(sext4(q.q.x), sext4(q.q.y), sext4(q.q.z), sext4(q.q.w)), scale_of(q));
 }
 
-@compute @workgroup_size(WG_SIZE)
-fn main(@builtin(local_invocation_index) lid: u32,
-        @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>,
-#ifdef SUBGROUPS
-        @builtin(subgroup_invocation_id) sg_lane: u32,
-        @builtin(subgroup_id) sg_id: u32,
-        @builtin(num_subgroups) n_sg: u32,
-#endif
-) {
-    let row0 = (wid.x + wid.y * nwg.x) * ROWS;
-    let units = params.cols / VEC;
-    let xs = params.cols / 4u;
-    var acc: array<f32, ACC>;
-    for (var u = lid; u < units; u += WG_SIZE) {
-        var wv: array<vec4<f32>, 4 * ROWS>;
-        var sc: array<f32, ROWS>;
-        for (var r = 0u; r < ROWS; r++) {
-            // Rows past the end re-read the last row; their sums are never stored.
-            let row = min(row0 + r, params.rows - 1u);
-            let q = qs[row * units + u];
-            sc[r] = scale((row * units + u) >> 1u);
-            wv[4u * r] = sext4(q.x);
-            wv[4u * r + 1u] = sext4(q.y);
-            wv[4u * r + 2u] = sext4(q.z);
-            wv[4u * r + 3u] = sext4(q.w);
-        }
-        for (var b = 0u; b < BATCH; b++) {
-            let xb = b * xs + 4u * u;
-            let x0 = x[xb];
-            let x1 = x[xb + 1u];
-            let x2 = x[xb + 2u];
-            let x3 = x[xb + 3u];
-            for (var r = 0u; r < ROWS; r++) {
-                let s = dot(wv[4u * r], x0) + dot(wv[4u * r + 1u], x1)
-                      + dot(wv[4u * r + 2u], x2) + dot(wv[4u * r + 3u], x3);
-                acc[r * BATCH + b] += sc[r] * s;
-            }
-        }
-    }
-#ifdef SUBGROUPS
-    reduce_store(acc, lid, row0, sg_lane, sg_id, n_sg);
-#else
-    reduce_store(acc, lid, row0);
-#endif
+fn dot_dx(q: Deq, v: Xu) -> f32 {
+    return q.d * (dot(q.v[0], v.v[0]) + dot(q.v[1], v.v[1]) + dot(q.v[2], v.v[2]) + dot(q.v[3], v.v[3]));
 }
+#endif
+
+#include gemv_driver.wgsl

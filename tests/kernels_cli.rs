@@ -15,7 +15,11 @@ use tokenscope_core::report::kernels::KernelReport;
 fn tokenscope(args: &[&str], envs: &[(&str, &str)]) -> Output {
     let runtime = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tokenscope"));
-    cmd.args(args).env("XDG_RUNTIME_DIR", runtime.path());
+    // A tuning file of the developer's own (~/.cache/tokenscope/tuning) must not
+    // change what a test runs: the cache directory is the test's, unless it sets one.
+    cmd.args(args)
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .env("XDG_CACHE_HOME", runtime.path());
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -106,7 +110,40 @@ fn quick_run_verifies_every_kernel_and_validates() {
     assert_eq!(report.decode_steps.len(), 1);
     assert_eq!(report.decode_steps[0].model, "gemma-3-270m");
     assert!(report.decode_steps[0].gap > 0.0);
-    assert_eq!(report.goals.len(), 5);
+    // Goals: GEMV per format, the skinny matmul per format and batch range, split-KV
+    // attention at 8k and 32k (not measured in the quick run), the decode step.
+    let goal_names: Vec<&str> = report.goals.iter().map(|g| g.goal.as_str()).collect();
+    assert_eq!(report.goals.len(), 4 + 2 * 2 + 2 + 1, "{goal_names:?}");
+    for dtype in ["f32", "f16", "q8_0", "q4_0"] {
+        assert!(goal_names.contains(&format!("gemv {dtype}, every shape").as_str()));
+    }
+    // The compute roof, and every kernel placed against the roof that bounds it.
+    let compute = report.compute.as_ref().expect("a compute roof");
+    assert!(compute.verified && compute.f32_gflops > 0.0);
+    for k in &report.kernels {
+        assert!(
+            k.roof.is_some() && k.fraction_of_roof.unwrap_or(0.0) > 0.0,
+            "{k:?}"
+        );
+        let v = k.variant.as_ref().expect("every kernel says its variant");
+        assert_eq!(v.source, "default", "{} {}: {v:?}", k.name, k.dtype);
+    }
+    // Without a tuning file the report says so, and where it looked.
+    let tuning = report.tuning.as_ref().unwrap();
+    assert!(
+        !tuning.used && tuning.note.contains("kernels --tune"),
+        "{tuning:?}"
+    );
+    // The drift check: the read kernel and the first kernel of each group, again.
+    let drifted: Vec<&str> = report.drift.iter().map(|d| d.kernel.as_str()).collect();
+    assert_eq!(drifted.len(), 1 + 3, "{drifted:?}");
+    assert_eq!(drifted[0], "bandwidth_read");
+    assert!(
+        report
+            .drift
+            .iter()
+            .all(|d| d.first_us > 0.0 && d.again_us > 0.0)
+    );
     // The batch sweeps against their GEMVs: batch 1 and every skinny batch.
     assert_eq!(report.roofline.len(), 2, "{:?}", report.roofline);
     for row in &report.roofline {
@@ -512,4 +549,147 @@ fn the_gemv_sweep_takes_any_format() {
             .iter()
             .all(|k| k.dtype == "q4_k" || k.dtype == "q5_1")
     );
+}
+
+/// The JSON of a file written by a run.
+fn json_file(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn tune_writes_a_tuning_file_that_later_runs_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().to_str().unwrap();
+    let small = [
+        "kernels",
+        "--quick",
+        "--only",
+        "gemv,attention",
+        "--formats",
+        "f16,q4_0",
+    ];
+    let run = |extra: &[&str], out: &str| {
+        let out = dir.path().join(out);
+        let mut args: Vec<&str> = small.to_vec();
+        args.extend_from_slice(extra);
+        args.extend(["--out", out.to_str().unwrap()]);
+        let o = tokenscope(&args, &[("XDG_CACHE_HOME", cache)]);
+        (o, out)
+    };
+
+    // 1. A small search, written where later runs on this adapter look for it.
+    let (o, out) = run(&["--tune", "--tune-budget", "6s"], "tuned.json");
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("tuning file written: "), "{err}");
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path().join("tokenscope/tuning"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let tuning = json_file(&files[0]);
+    common::assert_schema("tuning.schema.json", &tuning, "tuning file");
+    let file =
+        tokenscope_core::report::kernels::TuningFile::from_json(&tuning.to_string()).unwrap();
+    // Every GEMV and attention problem of the run was searched or, once the budget
+    // was spent, listed as unsearched: 2 formats x 2 shapes, and attention (2 layouts
+    // x 2 formats x 2 contexts, both kernels). The GEMVs come first.
+    let gemvs = file.entries.iter().filter(|e| e.kernel == "gemv").count();
+    assert_eq!(gemvs, 4, "{:?}", file.entries);
+    assert_eq!(file.entries.len() + file.unsearched.len(), 4 + 16);
+    assert!(
+        file.spent_s < 6.0 * 3.0,
+        "the budget bounds the search: {}",
+        file.spent_s
+    );
+    for e in &file.entries {
+        assert!(e.failed.is_empty(), "a variant gave a wrong answer: {e:?}");
+        assert!(e.tried.iter().any(|t| t.variant == e.best), "{e:?}");
+        assert!(e.tried.iter().any(|t| t.variant == e.default), "{e:?}");
+        assert!(e.best_us > 0.0 && e.worst_us > 0.0);
+        let sorted = e.tried.windows(2).all(|w| w[0].median_us <= w[1].median_us);
+        assert!(sorted, "{e:?}");
+    }
+    // The run that tuned ran every kernel in its tuned variant, and said so.
+    let report = KernelReport::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_valid(&json_file(&out));
+    assert!(report.tuning.as_ref().unwrap().used);
+    let searched = |k: &tokenscope_core::report::kernels::KernelResult| {
+        file.lookup(&k.name, &k.dtype, &k.shape, k.batch, k.kv_heads)
+            .is_some_and(|(_, exact)| exact)
+    };
+    for k in report.kernels.iter().filter(|k| searched(k)) {
+        let v = k.variant.as_ref().unwrap();
+        let entry = file
+            .lookup(&k.name, &k.dtype, &k.shape, k.batch, k.kv_heads)
+            .map(|(e, exact)| (e.best.clone(), exact));
+        assert_eq!(v.source, "tuned", "{} {}: {v:?}", k.name, k.dtype);
+        assert_eq!(Some((v.name.clone(), true)), entry, "{k:?}");
+        let search = v.search.as_ref().unwrap();
+        assert!(search.tried >= 1 && search.best == v.name);
+    }
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Variant search on this adapter"));
+
+    // 2. A later run reads it by itself.
+    let (o, out) = run(&[], "later.json");
+    assert!(o.status.success(), "{}", text(&o));
+    let later = KernelReport::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(later.tuning.as_ref().unwrap().used);
+    let tuned = |r: &KernelReport| {
+        r.kernels
+            .iter()
+            .filter(|k| k.variant.as_ref().unwrap().source == "tuned")
+            .count()
+    };
+    assert_eq!(tuned(&later), tuned(&report));
+    assert!(tuned(&later) >= 4, "at least the GEMVs");
+    // --no-tuning: the defaults.
+    let (o, out) = run(&["--no-tuning"], "defaults.json");
+    assert!(o.status.success(), "{}", text(&o));
+    let plain = KernelReport::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(
+        plain
+            .kernels
+            .iter()
+            .all(|k| k.variant.as_ref().unwrap().source == "default")
+    );
+
+    // 3. A file made on another adapter is not used, and the report says why.
+    let mut other = tuning.clone();
+    other["adapter"]["name"] = "Some Other GPU".into();
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    let (o, out) = run(
+        &["--tuning", other_path.to_str().unwrap()],
+        "other-run.json",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let r = KernelReport::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let t = r.tuning.as_ref().unwrap();
+    assert!(!t.used && t.note.contains("Some Other GPU"), "{t:?}");
+    assert!(
+        r.kernels
+            .iter()
+            .all(|k| k.variant.as_ref().unwrap().source == "default")
+    );
+
+    // 4. A --tuning file that is missing or not a tuning file: one clear error.
+    for (path, content, says) in [
+        ("missing.json", None, "cannot read"),
+        (
+            "garbage.json",
+            Some("{\"schema\": \"tokenscope.kernels/1\"}"),
+            "tokenscope.kernels/1",
+        ),
+    ] {
+        let p = dir.path().join(path);
+        if let Some(c) = content {
+            std::fs::write(&p, c).unwrap();
+        }
+        let (o, _) = run(&["--tuning", p.to_str().unwrap()], "never.json");
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(path) && e.contains(says), "{e}");
+    }
 }

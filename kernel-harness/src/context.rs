@@ -13,9 +13,11 @@ use tokenscope_core::report::kernels::{
 };
 use wgpu::util::DeviceExt;
 
+use crate::arena::{Arena, Slice};
 use crate::error::{HarnessError, KernelId, Result};
 use crate::shader::PipelineCache;
 use crate::sync::oneshot;
+use crate::tune::Tuning;
 
 /// A graphics backend the user can ask for with `--backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,9 @@ pub struct AdapterOptions {
     pub disable_f16: bool,
     /// Do not use timestamp queries (forces wall-clock timing).
     pub disable_timestamps: bool,
+    /// Allocate every operand on its own, freed after its kernel (the harness before
+    /// [`crate::arena`]; kept to show the difference the arena makes).
+    pub no_arena: bool,
 }
 
 /// One adapter, as listed by `--list-adapters`.
@@ -223,6 +228,8 @@ pub struct GpuContext {
     errors: Arc<Mutex<Vec<String>>>,
     pipelines: PipelineCache,
     binding_limit: Option<u64>,
+    tuning: Tuning,
+    arena: Option<Arena>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -273,6 +280,12 @@ impl GpuContext {
                 adapter: info.name.clone(),
                 message: e.to_string(),
             })?;
+        let arena = (!opts.no_arena).then(|| {
+            Arena::new(
+                u64::from(limits.min_storage_buffer_offset_alignment),
+                limits.max_buffer_size,
+            )
+        });
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();
         // Errors outside an error scope must not panic the process (wgpu's default):
@@ -293,11 +306,23 @@ impl GpuContext {
             errors,
             pipelines: PipelineCache::default(),
             binding_limit: None,
+            tuning: Tuning::none(),
+            arena,
         })
     }
 
     pub(crate) fn pipelines(&self) -> &PipelineCache {
         &self.pipelines
+    }
+
+    /// The variants kernels compile in: a tuning file for this adapter, or defaults.
+    pub fn tuning(&self) -> &Tuning {
+        &self.tuning
+    }
+
+    /// Sets the tuning (kernels compiled from now on follow it).
+    pub fn set_tuning(&mut self, tuning: Tuning) {
+        self.tuning = tuning;
     }
 
     /// Whether the adapter is a CPU implementation (lavapipe, SwiftShader, WARP).
@@ -435,6 +460,34 @@ impl GpuContext {
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         })
+    }
+
+    /// Device memory for a large operand (weights, a KV cache): a range of the arena's
+    /// blocks (zero-filled only when the block is new), or its own buffer without the
+    /// arena.
+    pub fn operand(&self, label: &str, size: u64) -> Slice {
+        self.operand_apart(label, size, None)
+    }
+
+    /// [`Self::operand`] in another buffer than `apart` (for a kernel that writes it
+    /// while reading `apart`).
+    pub fn operand_apart(&self, label: &str, size: u64, apart: Option<&Slice>) -> Slice {
+        match &self.arena {
+            Some(a) => a.alloc(size, apart, |bytes| {
+                self.storage(&format!("arena block ({} MiB)", bytes >> 20), bytes)
+            }),
+            None => Slice::whole(self.storage(label, size)),
+        }
+    }
+
+    /// Blocks and bytes the arena holds (0 without it).
+    pub fn arena_footprint(&self) -> (usize, u64) {
+        self.arena.as_ref().map_or((0, 0), Arena::footprint)
+    }
+
+    /// Writes `data` at `at` bytes into `s`.
+    pub fn write_slice(&self, s: &Slice, at: u64, data: &[u8]) {
+        self.queue.write_buffer(&s.buffer, s.offset + at, data);
     }
 
     /// A storage buffer holding `data`.

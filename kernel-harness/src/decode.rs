@@ -19,7 +19,9 @@ use crate::data;
 use crate::error::{HarnessError, KernelId, Result};
 use crate::kernels::attention::{AttentionKernels, AttentionOp, AttentionSpec, KvCache};
 use crate::kernels::fill::Filler;
-use crate::kernels::gemv::{GemvKernel, GemvSpec, GpuMatrix, encode_gemv, weight_source};
+use crate::kernels::gemv::{
+    GemvInput, GemvKernel, GemvSpec, GpuMatrix, encode_gemv, weight_source,
+};
 use crate::kernels::glue::{self, GlueOp, RopeShape};
 use crate::kernels::rotation_for;
 use crate::timing::{TimingOptions, Workload, measure};
@@ -82,6 +84,8 @@ struct LayerSlot {
 
 struct Shared {
     kernels: [GemvKernel; 4],
+    /// Each matrix's input as its kernel reads it (a, att, a, act).
+    inputs: [GemvInput; 4],
     rms1: GlueOp,
     rms2: GlueOp,
     add1: GlueOp,
@@ -109,14 +113,18 @@ impl Workload for LayersWorkload {
                 &self.slots.1[i]
             };
             s.rms1.encode(pass);
+            s.inputs[0].encode(pass);
             encode_gemv(pass, &s.kernels[0], &slot.groups[0]);
             slot.rope.encode(pass);
             slot.attention.encode(pass);
+            s.inputs[1].encode(pass);
             encode_gemv(pass, &s.kernels[1], &slot.groups[1]);
             s.add1.encode(pass);
             s.rms2.encode(pass);
+            s.inputs[2].encode(pass);
             encode_gemv(pass, &s.kernels[2], &slot.groups[2]);
             s.act.encode(pass);
+            s.inputs[3].encode(pass);
             encode_gemv(pass, &s.kernels[3], &slot.groups[3]);
             s.add2.encode(pass);
         }
@@ -125,6 +133,7 @@ impl Workload for LayersWorkload {
 
 struct HeadWorkload {
     norm: GlueOp,
+    input: GemvInput,
     kernel: GemvKernel,
     groups: Groups,
 }
@@ -135,6 +144,7 @@ impl Workload for HeadWorkload {
     }
     fn encode(&self, pass: &mut wgpu::ComputePass<'_>, _iter: usize) {
         self.norm.encode(pass);
+        self.input.encode(pass);
         encode_gemv(pass, &self.kernel, &self.groups);
     }
 }
@@ -188,7 +198,7 @@ pub async fn run(
         context: cap,
         split: true,
     };
-    attn(full_cap).validate(ctx)?;
+    attn(full_cap).validate()?;
 
     // Layer order and distinct weight sets per attention type.
     let layer_bytes: u64 =
@@ -219,7 +229,17 @@ pub async fn run(
         bytemuck::cast_slice(&table(slide_cap)),
     );
 
+    let input = |k: usize, x: &wgpu::Buffer| {
+        GemvInput::new(ctx, &id, x.clone(), 1, specs[k].cols, kernels[k].q8())
+    };
+    let inputs = [
+        input(0, &v.a).await?,
+        input(1, &v.att).await?,
+        input(2, &v.a).await?,
+        input(3, &v.act).await?,
+    ];
     let shared = Shared {
+        inputs,
         rms1: glue::rmsnorm(ctx, d, &v.h, &v.norm_w, &v.a).await?,
         rms2: glue::rmsnorm(ctx, d, &v.h, &v.norm_w, &v.a).await?,
         add1: glue::add(ctx, d, &v.o, &v.h).await?,
@@ -236,11 +256,13 @@ pub async fn run(
         kernels: &shared.kernels,
         attn_kernels: &attn_kernels,
         filler: &filler,
-        bufs: [&v.a, &v.qkv, &v.q_rot, &v.att, &v.o, &v.gu, &v.act, &v.dn],
+        inputs: &shared.inputs,
+        bufs: [&v.qkv, &v.q_rot, &v.att, &v.o, &v.gu, &v.dn],
     };
     let full_slots = make_slots(&env, r_full, full_cap, &cs_full, 0).await?;
     let slide_slots = make_slots(&env, r_slide, slide_cap, &cs_slide, r_full).await?;
-    let dispatches = layer_order.dispatches(&full_slots, &slide_slots);
+    let prep = shared.inputs.iter().map(GemvInput::dispatches).sum();
+    let dispatches = layer_order.dispatches(&full_slots, &slide_slots, prep);
     let layers = LayersWorkload {
         shared,
         slots: (full_slots, slide_slots),
@@ -252,10 +274,13 @@ pub async fn run(
 
     let head_kernel = GemvKernel::new(ctx, &head_spec).await?;
     let head = GpuMatrix::new(ctx, head_spec, weight_source(seed, 9000), &filler).await?;
-    let head_groups = head.bind(ctx, &head_kernel, &v.a, &v.logits);
-    let head_dispatches = 1 + head_groups.len() as u32;
+    let head_input =
+        GemvInput::new(ctx, &id, v.a.clone(), 1, head_spec.cols, head_kernel.q8()).await?;
+    let head_groups = head.bind(ctx, &head_kernel, head_input.arg(), &v.logits);
+    let head_dispatches = 1 + head_input.dispatches() + head_groups.len() as u32;
     let head_w = HeadWorkload {
         norm: glue::rmsnorm(ctx, d, &v.h, &v.norm_w, &v.a).await?,
+        input: head_input,
         kernel: head_kernel,
         groups: head_groups,
     };
@@ -366,11 +391,13 @@ impl LayerOrder {
         }
     }
 
-    /// Dispatches for all layers: each layer's glue (6) + its matrices' groups +
-    /// its attention.
-    fn dispatches(&self, full: &[LayerSlot], sliding: &[LayerSlot]) -> u32 {
+    /// Dispatches for all layers: each layer's glue (6) + `prep` (x quantized for
+    /// XQ8 GEMVs) + its matrices' groups + its attention.
+    fn dispatches(&self, full: &[LayerSlot], sliding: &[LayerSlot], prep: u32) -> u32 {
         let per_layer = |s: &LayerSlot| {
-            6 + s.groups.iter().map(|g| g.len() as u32).sum::<u32>() + s.attention.dispatches()
+            6 + prep
+                + s.groups.iter().map(|g| g.len() as u32).sum::<u32>()
+                + s.attention.dispatches()
         };
         self.order
             .iter()
@@ -387,8 +414,9 @@ struct SlotEnv<'a> {
     kernels: &'a [GemvKernel; 4],
     attn_kernels: &'a AttentionKernels,
     filler: &'a Filler,
-    // a, qkv, q_rot, att, o, gu, act, dn
-    bufs: [&'a wgpu::Buffer; 8],
+    inputs: &'a [GemvInput; 4],
+    // qkv, q_rot, att, o, gu, dn
+    bufs: [&'a wgpu::Buffer; 6],
 }
 
 impl SlotEnv<'_> {
@@ -413,7 +441,8 @@ async fn make_slots(
     base: u32,
 ) -> Result<Vec<LayerSlot>> {
     let (ctx, seed, specs) = (env.ctx, env.seed, env.specs);
-    let [a, qkv, q_rot, att, o, gu, act, dn] = env.bufs;
+    let [qkv, q_rot, att, o, gu, dn] = env.bufs;
+    let x = |k: usize| env.inputs[k].arg();
     let m = &env.spec.model;
     let mut slots = Vec::new();
     for i in 0..count {
@@ -449,10 +478,10 @@ async fn make_slots(
             .await?,
         ];
         let groups = [
-            mats[0].bind(ctx, &env.kernels[0], a, qkv),
-            mats[1].bind(ctx, &env.kernels[1], att, o),
-            mats[2].bind(ctx, &env.kernels[2], a, gu),
-            mats[3].bind(ctx, &env.kernels[3], act, dn),
+            mats[0].bind(ctx, &env.kernels[0], x(0), qkv),
+            mats[1].bind(ctx, &env.kernels[1], x(1), o),
+            mats[2].bind(ctx, &env.kernels[2], x(2), gu),
+            mats[3].bind(ctx, &env.kernels[3], x(3), dn),
         ];
         let keys = (
             data::key(seed, 5000 + 2 * slot_seed),

@@ -27,6 +27,7 @@
 //! assert!(report.verified);
 //! ```
 
+pub mod arena;
 pub mod clock;
 pub mod context;
 pub mod data;
@@ -38,6 +39,7 @@ pub mod shader;
 pub mod suite;
 pub mod sync;
 pub mod timing;
+pub mod tune;
 
 /// Runs a future to completion on the current thread (native: wgpu's callbacks are
 /// driven by [`GpuContext::pump`], so nothing else is needed).

@@ -6,7 +6,8 @@
 //!
 //! - `#ifdef NAME` / `#ifndef NAME` / `#else` / `#endif` keep or drop lines by flag
 //!   (`SUBGROUPS`, `SHADER_F16`, `KV_F16`, `GELU`);
-//! - `#include file.wgsl` inlines another file of the registry;
+//! - `#include file.wgsl` inlines another file of the registry, once: a file already
+//!   included in this shader is skipped (helpers shared by two includes);
 //! - `{{NAME}}` is replaced by a host value (`ROWS`, `BATCH`, `HEAD_DIM`, ...);
 //!   an unknown name, a stray directive or an unbalanced `#ifdef` is an error;
 //! - `enable f16;` is prepended with `SHADER_F16`, and `enable subgroups;` with
@@ -15,6 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
+use crate::arena::Res;
 use crate::context::GpuContext;
 use crate::error::{HarnessError, KernelId, Result};
 
@@ -40,7 +42,14 @@ macro_rules! shader {
 shader!(FILL, "fill.wgsl");
 shader!(BANDWIDTH_READ, "bandwidth_read.wgsl");
 shader!(BANDWIDTH_COPY, "bandwidth_copy.wgsl");
-shader!(GEMV_REDUCE, "gemv_reduce.wgsl");
+shader!(GEMV_DRIVER, "gemv_driver.wgsl");
+shader!(GEMV_Q8X, "gemv_q8x.wgsl");
+shader!(GEMV_NIBBLES, "gemv_nibbles.wgsl");
+shader!(GEMV_LEGACY, "gemv_legacy.wgsl");
+shader!(GEMV_KX, "gemv_kx.wgsl");
+shader!(GEMV_KSCALES, "gemv_kscales.wgsl");
+shader!(QUANTIZE_X, "quantize_x.wgsl");
+shader!(FMA, "fma.wgsl");
 shader!(GEMV_F32, "gemv_f32.wgsl");
 shader!(GEMV_F16, "gemv_f16.wgsl");
 shader!(GEMV_Q8_0, "gemv_q8_0.wgsl");
@@ -64,7 +73,14 @@ pub const ALL: &[ShaderFile] = &[
     FILL,
     BANDWIDTH_READ,
     BANDWIDTH_COPY,
-    GEMV_REDUCE,
+    GEMV_DRIVER,
+    GEMV_Q8X,
+    GEMV_NIBBLES,
+    GEMV_LEGACY,
+    GEMV_KX,
+    GEMV_KSCALES,
+    QUANTIZE_X,
+    FMA,
     GEMV_F32,
     GEMV_F16,
     GEMV_Q8_0,
@@ -169,7 +185,13 @@ fn substitute(file: &'static str, line: &str, defines: &Defines, lineno: usize) 
     Ok(out)
 }
 
-fn expand(file: ShaderFile, defines: &Defines, depth: usize, out: &mut String) -> Result<()> {
+fn expand(
+    file: ShaderFile,
+    defines: &Defines,
+    depth: usize,
+    seen: &mut BTreeSet<&'static str>,
+    out: &mut String,
+) -> Result<()> {
     if depth > 4 {
         return Err(HarnessError::Shader {
             shader: file.name,
@@ -217,7 +239,9 @@ fn expand(file: ShaderFile, defines: &Defines, depth: usize, out: &mut String) -
                     if active(&stack) {
                         let inc = find(name)
                             .ok_or_else(|| err(format!("#include of unknown file `{name}`")))?;
-                        expand(inc, defines, depth + 1, out)?;
+                        if seen.insert(inc.name) {
+                            expand(inc, defines, depth + 1, seen, out)?;
+                        }
                     }
                 }
                 _ => return Err(err(format!("unknown directive `#{}`", directive.trim()))),
@@ -247,8 +271,17 @@ pub fn preprocess(file: ShaderFile, defines: &Defines, web: bool) -> Result<Stri
     if web && defines.has("SUBGROUPS") {
         out.push_str("enable subgroups;\n");
     }
-    expand(file, defines, 0, &mut out)?;
+    expand(file, defines, 0, &mut BTreeSet::from([file.name]), &mut out)?;
     Ok(out)
+}
+
+/// The bindings of a bind group, whole buffers and ranges alike:
+/// `ctx.bind(&k, "label", &bufs![&params, &slice, out])`.
+#[macro_export]
+macro_rules! bufs {
+    ($($b:expr),* $(,)?) => {
+        [$($crate::arena::Res::from($b)),*]
+    };
 }
 
 /// How a kernel uses one binding (binding index = position in the list).
@@ -418,14 +451,15 @@ impl GpuContext {
         }
     }
 
-    /// A bind group of `buffers` (whole buffers, binding i = buffers\[i\]) for `kernel`.
-    pub fn bind(&self, kernel: &Kernel, label: &str, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+    /// A bind group of `buffers` (binding i = buffers\[i\], whole buffers or ranges;
+    /// [`crate::bufs!`] builds the list) for `kernel`.
+    pub fn bind(&self, kernel: &Kernel, label: &str, buffers: &[Res<'_>]) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
             .map(|(i, b)| wgpu::BindGroupEntry {
                 binding: i as u32,
-                resource: b.as_entire_binding(),
+                resource: b.binding(),
             })
             .collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -499,27 +533,42 @@ mod tests {
         assert_eq!(workgroup_size("const N: u32 = 64u;"), None);
     }
 
+    /// Files that are only included by kernels (no entry point of their own).
+    const INCLUDES: &[&str] = &[
+        "gemv_driver.wgsl",
+        "gemv_q8x.wgsl",
+        "gemv_nibbles.wgsl",
+        "gemv_legacy.wgsl",
+        "gemv_kx.wgsl",
+        "gemv_kscales.wgsl",
+    ];
+
+    /// A value for every `{{NAME}}` any shader uses.
+    fn any_variant(wg: u32) -> Defines {
+        let mut d = Defines::new();
+        for (name, value) in [
+            ("WG_SIZE", wg),
+            ("ROWS", 1),
+            ("BATCH", 1),
+            ("BT", 1),
+            ("ACC", 1),
+            ("UNROLL", 1),
+            ("TEAMS", 1),
+            ("PASS", 1),
+            ("HEAD_DIM", 128),
+            ("GROUP", 4),
+            ("LANES", 4),
+            ("VEC", 4),
+            ("ITERS", 64),
+        ] {
+            d = d.value(name, value);
+        }
+        d
+    }
+
     #[test]
     fn every_shader_documents_its_workgroup_size() {
         for f in ALL {
-            if f.name == "gemv_reduce.wgsl" {
-                continue;
-            }
-            assert!(
-                f.source.contains("const WG_SIZE: u32"),
-                "{} has no WG_SIZE constant",
-                f.name
-            );
-            assert!(f.source.contains("@workgroup_size(WG_SIZE)"), "{}", f.name);
-            // The limit check reads it: every size is a power of two within WebGPU's
-            // guaranteed 256 invocations.
-            let wg = workgroup_size(f.source)
-                .unwrap_or_else(|| panic!("{}: WG_SIZE is not a literal", f.name));
-            assert!(
-                wg.is_power_of_two() && (64..=256).contains(&wg),
-                "{}: {wg}",
-                f.name
-            );
             // Every binding line carries a comment (its shape or meaning), except uniforms.
             for line in f.source.lines().filter(|l| l.contains("var<storage")) {
                 assert!(
@@ -528,6 +577,33 @@ mod tests {
                     f.name
                 );
             }
+            if INCLUDES.contains(&f.name) {
+                assert!(!f.source.contains("@compute"), "{}", f.name);
+                continue;
+            }
+            // The limit check reads WG_SIZE from the expanded source: a literal, or a
+            // variant's value, always a power of two within WebGPU's guaranteed 256.
+            for wg in [64, 256] {
+                let src = preprocess(*f, &any_variant(wg), false)
+                    .unwrap_or_else(|e| panic!("{}: {e}", f.name));
+                assert!(src.contains("@workgroup_size(WG_SIZE)"), "{}", f.name);
+                let got = workgroup_size(&src)
+                    .unwrap_or_else(|| panic!("{}: WG_SIZE is not a literal", f.name));
+                assert!(
+                    got.is_power_of_two() && (64..=256).contains(&got),
+                    "{}: {got}",
+                    f.name
+                );
+            }
         }
+    }
+
+    #[test]
+    fn a_file_is_included_once() {
+        // gemv_q4_k.wgsl reaches gemv_q8x.wgsl through two includes.
+        let d = any_variant(128).flag("XQ8", true).flag("SUBGROUPS", true);
+        let src = preprocess(GEMV_Q4_K, &d, false).unwrap();
+        assert_eq!(src.matches("fn dot16(").count(), 1);
+        assert_eq!(src.matches("fn main(").count(), 1);
     }
 }

@@ -8,14 +8,19 @@ use half::f16;
 use kernel_harness::clock::MonotonicClock;
 use kernel_harness::data::{self, FillMode};
 use kernel_harness::decode::{self, DecodeStepSpec};
-use kernel_harness::kernels::attention::{AttentionBench, AttentionSpec};
+use kernel_harness::kernels::attention::{
+    AttentionBench, AttentionKernels, AttentionSpec, AttentionVariant,
+};
 use kernel_harness::kernels::bandwidth::{self, BandwidthPlan};
 use kernel_harness::kernels::fill::{FillJob, Filler};
-use kernel_harness::kernels::gemv::{GemvBench, GemvSpec, HostMatrix};
+use kernel_harness::kernels::gemv::{
+    GemvBench, GemvKernel, GemvSpec, GemvVariant, HostMatrix, Team, XPath,
+};
 use kernel_harness::kernels::glue::{self, RopeShape, reference};
-use kernel_harness::kernels::{F16Path, Reduction};
+use kernel_harness::kernels::{F16Path, Reduction, VariantCaps};
 use kernel_harness::quant;
 use kernel_harness::timing::TimingOptions;
+use kernel_harness::tune::Choice;
 use kernel_harness::{AdapterOptions, GpuContext, HarnessError, KernelId};
 use tokenscope_core::analyze::floor::{ModelShape, Quant};
 
@@ -94,7 +99,7 @@ fn fill_matches_the_cpu_twin() {
     ] {
         let buf = ctx.storage("fill test", 4 * 1001);
         let job = FillJob {
-            buffer: &buf,
+            target: (&buf).into(),
             words: 1001,
             key,
             mode,
@@ -158,9 +163,14 @@ fn whole_blocks(dtype: Quant, cols: u32) -> u32 {
 
 fn check_gemv(ctx: &GpuContext, spec: GemvSpec, rotation: u32) {
     let bench = pollster::block_on(GemvBench::new(ctx, spec, 42, rotation, None)).unwrap();
+    // GEMV reads f16 weights as u32 words (16-byte loads) on every adapter.
+    let (reduction, _) = expected_paths(ctx, false);
     assert_eq!(
         (bench.kernel.reduction, bench.kernel.f16),
-        expected_paths(ctx, spec.dtype == Quant::F16),
+        (
+            reduction,
+            (spec.dtype == Quant::F16).then_some(F16Path::Unpack)
+        ),
         "{spec:?} on {:?}",
         ctx.caps
     );
@@ -442,8 +452,7 @@ fn a_wrong_result_is_an_error_naming_the_index() {
     .unwrap();
     // Corrupt row 5 on the GPU only.
     let chunk = &bench.matrices[0].chunks[0];
-    ctx.queue
-        .write_buffer(&chunk.main, 5 * 64 * 4, bytemuck::cast_slice(&[100f32; 4]));
+    ctx.write_slice(&chunk.main, 5 * 64 * 4, bytemuck::cast_slice(&[100f32; 4]));
     let (report, err) = pollster::block_on(bench.verify(&ctx, 0, u64::MAX)).unwrap();
     let err = err.expect("a corrupted row must fail verification");
     assert!(matches!(err, HarnessError::Mismatch(_)));
@@ -648,8 +657,9 @@ fn rope_and_kv_append_match_the_reference() {
         let q_out = ctx.storage("q", 4 * u64::from(h * dh));
         let elem = if kv_dtype == Quant::F16 { 2 } else { 4 };
         let cache_bytes = u64::from(hkv * cap * dh) * elem;
-        let k = ctx.storage("k", cache_bytes);
-        let v = ctx.storage("v", cache_bytes);
+        // Ranges of the arena (K after V's padding: a non-zero offset).
+        let k = ctx.operand("k", cache_bytes);
+        let v = ctx.operand("v", cache_bytes);
         let shape = RopeShape {
             heads: h,
             kv_heads: hkv,
@@ -667,8 +677,9 @@ fn rope_and_kv_append_match_the_reference() {
             let want = reference::rope(&qkv[head * d..(head + 1) * d], &cs);
             assert_close(&got_q[head * d..(head + 1) * d], &want, 1e-6, "rope q");
         }
-        let read = |buf: &wgpu::Buffer| -> Vec<f32> {
-            let bytes = pollster::block_on(ctx.read_bytes(buf, 0, cache_bytes)).unwrap();
+        let read = |s: &kernel_harness::arena::Slice| -> Vec<f32> {
+            let bytes =
+                pollster::block_on(ctx.read_bytes(&s.buffer, s.offset, cache_bytes)).unwrap();
             if kv_dtype == Quant::F16 {
                 bytemuck::pod_collect_to_vec::<u8, f16>(&bytes)
                     .iter()
@@ -730,4 +741,180 @@ fn decode_step_runs_a_tiny_model() {
         assert_eq!(t.dispatches, 6 * 11 + 2);
         assert!(ctx.take_uncaptured_errors().is_empty());
     }
+}
+
+/// A subset of `space` in which every pair of parameter values that occurs together
+/// in some variant of the space occurs together in a chosen one (greedy pairwise
+/// cover): each parameter's every value, and each combination of two, is verified.
+fn pairwise<V: Copy>(space: &[V], params: impl Fn(&V) -> Vec<u32>) -> Vec<V> {
+    use std::collections::BTreeSet;
+    let pairs = |v: &V| -> BTreeSet<(usize, u32, usize, u32)> {
+        let p = params(v);
+        let mut out = BTreeSet::new();
+        for i in 0..p.len() {
+            for j in i + 1..p.len() {
+                out.insert((i, p[i], j, p[j]));
+            }
+        }
+        out
+    };
+    let mut uncovered: BTreeSet<_> = space.iter().flat_map(pairs).collect();
+    let mut chosen = Vec::new();
+    while !uncovered.is_empty() {
+        let best = space
+            .iter()
+            .max_by_key(|v| pairs(v).intersection(&uncovered).count())
+            .copied()
+            .expect("a non-empty space");
+        for p in pairs(&best) {
+            uncovered.remove(&p);
+        }
+        chosen.push(best);
+    }
+    chosen
+}
+
+fn gemv_params(v: &GemvVariant) -> Vec<u32> {
+    vec![
+        u32::from(v.team == Team::Subgroup),
+        v.threads,
+        v.rows,
+        v.unroll,
+        v.batch_tile,
+        u32::from(v.x == XPath::Q8),
+    ]
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn every_gemv_variant_verifies_on_odd_shapes() {
+    // The variant space itself, not only the variants a tuner picks: for each format,
+    // a pairwise cover of every variant that can run here, at batch 1 and at an odd
+    // batch, on a shape whose rows and units divide by nothing the variants use.
+    for ctx in contexts() {
+        let caps = VariantCaps::of(&ctx);
+        let mut total = 0;
+        for dtype in gemv_formats() {
+            for (rows, cols, batch) in [(37, 288, 1), (19, 800, 5)] {
+                let spec = GemvSpec {
+                    dtype,
+                    rows,
+                    cols: whole_blocks(dtype, cols),
+                    batch,
+                };
+                let space = GemvVariant::space(&spec, &caps);
+                assert!(space.iter().any(|v| v.team == Team::Workgroup), "{spec:?}");
+                assert_eq!(
+                    space.iter().any(|v| v.team == Team::Subgroup),
+                    ctx.caps.subgroups,
+                    "{spec:?}"
+                );
+                if dtype.block_elems() > 1 {
+                    assert!(space.iter().any(|v| v.x == XPath::Q8), "{spec:?}");
+                }
+                let cover = pairwise(&space, gemv_params);
+                let kernel = |v: GemvVariant| {
+                    pollster::block_on(GemvKernel::with_variant(&ctx, &spec, Choice::given(v)))
+                        .unwrap_or_else(|e| panic!("{v}: {e}"))
+                };
+                let mut bench = pollster::block_on(GemvBench::with_kernel(
+                    &ctx,
+                    spec,
+                    7,
+                    1,
+                    None,
+                    kernel(cover[0]),
+                ))
+                .unwrap();
+                for v in &cover {
+                    pollster::block_on(bench.set_kernel(&ctx, kernel(*v))).unwrap();
+                    let (report, err) =
+                        pollster::block_on(bench.verify(&ctx, 0, u64::MAX)).unwrap();
+                    assert!(err.is_none(), "{spec:?} variant {v}: {}", err.unwrap());
+                    assert_eq!(report.checked, u64::from(rows * batch), "{v}");
+                }
+                total += cover.len();
+            }
+        }
+        eprintln!("{total} GEMV variants verified on {:?}", ctx.caps);
+    }
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn every_attention_variant_verifies_on_odd_shapes() {
+    for ctx in contexts() {
+        let caps = VariantCaps::of(&ctx);
+        for kv_dtype in [Quant::F16, Quant::F32] {
+            for split in [false, true] {
+                let spec = AttentionSpec {
+                    kv_dtype,
+                    heads: 6,
+                    kv_heads: 2,
+                    head_dim: 72,
+                    context: 333,
+                    split,
+                };
+                let space = AttentionVariant::space(&spec, &caps);
+                let cover = pairwise(&space, |v| vec![v.chunk, v.threads, v.vec]);
+                // Every chunk (split) and both load widths (f16) are among them.
+                assert!(
+                    cover.len() >= if split { 6 } else { 2 },
+                    "{spec:?}: {cover:?}"
+                );
+                let kernels = |v: AttentionVariant| {
+                    pollster::block_on(AttentionKernels::with_variant(
+                        &ctx,
+                        &spec,
+                        Choice::given(v),
+                    ))
+                    .unwrap_or_else(|e| panic!("{v}: {e}"))
+                };
+                let mut bench = pollster::block_on(AttentionBench::new(&ctx, spec, 9, 1)).unwrap();
+                for v in cover {
+                    bench.set_kernels(&ctx, kernels(v));
+                    let (_, err) = pollster::block_on(bench.verify(&ctx, 0)).unwrap();
+                    assert!(err.is_none(), "{spec:?} variant {v}: {}", err.unwrap());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn the_arena_reuses_its_blocks_and_never_overlaps_live_ranges() {
+    let ctx = gpu(AdapterOptions::default());
+    let align = u64::from(ctx.limits.min_storage_buffer_offset_alignment).max(256);
+    let a = ctx.operand("a", 1000);
+    let b = ctx.operand("b", 3000);
+    assert!(a.buffer == b.buffer, "small ranges share a block");
+    assert_eq!((a.offset, a.size), (0, 1000));
+    assert_eq!(b.offset, 1024_u64.next_multiple_of(align));
+    assert_eq!(ctx.arena_footprint().0, 1);
+    // While a range lives its block is not reused from zero.
+    drop(b);
+    let c = ctx.operand("c", 64);
+    assert!(c.offset > a.offset);
+    // Once every range of a block is gone, the next one starts it again at zero:
+    // the same memory, whatever the kernel before it allocated.
+    drop((a, c));
+    let d = ctx.operand("d", 4096);
+    assert_eq!(d.offset, 0);
+    assert_eq!(ctx.arena_footprint().0, 1);
+    // Writes land in the range, not elsewhere in the block.
+    let e = ctx.operand("e", 16);
+    ctx.write_slice(&e, 0, bytemuck::cast_slice(&[1u32, 2, 3, 4]));
+    let got = pollster::block_on(ctx.read_u32(&e.buffer, e.offset / 4, 4)).unwrap();
+    assert_eq!(got, [1, 2, 3, 4]);
+    let before = pollster::block_on(ctx.read_u32(&d.buffer, 0, 4)).unwrap();
+    assert_eq!(before, [0, 0, 0, 0]);
+    // Without the arena each operand is its own buffer.
+    let bare = gpu(AdapterOptions {
+        no_arena: true,
+        ..Default::default()
+    });
+    let x = bare.operand("x", 1000);
+    assert_eq!((x.offset, x.buffer.size()), (0, 1000));
+    assert_eq!(bare.arena_footprint(), (0, 0));
 }

@@ -12,12 +12,14 @@ use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
 use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
+use kernel_harness::tune::Tuning;
+use kernel_harness::tune::search::{self, SearchOptions, TuneProgress};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
 use tokenscope_core::gguf::GgufModel;
 use tokenscope_core::render::kernels::mib_label;
 use tokenscope_core::render::table::{Align, text_table_with};
-use tokenscope_core::report::kernels::{GgufReport, KernelReport};
+use tokenscope_core::report::kernels::{GgufReport, KernelReport, TuningFile};
 
 /// Options of `tokenscope kernels`.
 #[derive(Debug, clap::Args)]
@@ -116,6 +118,25 @@ pub struct KernelsArgs {
     /// the whole decode step's GEMVs].
     #[arg(long, value_name = "N", requires = "real_weights")]
     pub tensors_per_shape: Option<usize>,
+    /// Search the kernel variants on this adapter first (a bounded search per kernel,
+    /// format, shape and batch), write the tuning file, then run with it. Later runs on
+    /// the same adapter, driver and tokenscope version read the file by themselves.
+    #[arg(long)]
+    pub tune: bool,
+    /// Time for the whole --tune search [default: 180s; --quick: 20s].
+    #[arg(long, value_name = "DURATION", value_parser = tokenscope_core::parse::parse_duration, requires = "tune")]
+    pub tune_budget: Option<std::time::Duration>,
+    /// The tuning file to read (or, with --tune, to write) [default: one per adapter
+    /// under the user's cache directory, ~/.cache/tokenscope/tuning/].
+    #[arg(long, value_name = "FILE", conflicts_with = "no_tuning")]
+    pub tuning: Option<PathBuf>,
+    /// Ignore any tuning file: every kernel runs its per-vendor default variant.
+    #[arg(long, conflicts_with = "tune")]
+    pub no_tuning: bool,
+    /// Allocate each kernel's operands on their own and free them after it (the
+    /// harness before its memory arena; shows the run-order effect the arena removes).
+    #[arg(long, hide = true)]
+    pub no_arena: bool,
     /// Testing aid: corrupt every GEMV's weights so verification fails.
     #[arg(long, hide = true)]
     pub inject_fault: bool,
@@ -161,6 +182,7 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         disable_subgroups: args.no_subgroups,
         disable_f16: args.no_f16,
         disable_timestamps: args.no_timestamps,
+        no_arena: args.no_arena,
     }))
     .map_err(no_adapter)?;
     ctx.set_binding_limit(args.max_binding_mib.map(|m| m << 20));
@@ -177,10 +199,12 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         );
     }
     cfg.fit_to(&ctx);
+    let clock = MonotonicClock::new();
+    let tuning = tuning(&args, &ctx, &cfg, &clock)?;
+    ctx.set_tuning(tuning);
 
     print!("{}", header(&ctx, &cfg));
     let mut progress = CliProgress::new(cfg.items(), args.out.clone());
-    let clock = MonotonicClock::new();
     let mut report = kernel_harness::block_on(suite::run_suite(&ctx, &clock, &cfg, &mut progress))
         .context("the kernel harness stopped")?;
     progress.finish();
@@ -214,6 +238,124 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
                 .map_or("bandwidth checksum mismatch", String::as_str)
         );
         Ok(ExitCode::from(1))
+    }
+}
+
+/// The tuning file for this adapter (`--tuning`, or the one under the cache
+/// directory): searched and written with `--tune`, else read when it exists. A file
+/// named with `--tuning` that cannot be read is an error; the default one missing or
+/// made elsewhere only means defaults (the report says why).
+fn tuning(
+    args: &KernelsArgs,
+    ctx: &GpuContext,
+    cfg: &SuiteConfig,
+    clock: &MonotonicClock,
+) -> anyhow::Result<Tuning> {
+    let adapter = ctx.adapter_report();
+    let version = env!("CARGO_PKG_VERSION");
+    let path = match &args.tuning {
+        Some(p) => p.clone(),
+        None => default_tuning_path(&adapter),
+    };
+    let shown = path.display().to_string();
+    if args.no_tuning {
+        return Ok(Tuning::unused(
+            &shown,
+            "not read (--no-tuning): defaults".into(),
+        ));
+    }
+    if args.tune {
+        let budget = args.tune_budget.unwrap_or(if args.quick {
+            std::time::Duration::from_secs(20)
+        } else {
+            std::time::Duration::from_secs(180)
+        });
+        let problems = cfg.tune_problems();
+        eprintln!(
+            "tuning {} kernel problems on {} within {:.0} s (writing {shown})",
+            problems.len(),
+            adapter.name,
+            budget.as_secs_f64()
+        );
+        let mut opts = SearchOptions::new(budget.as_secs_f64() * 1e3, cfg.cache_bytes);
+        opts.seed = cfg.seed;
+        opts.max_rotation = cfg.max_rotation;
+        opts.rotation_budget_bytes = cfg.rotation_budget_bytes;
+        opts.tool_version = version.into();
+        opts.created_unix_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let file =
+            kernel_harness::block_on(search::tune(ctx, clock, &problems, &opts, &mut TuneLines))
+                .context("the variant search stopped")?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("--tuning {}: cannot create its folder", dir.display()))?;
+        }
+        std::fs::write(&path, file.to_json_pretty() + "\n")
+            .with_context(|| format!("--tuning {shown}: cannot write"))?;
+        eprintln!(
+            "tuning file written: {shown} ({} problems in {:.0} s)",
+            file.entries.len(),
+            file.spent_s
+        );
+        return Ok(Tuning::from_file(file, &shown, &adapter, version));
+    }
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match TuningFile::from_json(&text) {
+            Ok(file) => Ok(Tuning::from_file(file, &shown, &adapter, version)),
+            Err(e) if args.tuning.is_some() => bail!("--tuning {shown}: {e}"),
+            Err(e) => Ok(Tuning::unused(
+                &shown,
+                format!(
+                    "unreadable ({e}): defaults (run `tokenscope kernels --tune` to rewrite it)"
+                ),
+            )),
+        },
+        Err(e) if args.tuning.is_some() => bail!("--tuning {shown}: cannot read: {e}"),
+        Err(_) => Ok(Tuning::unused(
+            &shown,
+            "none for this adapter yet: per-vendor defaults (run `tokenscope kernels --tune`)"
+                .into(),
+        )),
+    }
+}
+
+/// `~/.cache/tokenscope/tuning/<adapter>-<backend>.json` (`$XDG_CACHE_HOME` when set).
+fn default_tuning_path(adapter: &tokenscope_core::report::kernels::AdapterReport) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let slug: String = format!("{}-{}", adapter.name, adapter.backend)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    base.join("tokenscope")
+        .join("tuning")
+        .join(format!("{slug}.json"))
+}
+
+/// The search's progress, a line per problem on stderr.
+struct TuneLines;
+
+impl TuneProgress for TuneLines {
+    fn start(&mut self, index: usize, count: usize, label: &str) {
+        eprint!("tune [{}/{count}] {label}: ", index + 1);
+    }
+    fn done(&mut self, _label: &str, line: &str) {
+        eprintln!("{line}");
     }
 }
 
@@ -431,6 +573,9 @@ fn header(ctx: &GpuContext, cfg: &SuiteConfig) -> String {
             "          bindings capped at {} by --max-binding-mib",
             mib_label(ctx.max_binding())
         );
+    }
+    if let Some(t) = ctx.tuning().usage.as_ref() {
+        let _ = writeln!(s, "tuning    {}: {}", t.file, t.note);
     }
     if let Some(note) = a.fallback_note() {
         let _ = writeln!(s, "note      {note}");

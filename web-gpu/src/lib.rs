@@ -21,10 +21,12 @@
 
 use kernel_harness::clock::Clock;
 use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
+use kernel_harness::tune::Tuning;
+use kernel_harness::tune::search::{self, Problem, SearchOptions, TuneProgress};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
 use tokenscope_core::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, GpuViewSettings,
-    KernelsRead, KernelsView,
+    KernelsRead, KernelsView, PAGE_TUNE_BUDGET_S,
 };
 use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 use wasm_bindgen::prelude::*;
@@ -246,6 +248,56 @@ impl Progress for EventProgress {
     }
 }
 
+/// The bounded variant search in the browser ([`kernel_harness::tune::search`], the
+/// same as `tokenscope kernels --tune`, with the page's timings): its problems are
+/// items of the run's progress. The result is used for this run only.
+async fn search_here(
+    ctx: &GpuContext,
+    clock: &PerformanceClock,
+    cfg: &SuiteConfig,
+    problems: &[Problem],
+    request: &GpuRunRequest,
+    progress: &mut EventProgress,
+) -> Result<Tuning, GpuPageError> {
+    let budget_s = request
+        .tune_budget_s
+        .filter(|b| b.is_finite() && *b > 0.0)
+        .unwrap_or(PAGE_TUNE_BUDGET_S)
+        .min(PAGE_TUNE_BUDGET_S);
+    let mut opts = SearchOptions::new(budget_s * 1e3, cfg.cache_bytes);
+    opts.seed = cfg.seed;
+    opts.max_rotation = cfg.max_rotation;
+    opts.rotation_budget_bytes = cfg.rotation_budget_bytes;
+    opts.quick = opts.quick.for_browser();
+    opts.full = cfg.timing;
+    opts.created_unix_s = (js_sys::Date::now() / 1e3) as u64;
+    let file = search::tune(ctx, clock, problems, &opts, &mut SearchEvents(progress)).await?;
+    if progress.cancelled() {
+        return Err(GpuPageError::Cancelled);
+    }
+    Ok(Tuning::from_file(
+        file,
+        "searched in this browser",
+        &ctx.adapter_report(),
+        env!("CARGO_PKG_VERSION"),
+    ))
+}
+
+/// The search's problems as items of the run's progress.
+struct SearchEvents<'a>(&'a mut EventProgress);
+
+impl TuneProgress for SearchEvents<'_> {
+    fn start(&mut self, _index: usize, _count: usize, label: &str) {
+        self.0.start(&format!("search {label}"));
+    }
+    fn done(&mut self, label: &str, line: &str) {
+        self.0.done(&format!("search {label}"), line);
+    }
+    fn cancelled(&self) -> bool {
+        self.0.cancelled()
+    }
+}
+
 /// The adapter the GPU view would use, its features and limits.
 pub(crate) async fn probe() -> Result<AdapterProbe, GpuPageError> {
     let ctx = context(&GpuRunRequest::default()).await?;
@@ -265,7 +317,7 @@ async fn run(
     emit: Box<dyn Fn(GpuEvent)>,
     signal: Option<web_sys::AbortSignal>,
 ) -> Result<(KernelsRead, Option<GgufReport>), GpuPageError> {
-    let ctx = context(request).await?;
+    let mut ctx = context(request).await?;
     let mut cfg = page_config(&ctx, request, user_agent())?;
     if let Some(f) = file {
         let only = request
@@ -275,13 +327,28 @@ async fn run(
             .collect::<Vec<_>>();
         f.configure(&mut cfg, &only);
     }
+    let clock = PerformanceClock::new();
+    let problems = if request.tune {
+        cfg.tune_problems()
+    } else {
+        Vec::new()
+    };
     let mut progress = EventProgress {
         emit,
         signal,
         index: 0,
-        total: cfg.items(),
+        total: problems.len() + cfg.items(),
     };
-    let mut report = suite::run_suite(&ctx, &PerformanceClock::new(), &cfg, &mut progress).await?;
+    let tuning = if request.tune {
+        search_here(&ctx, &clock, &cfg, &problems, request, &mut progress).await?
+    } else {
+        Tuning::unused(
+            "no search",
+            "per-vendor defaults (tick \"search variants\" to search this GPU first)".into(),
+        )
+    };
+    ctx.set_tuning(tuning);
+    let mut report = suite::run_suite(&ctx, &clock, &cfg, &mut progress).await?;
     let gguf = file.map(|f| f.measured(&cfg, &report));
     report.gguf.clone_from(&gguf);
     Ok((

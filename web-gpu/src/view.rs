@@ -41,6 +41,8 @@ struct GpuState {
     run: RunState,
     preset: GpuPreset,
     timestamps: bool,
+    /// Search the variants on this GPU before the run.
+    tune: bool,
     autorun_pending: bool,
     current: Option<(usize, usize, String)>,
     log: Vec<String>,
@@ -65,6 +67,7 @@ enum GpuAction {
     Probing,
     Probed(Result<AdapterProbe, GpuFailure>),
     Preset(GpuPreset),
+    Tune(bool),
     Start,
     Event(GpuEvent),
     Finished(Box<KernelsRead>, Option<Box<GgufReport>>),
@@ -110,6 +113,7 @@ impl Reducible for GpuState {
                 s.probe = Probe::Unavailable(f);
             }
             GpuAction::Preset(p) => s.preset = p,
+            GpuAction::Tune(t) => s.tune = t,
             GpuAction::Start => {
                 s.autorun_pending = false;
                 s.run = RunState::Running;
@@ -182,6 +186,7 @@ fn start_run(
     let request = GpuRunRequest {
         preset: state.preset,
         timestamps: state.timestamps,
+        tune: state.tune,
         ..GpuRunRequest::default()
     };
     let file = state.file.clone();
@@ -214,6 +219,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             run: RunState::Idle,
             preset: s.preset,
             timestamps: s.timestamps,
+            tune: s.tune,
             autorun_pending: s.autorun,
             current: None,
             log: Vec::new(),
@@ -249,6 +255,13 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             if let Ok(p) = s.value().parse() {
                 state.dispatch(GpuAction::Preset(p));
             }
+        })
+    };
+    let ontune = {
+        let state = state.clone();
+        Callback::from(move |e: Event| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            state.dispatch(GpuAction::Tune(input.checked()));
         })
     };
     let onfile = {
@@ -300,6 +313,10 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                                 <option value="quick" selected={state.preset == GpuPreset::Quick}>{ "quick (small shapes, seconds on a GPU)" }</option>
                                 <option value="full" selected={state.preset == GpuPreset::Full}>{ "full (real decode shapes, minutes)" }</option>
                             </select>
+                        </label>
+                        <label title="as tokenscope kernels --tune: each kernel's variants (threads, rows, loads in flight, int8 x) timed on this GPU, the fastest then run; without it, the per-vendor defaults">
+                            <input type="checkbox" id="gpu-tune" checked={state.tune} disabled={running} onchange={ontune} />
+                            { format!(" search variants on this GPU first (at most {:.0} s)", tokenscope_core::page::gpu::PAGE_TUNE_BUDGET_S) }
                         </label>
                         if running {
                             <button id="gpu-cancel" class="stop" onclick={oncancel}>{ "Cancel" }</button>
@@ -582,6 +599,7 @@ fn Results(props: &ResultsProps) -> Html {
         <section class="panel gpu-results" id="gpu-results">
             <h2>{ "Results " }<span class="hint" id="gpu-verdict">{ verdict }</span></h2>
             <p class="hint" id="gpu-timing">{ format!("Timing: {}.", v.timing) }</p>
+            <p class="hint" id="gpu-variants">{ format!("Variants: {}.", v.variants) }</p>
             { bandwidth.unwrap_or_default() }
             <figure class="chart" id="chart-gpu-kernels">
                 { Html::from_html_unchecked(AttrValue::from(v.chart_svg.clone())) }

@@ -63,7 +63,18 @@ pub struct GpuRunRequest {
     /// ceiling always runs); empty: all, as `tokenscope kernels --only`.
     #[serde(default)]
     pub only: Vec<String>,
+    /// Search the kernel variants on this GPU first (a bounded search, as
+    /// `tokenscope kernels --tune`), then run with the fastest; false: the per-vendor
+    /// defaults.
+    #[serde(default)]
+    pub tune: bool,
+    /// The search's time budget, seconds ([`PAGE_TUNE_BUDGET_S`] when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune_budget_s: Option<f64>,
 }
+
+/// The page's variant search budget: well under a minute.
+pub const PAGE_TUNE_BUDGET_S: f64 = 40.0;
 
 fn yes() -> bool {
     true
@@ -76,6 +87,8 @@ impl Default for GpuRunRequest {
             timestamps: true,
             subgroups: true,
             only: Vec::new(),
+            tune: false,
+            tune_budget_s: None,
         }
     }
 }
@@ -92,6 +105,9 @@ pub struct GpuViewSettings {
     /// Start a run as soon as the adapter is known (`view=gpu&autorun=1`).
     #[serde(default)]
     pub autorun: bool,
+    /// Search the variants first (`tune=1`).
+    #[serde(default)]
+    pub tune: bool,
     /// Notes about the URL's GPU parameters (ignored values).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -154,6 +170,9 @@ pub struct KernelsView {
     /// The bandwidth ceiling, in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<String>,
+    /// Which variants ran, in a sentence (searched here, or the defaults).
+    #[serde(default)]
+    pub variants: String,
     /// The kernels against the bandwidth (SVG).
     pub chart_svg: String,
     /// The kernel table's headers (`render::kernels::kernel_table`).
@@ -200,7 +219,23 @@ impl KernelsView {
             )
         });
         let (headers, rows) = kernel_table(r);
+        let tuned = r
+            .kernels
+            .iter()
+            .filter(|k| k.variant.as_ref().is_some_and(|v| v.source == "tuned"))
+            .count();
+        let variants = match &r.tuning {
+            Some(t) if t.used => format!(
+                "{tuned} of {} kernels ran the variant searched on this GPU ({}: {})",
+                r.kernels.len(),
+                t.file,
+                t.note
+            ),
+            Some(t) => format!("per-vendor default variants ({})", t.note),
+            None => "per-vendor default variants".into(),
+        };
         KernelsView {
+            variants,
             adapter: r.adapter.name.clone(),
             backend: r.adapter.backend.clone(),
             kernels: r.kernels.len(),

@@ -193,32 +193,39 @@ fn inputs_line(input: &ReportInput) -> String {
     format!("From: {}.", parts.join("; "))
 }
 
+/// A row of `headers` holding `cells` by column name, `-` elsewhere.
+fn cells_row(headers: &[String], cells: &[(&str, String)]) -> Vec<String> {
+    headers
+        .iter()
+        .map(|h| {
+            cells
+                .iter()
+                .find(|(name, _)| name == h)
+                .map_or_else(|| "-".to_owned(), |(_, v)| v.clone())
+        })
+        .collect()
+}
+
 /// The kernel table ([`super::kernels::kernel_table`]) with the bandwidth ceiling's
-/// read and copy rows on top.
+/// read and copy rows, and the compute roof's, on top.
 fn kernel_table(k: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
     let (headers, kernel_rows) = super::kernels::kernel_table(k);
     let mut rows = Vec::new();
     if let Some(b) = &k.bandwidth {
         let row = |name: &str, shape: String, gbps: f64, fraction: &str, verified: bool| {
-            let cells = [
-                ("kernel", name.to_owned()),
-                ("shape", shape),
-                ("GB/s", fmt_rate(gbps)),
-                ("of read bw", fraction.to_owned()),
-                (
-                    "verified",
-                    super::kernels::verified_label(verified).to_owned(),
-                ),
-            ];
-            headers
-                .iter()
-                .map(|h| {
-                    cells
-                        .iter()
-                        .find(|(name, _)| name == h)
-                        .map_or_else(|| "-".to_owned(), |(_, v)| v.clone())
-                })
-                .collect::<Vec<_>>()
+            cells_row(
+                &headers,
+                &[
+                    ("kernel", name.to_owned()),
+                    ("shape", shape),
+                    ("GB/s", fmt_rate(gbps)),
+                    ("of read bw", fraction.to_owned()),
+                    (
+                        "verified",
+                        super::kernels::verified_label(verified).to_owned(),
+                    ),
+                ],
+            )
         };
         rows.push(row(
             "read (ceiling)",
@@ -228,6 +235,20 @@ fn kernel_table(k: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
             b.read_verified,
         ));
         rows.push(row("copy", "-".into(), b.copy_gbps, "-", b.copy_verified));
+    }
+    if let Some(c) = &k.compute {
+        rows.push(cells_row(
+            &headers,
+            &[
+                ("kernel", "fma f32 (compute roof)".to_owned()),
+                ("GFLOP/s", fmt_rate(c.f32_gflops)),
+                ("of roof", "100% fma".to_owned()),
+                (
+                    "verified",
+                    super::kernels::verified_label(c.verified).to_owned(),
+                ),
+            ],
+        ));
     }
     rows.extend(kernel_rows);
     (headers, rows)

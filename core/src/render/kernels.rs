@@ -56,6 +56,8 @@ pub fn kernel_table(report: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
         "GB/s",
         "of read bw",
         "GFLOP/s",
+        "of roof",
+        "variant",
         "verified",
     ]
     .map(str::to_owned)
@@ -80,11 +82,32 @@ pub fn kernel_table(report: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
                     if k.cache_resident { " (cached)" } else { "" }
                 ),
                 fmt_rate(k.gflops),
+                roof_label(k),
+                variant_label(k),
                 verified_label(k.verified).to_owned(),
             ]
         })
         .collect();
     (headers, rows)
+}
+
+/// The kernel's fraction of the roof that bounds it: `92% bw` or `61% fma`.
+pub fn roof_label(k: &KernelResult) -> String {
+    match (&k.fraction_of_roof, k.roof.as_deref()) {
+        (Some(f), Some(roof)) => format!(
+            "{:.0}% {}",
+            100.0 * f,
+            if roof == "compute" { "fma" } else { "bw" }
+        ),
+        _ => "-".into(),
+    }
+}
+
+/// The variant that ran and where it came from: `sg128_r2_u4_b1 (tuned)`.
+pub fn variant_label(k: &KernelResult) -> String {
+    k.variant
+        .as_ref()
+        .map_or_else(|| "-".into(), |v| format!("{} ({})", v.name, v.source))
 }
 
 /// `yes`, or a loud `NO` for a kernel that did not match its CPU reference.
@@ -116,7 +139,10 @@ fn gb(bytes: u64) -> String {
 pub fn text(r: &KernelReport) -> String {
     let mut s = String::new();
     bandwidth_section(&mut s, r);
+    compute_section(&mut s, r);
+    tuning_section(&mut s, r);
     kernels_section(&mut s, r);
+    search_section(&mut s, r);
     roofline_section(&mut s, r);
     decode_steps_section(&mut s, r);
     floor_section(&mut s, r);
@@ -124,6 +150,7 @@ pub fn text(r: &KernelReport) -> String {
         s.push_str(&gguf_floor_text(g));
     }
     goals_section(&mut s, r);
+    drift_section(&mut s, r);
     let _ = writeln!(
         s,
         "verified: {}",
@@ -153,12 +180,145 @@ fn bandwidth_section(s: &mut String, r: &KernelReport) {
     }
 }
 
+/// The arithmetic roof.
+fn compute_section(s: &mut String, r: &KernelReport) {
+    if let Some(c) = &r.compute {
+        let read = r.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
+        let _ = writeln!(
+            s,
+            "Compute roof: f32 FMA {:.0} GFLOP/s{}{}; a kernel below {:.1} FLOP/byte is bandwidth-bound\n",
+            c.f32_gflops,
+            c.f16_gflops
+                .map_or_else(String::new, |g| format!(", f16 FMA {g:.0} GFLOP/s")),
+            if c.verified { "" } else { " (NOT verified)" },
+            if read > 0.0 { c.f32_gflops / read } else { 0.0 }
+        );
+    }
+}
+
+/// Which variants ran: the tuning file used, or why not.
+fn tuning_section(s: &mut String, r: &KernelReport) {
+    let tuned = r
+        .kernels
+        .iter()
+        .filter(|k| k.variant.as_ref().is_some_and(|v| v.source == "tuned"))
+        .count();
+    if let Some(t) = &r.tuning {
+        let _ = writeln!(
+            s,
+            "Variants: {tuned} of {} kernels tuned; tuning file {}: {}\n",
+            r.kernels.len(),
+            t.file,
+            t.note
+        );
+    }
+}
+
+/// For each tuned kernel, what the search saw: how much the choice of variant matters
+/// on this GPU.
+fn search_section(s: &mut String, r: &KernelReport) {
+    let tuned: Vec<&KernelResult> = r
+        .kernels
+        .iter()
+        .filter(|k| {
+            k.variant
+                .as_ref()
+                .is_some_and(|v| v.search.is_some() && v.source == "tuned")
+        })
+        .collect();
+    if tuned.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Variant search on this adapter (brief timings): the fastest and slowest variant tried, and the default's"
+    );
+    let mut rows = vec![
+        [
+            "kernel",
+            "dtype",
+            "shape",
+            "batch",
+            "ran",
+            "best us",
+            "worst",
+            "worst us",
+            "default us",
+            "tried",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for k in tuned {
+        let (Some(v), Some(sr)) = (
+            &k.variant,
+            k.variant.as_ref().and_then(|v| v.search.as_ref()),
+        ) else {
+            continue;
+        };
+        rows.push(vec![
+            k.name.clone(),
+            k.dtype.clone(),
+            kernel_shape_label(k),
+            k.batch.to_string(),
+            v.name.clone(),
+            format!("{:.1}", sr.best_us),
+            sr.worst.clone(),
+            format!("{:.1}", sr.worst_us),
+            sr.default_us
+                .map_or_else(|| "-".into(), |t| format!("{t:.1}")),
+            sr.tried.to_string(),
+        ]);
+    }
+    s.push_str(&rows_table(&rows, &[3, 5, 7, 8, 9]));
+    s.push('\n');
+}
+
+/// The kernels timed twice: whether a figure depends on what ran before it.
+fn drift_section(s: &mut String, r: &KernelReport) {
+    if r.drift.is_empty() {
+        return;
+    }
+    let moved = r.drift.iter().filter(|d| d.drifted).count();
+    let _ = writeln!(
+        s,
+        "Drift (the same kernel early in the run and again at its end): {}",
+        if moved == 0 {
+            format!(
+                "every figure within {:.0}%",
+                100.0 * crate::report::kernels::DRIFT_LIMIT
+            )
+        } else {
+            format!(
+                "{moved} moved more than {:.0}%: figures depend on what ran before them",
+                100.0 * crate::report::kernels::DRIFT_LIMIT
+            )
+        }
+    );
+    let mut rows = vec![
+        ["kernel", "first us", "again us", "change", "drift"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for d in &r.drift {
+        rows.push(vec![
+            d.kernel.clone(),
+            format!("{:.1}", d.first_us),
+            format!("{:.1}", d.again_us),
+            format!("{:+.1}%", 100.0 * d.change),
+            if d.drifted { "DRIFT" } else { "ok" }.into(),
+        ]);
+    }
+    s.push_str(&rows_table(&rows, &[1, 2, 3]));
+    s.push('\n');
+}
+
 /// The per-kernel table, the skipped kernels and the errors.
 fn kernels_section(s: &mut String, r: &KernelReport) {
     let (headers, kernel_rows) = kernel_table(r);
     let rows: Vec<Vec<String>> = std::iter::once(headers).chain(kernel_rows).collect();
     if !r.kernels.is_empty() {
-        s.push_str(&rows_table(&rows, &[3, 5, 6, 7, 8, 9, 10]));
+        s.push_str(&rows_table(&rows, &[3, 5, 6, 7, 8, 9, 10, 11]));
         if r.kernels.iter().any(|k| k.cache_resident) {
             s.push_str("(cached): above 100%, the data sat in cache; not reported as bandwidth\n");
         }
@@ -450,7 +610,7 @@ fn goals_section(s: &mut String, r: &KernelReport) {
         let real_gpu = r.adapter.device_type != "Cpu";
         let _ = writeln!(
             s,
-            "Goals (fraction of measured read bandwidth){}",
+            "Goals (fraction of the measured read bandwidth, or of the roof that bounds the kernel){}",
             if real_gpu {
                 ""
             } else {

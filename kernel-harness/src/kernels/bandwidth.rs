@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokenscope_core::report::kernels::{BandwidthReport, TimingMethod, VerificationReport};
 
+use crate::arena::Slice;
 use crate::clock::Clock;
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};
@@ -125,9 +126,15 @@ pub async fn run(
 
     let bufs = ctx
         .scoped(&read_id, plan.working_set(), || {
-            (0..plan.buffers)
-                .map(|i| ctx.storage(&format!("bandwidth buffer {i}"), plan.buffer_bytes))
-                .collect::<Vec<_>>()
+            // Copies go 2j -> 2j + 1: each destination outside its source's buffer.
+            let mut bufs: Vec<Slice> = Vec::new();
+            for i in 0..plan.buffers as usize {
+                let apart = (i % 2 == 1).then(|| &bufs[i - 1]);
+                let s =
+                    ctx.operand_apart(&format!("bandwidth buffer {i}"), plan.buffer_bytes, apart);
+                bufs.push(s);
+            }
+            bufs
         })
         .await?;
     let words = plan.buffer_bytes / 4;
@@ -135,7 +142,7 @@ pub async fn run(
         .iter()
         .enumerate()
         .map(|(i, b)| FillJob {
-            buffer: b,
+            target: b.into(),
             words,
             key: stream_key(seed, i as u32),
             mode: FillMode::Bits,
@@ -160,7 +167,13 @@ pub async fn run(
         kernel: &read_k,
         groups: bufs
             .iter()
-            .map(|b| ctx.bind(&read_k, "bandwidth read", &[&params, b, &partial]))
+            .map(|b| {
+                ctx.bind(
+                    &read_k,
+                    "bandwidth read",
+                    &crate::bufs![&params, b, &partial],
+                )
+            })
             .collect(),
         grid,
     };
@@ -174,7 +187,13 @@ pub async fn run(
         kernel: &copy_k,
         groups: bufs
             .chunks_exact(2)
-            .map(|p| ctx.bind(&copy_k, "bandwidth copy", &[&params, &p[0], &p[1]]))
+            .map(|p| {
+                ctx.bind(
+                    &copy_k,
+                    "bandwidth copy",
+                    &crate::bufs![&params, &p[0], &p[1]],
+                )
+            })
             .collect(),
         grid,
     };
@@ -226,12 +245,18 @@ async fn verify_read(
 async fn verify_copy(
     ctx: &GpuContext,
     id: &KernelId,
-    copied_to: &wgpu::Buffer,
+    copied_to: &Slice,
     words: u64,
     key0: u32,
 ) -> Result<(VerificationReport, Option<HarnessError>)> {
     let probe = (words / 4).min(1 << 20);
-    let tail = ctx.read_u32(copied_to, words - probe, probe).await?;
+    let tail = ctx
+        .read_u32(
+            &copied_to.buffer,
+            copied_to.offset / 4 + words - probe,
+            probe,
+        )
+        .await?;
     let mut check = Check::new(id, words);
     for (j, w) in tail.iter().enumerate() {
         let i = (words - probe + j as u64) as u32;
@@ -241,7 +266,9 @@ async fn verify_copy(
             u64::from(data::hash_word(key0, i)),
         );
     }
-    let head = ctx.read_u32(copied_to, 0, probe).await?;
+    let head = ctx
+        .read_u32(&copied_to.buffer, copied_to.offset / 4, probe)
+        .await?;
     for (i, w) in head.iter().enumerate() {
         check.compare_exact(
             || format!("word {i} of buffer 1"),

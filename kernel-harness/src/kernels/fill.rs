@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::arena::Res;
 use crate::context::GpuContext;
 use crate::data::FillMode;
 use crate::error::{KernelId, Result};
@@ -25,11 +26,11 @@ pub struct Filler {
     kernel: Arc<Kernel>,
 }
 
-/// One buffer to fill.
+/// One buffer (or range) to fill.
 #[derive(Debug)]
 pub struct FillJob<'a> {
-    /// The buffer.
-    pub buffer: &'a wgpu::Buffer,
+    /// The buffer or range.
+    pub target: Res<'a>,
     /// Words to write from its start.
     pub words: u64,
     /// Stream key.
@@ -79,7 +80,7 @@ impl Filler {
                     offset: job.offset as u32,
                 };
                 let ub = ctx.uniform("fill params", &params);
-                let bg = ctx.bind(&self.kernel, "fill", &[&ub, job.buffer]);
+                let bg = ctx.bind(&self.kernel, "fill", &[Res::from(&ub), job.target]);
                 let groups = job.words.div_ceil(u64::from(WG_SIZE)).min(65_535) as u32;
                 let (x, y) = ctx.grid(groups);
                 pass.set_bind_group(0, &bg, &[]);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokenscope_core::analyze::floor::Quant;
 
+use crate::arena::Slice;
 use crate::context::GpuContext;
 use crate::error::{KernelId, Result};
 use crate::shader::{self, Binding, Defines, Kernel};
@@ -88,7 +89,7 @@ pub async fn rmsnorm(
             _pad: [0; 2],
         },
     );
-    let group = ctx.bind(&kernel, "rmsnorm", &[&params, x, w, y]);
+    let group = ctx.bind(&kernel, "rmsnorm", &crate::bufs![&params, x, w, y]);
     Ok(GlueOp {
         kernel,
         group,
@@ -122,7 +123,7 @@ pub async fn silu_mul(
             _pad: [0; 2],
         },
     );
-    let group = ctx.bind(&kernel, "silu_mul", &[&params, gu, out]);
+    let group = ctx.bind(&kernel, "silu_mul", &crate::bufs![&params, gu, out]);
     Ok(GlueOp {
         kernel,
         group,
@@ -155,7 +156,7 @@ pub async fn add(
             _pad: [0; 2],
         },
     );
-    let group = ctx.bind(&kernel, "add", &[&params, delta, h]);
+    let group = ctx.bind(&kernel, "add", &crate::bufs![&params, delta, h]);
     Ok(GlueOp {
         kernel,
         group,
@@ -190,8 +191,8 @@ pub async fn rope_kv(
     qkv: &wgpu::Buffer,
     cs: &wgpu::Buffer,
     q_out: &wgpu::Buffer,
-    k_cache: &wgpu::Buffer,
-    v_cache: &wgpu::Buffer,
+    k_cache: &Slice,
+    v_cache: &Slice,
 ) -> Result<GlueOp> {
     let id = KernelId {
         name: "rope_kv".into(),
@@ -227,7 +228,7 @@ pub async fn rope_kv(
     let group = ctx.bind(
         &kernel,
         "rope_kv",
-        &[&params, qkv, cs, q_out, k_cache, v_cache],
+        &crate::bufs![&params, qkv, cs, q_out, k_cache, v_cache],
     );
     let items = (s.heads + s.kv_heads) * (s.head_dim / 4);
     Ok(GlueOp {

@@ -3,14 +3,52 @@
 
 pub mod attention;
 pub mod bandwidth;
+pub mod compute;
 pub mod fill;
 pub mod gemv;
 pub mod glue;
 
-use tokenscope_core::report::kernels::{KernelResult, TimingSummary, VerificationReport};
+use tokenscope_core::report::kernels::{
+    KernelResult, TimingSummary, VariantReport, VerificationReport,
+};
 
 use crate::GpuContext;
 use crate::error::{HarnessError, KernelId, Mismatch};
+
+/// What the device offers a kernel variant (every variant is checked against it
+/// before it is compiled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VariantCaps {
+    /// Subgroup operations in use.
+    pub subgroups: bool,
+    /// Smallest subgroup size the adapter reports (0: unknown).
+    pub subgroup_min: u32,
+    /// Most invocations per workgroup.
+    pub max_threads: u32,
+    /// Most workgroup memory, bytes.
+    pub max_workgroup_bytes: u32,
+}
+
+impl VariantCaps {
+    /// The device's.
+    pub fn of(ctx: &GpuContext) -> VariantCaps {
+        VariantCaps {
+            subgroups: ctx.caps.subgroups,
+            subgroup_min: ctx.info.subgroup_min_size,
+            max_threads: ctx
+                .limits
+                .max_compute_invocations_per_workgroup
+                .min(ctx.limits.max_compute_workgroup_size_x),
+            max_workgroup_bytes: ctx.limits.max_compute_workgroup_storage_size,
+        }
+    }
+
+    /// Threads per subgroup assumed when laying out teams: the adapter's smallest
+    /// subgroup (a larger one runs several teams in turn), 4 when unknown.
+    pub fn subgroup_lanes(&self) -> u32 {
+        self.subgroup_min.max(4)
+    }
+}
 
 /// How a kernel sums across a workgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +221,8 @@ pub struct Outcome {
     pub rotation: u32,
     /// Notes.
     pub notes: Vec<String>,
+    /// The variant that ran, and why.
+    pub variant: Option<VariantReport>,
 }
 
 /// Identity of a kernel result.
@@ -256,6 +296,9 @@ pub fn kernel_result(id: ResultId, o: Outcome, read_gbps: f64) -> KernelResult {
         bindings: o.bindings,
         rotation: o.rotation,
         notes: o.notes,
+        variant: o.variant,
+        roof: None,
+        fraction_of_roof: None,
     }
 }
 

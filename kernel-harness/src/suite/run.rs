@@ -3,7 +3,8 @@
 //! budget, measured, verified and added to the report.
 
 use tokenscope_core::report::kernels::{
-    KernelReport, KernelResult, RunConfig, SCHEMA, SkippedKernel, TimingMethod, VerificationReport,
+    DRIFT_LIMIT, DriftCheck, KernelReport, KernelResult, RunConfig, SCHEMA, SkippedKernel,
+    TimingMethod, VerificationReport,
 };
 
 use super::{FileGemv, Progress, SuiteConfig, finish};
@@ -13,6 +14,7 @@ use crate::decode::{self, DecodeStepSpec};
 use crate::error::{HarnessError, Result};
 use crate::kernels::attention::{AttentionBench, AttentionSpec};
 use crate::kernels::bandwidth::{self, BandwidthPlan};
+use crate::kernels::compute;
 use crate::kernels::gemv::{GemvBench, GemvSpec};
 use crate::kernels::{Outcome, Reduction, ResultId, kernel_result, rotation_for};
 use crate::timing::measure;
@@ -39,12 +41,26 @@ fn summary_line(k: &KernelResult) -> String {
     format!("{status}: {:.1} us, {bw}", k.median_us)
 }
 
+#[derive(Clone)]
 enum Item {
     Gemv(GemvSpec),
     /// Index into `cfg.file_gemvs`.
     FileGemv(usize),
     Attention(AttentionSpec),
     Step(DecodeStepSpec),
+}
+
+impl Item {
+    /// The kernel group (for the drift check: one sentinel each).
+    fn group(&self) -> u8 {
+        match self {
+            Item::Gemv(s) if s.batch == 1 => 0,
+            Item::Gemv(_) => 1,
+            Item::FileGemv(_) => 2,
+            Item::Attention(_) => 3,
+            Item::Step(_) => 4,
+        }
+    }
 }
 
 /// Runs everything in `cfg` and returns the report. Verification failures do not stop
@@ -62,8 +78,12 @@ pub async fn run_suite(
         return Err(HarnessError::Cancelled);
     }
     let read_gbps = run_bandwidth(ctx, clock, cfg, progress, &mut report).await?;
-    // 2..5. Kernels and decode steps.
+    // 2. The other roof.
+    run_compute(ctx, clock, cfg, progress, &mut report).await?;
+    // 3..6. Kernels and decode steps.
     let mut steps = Vec::new();
+    // The first measured kernel of each group, timed again at the end (drift).
+    let mut sentinels: Vec<(Item, String, f64)> = Vec::new();
     for item in items(cfg) {
         if progress.cancelled() {
             return Err(HarnessError::Cancelled);
@@ -120,6 +140,9 @@ pub async fn run_suite(
         match outcome {
             Ok(Some(k)) => {
                 progress.done(&label, &summary_line(&k));
+                if !sentinels.iter().any(|(i, _, _)| i.group() == item.group()) {
+                    sentinels.push((item.clone(), label.clone(), k.median_us));
+                }
                 report.kernels.push(k);
             }
             Ok(None) => progress.done(&label, "timed"),
@@ -160,7 +183,118 @@ pub async fn run_suite(
         finish::finish(&mut report, cfg);
         progress.report(&report);
     }
+    // 7. Drift: the read bandwidth and each group's first kernel again, after all.
+    if !progress.cancelled() {
+        drift(
+            ctx,
+            clock,
+            cfg,
+            progress,
+            &mut report,
+            &sentinels,
+            read_gbps,
+        )
+        .await;
+        finish::finish(&mut report, cfg);
+        progress.report(&report);
+    }
     Ok(report)
+}
+
+/// Times again, at the end of the run, the read kernel and the first kernel of each
+/// group, and records how far each moved from its first figure
+/// ([`tokenscope_core::report::kernels::DriftCheck`]). A kernel that cannot run again
+/// is reported as an error, not a drift.
+async fn drift(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    cfg: &SuiteConfig,
+    progress: &mut dyn Progress,
+    report: &mut KernelReport,
+    sentinels: &[(Item, String, f64)],
+    read_gbps: f64,
+) {
+    let label = "drift check (the read kernel and each group's first kernel, again)";
+    progress.start(label);
+    let mut lines = Vec::new();
+    if let Some(bw) = &report.bandwidth {
+        let plan = BandwidthPlan::new(
+            ctx,
+            cfg.cache_bytes,
+            cfg.bandwidth_multiple,
+            cfg.bandwidth_cap_bytes,
+        );
+        match bandwidth::run(ctx, clock, plan, cfg.seed, &cfg.timing).await {
+            Ok((again, _, _)) => {
+                let d = DriftCheck::new(
+                    "bandwidth_read".into(),
+                    bw.read.median_us,
+                    again.read.median_us,
+                );
+                lines.push(format!("read {:+.1}%", 100.0 * d.change));
+                report.drift.push(d);
+            }
+            Err(e) => report.errors.push(format!("drift check, read: {e}")),
+        }
+    }
+    for (item, name, first_us) in sentinels {
+        let again = match item {
+            Item::Gemv(s) => run_gemv(ctx, clock, cfg, *s, None, read_gbps).await,
+            Item::Attention(s) => run_attention(ctx, clock, cfg, *s, read_gbps).await,
+            _ => continue,
+        };
+        match again {
+            Ok(k) => {
+                let d = DriftCheck::new(name.clone(), *first_us, k.median_us);
+                lines.push(format!("{name} {:+.1}%", 100.0 * d.change));
+                report.drift.push(d);
+            }
+            Err(e) => report.errors.push(format!("drift check, {name}: {e}")),
+        }
+        let _ = ctx.take_uncaptured_errors();
+    }
+    let drifted = report.drift.iter().filter(|d| d.drifted).count();
+    progress.done(
+        label,
+        &format!(
+            "{}{}",
+            lines.join(", "),
+            if drifted > 0 {
+                format!(" ({drifted} moved more than {:.0}%)", 100.0 * DRIFT_LIMIT)
+            } else {
+                String::new()
+            }
+        ),
+    );
+}
+
+/// The arithmetic roof, into the report.
+async fn run_compute(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    cfg: &SuiteConfig,
+    progress: &mut dyn Progress,
+    report: &mut KernelReport,
+) -> Result<()> {
+    let label = "compute roof (FMA, f32 and f16)";
+    progress.start(label);
+    let (c, err) = compute::run(ctx, clock, &cfg.timing).await?;
+    if let Some(e) = err {
+        report.errors.push(e.to_string());
+    }
+    progress.done(
+        label,
+        &format!(
+            "f32 {:.0} GFLOP/s{}",
+            c.f32_gflops,
+            c.f16_gflops
+                .map_or_else(String::new, |g| format!(", f16 {g:.0} GFLOP/s"))
+        ),
+    );
+    report.compute = Some(c);
+    finish::finish(report, cfg);
+    progress.report(report);
+    Ok(())
 }
 
 /// The report before anything ran: where, with what, and how it will be timed.
@@ -192,12 +326,15 @@ fn empty_report(ctx: &GpuContext, cfg: &SuiteConfig) -> KernelReport {
             wall_batch_ms: cfg.timing.min_sample_ms,
         },
         bandwidth: None,
+        compute: None,
+        tuning: ctx.tuning().usage.clone(),
         kernels: Vec::new(),
         skipped: Vec::new(),
         decode_floor: Vec::new(),
         decode_steps: Vec::new(),
         roofline: Vec::new(),
         goals: Vec::new(),
+        drift: Vec::new(),
         errors: Vec::new(),
         verified: false,
         gguf: None,
@@ -350,7 +487,7 @@ async fn run_gemv(
     if cfg.inject_fault {
         for m in &bench.matrices {
             let c = &m.chunks[0];
-            ctx.queue.write_buffer(&c.main, 0, &[0x5a; 16]);
+            ctx.write_slice(&c.main, 0, &[0x5a; 16]);
         }
     }
     let (mut ver, _) = bench.verify(ctx, 0, cfg.verify_full_macs).await?;
@@ -393,6 +530,7 @@ async fn run_gemv(
             bindings: bench.matrices[0].chunks.len() as u32,
             rotation,
             notes,
+            variant: Some(bench.kernel.choice.report.clone()),
         },
         read_gbps,
     ))
@@ -405,7 +543,7 @@ async fn run_attention(
     spec: AttentionSpec,
     read_gbps: f64,
 ) -> Result<KernelResult> {
-    spec.validate(ctx)?;
+    spec.validate()?;
     let rotation = rotation_for(
         spec.kv_bytes(),
         cfg.cache_bytes,
@@ -448,6 +586,7 @@ async fn run_attention(
             bindings: bench.caches[0].parts.len() as u32,
             rotation,
             notes,
+            variant: Some(bench.kernels.choice.report.clone()),
         },
         read_gbps,
     ))

@@ -37,6 +37,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             preset: props.settings.preset,
             timestamps: props.settings.timestamps,
             autorun: props.settings.autorun,
+            tune: props.settings.tune,
             notes: props.notes.clone(),
         };
         let onreport = props.onreport.clone();

@@ -13,8 +13,8 @@ pub enum View {
 }
 
 /// The view and the GPU view's settings, from the URL: `view=gpu`,
-/// `preset=quick|full`, `timestamps=0` (wall clock), and `autorun=1` (which starts
-/// the view the URL opens).
+/// `preset=quick|full`, `timestamps=0` (wall clock), `tune=1` (search the kernel
+/// variants on this GPU first), and `autorun=1` (which starts the view the URL opens).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GpuSettings {
     /// The view the page opens on.
@@ -25,6 +25,8 @@ pub struct GpuSettings {
     pub timestamps: bool,
     /// Start the GPU run at once (`view=gpu&autorun=1`).
     pub autorun: bool,
+    /// Search the variants first (`tune=1`).
+    pub tune: bool,
 }
 
 impl GpuSettings {
@@ -54,6 +56,7 @@ impl GpuSettings {
                     s.timestamps = !matches!(value.trim(), "0" | "false" | "no" | "off")
                 }
                 "autorun" => autorun = matches!(value.trim(), "1" | "true" | "yes" | "on" | ""),
+                "tune" => s.tune = matches!(value.trim(), "1" | "true" | "yes" | "on" | ""),
                 _ => {}
             }
         }

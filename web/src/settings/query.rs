@@ -259,7 +259,7 @@ impl Settings {
             "trace_token_scale" => self.trace_token_scale = num(key, value)?,
             "autorun" => self.autorun = flag(value),
             // The view and the GPU view's settings: read by `GpuSettings`.
-            "view" | "preset" | "timestamps" => {}
+            "view" | "preset" | "timestamps" | "tune" => {}
             "sim_ttft_ms" => self.sim.ttft_ms = num(key, value)?,
             "sim_itl_ms" => self.sim.itl_ms = num(key, value)?,
             "sim_prefill_tok_per_s" => self.sim.prefill_tok_per_s = num(key, value)?,

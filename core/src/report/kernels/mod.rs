@@ -8,6 +8,7 @@
 mod device;
 mod gguf;
 mod results;
+mod tuning;
 
 pub use device::{
     AdapterReport, AvailableFeatures, FeatureReport, LimitsReport, RunConfig, RunEnvironment,
@@ -15,10 +16,15 @@ pub use device::{
 };
 pub use gguf::{GgufFloorRow, GgufReport, TypeRow};
 pub use results::{
-    BandwidthReport, DecodeStepResult, FloorRow, GoalResult, KernelResult, ROOFLINE_TURN,
-    RooflinePoint, RooflineRow, SkippedKernel, TimingSummary, VerificationReport,
+    BandwidthReport, ComputeReport, DRIFT_LIMIT, DecodeStepResult, DriftCheck, FloorRow,
+    GoalResult, KernelResult, ROOFLINE_TURN, RooflinePoint, RooflineRow, SkippedKernel,
+    TimingSummary, VerificationReport,
 };
 use serde::{Deserialize, Serialize};
+pub use tuning::{
+    SearchReport, TUNING_SCHEMA, TriedVariant, TuningEntry, TuningError, TuningFile, TuningUse,
+    VariantReport,
+};
 
 use crate::analyze::floor::{FloorBandwidth, ModelShape, Quant};
 
@@ -76,6 +82,13 @@ pub struct KernelReport {
     pub config: RunConfig,
     /// Memory-bandwidth ceiling; `null` until measured.
     pub bandwidth: Option<BandwidthReport>,
+    /// Arithmetic ceiling (FMA throughput, f32 and f16): the roofline's other roof;
+    /// absent in reports written before it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeReport>,
+    /// The tuning file the run looked for, and whether it applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<TuningUse>,
     /// Kernel results.
     pub kernels: Vec<KernelResult>,
     /// Kernels not run, with reasons.
@@ -92,6 +105,10 @@ pub struct KernelReport {
     /// Standing against the goals.
     #[serde(default)]
     pub goals: Vec<GoalResult>,
+    /// The same kernels timed again at the end of the run: whether a figure depends on
+    /// what ran before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<DriftCheck>,
     /// Errors that stopped a kernel (wgpu errors, failed readbacks); any makes
     /// `verified` false.
     #[serde(default)]

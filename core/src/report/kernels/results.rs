@@ -177,6 +177,92 @@ pub struct KernelResult {
     /// Anything worth knowing (e.g. the f16 load path).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The variant that ran and why (absent in reports written before variants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<super::VariantReport>,
+    /// The roof that bounds this kernel: `bandwidth` when its bytes at the read
+    /// bandwidth take longer than its FLOPs at the f32 FMA rate, else `compute`
+    /// (absent until the compute roof is measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roof: Option<String>,
+    /// Time at that roof over the measured time (1.0 = at the roof).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction_of_roof: Option<f64>,
+}
+
+impl KernelResult {
+    /// Places the kernel against both roofs: the read bandwidth and the f32 FMA rate.
+    pub fn place_on_roofline(&mut self, read_gbps: f64, fma_gflops: f64) {
+        if self.median_us <= 0.0 || read_gbps <= 0.0 || fma_gflops <= 0.0 {
+            return;
+        }
+        let bytes_us = self.bytes_moved as f64 / (read_gbps * 1e3);
+        let flops_us = self.flops as f64 / (fma_gflops * 1e3);
+        let (roof, roof_us) = if bytes_us >= flops_us {
+            ("bandwidth", bytes_us)
+        } else {
+            ("compute", flops_us)
+        };
+        self.roof = Some(roof.into());
+        self.fraction_of_roof = Some(roof_us / self.median_us);
+    }
+}
+
+/// The arithmetic ceiling: a kernel of independent FMA chains, f32 and f16.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComputeReport {
+    /// f32 FMA throughput, GFLOP/s (an FMA counts 2).
+    pub f32_gflops: f64,
+    /// f16 FMA throughput (`vec4<f16>`), GFLOP/s; absent without shader-f16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f16_gflops: Option<f64>,
+    /// f32 kernel timing.
+    pub f32: TimingSummary,
+    /// f16 kernel timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f16: Option<TimingSummary>,
+    /// FLOPs of one call.
+    pub flops_per_call: u64,
+    /// Both kernels' results matched the CPU's.
+    pub verified: bool,
+}
+
+/// Relative change between two timings of the same kernel in one run above which the
+/// report flags drift.
+pub const DRIFT_LIMIT: f64 = 0.05;
+
+/// A kernel timed twice in one run, early and at the end: a figure that moved says
+/// that what ran before it changed it (memory placement, clocks, caches).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftCheck {
+    /// Which kernel (name, format, shape).
+    pub kernel: String,
+    /// Median at its place in the run, microseconds.
+    pub first_us: f64,
+    /// Median at the end, microseconds.
+    pub again_us: f64,
+    /// `again_us / first_us - 1`.
+    pub change: f64,
+    /// `|change| > DRIFT_LIMIT`.
+    pub drifted: bool,
+}
+
+impl DriftCheck {
+    /// The check of one kernel's two medians.
+    pub fn new(kernel: String, first_us: f64, again_us: f64) -> DriftCheck {
+        let change = if first_us > 0.0 {
+            again_us / first_us - 1.0
+        } else {
+            0.0
+        };
+        DriftCheck {
+            kernel,
+            first_us,
+            again_us,
+            change,
+            drifted: change.abs() > DRIFT_LIMIT,
+        }
+    }
 }
 
 /// A kernel the harness did not run, and why.

@@ -5,6 +5,7 @@
 use tokenscope_core::analyze::floor::Quant;
 
 use super::AttentionSpec;
+use crate::arena::Slice;
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};
 use crate::error::Result;
@@ -21,8 +22,8 @@ pub struct KvCache {
     pub capacity: u32,
     /// Head dimension.
     pub head_dim: u32,
-    /// (first KV head, heads, K buffer, V buffer) per binding.
-    pub parts: Vec<(u32, u32, wgpu::Buffer, wgpu::Buffer)>,
+    /// (first KV head, heads, K range, V range) per binding.
+    pub parts: Vec<(u32, u32, Slice, Slice)>,
     /// Stream keys of K and V.
     pub keys: (u32, u32),
 }
@@ -51,8 +52,8 @@ impl KvCache {
                 while h0 < spec.kv_heads {
                     let n = per.min(spec.kv_heads - h0);
                     let bytes = head_bytes * u64::from(n);
-                    let k = ctx.storage(&format!("{id} K heads {h0}.."), bytes);
-                    let v = ctx.storage(&format!("{id} V heads {h0}.."), bytes);
+                    let k = ctx.operand(&format!("{id} K heads {h0}.."), bytes);
+                    let v = ctx.operand(&format!("{id} V heads {h0}.."), bytes);
                     parts.push((h0, n, k, v));
                     h0 += n;
                 }
@@ -69,7 +70,7 @@ impl KvCache {
         for (h0, n, k, v) in &parts {
             for (buf, key) in [(k, keys.0), (v, keys.1)] {
                 jobs.push(FillJob {
-                    buffer: buf,
+                    target: buf.into(),
                     words: words_per_head * u64::from(*n),
                     key,
                     mode,

@@ -14,20 +14,19 @@ use crate::context::GpuContext;
 use crate::data::{self};
 use crate::error::{HarnessError, KernelId, Result};
 use crate::kernels::fill::Filler;
-use crate::kernels::{Check, F16Path};
+use crate::kernels::{Check, F16Path, VariantCaps};
 use crate::shader::{self, Binding, Defines, Kernel};
 use crate::timing::Workload;
+use crate::tune::Choice;
 
 mod kv_cache;
+mod variant;
 
 pub use kv_cache::KvCache;
+pub use variant::AttentionVariant;
 
-/// Threads per workgroup of attention_decode.wgsl.
-const WG_SIZE: u32 = 128;
-/// Workgroups the split-KV variant aims for (enough to fill a large GPU).
-const TARGET_WORKGROUPS: u32 = 1024;
-/// Fewest positions per split.
-const MIN_CHUNK: u32 = 256;
+/// Largest head dimension (the value phase gives each load of a row its own thread).
+const MAX_HEAD_DIM: u32 = 512;
 
 /// A decode-attention problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,30 +76,13 @@ impl AttentionSpec {
         if self.kv_dtype == Quant::F16 { 2 } else { 4 }
     }
 
-    /// Threads per position in the score phase.
-    pub fn lanes(&self) -> u32 {
-        let hq = self.head_dim / 4;
-        [4, 2, 1]
-            .into_iter()
-            .find(|l| hq.is_multiple_of(*l))
-            .unwrap_or(1)
-    }
-
-    /// Positions per tile.
-    pub fn tile(&self) -> u32 {
-        WG_SIZE / self.lanes()
-    }
-
-    /// Splits per KV head and positions per split.
-    pub fn splits(&self) -> (u32, u32) {
-        if !self.split {
-            return (1, self.context.next_multiple_of(self.tile()));
-        }
-        let by_gpu = TARGET_WORKGROUPS.div_ceil(self.kv_heads.max(1));
-        let by_len = self.context.div_ceil(MIN_CHUNK);
-        let want = by_gpu.min(by_len).max(1);
-        let chunk = self.context.div_ceil(want).next_multiple_of(self.tile());
-        (self.context.div_ceil(chunk), chunk)
+    /// `[heads, context, head_dim]`, as in the report.
+    pub fn shape(&self) -> Vec<u64> {
+        vec![
+            u64::from(self.heads),
+            u64::from(self.context),
+            u64::from(self.head_dim),
+        ]
     }
 
     /// Bytes of K plus V.
@@ -122,17 +104,8 @@ impl AttentionSpec {
         4 * u64::from(self.heads) * u64::from(self.context) * u64::from(self.head_dim)
     }
 
-    fn workgroup_bytes(&self) -> u64 {
-        let g = u64::from(self.group());
-        let hq = u64::from(self.head_dim / 4);
-        let wg = u64::from(WG_SIZE);
-        let tile = u64::from(self.tile());
-        let pg = wg / hq;
-        g * hq * 16 + wg * g * 4 + g * tile * 4 + pg * hq * 16 + pg * 4 + g * 4
-    }
-
     /// Checks the shape before any GPU work.
-    pub fn validate(&self, ctx: &GpuContext) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         let bad = |reason: String| {
             Err(HarnessError::InvalidShape {
                 kernel: self.id(),
@@ -151,11 +124,10 @@ impl AttentionSpec {
                 self.heads, self.kv_heads
             ));
         }
-        if self.head_dim == 0 || !self.head_dim.is_multiple_of(4) || self.head_dim > 4 * WG_SIZE {
+        if self.head_dim == 0 || !self.head_dim.is_multiple_of(4) || self.head_dim > MAX_HEAD_DIM {
             return bad(format!(
-                "head_dim = {} must be a multiple of 4 up to {}",
-                self.head_dim,
-                4 * WG_SIZE
+                "head_dim = {} must be a multiple of 4 up to {MAX_HEAD_DIM}",
+                self.head_dim
             ));
         }
         if self.context == 0 {
@@ -165,13 +137,6 @@ impl AttentionSpec {
             return bad(format!(
                 "{} query heads per KV head (at most 16)",
                 self.group()
-            ));
-        }
-        let need = self.workgroup_bytes();
-        let have = u64::from(ctx.limits.max_compute_workgroup_storage_size);
-        if need > have {
-            return bad(format!(
-                "needs {need} bytes of workgroup memory, the device has {have}"
             ));
         }
         Ok(())
@@ -200,20 +165,50 @@ pub struct AttentionKernels {
     pub combine: Arc<Kernel>,
     /// How it reads an f16 KV cache (`None`: an f32 cache).
     pub f16: Option<F16Path>,
+    /// The variant compiled, and why it was chosen.
+    pub choice: Choice<AttentionVariant>,
 }
 
 impl AttentionKernels {
-    /// Compiles both for `spec`.
+    /// Compiles both for `spec`, in the variant the run's tuning chooses.
     pub async fn new(ctx: &GpuContext, spec: &AttentionSpec) -> Result<Self> {
-        spec.validate(ctx)?;
+        spec.validate()?;
+        let choice = ctx
+            .tuning()
+            .attention(spec, &VariantCaps::of(ctx), &ctx.adapter_report());
+        Self::with_variant(ctx, spec, choice).await
+    }
+
+    /// Compiles both for `spec` in a given variant.
+    pub async fn with_variant(
+        ctx: &GpuContext,
+        spec: &AttentionSpec,
+        choice: Choice<AttentionVariant>,
+    ) -> Result<Self> {
+        spec.validate()?;
         let id = spec.id();
-        let f16 = F16Path::of(ctx, spec.kv_dtype == Quant::F16);
+        let v = choice.variant;
+        if let Some(reason) = v.check(spec, &VariantCaps::of(ctx)) {
+            return Err(HarnessError::InvalidShape {
+                kernel: id,
+                reason: format!("variant {v}: {reason}"),
+            });
+        }
+        let wide = v.vec == 8;
+        let f16 = if wide {
+            Some(F16Path::Unpack)
+        } else {
+            F16Path::of(ctx, spec.kv_dtype == Quant::F16)
+        };
         let defines = Defines::new()
             .flag("KV_F16", spec.kv_dtype == Quant::F16)
+            .flag("WIDE", wide)
             .flag("SHADER_F16", f16 == Some(F16Path::ShaderF16))
+            .value("WG_SIZE", v.threads)
             .value("HEAD_DIM", spec.head_dim)
             .value("GROUP", spec.group())
-            .value("LANES", spec.lanes());
+            .value("LANES", v.lanes(spec))
+            .value("VEC", v.vec);
         let decode = ctx
             .kernel(
                 &id,
@@ -247,7 +242,13 @@ impl AttentionKernels {
             decode,
             combine,
             f16,
+            choice,
         })
+    }
+
+    /// Splits per KV head and positions per split of `spec` in this variant.
+    pub fn splits(&self, spec: &AttentionSpec) -> (u32, u32) {
+        self.choice.variant.splits(spec)
     }
 }
 
@@ -297,7 +298,7 @@ impl AttentionOp {
         q: &wgpu::Buffer,
         out: &wgpu::Buffer,
     ) -> Self {
-        let (splits, chunk) = spec.splits();
+        let (splits, chunk) = kernels.splits(&spec);
         let hq = spec.head_dim / 4;
         let label = format!("{} bind", spec.id());
         let part_o = ctx.storage(
@@ -337,7 +338,7 @@ impl AttentionOp {
                 let bg = ctx.bind(
                     &kernels.decode,
                     &label,
-                    &[&params, q, k, v, out, &part_o, &part_ml],
+                    &crate::bufs![&params, q, k, v, out, &part_o, &part_ml],
                 );
                 keep.push(params);
                 (bg, (splits, *n))
@@ -353,7 +354,11 @@ impl AttentionOp {
                     _pad: 0,
                 },
             );
-            let bg = ctx.bind(&kernels.combine, &label, &[&params, &part_o, &part_ml, out]);
+            let bg = ctx.bind(
+                &kernels.combine,
+                &label,
+                &crate::bufs![&params, &part_o, &part_ml, out],
+            );
             keep.push(params);
             (bg, spec.heads)
         });
@@ -397,10 +402,12 @@ pub struct AttentionBench {
     /// Caches rotated through.
     pub caches: Vec<KvCache>,
     ops: Vec<AttentionOp>,
+    /// The kernels (and the variant they were compiled in).
+    pub kernels: AttentionKernels,
     q_key: u32,
     /// Output `[heads, head_dim]`.
     pub out: wgpu::Buffer,
-    _q: wgpu::Buffer,
+    q: wgpu::Buffer,
 }
 
 impl Workload for AttentionBench {
@@ -446,10 +453,21 @@ impl AttentionBench {
             spec,
             caches,
             ops,
+            kernels,
             q_key,
             out,
-            _q: q,
+            q,
         })
+    }
+
+    /// Runs the same caches with other kernels (another variant), rebinding them.
+    pub fn set_kernels(&mut self, ctx: &GpuContext, kernels: AttentionKernels) {
+        self.ops = self
+            .caches
+            .iter()
+            .map(|c| AttentionOp::new(ctx, self.spec, &kernels, c, &self.q, &self.out))
+            .collect();
+        self.kernels = kernels;
     }
 
     /// Splits per KV head.
@@ -459,7 +477,7 @@ impl AttentionBench {
 
     /// How it reads its f16 KV cache (`None`: an f32 cache).
     pub fn f16(&self) -> Option<F16Path> {
-        self.ops.first().and_then(|o| o.kernels.f16)
+        self.kernels.f16
     }
 
     /// Runs slot `slot` once and compares the output with an f64 CPU reference for
@@ -470,6 +488,17 @@ impl AttentionBench {
         ctx: &GpuContext,
         slot: usize,
     ) -> Result<(VerificationReport, Option<HarnessError>)> {
+        self.verify_heads(ctx, slot, self.spec.kv_heads).await
+    }
+
+    /// [`AttentionBench::verify`] of the query heads of the first `kv_heads` KV heads
+    /// only (the tuner's quick check of a variant).
+    pub async fn verify_heads(
+        &self,
+        ctx: &GpuContext,
+        slot: usize,
+        kv_heads: u32,
+    ) -> Result<(VerificationReport, Option<HarnessError>)> {
         let s = self.spec;
         let id = s.id();
         crate::timing::run_calls(ctx, &id, self, slot, 1).await?;
@@ -479,9 +508,10 @@ impl AttentionBench {
             .await?;
         let q = data::f32_vec(self.q_key, s.heads as usize * d);
         let cache = &self.caches[slot % self.caches.len()];
-        let (splits, chunk) = s.splits();
-        let pg = (WG_SIZE / (s.head_dim / 4)).max(1);
-        let chain = chunk.div_ceil(pg) + s.tile() + splits;
+        let v = self.kernels.choice.variant;
+        let (splits, chunk) = v.splits(&s);
+        let pg = (v.threads / (s.head_dim / v.vec)).max(1);
+        let chain = chunk.div_ceil(pg) + v.tile(&s) + splits;
         let rel = 1e-5 + 2.0 * f64::from(chain) * f64::from(f32::EPSILON) / 2.0;
         let scale = 1.0 / f64::from(s.head_dim).sqrt();
         let mut check = Check::new(&id, u64::from(s.heads) * d as u64);
@@ -489,7 +519,7 @@ impl AttentionBench {
         let ctxlen = s.context as usize;
         let mut scores = vec![0f64; g as usize * ctxlen];
         let mut krow = vec![0f64; d];
-        for kvh in 0..s.kv_heads {
+        for kvh in 0..s.kv_heads.min(kv_heads.max(1)) {
             for p in 0..s.context {
                 for (dd, kv) in krow.iter_mut().enumerate() {
                     *kv = f64::from(cache.value(false, kvh, p, dd as u32));

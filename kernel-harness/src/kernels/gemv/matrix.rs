@@ -7,7 +7,8 @@ use std::sync::Arc;
 use half::f16;
 use tokenscope_core::analyze::floor::Quant;
 
-use super::{GemvKernel, GemvSpec, KArray, KArrayKind};
+use super::{GemvKernel, GemvSpec, KArray, KArrayKind, XArg};
+use crate::arena::{Res, Slice};
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};
 use crate::error::Result;
@@ -31,15 +32,15 @@ pub struct Chunk {
     /// Rows.
     pub rows: u32,
     /// Weights (f32/f16) or quant bytes.
-    pub main: wgpu::Buffer,
+    pub main: Slice,
     /// Block scales (q8_0/q5_0/q4_0: f16 d, two per word; q5_1/q4_1: d and m, one
     /// word per block).
-    pub scales: Option<wgpu::Buffer>,
+    pub scales: Option<Slice>,
     /// The K-quants' further arrays (high bits, packed scales, f16 scales), in
     /// binding order; empty for other formats.
-    pub k_arrays: Vec<wgpu::Buffer>,
+    pub k_arrays: Vec<Slice>,
     /// 5th bits of the q5 formats, one word per block.
-    pub qh: Option<wgpu::Buffer>,
+    pub qh: Option<Slice>,
     params: wgpu::Buffer,
 }
 
@@ -191,19 +192,19 @@ impl GpuMatrix {
                 let mut row0 = 0u32;
                 while row0 < spec.rows {
                     let rows = per.min(spec.rows - row0);
-                    let main = ctx.storage(
+                    let main = ctx.operand(
                         &format!("{id} weights rows {row0}..{}", row0 + rows),
                         u64::from(rows) * spec.main_row_bytes(),
                     );
                     let scale_words = spec.scale_words(u64::from(rows));
                     let scales = (scale_words > 0).then(|| {
-                        ctx.storage(
+                        ctx.operand(
                             &format!("{id} scales rows {row0}..{}", row0 + rows),
                             scale_words * 4,
                         )
                     });
                     let qh = spec.has_qh().then(|| {
-                        ctx.storage(
+                        ctx.operand(
                             &format!("{id} qh rows {row0}..{}", row0 + rows),
                             u64::from(rows) * nb * 4,
                         )
@@ -212,7 +213,7 @@ impl GpuMatrix {
                         .k_arrays()
                         .iter()
                         .map(|a| {
-                            ctx.storage(
+                            ctx.operand(
                                 &format!("{id} {:?} rows {row0}..{}", a.kind, row0 + rows),
                                 u64::from(rows) * nb * a.bytes_per_block,
                             )
@@ -256,7 +257,7 @@ impl GpuMatrix {
                         _ => FillMode::Bits,
                     };
                     jobs.push(FillJob {
-                        buffer: &c.main,
+                        target: (&c.main).into(),
                         words: u64::from(c.rows) * row_words,
                         key: *weights,
                         mode,
@@ -266,7 +267,7 @@ impl GpuMatrix {
                         let (key, mode) = k_stream(*scales, *a);
                         let bytes = |rows: u64| rows * nb * a.bytes_per_block;
                         jobs.push(FillJob {
-                            buffer: buf,
+                            target: buf.into(),
                             words: bytes(u64::from(c.rows)).div_ceil(4),
                             key,
                             mode,
@@ -276,7 +277,7 @@ impl GpuMatrix {
                     if let Some(s) = &c.scales {
                         // Pairs of scales (d, d) or (d, m): the same generated words.
                         jobs.push(FillJob {
-                            buffer: s,
+                            target: s.into(),
                             words: spec.scale_words(u64::from(c.rows)),
                             key: *scales,
                             mode: FillMode::ScalePair,
@@ -291,7 +292,7 @@ impl GpuMatrix {
                     }
                     if let Some(q) = &c.qh {
                         jobs.push(FillJob {
-                            buffer: q,
+                            target: q.into(),
                             words: u64::from(c.rows) * nb,
                             key: data::qh_key(*weights),
                             mode: FillMode::Bits,
@@ -331,7 +332,7 @@ impl GpuMatrix {
                             r.qs[(r0 * rb) as usize..(r1 * rb) as usize].to_vec()
                         }
                     };
-                    ctx.queue.write_buffer(&c.main, 0, &main);
+                    ctx.write_slice(&c.main, 0, &main);
                     if let HostMatrix::Q4K(r) | HostMatrix::Q5K(r) | HostMatrix::Q6K(r) =
                         host.as_ref()
                     {
@@ -349,7 +350,7 @@ impl GpuMatrix {
                                     bytemuck::cast_slice(&part.d_words()).to_vec()
                                 }
                             };
-                            ctx.queue.write_buffer(buf, 0, &bytes);
+                            ctx.write_slice(buf, 0, &bytes);
                         }
                     }
                     if let (Some(s), HostMatrix::Q8_0(r) | HostMatrix::Q4_0(r)) =
@@ -359,19 +360,17 @@ impl GpuMatrix {
                             qs: Vec::new(),
                             d: r.d[(r0 * nb) as usize..(r1 * nb) as usize].to_vec(),
                         };
-                        ctx.queue
-                            .write_buffer(s, 0, bytemuck::cast_slice(&part.d_words()));
+                        ctx.write_slice(s, 0, bytemuck::cast_slice(&part.d_words()));
                     }
                     if let HostMatrix::Q5_1(r) | HostMatrix::Q5_0(r) | HostMatrix::Q4_1(r) =
                         host.as_ref()
                     {
                         let part = r.slice((r0 * nb) as usize, (r1 * nb) as usize);
                         if let Some(s) = &c.scales {
-                            ctx.queue
-                                .write_buffer(s, 0, bytemuck::cast_slice(&part.scale_words()));
+                            ctx.write_slice(s, 0, bytemuck::cast_slice(&part.scale_words()));
                         }
                         if let Some(q) = &c.qh {
-                            ctx.queue.write_buffer(q, 0, bytemuck::cast_slice(&part.qh));
+                            ctx.write_slice(q, 0, bytemuck::cast_slice(&part.qh));
                         }
                     }
                 }
@@ -514,12 +513,12 @@ impl GpuMatrix {
         }
     }
 
-    /// Bind groups of every chunk for input `x` and output `y`.
+    /// Bind groups of every chunk for input `x` (as the kernel reads it) and output `y`.
     pub fn bind(
         &self,
         ctx: &GpuContext,
         k: &GemvKernel,
-        x: &wgpu::Buffer,
+        x: XArg<'_>,
         y: &wgpu::Buffer,
     ) -> Vec<(wgpu::BindGroup, (u32, u32))> {
         let label = format!("{} bind", self.spec.id());
@@ -527,11 +526,15 @@ impl GpuMatrix {
             .iter()
             .map(|c| {
                 // Binding order: params, quants, [qh], [scales], [K-quant arrays], x, y.
-                let mut buffers = vec![&c.params, &c.main];
-                buffers.extend(c.qh.iter());
-                buffers.extend(c.scales.iter());
-                buffers.extend(&c.k_arrays);
-                buffers.extend([x, y]);
+                let mut buffers: Vec<Res> = vec![(&c.params).into(), (&c.main).into()];
+                buffers.extend(c.qh.iter().map(Res::from));
+                buffers.extend(c.scales.iter().map(Res::from));
+                buffers.extend(c.k_arrays.iter().map(Res::from));
+                match x {
+                    XArg::F32(x) => buffers.push(x.into()),
+                    XArg::Q8 { xq, xm } => buffers.extend([Res::from(xq), Res::from(xm)]),
+                }
+                buffers.push(y.into());
                 let bg = ctx.bind(&k.kernel, &label, &buffers);
                 (bg, ctx.grid(c.rows.div_ceil(k.rows_per_wg)))
             })

@@ -13,14 +13,19 @@ use crate::context::GpuContext;
 use crate::data;
 use crate::error::{HarnessError, KernelId, Result};
 use crate::kernels::fill::Filler;
-use crate::kernels::{Check, F16Path, Reduction, sample_indices};
+use crate::kernels::{Check, F16Path, Reduction, VariantCaps, sample_indices};
 use crate::quant::{QK, QK_K};
 use crate::shader::{self, Binding, Defines, Kernel, ShaderFile};
 use crate::timing::Workload;
+use crate::tune::Choice;
 
+mod input;
 mod matrix;
+mod variant;
 
+pub use input::{GemvInput, XArg, quantize_blocks};
 pub use matrix::{Chunk, GpuMatrix, HostMatrix, WeightSource};
+pub use variant::{GemvVariant, Order, Team, XPath};
 
 /// One K-quant array after the quant bytes (`quant::RepackedK`'s `qh`, `scales`, `d`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,21 +127,6 @@ impl GemvSpec {
         }
     }
 
-    /// Threads per workgroup of the kernel (`WG_SIZE` in its WGSL).
-    pub fn wg_size(&self) -> u32 {
-        match self.dtype {
-            Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => 128,
-            Quant::Q4K | Quant::Q5K | Quant::Q6K => 128,
-            _ => 256,
-        }
-    }
-
-    /// Rows per workgroup: 4 for GEMV, fewer as the batch grows so that
-    /// `rows x batch` accumulators stay at most 16 per thread (64 at batch 64).
-    pub fn rows_per_wg(&self) -> u32 {
-        (16 / self.batch).clamp(1, 4)
-    }
-
     /// Checks the shape before any GPU work.
     pub fn validate(&self) -> Result<()> {
         let bad = |reason: String| {
@@ -236,37 +226,27 @@ impl GemvSpec {
         }
     }
 
-    fn bindings(&self) -> Vec<Binding> {
-        if !self.k_arrays().is_empty() {
-            let mut b = vec![Binding::Uniform, Binding::Read];
-            b.extend(self.k_arrays().iter().map(|_| Binding::Read));
-            b.extend([Binding::Read, Binding::ReadWrite]);
-            return b;
-        }
-        match self.dtype {
-            Quant::F32 | Quant::F16 | Quant::Bf16 => vec![
-                Binding::Uniform,
-                Binding::Read,
-                Binding::Read,
-                Binding::ReadWrite,
-            ],
-            // Quant bytes, 5th bits, scales (d, or d and m), x, y.
-            Quant::Q5_1 | Quant::Q5_0 => vec![
-                Binding::Uniform,
-                Binding::Read,
-                Binding::Read,
-                Binding::Read,
-                Binding::Read,
-                Binding::ReadWrite,
-            ],
-            _ => vec![
-                Binding::Uniform,
-                Binding::Read,
-                Binding::Read,
-                Binding::Read,
-                Binding::ReadWrite,
-            ],
-        }
+    /// Binding layout: params, the weight arrays, x (one f32 array, or int8 and
+    /// scales), y.
+    fn bindings(&self, x: XPath) -> Vec<Binding> {
+        let weights = if !self.k_arrays().is_empty() {
+            1 + self.k_arrays().len()
+        } else {
+            match self.dtype {
+                Quant::F32 | Quant::F16 | Quant::Bf16 => 1,
+                // Quant bytes, 5th bits, scales (d, or d and m).
+                Quant::Q5_1 | Quant::Q5_0 => 3,
+                _ => 2,
+            }
+        };
+        let xs = match x {
+            XPath::F32 => 1,
+            XPath::Q8 => 2,
+        };
+        let mut b = vec![Binding::Uniform];
+        b.extend(std::iter::repeat_n(Binding::Read, weights + xs));
+        b.push(Binding::ReadWrite);
+        b
     }
 
     /// Rows per binding: as many whole rows as one binding holds (an even number, so
@@ -288,7 +268,7 @@ impl GemvSpec {
     }
 }
 
-/// The compiled GEMV kernel for a spec and the device's features.
+/// The compiled GEMV kernel for a spec, in the variant the run chose.
 #[derive(Debug, Clone)]
 pub struct GemvKernel {
     /// The pipeline.
@@ -299,37 +279,75 @@ pub struct GemvKernel {
     pub f16: Option<F16Path>,
     /// Rows per workgroup.
     pub rows_per_wg: u32,
+    /// The variant and why it was chosen.
+    pub choice: Choice<GemvVariant>,
+    /// Threads that stride one row (for the rounding bound).
+    pub lanes_per_row: u32,
 }
 
 impl GemvKernel {
-    /// Compiles the variant for `spec` (subgroups and shader-f16 when the device has them).
+    /// Compiles `spec` in the variant the run's tuning chooses (the tuning file, else
+    /// the default for this adapter).
     pub async fn new(ctx: &GpuContext, spec: &GemvSpec) -> Result<Self> {
         spec.validate()?;
-        let rows = spec.rows_per_wg();
-        let acc = rows * spec.batch;
+        let choice = ctx
+            .tuning()
+            .gemv(spec, &VariantCaps::of(ctx), &ctx.adapter_report());
+        Self::with_variant(ctx, spec, choice).await
+    }
+
+    /// Compiles `spec` in a given variant (an error names why it cannot run here).
+    pub async fn with_variant(
+        ctx: &GpuContext,
+        spec: &GemvSpec,
+        choice: Choice<GemvVariant>,
+    ) -> Result<Self> {
+        spec.validate()?;
+        let caps = VariantCaps::of(ctx);
+        let v = choice.variant;
+        if let Some(reason) = v.check(spec, &caps) {
+            return Err(HarnessError::InvalidShape {
+                kernel: spec.id(),
+                reason: format!("variant {v}: {reason}"),
+            });
+        }
         let reduction = Reduction::of(ctx);
-        let f16 = F16Path::of(ctx, spec.dtype == Quant::F16);
+        let acc = v.accumulators();
         let pass = acc.min(if reduction == Reduction::Subgroup {
             16
         } else {
-            8
+            v.threads / 16
         });
         let defines = Defines::new()
             .flag("SUBGROUPS", reduction == Reduction::Subgroup)
-            .flag("SHADER_F16", f16 == Some(F16Path::ShaderF16))
-            .value("ROWS", rows)
+            .flag("TEAM_SG", v.team == Team::Subgroup)
+            .flag("XQ8", v.x == XPath::Q8)
+            .flag("DEQ_ROWS", v.order(spec) == Order::DeqRows)
+            .flag("ROW_BY_ROW", v.order(spec) == Order::RowByRow)
+            .value("WG_SIZE", v.threads)
+            .value("ROWS", v.rows)
             .value("BATCH", spec.batch)
+            .value("BT", v.batch_tile)
             .value("ACC", acc)
+            .value("UNROLL", v.unroll)
+            .value("TEAMS", v.teams(&caps))
             .value("PASS", pass);
         let kernel = ctx
-            .kernel(&spec.id(), spec.shader(), &defines, &spec.bindings())
+            .kernel(&spec.id(), spec.shader(), &defines, &spec.bindings(v.x))
             .await?;
         Ok(Self {
             kernel,
             reduction,
-            f16,
-            rows_per_wg: rows,
+            f16: (spec.dtype == Quant::F16).then_some(F16Path::Unpack),
+            rows_per_wg: v.rows_per_workgroup(&caps),
+            lanes_per_row: v.lanes_per_row(&caps),
+            choice,
         })
+    }
+
+    /// Whether x must be quantized before it.
+    pub fn q8(&self) -> bool {
+        self.choice.variant.x == XPath::Q8
     }
 }
 
@@ -356,8 +374,8 @@ pub struct GemvBench {
     pub kernel: GemvKernel,
     /// Matrices rotated through.
     pub matrices: Vec<GpuMatrix>,
-    /// Input, `[batch, cols]`.
-    pub x: wgpu::Buffer,
+    /// Input, `[batch, cols]` (and its int8 form for XQ8 kernels).
+    pub input: GemvInput,
     /// Output, `[batch, rows]`.
     pub y: wgpu::Buffer,
     x_key: u32,
@@ -369,6 +387,7 @@ impl Workload for GemvBench {
         self.matrices.len()
     }
     fn encode(&self, pass: &mut wgpu::ComputePass<'_>, iter: usize) {
+        self.input.encode(pass);
         encode_gemv(pass, &self.kernel, &self.groups[iter % self.groups.len()]);
     }
 }
@@ -382,7 +401,8 @@ pub fn weight_source(seed: u64, slot: u32) -> WeightSource {
 }
 
 impl GemvBench {
-    /// Allocates `rotation` generated matrices (or one host matrix) and the vectors.
+    /// Allocates `rotation` generated matrices (or one host matrix) and the vectors,
+    /// for the kernel the run's tuning chooses.
     pub async fn new(
         ctx: &GpuContext,
         spec: GemvSpec,
@@ -391,8 +411,21 @@ impl GemvBench {
         host: Option<Arc<HostMatrix>>,
     ) -> Result<Self> {
         spec.validate()?;
-        let id = spec.id();
         let kernel = GemvKernel::new(ctx, &spec).await?;
+        Self::with_kernel(ctx, spec, seed, rotation, host, kernel).await
+    }
+
+    /// The same with a given kernel.
+    pub async fn with_kernel(
+        ctx: &GpuContext,
+        spec: GemvSpec,
+        seed: u64,
+        rotation: u32,
+        host: Option<Arc<HostMatrix>>,
+        kernel: GemvKernel,
+    ) -> Result<Self> {
+        spec.validate()?;
+        let id = spec.id();
         let filler = Filler::new(ctx, &id).await?;
         let mut matrices = Vec::new();
         match host {
@@ -416,29 +449,107 @@ impl GemvBench {
             &format!("{id} y"),
             4 * u64::from(spec.batch) * u64::from(spec.rows),
         );
+        let input = GemvInput::new(ctx, &id, x, spec.batch, spec.cols, kernel.q8()).await?;
         let groups = matrices
             .iter()
-            .map(|m| m.bind(ctx, &kernel, &x, &y))
+            .map(|m| m.bind(ctx, &kernel, input.arg(), &y))
             .collect();
         ctx.check_errors(&id)?;
         Ok(Self {
             spec,
             kernel,
             matrices,
-            x,
+            input,
             y,
             x_key,
             groups,
         })
     }
 
+    /// Runs the same matrices with another kernel (another variant).
+    pub async fn set_kernel(&mut self, ctx: &GpuContext, kernel: GemvKernel) -> Result<()> {
+        let id = self.spec.id();
+        if kernel.q8() != self.input.quantized.is_some() {
+            self.input = GemvInput::new(
+                ctx,
+                &id,
+                self.input.x.clone(),
+                self.spec.batch,
+                self.spec.cols,
+                kernel.q8(),
+            )
+            .await?;
+        }
+        self.groups = self
+            .matrices
+            .iter()
+            .map(|m| m.bind(ctx, &kernel, self.input.arg(), &self.y))
+            .collect();
+        self.kernel = kernel;
+        ctx.check_errors(&id)
+    }
+
+    /// The x the kernel saw, `[batch, cols]`: the generated f32 x, or for XQ8 kernels
+    /// the GPU's own int8 blocks times their scales (read back, after the GPU's
+    /// quantization is checked against the host's: the same scale to 2^-20, each int8
+    /// within one of round(x / d), and the stored sums exact).
+    async fn x_seen(&self, ctx: &GpuContext) -> Result<(Vec<f32>, Option<Check>)> {
+        let b = u64::from(self.spec.batch);
+        let cols = u64::from(self.spec.cols);
+        let x = data::f32_vec(self.x_key, (b * cols) as usize);
+        let Some(q) = &self.input.quantized else {
+            return Ok((x, None));
+        };
+        let mut check = Check::new(&self.spec.id(), b * cols);
+        let halves = b * cols / 16;
+        let words = ctx.read_u32(&q.xq, 0, halves * 4).await?;
+        let meta = ctx.read_f32(&q.xm, 0, halves * 2).await?;
+        let host = quantize_blocks(&x);
+        let mut seen = vec![0f32; x.len()];
+        for (h, chunk) in words.chunks_exact(4).enumerate() {
+            let (d, sum) = (meta[2 * h], meta[2 * h + 1]);
+            let (hd, hq) = &host[h / 2];
+            let mut total = 0i32;
+            for (j, w) in chunk.iter().enumerate() {
+                for byte in 0..4 {
+                    let k = 16 * h + 4 * j + byte;
+                    let qv = (w >> (8 * byte)) as u8 as i8;
+                    total += i32::from(qv);
+                    seen[k] = f32::from(qv) * d;
+                    let off = (i32::from(qv) - i32::from(hq[k % 32])).abs();
+                    check.compare(
+                        || format!("x int8 [{k}]"),
+                        f64::from(off.min(2) as u8),
+                        0.0,
+                        1.0,
+                    );
+                }
+            }
+            check.compare(
+                || format!("x scale [block {}]", h / 2),
+                f64::from(d),
+                f64::from(*hd),
+                f64::from(*hd) * 2f64.powi(-20) + 1e-30,
+            );
+            check.compare_exact(
+                || format!("x sum [half-block {h}]"),
+                u64::from(sum as i32 as u32),
+                u64::from(total as u32),
+            );
+        }
+        Ok((seen, Some(check)))
+    }
+
     /// Runs rotation slot `slot` once and compares `y` with the CPU reference (f64 dot
-    /// products of the dequantized rows). All rows when `rows * cols * batch` is at most
-    /// `full_macs`, else a sample including every chunk boundary.
+    /// products of the dequantized rows with the x the kernel saw). All rows when
+    /// `rows * cols * batch` is at most `full_macs`, else a sample including every
+    /// chunk boundary.
     ///
     /// Tolerance per output: `(v + n + 64) * 2^-23 * sum_k |w_k x_k|`, where v is the
-    /// weights per thread step and n the steps per thread: the f32 rounding bound of
-    /// the kernel's summation order, with headroom for any subgroup reduction order.
+    /// weights per unit and n the units one thread sums in sequence (a row's units
+    /// over the threads that stride it): the f32 rounding bound of the kernel's
+    /// summation order, with headroom for any subgroup reduction order. (XQ8: the
+    /// integer sums are exact, each unit adds at most 3 roundings.)
     pub async fn verify(
         &self,
         ctx: &GpuContext,
@@ -454,14 +565,20 @@ impl GemvBench {
         let n = u64::from(self.spec.rows);
         let cols = self.spec.cols as usize;
         let y = ctx.read_f32(&self.y, 0, b * n).await?;
-        let x = data::f32_vec(self.x_key, (b * cols as u64) as usize);
+        let (x, x_check) = self.x_seen(ctx).await?;
+        if let Some(c) = x_check {
+            let (report, error) = c.finish();
+            if error.is_some() {
+                return Ok((report, error));
+            }
+        }
+        let mut check = Check::new(&id, b * n);
         let m = &self.matrices[slot % self.matrices.len()];
         let per_row = u64::from(self.spec.cols) * b;
         let rows = sample_indices(n, (full_macs / per_row.max(1)).max(1), &m.boundaries());
-        let steps =
-            u64::from(self.spec.cols / self.spec.vec()).div_ceil(u64::from(self.spec.wg_size()));
+        let steps = u64::from(self.spec.cols / self.spec.vec())
+            .div_ceil(u64::from(self.kernel.lanes_per_row.max(1)));
         let rel = (u64::from(self.spec.vec()) + steps + 64) as f64 * f64::from(f32::EPSILON);
-        let mut check = Check::new(&id, b * n);
         let mut w = vec![0f32; cols];
         for &r in &rows {
             m.row(r, &mut w);

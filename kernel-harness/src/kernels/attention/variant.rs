@@ -1,0 +1,262 @@
+//! The decode-attention variant space (`shaders/attention_decode.wgsl`): threads per
+//! workgroup, cache elements per load (4, or 8 f16 in one 16-byte load), and for
+//! split-KV the positions per split, which sets how many workgroups share a KV head.
+//! Written `c256_t128_v8` (chunk 0: the single-pass kernel).
+
+use tokenscope_core::analyze::floor::Quant;
+
+use super::AttentionSpec;
+use crate::kernels::VariantCaps;
+
+/// One point of the space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AttentionVariant {
+    /// Positions per split (0: one workgroup per KV head, the single-pass kernel).
+    pub chunk: u32,
+    /// Threads per workgroup.
+    pub threads: u32,
+    /// Cache elements per load: 4, or 8 (f16 only).
+    pub vec: u32,
+}
+
+const CHUNKS: [u32; 8] = [32, 64, 128, 256, 512, 1024, 2048, 4096];
+
+impl AttentionVariant {
+    /// `c256_t128_v8`.
+    pub fn name(&self) -> String {
+        format!("c{}_t{}_v{}", self.chunk, self.threads, self.vec)
+    }
+
+    /// Parses a name written by [`AttentionVariant::name`].
+    pub fn parse(s: &str) -> Result<AttentionVariant, String> {
+        let bad = || format!("`{s}` is not an attention variant (expected e.g. c256_t128_v8)");
+        let mut parts = s.split('_');
+        let mut num = |prefix: &str| -> Result<u32, String> {
+            parts
+                .next()
+                .and_then(|p| p.strip_prefix(prefix))
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(bad)
+        };
+        let v = AttentionVariant {
+            chunk: num("c")?,
+            threads: num("t")?,
+            vec: num("v")?,
+        };
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(v)
+    }
+
+    /// Loads per head row.
+    fn loads_per_row(&self, spec: &AttentionSpec) -> u32 {
+        spec.head_dim / self.vec
+    }
+
+    /// Threads per position in the score phase: the most of 4, 2, 1 dividing the
+    /// loads of a row.
+    pub fn lanes(&self, spec: &AttentionSpec) -> u32 {
+        let hv = self.loads_per_row(spec).max(1);
+        [4, 2, 1]
+            .into_iter()
+            .find(|l| hv.is_multiple_of(*l))
+            .unwrap_or(1)
+    }
+
+    /// Positions per tile.
+    pub fn tile(&self, spec: &AttentionSpec) -> u32 {
+        self.threads / self.lanes(spec)
+    }
+
+    /// Splits per KV head and positions per split.
+    pub fn splits(&self, spec: &AttentionSpec) -> (u32, u32) {
+        let tile = self.tile(spec);
+        if self.chunk == 0 || !spec.split {
+            return (1, spec.context.next_multiple_of(tile));
+        }
+        let chunk = self.chunk.next_multiple_of(tile);
+        (spec.context.div_ceil(chunk), chunk)
+    }
+
+    /// Workgroup memory the kernel declares, bytes.
+    pub fn workgroup_bytes(&self, spec: &AttentionSpec) -> u64 {
+        let g = u64::from(spec.group());
+        let hq = u64::from(spec.head_dim / 4);
+        let wg = u64::from(self.threads);
+        let tile = u64::from(self.tile(spec));
+        let pg = wg / u64::from(self.loads_per_row(spec).max(1));
+        g * hq * 16 + wg * g * 4 + g * tile * 4 + pg * hq * 16 + pg * 4 + g * 4
+    }
+
+    /// Why this variant cannot run `spec` here (None: it can).
+    pub fn check(&self, spec: &AttentionSpec, caps: &VariantCaps) -> Option<String> {
+        if !matches!(self.threads, 64 | 128 | 256) || self.threads > caps.max_threads {
+            return Some(format!("{} threads", self.threads));
+        }
+        match self.vec {
+            4 => {}
+            8 if spec.kv_dtype == Quant::F16 => {}
+            _ => return Some(format!("{} elements per load", self.vec)),
+        }
+        if !spec.head_dim.is_multiple_of(self.vec) {
+            return Some(format!(
+                "head_dim {} is not a multiple of {}",
+                spec.head_dim, self.vec
+            ));
+        }
+        // The final reduction gives each 4-vector of a head row its own thread.
+        if spec.head_dim / 4 > self.threads {
+            return Some(format!(
+                "head_dim {} needs {} threads",
+                spec.head_dim,
+                spec.head_dim / 4
+            ));
+        }
+        match (spec.split, self.chunk) {
+            (false, 0) => {}
+            (false, _) => return Some("the single-pass kernel has no chunk".into()),
+            (true, c) if !c.is_multiple_of(32) || !(CHUNKS[0]..=CHUNKS[7]).contains(&c) => {
+                return Some(format!("chunk {c} (a multiple of 32 in 32..4096)"));
+            }
+            _ => {}
+        }
+        let need = self.workgroup_bytes(spec);
+        if need > u64::from(caps.max_workgroup_bytes) {
+            return Some(format!(
+                "{need} bytes of workgroup memory, the device has {}",
+                caps.max_workgroup_bytes
+            ));
+        }
+        None
+    }
+
+    /// One step away in each parameter.
+    pub fn neighbours(&self) -> Vec<AttentionVariant> {
+        let mut out = Vec::new();
+        for threads in [self.threads / 2, self.threads * 2] {
+            out.push(AttentionVariant { threads, ..*self });
+        }
+        out.push(AttentionVariant {
+            vec: if self.vec == 4 { 8 } else { 4 },
+            ..*self
+        });
+        if self.chunk > 0 {
+            for chunk in [self.chunk / 2, self.chunk * 2] {
+                out.push(AttentionVariant { chunk, ..*self });
+            }
+        }
+        out
+    }
+
+    /// Every variant that can run `spec` here.
+    pub fn space(spec: &AttentionSpec, caps: &VariantCaps) -> Vec<AttentionVariant> {
+        let chunks: Vec<u32> = if spec.split {
+            CHUNKS
+                .into_iter()
+                .filter(|&c| c <= spec.context.next_power_of_two())
+                .collect()
+        } else {
+            vec![0]
+        };
+        let mut out = Vec::new();
+        for chunk in chunks {
+            for threads in [64, 128, 256] {
+                for vec in [4, 8] {
+                    let v = AttentionVariant {
+                        chunk,
+                        threads,
+                        vec,
+                    };
+                    if v.check(spec, caps).is_none() {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The chunk that gives about `target` workgroups over the KV heads with at
+    /// least `min_chunk` positions each, the splits of equal length (a multiple of 32
+    /// positions; 0 for the single-pass kernel).
+    pub fn chunk_for(spec: &AttentionSpec, target: u32, min_chunk: u32) -> u32 {
+        if !spec.split {
+            return 0;
+        }
+        let by_gpu = target.div_ceil(spec.kv_heads.max(1));
+        let by_len = spec.context.div_ceil(min_chunk.max(1));
+        let splits = by_gpu.min(by_len).max(1);
+        spec.context
+            .div_ceil(splits)
+            .next_multiple_of(32)
+            .clamp(CHUNKS[0], CHUNKS[CHUNKS.len() - 1])
+    }
+}
+
+impl std::fmt::Display for AttentionVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(context: u32, split: bool, kv: Quant) -> AttentionSpec {
+        AttentionSpec {
+            kv_dtype: kv,
+            heads: 32,
+            kv_heads: 8,
+            head_dim: 128,
+            context,
+            split,
+        }
+    }
+
+    const CAPS: VariantCaps = VariantCaps {
+        subgroups: true,
+        subgroup_min: 32,
+        max_threads: 1024,
+        max_workgroup_bytes: 49152,
+    };
+
+    #[test]
+    fn names_round_trip() {
+        for v in AttentionVariant::space(&spec(8192, true, Quant::F16), &CAPS) {
+            assert_eq!(AttentionVariant::parse(&v.name()), Ok(v));
+        }
+        assert!(AttentionVariant::parse("c64_t128").is_err());
+        assert!(AttentionVariant::parse("t128_c64_v4").is_err());
+    }
+
+    #[test]
+    fn the_space_follows_the_cache_format_and_the_kernel() {
+        let f32s = AttentionVariant::space(&spec(8192, true, Quant::F32), &CAPS);
+        assert!(f32s.iter().all(|v| v.vec == 4 && v.chunk > 0));
+        let single = AttentionVariant::space(&spec(8192, false, Quant::F16), &CAPS);
+        assert!(single.iter().all(|v| v.chunk == 0));
+        assert!(single.iter().any(|v| v.vec == 8));
+        // 300 tokens: chunks up to 512.
+        let short = AttentionVariant::space(&spec(300, true, Quant::F16), &CAPS);
+        assert_eq!(short.iter().map(|v| v.chunk).max(), Some(512));
+        let v = AttentionVariant::parse("c256_t128_v8").unwrap();
+        assert_eq!(v.lanes(&spec(8192, true, Quant::F16)), 4);
+        assert_eq!(v.splits(&spec(8192, true, Quant::F16)), (32, 256));
+        // 8 KV heads: 128 splits for 1024 workgroups, 64 positions each.
+        assert_eq!(
+            AttentionVariant::chunk_for(&spec(8192, true, Quant::F16), 1024, 64),
+            64
+        );
+        assert_eq!(
+            AttentionVariant::chunk_for(&spec(32768, true, Quant::F16), 1024, 64),
+            256
+        );
+        // Short contexts: equal splits of at least the minimum (300 = 2 x 160).
+        assert_eq!(
+            AttentionVariant::chunk_for(&spec(300, true, Quant::F16), 1024, 256),
+            160
+        );
+    }
+}

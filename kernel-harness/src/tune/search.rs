@@ -1,0 +1,515 @@
+//! The search behind `tokenscope kernels --tune`: per kernel problem (kernel, format,
+//! shape, batch), a bounded walk through the variant space on the adapter at hand.
+//!
+//! 1. Seeds: the default variant and a few structurally different ones (subgroup and
+//!    workgroup teams, few and many loads in flight, both x paths), each compiled,
+//!    verified against the CPU reference on a sample of outputs and timed briefly.
+//! 2. Hill climbing from the fastest: every neighbour that can run (one parameter
+//!    doubled or halved, the team or the x path switched) is timed; the walk moves
+//!    while a neighbour is faster by more than [`IMPROVEMENT`], and stops at a local
+//!    best or when the problem's share of the budget is spent. Variants that cannot
+//!    run, or give a wrong answer, are never chosen (the latter are listed).
+//! 3. The two fastest are timed again with the full timing, and the faster wins.
+//!
+//! The data of a problem (its matrices or KV caches, rotated beyond the cache as in a
+//! run) is made once; each variant only rebinds it.
+
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::hash::Hash;
+
+use tokenscope_core::report::kernels::{TUNING_SCHEMA, TriedVariant, TuningEntry, TuningFile};
+
+use crate::clock::Clock;
+use crate::context::GpuContext;
+use crate::error::{HarnessError, Result};
+use crate::kernels::attention::{
+    AttentionBench, AttentionKernels, AttentionSpec, AttentionVariant,
+};
+use crate::kernels::gemv::{GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath};
+use crate::kernels::{VariantCaps, rotation_for};
+use crate::timing::{TimingOptions, measure};
+use crate::tune::{Choice, defaults};
+
+/// Relative gain a neighbour needs for the walk to move to it.
+pub const IMPROVEMENT: f64 = 0.02;
+
+/// A problem to tune.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Problem {
+    /// GEMV or skinny matmul.
+    Gemv(GemvSpec),
+    /// Decode attention.
+    Attention(AttentionSpec),
+}
+
+impl Problem {
+    /// `gemv f16 [14336, 4096] batch 1`.
+    pub fn label(&self) -> String {
+        match self {
+            Problem::Gemv(s) => format!(
+                "{} {} [{}, {}] batch {}",
+                s.name(),
+                s.dtype,
+                s.rows,
+                s.cols,
+                s.batch
+            ),
+            Problem::Attention(s) => format!(
+                "{} {} heads {}/{} dim {} context {}",
+                s.name(),
+                s.kv_dtype,
+                s.heads,
+                s.kv_heads,
+                s.head_dim,
+                s.context
+            ),
+        }
+    }
+}
+
+/// How to search.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Time for the whole search, milliseconds (each problem gets an equal share of
+    /// what is left, and always its seeds).
+    pub budget_ms: f64,
+    /// Seed of the generated data.
+    pub seed: u64,
+    /// Brief timing of each candidate.
+    pub quick: TimingOptions,
+    /// Timing of the two finalists.
+    pub full: TimingOptions,
+    /// Last-level cache to defeat (rotation as in a run).
+    pub cache_bytes: u64,
+    /// Most copies rotated.
+    pub max_rotation: u64,
+    /// Byte budget of the rotated copies.
+    pub rotation_budget_bytes: u64,
+    /// Multiply-adds each candidate's verification may cost (a sample of rows).
+    pub verify_macs: u64,
+    /// Tool version written into the file.
+    pub tool_version: String,
+    /// When the search runs, seconds since the Unix epoch (the caller's clock).
+    pub created_unix_s: u64,
+}
+
+impl SearchOptions {
+    /// Defaults for a GPU: a few minutes in all.
+    pub fn new(budget_ms: f64, cache_bytes: u64) -> SearchOptions {
+        SearchOptions {
+            budget_ms,
+            seed: 0x70ce_5c0e,
+            quick: TimingOptions {
+                warmup: 2,
+                samples: 7,
+                budget_ms: 400.0,
+                min_sample_ms: 1.0,
+                min_timestamp_sample_ms: 0.0,
+            },
+            full: TimingOptions::default(),
+            cache_bytes,
+            max_rotation: 64,
+            rotation_budget_bytes: 1 << 30,
+            verify_macs: 1 << 22,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            created_unix_s: 0,
+        }
+    }
+}
+
+/// Progress of a search.
+pub trait TuneProgress {
+    /// A problem starts (index, count, label).
+    fn start(&mut self, _index: usize, _count: usize, _label: &str) {}
+    /// A problem ended; `line` summarises it.
+    fn done(&mut self, _label: &str, _line: &str) {}
+    /// Whether to stop (the file so far is returned).
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// Progress that ignores everything.
+#[derive(Debug, Default)]
+pub struct Quiet;
+impl TuneProgress for Quiet {}
+
+/// What one problem's walk found.
+struct Walk<V> {
+    /// Every variant timed (brief timing), in order.
+    tried: Vec<(V, f64)>,
+    /// Variants that gave a wrong answer.
+    failed: Vec<V>,
+    /// The winner and its full-timing median.
+    best: Option<(V, f64)>,
+}
+
+/// Walks the space from `seeds` (see the module's documentation). `eval(v, full)`
+/// compiles, verifies and times `v`: `Ok(None)` when it gave a wrong answer, `Err`
+/// when it cannot run here.
+async fn walk<V, F>(
+    seeds: Vec<V>,
+    neighbours: impl Fn(&V) -> Vec<V>,
+    mut eval: F,
+    clock: &dyn Clock,
+    deadline_ms: f64,
+) -> Walk<V>
+where
+    V: Copy + Eq + Hash + Display,
+    F: AsyncFnMut(V, bool) -> Result<Option<f64>>,
+{
+    let mut times: HashMap<V, f64> = HashMap::new();
+    let mut order = Vec::new();
+    let mut failed = Vec::new();
+    let mut skipped = Vec::new();
+    let mut try_one = async |v: V, times: &mut HashMap<V, f64>| {
+        if times.contains_key(&v) || failed.contains(&v) || skipped.contains(&v) {
+            return;
+        }
+        match eval(v, false).await {
+            Ok(Some(us)) => {
+                times.insert(v, us);
+                order.push(v);
+            }
+            Ok(None) => failed.push(v),
+            Err(_) => skipped.push(v),
+        }
+    };
+    for (i, v) in seeds.iter().enumerate() {
+        // The first seed (the default) always; the others while time is left.
+        if i > 0 && clock.now_ms() > deadline_ms {
+            break;
+        }
+        try_one(*v, &mut times).await;
+    }
+    let fastest = |times: &HashMap<V, f64>| {
+        times
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(v, t)| (*v, *t))
+    };
+    let mut current = fastest(&times);
+    while let Some((at, at_us)) = current {
+        if clock.now_ms() > deadline_ms {
+            break;
+        }
+        for n in neighbours(&at) {
+            if clock.now_ms() > deadline_ms {
+                break;
+            }
+            try_one(n, &mut times).await;
+        }
+        match fastest(&times) {
+            Some((v, us)) if us < at_us * (1.0 - IMPROVEMENT) => current = Some((v, us)),
+            _ => break,
+        }
+    }
+    // Finalists: the two fastest, timed in full.
+    let mut ranked: Vec<(V, f64)> = order.iter().map(|v| (*v, times[v])).collect();
+    ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut best: Option<(V, f64)> = None;
+    for (v, _) in ranked.iter().take(2) {
+        if let Ok(Some(us)) = eval(*v, true).await
+            && best.is_none_or(|(_, b)| us < b)
+        {
+            best = Some((*v, us));
+        }
+    }
+    Walk {
+        tried: ranked,
+        failed,
+        best,
+    }
+}
+
+/// The entry of a finished walk (None when nothing ran).
+fn entry<V: Display + Copy + PartialEq>(
+    walk: Walk<V>,
+    problem: (&str, &str, Vec<u64>, u32, Option<u32>),
+    default: V,
+) -> Option<TuningEntry> {
+    let (best, best_us) = walk.best?;
+    // The slowest by its brief timing; the winner alone keeps its full timing.
+    let (worst, worst_us) = match walk.tried.last() {
+        Some((v, t)) if *v != best => (*v, *t),
+        _ => (best, best_us),
+    };
+    let (kernel, dtype, shape, batch, kv_heads) = problem;
+    Some(TuningEntry {
+        kernel: kernel.into(),
+        dtype: dtype.into(),
+        shape,
+        batch,
+        kv_heads,
+        best: best.to_string(),
+        best_us,
+        worst: worst.to_string(),
+        worst_us,
+        default: default.to_string(),
+        default_us: walk
+            .tried
+            .iter()
+            .find(|(v, _)| *v == default)
+            .map(|(_, t)| *t),
+        tried: walk
+            .tried
+            .iter()
+            .map(|(v, t)| TriedVariant {
+                variant: v.to_string(),
+                median_us: *t,
+            })
+            .collect(),
+        failed: walk.failed.iter().map(ToString::to_string).collect(),
+    })
+}
+
+/// Structurally different starting points for a GEMV: the default first.
+fn gemv_seeds(spec: &GemvSpec, default: GemvVariant, caps: &VariantCaps) -> Vec<GemvVariant> {
+    let bt = spec.batch.next_power_of_two().min(8);
+    let quantized = spec.dtype.block_elems() > 1;
+    let xs: &[XPath] = if quantized {
+        &[XPath::Q8, XPath::F32]
+    } else {
+        &[XPath::F32]
+    };
+    let mut seeds = vec![default];
+    for &x in xs {
+        for (team, threads, rows, unroll) in [
+            (Team::Subgroup, 128, 1, 4),
+            (Team::Subgroup, 256, 2, 2),
+            (Team::Subgroup, 64, 4, 1),
+            (Team::Workgroup, 256, 1, 2),
+            (Team::Workgroup, 128, 4, 1),
+        ] {
+            let v = GemvVariant {
+                team,
+                threads,
+                rows,
+                unroll,
+                batch_tile: bt,
+                x,
+            };
+            // Too many columns a pass for f32 x: fewer.
+            let v = if v.check(spec, caps).is_some() {
+                GemvVariant {
+                    batch_tile: 2.min(bt),
+                    ..v
+                }
+            } else {
+                v
+            };
+            if v.check(spec, caps).is_none() && !seeds.contains(&v) {
+                seeds.push(v);
+            }
+        }
+    }
+    seeds
+}
+
+/// Tunes one GEMV problem.
+async fn tune_gemv(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    spec: GemvSpec,
+    opts: &SearchOptions,
+    deadline_ms: f64,
+) -> Result<Option<TuningEntry>> {
+    let caps = VariantCaps::of(ctx);
+    let (default, _) = defaults::gemv(&spec, &caps, &ctx.adapter_report());
+    let rotation = rotation_for(
+        spec.weight_bytes(),
+        opts.cache_bytes,
+        opts.max_rotation,
+        opts.rotation_budget_bytes,
+    );
+    let kernel = GemvKernel::with_variant(ctx, &spec, Choice::given(default)).await?;
+    let mut bench = GemvBench::with_kernel(ctx, spec, opts.seed, rotation, None, kernel).await?;
+    let id = spec.id();
+    let bench_ref = &mut bench;
+    let eval = async |v: GemvVariant, full: bool| -> Result<Option<f64>> {
+        if v.check(&spec, &caps).is_some() {
+            return Err(HarnessError::InvalidShape {
+                kernel: id.clone(),
+                reason: format!("variant {v} cannot run here"),
+            });
+        }
+        let kernel = GemvKernel::with_variant(ctx, &spec, Choice::given(v)).await?;
+        bench_ref.set_kernel(ctx, kernel).await?;
+        if !full {
+            let (_, err) = bench_ref.verify(ctx, 0, opts.verify_macs).await?;
+            if err.is_some() {
+                return Ok(None);
+            }
+        }
+        let timing = if full { &opts.full } else { &opts.quick };
+        let m = measure(ctx, clock, &id, &*bench_ref, timing).await?;
+        Ok(Some(m.summary(&id)?.median_us))
+    };
+    let seeds = gemv_seeds(&spec, default, &caps);
+    let w = walk(
+        seeds,
+        |v| {
+            v.neighbours()
+                .into_iter()
+                .filter(|n| n.check(&spec, &caps).is_none())
+                .collect()
+        },
+        eval,
+        clock,
+        deadline_ms,
+    )
+    .await;
+    Ok(entry(
+        w,
+        (
+            spec.name(),
+            spec.dtype.as_str(),
+            vec![u64::from(spec.rows), u64::from(spec.cols)],
+            spec.batch,
+            None,
+        ),
+        default,
+    ))
+}
+
+/// Tunes one attention problem.
+async fn tune_attention(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    spec: AttentionSpec,
+    opts: &SearchOptions,
+    deadline_ms: f64,
+) -> Result<Option<TuningEntry>> {
+    let caps = VariantCaps::of(ctx);
+    let (default, _) = defaults::attention(&spec, &caps, &ctx.adapter_report());
+    let rotation = rotation_for(
+        spec.kv_bytes(),
+        opts.cache_bytes,
+        opts.max_rotation,
+        opts.rotation_budget_bytes,
+    );
+    let mut bench = AttentionBench::new(ctx, spec, opts.seed, rotation).await?;
+    let id = spec.id();
+    let bench_ref = &mut bench;
+    let eval = async |v: AttentionVariant, full: bool| -> Result<Option<f64>> {
+        let kernels = AttentionKernels::with_variant(ctx, &spec, Choice::given(v)).await?;
+        bench_ref.set_kernels(ctx, kernels);
+        if !full {
+            // One KV head's outputs: the variant's layout is the same for every head.
+            let (_, err) = bench_ref.verify_heads(ctx, 0, 1).await?;
+            if err.is_some() {
+                return Ok(None);
+            }
+        }
+        let timing = if full { &opts.full } else { &opts.quick };
+        let m = measure(ctx, clock, &id, &*bench_ref, timing).await?;
+        Ok(Some(m.summary(&id)?.median_us))
+    };
+    let mut seeds = vec![default];
+    for (chunk, threads, vec) in [(64, 128, 8), (128, 256, 8), (256, 128, 4), (32, 64, 8)] {
+        let v = AttentionVariant {
+            chunk: if spec.split { chunk } else { 0 },
+            threads,
+            vec,
+        };
+        if v.check(&spec, &caps).is_none() && !seeds.contains(&v) {
+            seeds.push(v);
+        }
+    }
+    let w = walk(
+        seeds,
+        |v| {
+            v.neighbours()
+                .into_iter()
+                .filter(|n| n.check(&spec, &caps).is_none())
+                .collect()
+        },
+        eval,
+        clock,
+        deadline_ms,
+    )
+    .await;
+    Ok(entry(
+        w,
+        (
+            spec.name(),
+            spec.kv_dtype.as_str(),
+            spec.shape(),
+            1,
+            Some(spec.kv_heads),
+        ),
+        default,
+    ))
+}
+
+/// Searches every problem within the budget and returns the tuning file for this
+/// adapter. A problem that cannot run here (too large, a missing feature) is left
+/// out, with its reason in `progress`.
+pub async fn tune(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    problems: &[Problem],
+    opts: &SearchOptions,
+    progress: &mut dyn TuneProgress,
+) -> Result<TuningFile> {
+    let start = clock.now_ms();
+    let end = start + opts.budget_ms;
+    let mut entries = Vec::new();
+    let mut unsearched = Vec::new();
+    for (i, p) in problems.iter().enumerate() {
+        if progress.cancelled() {
+            break;
+        }
+        let label = p.label();
+        // The budget is a budget: once it is spent, the rest keep their defaults.
+        if i > 0 && clock.now_ms() > end {
+            unsearched.push(label);
+            continue;
+        }
+        progress.start(i, problems.len(), &label);
+        let now = clock.now_ms();
+        let share = (end - now).max(0.0) / (problems.len() - i) as f64;
+        let deadline = now + share;
+        let found = match p {
+            Problem::Gemv(s) => tune_gemv(ctx, clock, *s, opts, deadline).await,
+            Problem::Attention(s) => tune_attention(ctx, clock, *s, opts, deadline).await,
+        };
+        // Anything the problem left in wgpu's error sink is its own.
+        let _ = ctx.take_uncaptured_errors();
+        match found {
+            Ok(Some(e)) => {
+                let line = format!(
+                    "{} {:.1} us (default {} {}, slowest {} {:.1} us, {} tried{})",
+                    e.best,
+                    e.best_us,
+                    e.default,
+                    e.default_us
+                        .map_or_else(|| "not timed".to_string(), |t| format!("{t:.1} us")),
+                    e.worst,
+                    e.worst_us,
+                    e.tried.len(),
+                    if e.failed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {} WRONG: {}", e.failed.len(), e.failed.join(" "))
+                    }
+                );
+                progress.done(&label, &line);
+                entries.push(e);
+            }
+            Ok(None) => progress.done(&label, "no variant ran"),
+            Err(e) => progress.done(&label, &format!("skipped: {e}")),
+        }
+    }
+    Ok(TuningFile {
+        schema: TUNING_SCHEMA.into(),
+        tool_version: opts.tool_version.clone(),
+        adapter: ctx.adapter_report(),
+        created_unix_s: opts.created_unix_s,
+        budget_s: opts.budget_ms / 1e3,
+        spent_s: (clock.now_ms() - start) / 1e3,
+        entries,
+        unsearched,
+    })
+}

@@ -1,0 +1,30 @@
+// gemv_kscales.wgsl: the 6-bit scales and minimums of q4_K and q5_K (included by them,
+// not a kernel itself): ggml's get_scale_min_k4 on the 12 packed bytes (words s0..s2)
+// of a super-block, for the sub-block pair p of a unit, times the super-block's f16 d
+// and dmin (word dm): (d * sc[2p], d * sc[2p + 1], dmin * m[2p], dmin * m[2p + 1]).
+fn k4_scales(s0: u32, s1: u32, s2: u32, dmw: u32, p: u32) -> vec4<f32> {
+    let j = (2u * p) & 3u;
+    let sh = vec2<u32>(8u * j, 8u * j + 8u);
+    let a = (vec2<u32>(s0) >> sh) & vec2<u32>(255u);
+    let b = (vec2<u32>(s1) >> sh) & vec2<u32>(255u);
+    var s = a & vec2<u32>(63u);
+    var m = b & vec2<u32>(63u);
+    if (p >= 2u) {
+        let c = (vec2<u32>(s2) >> sh) & vec2<u32>(255u);
+        s = (c & vec2<u32>(15u)) | ((a >> vec2<u32>(6u)) << vec2<u32>(4u));
+        m = (c >> vec2<u32>(4u)) | ((b >> vec2<u32>(6u)) << vec2<u32>(4u));
+    }
+    let f = unpack2x16float(dmw);
+    return vec4<f32>(f.x * vec2<f32>(s), f.y * vec2<f32>(m));
+}
+
+// Units per super-block (256 weights).
+const STEPS: u32 = 8u;
+
+// Unit c = 2p + h of a super-block: its low weights 64p + 16h.. (half-block 4p + h),
+// its high weights 64p + 32 + 16h.. (half-block 4p + 2 + h).
+fn x_halves(u: u32) -> vec2<u32> {
+    let c = u % STEPS;
+    let lo = 16u * (u / STEPS) + 4u * (c >> 1u) + (c & 1u);
+    return vec2<u32>(lo, lo + 2u);
+}
