@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # Real-GPU figures in one command, for the machine with the GPU:
 #
-#   scripts/gpu-figures.sh [--out DIR] [--gguf FILE]... [--quick]
+#   scripts/gpu-figures.sh [--out DIR] [--gguf FILE]... [--quick] [--tune-budget 180s] [--no-tune]
 #
 # 1. builds the release binary (skipped when target/release/tokenscope is newer
 #    than the sources' last commit: a prepared machine spends no time building);
-# 2. lists the adapters, then runs the full `tokenscope kernels` suite (all eleven
-#    GEMV formats at the decode shapes, skinny matmul, attention, the decode step
-#    and the floor for llama-3.1-8b, qwen2.5-7b and gemma-3-270m) with --out;
-# 3. each --gguf FILE (default: the Gemma 3 270M Q4_K_M file scripts/real-engine.sh
-#    downloads, when present): the file's GEMVs at its types and shapes on its own
-#    weights, attention at its layout, and its floor at 4096 and 32768 tokens;
-# 4. prints a summary: the read bandwidth, each GEMV format's fraction of it, and
-#    each file's floor.
+# 2. lists the adapters;
+# 3. searches the kernel variants on this GPU (`kernels --tune`, --tune-budget,
+#    default 180 s; the tuning file lands in DIR/tuning.json), then runs the full
+#    suite with them: all eleven GEMV formats at the decode shapes, skinny matmul,
+#    attention, the compute roof, the decode step and floor for llama-3.1-8b,
+#    qwen2.5-7b and gemma-3-270m, and the drift check (--no-tune: the defaults);
+# 4. the run-order check: f16 then q4_0 and q4_0 then f16 in two fresh processes,
+#    whose GEMV figures must agree with each other and with the suite's;
+# 5. each --gguf FILE (default: the Gemma 3 270M Q4_K_M file scripts/real-engine.sh
+#    downloads, when present): the file's GEMVs on its own weights, attention at its
+#    layout, and its floor at 4096 and 32768 tokens;
+# 6. prints a summary against the goals (docs/kernels.md, Goals): the read and FMA
+#    roofs, each goal met or not with its figure, what tuning gained over the
+#    defaults, the drift and the run-order check, each file's floor.
 #
-# Sized for a datacenter GPU: well under 8 minutes (most of it the build when not
-# prepared). Reports land in DIR (default gpu-figures/), one JSON per step, with the
-# text output beside each. --quick: the small suite (seconds), for a first check.
+# Sized for a datacenter GPU: under 8 minutes with a prepared binary (the search is
+# most of it). Reports land in DIR (default gpu-figures/), one JSON per step, with
+# the text output beside each. --quick: the small suite (seconds), for a first check.
 # TOKENSCOPE_BIN=path uses that binary instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,17 +30,22 @@ cd "$(dirname "$0")/.."
 OUT="gpu-figures"
 QUICK=()
 GGUFS=()
+TUNE=(--tune --tune-budget 180s)
+SEARCH=yes
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
     --gguf) GGUFS+=("$2"); shift 2 ;;
     --quick) QUICK=(--quick); shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tune-budget) TUNE=(--tune --tune-budget "$2"); shift 2 ;;
+    --no-tune) SEARCH=no; shift ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-figures.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-say() { printf '[gpu-figures] %s\n' "$*" >&2; }
+say() { printf '[gpu-figures] %s (%s s)\n' "$1" "$SECONDS" >&2; }
 mkdir -p "$OUT"
+TUNING="$OUT/tuning.json"
 
 BIN=${TOKENSCOPE_BIN:-target/release/tokenscope}
 if [[ -z ${TOKENSCOPE_BIN:-} ]] && { [[ ! -x $BIN ]] || [[ -n $(find src core/src kernel-harness/src shaders -newer "$BIN" -print -quit) ]]; }; then
@@ -45,23 +56,38 @@ if [[ ${#GGUFS[@]} -eq 0 ]]; then
   gemma="${XDG_CACHE_HOME:-$HOME/.cache}/tokenscope/llama/models/gemma3-270m-q4_k_m.gguf"
   [[ -s $gemma ]] && GGUFS+=("$gemma")
 fi
+# The search writes DIR/tuning.json and the later steps read it; after --no-tune
+# every step runs the defaults.
+USE=(--tuning "$TUNING")
+if [[ $SEARCH == no ]]; then
+  TUNE=(--no-tuning)
+  USE=(--no-tuning)
+else
+  TUNE+=(--tuning "$TUNING")
+fi
 
 say "adapters"
 "$BIN" kernels --list-adapters | tee "$OUT/adapters.txt"
 
-say "the kernel suite"
-"$BIN" kernels "${QUICK[@]}" \
+say "the variant search and the kernel suite"
+"$BIN" kernels "${QUICK[@]}" "${TUNE[@]}" \
   --models llama-3.1-8b,qwen2.5-7b,gemma-3-270m \
   --formats f32,f16,bf16,q8_0,q6_k,q5_1,q5_0,q5_k,q4_1,q4_0,q4_k \
   --quant f16,q8_0,q4_0 \
-  --out "$OUT/kernels.json" | tee "$OUT/kernels.txt"
+  --out "$OUT/kernels.json" 2> >(tee "$OUT/kernels.err" >&2) | tee "$OUT/kernels.txt"
+
+say "the run-order check"
+for order in f16,q4_0 q4_0,f16; do
+  "$BIN" kernels "${QUICK[@]}" "${USE[@]}" --only gemv --formats "$order" --decode-step none \
+    --models llama-3.1-8b --out "$OUT/order-${order/,/-}.json" > "$OUT/order-${order/,/-}.txt"
+done
 
 # A file's own GEMVs, at its shapes and on its weights.
 i=0
 for f in "${GGUFS[@]}"; do
   i=$((i + 1))
   say "the file $f"
-  "$BIN" kernels "${QUICK[@]}" --gguf "$f" --real-weights --context 4096,32768 \
+  "$BIN" kernels "${QUICK[@]}" "${USE[@]}" --gguf "$f" --real-weights --context 4096,32768 \
     --out "$OUT/gguf-$i.json" | tee "$OUT/gguf-$i.txt"
 done
 
@@ -69,21 +95,54 @@ say "summary"
 python3 - "$OUT" <<'EOF'
 import glob, json, sys
 out = sys.argv[1]
-for path in [f"{out}/kernels.json"] + sorted(glob.glob(f"{out}/gguf-*.json")):
-    r = json.load(open(path))
-    bw = r.get("bandwidth") or {}
-    print(f"{path}: {r['adapter']['name']} ({r['adapter']['backend']}), read {bw.get('read_gbps', 0):.1f} GB/s, verified {r['verified']}")
-    by = {}
-    for k in r["kernels"]:
-        if k["name"] == "gemv" and k["verified"] and not k["cache_resident"]:
-            t, b = by.get(k["dtype"], (0.0, 0))
-            by[k["dtype"]] = (t + k["median_us"], b + k["bytes_moved"])
-    for dtype, (us, b) in sorted(by.items()):
-        gbps = b / (us * 1e-6) / 1e9
-        print(f"  gemv {dtype:5} {gbps:8.1f} GB/s  {gbps / bw['read_gbps']:.0%} of read")
-    g = r.get("gguf")
+r = json.load(open(f"{out}/kernels.json"))
+bw = r.get("bandwidth") or {}
+c = r.get("compute") or {}
+read = bw.get("read_gbps", 0)
+print(f"{r['adapter']['name']} ({r['adapter']['backend']}, driver {r['adapter'].get('driver_info', '')}), verified {r['verified']}")
+print(f"roofs: read {read:.0f} GB/s, copy {bw.get('copy_gbps', 0):.0f} GB/s, f32 FMA {c.get('f32_gflops', 0):.0f} GFLOP/s, f16 FMA {c.get('f16_gflops') or 0:.0f} GFLOP/s")
+t = r.get("tuning") or {}
+print(f"variants: {t.get('file', '-')}: {t.get('note', '-')}")
+print("\ngoals (fraction of the read bandwidth, or of the roof that bounds the kernel):")
+for g in r.get("goals", []):
+    m = g.get("measured_fraction")
+    status = {True: "met", False: "NOT met", None: "not measured"}[g.get("met")]
+    print(f"  {g['goal']:<62} target {g['target_fraction']:.0%}  measured {'-' if m is None else f'{m:.0%}':>5}  {status:<12} {g['source']}")
+print("\ndecode steps:")
+for s in r.get("decode_steps", []):
+    floor = s["bytes_per_token"] / (read * 1e6) if read else 0
+    print(f"  {s['model']} {s['quant']} ctx {s['context']}: {s['step_ms']:.2f} ms/token, {s['dispatches']} dispatches; floor at read {floor:.2f} ms ({s['step_ms'] / floor if floor else 0:.2f}x)")
+try:
+    tf = json.load(open(f"{out}/tuning.json"))
+    gains = [(e["default_us"] / e["best_us"], e) for e in tf["entries"] if e.get("default_us")]
+    gains.sort(key=lambda x: -x[0])
+    print(f"\ntuning: {len(tf['entries'])} problems in {tf['spent_s']:.0f} s ({len(tf.get('unsearched', []))} left unsearched); best over default, largest first:")
+    for g, e in gains[:12]:
+        print(f"  {e['kernel']} {e['dtype']} {e['shape']} b{e['batch']}: {e['best']} {e['best_us']:.1f} us vs default {e['default']} {e['default_us']:.1f} us ({g:.2f}x); slowest {e['worst']} {e['worst_us']:.1f} us")
+    bad = [e for e in tf["entries"] if e.get("failed")]
+    for e in bad:
+        print(f"  WRONG ANSWERS from {e['failed']} at {e['kernel']} {e['dtype']} {e['shape']}")
+except FileNotFoundError:
+    pass
+print("\ndrift (same kernel early and at the end of the suite):")
+for d in r.get("drift", []):
+    print(f"  {d['kernel']:<40} {d['first_us']:10.1f} -> {d['again_us']:10.1f} us  {d['change']:+.1%}{'  DRIFT' if d['drifted'] else ''}")
+print("\nrun order (f16 then q4_0 vs q4_0 then f16, fresh processes, and the suite):")
+runs = {}
+for path in sorted(glob.glob(f"{out}/order-*.json")):
+    o = json.load(open(path))
+    runs[path] = {(k["dtype"], tuple(k["shape"])): k["median_us"] for k in o["kernels"] if k["name"] == "gemv"}
+suite = {(k["dtype"], tuple(k["shape"])): k["median_us"] for k in r["kernels"] if k["name"] == "gemv" and not k.get("tensors")}
+if runs:
+    keys = sorted(set.intersection(*[set(v) for v in runs.values()]))
+    for key in keys:
+        vals = [runs[p][key] for p in runs] + ([suite[key]] if key in suite else [])
+        spread = max(vals) / min(vals) - 1
+        print(f"  gemv {key[0]:<5} {'x'.join(map(str, key[1])):<12} " + "  ".join(f"{v:9.1f}" for v in vals) + f" us  spread {spread:.1%}{'  ORDER EFFECT' if spread > 0.05 else ''}")
+for path in sorted(glob.glob(f"{out}/gguf-*.json")):
+    g = json.load(open(path)).get("gguf")
     if g:
         for f in g["floors"]:
-            print(f"  {g['file']} at {f['context_tokens']} tokens: {f['bytes_per_token'] / 1e6:.1f} MB/token, "
+            print(f"{g['file']} at {f['context_tokens']} tokens: {f['bytes_per_token'] / 1e6:.1f} MB/token, "
                   f"floor at read {f.get('read_floor_ms', 0):.3f} ms, with its kernels {f.get('tpot_floor_ms', 0):.3f} ms")
 EOF

@@ -1,9 +1,10 @@
 // bandwidth_copy.wgsl: device-to-device copy by a compute kernel (not
 // copy_buffer_to_buffer), 16-byte words, grid stride, UNROLL loads in flight.
-// Bytes moved = read + written.
+// Bytes moved = read + written. The variant as bandwidth_read.wgsl's.
+// Host-substituted constants: WG_SIZE, UNROLL.
 
-const WG_SIZE: u32 = 256u;  // threads per workgroup
-const UNROLL: u32 = 4u;     // independent 16-byte loads per loop step
+const WG_SIZE: u32 = {{WG_SIZE}}u;  // threads per workgroup
+const UNROLL: u32 = {{UNROLL}}u;    // independent 16-byte loads per loop step
 
 struct Params {
     vec4s: u32,   // 16-byte words to copy
@@ -27,14 +28,9 @@ fn main(@builtin(local_invocation_index) lid: u32,
         if (i + (UNROLL - 1u) * stride >= n) {
             break;
         }
-        let a = src[i];
-        let b = src[i + stride];
-        let c = src[i + 2u * stride];
-        let d = src[i + 3u * stride];
-        dst[i] = a;
-        dst[i + stride] = b;
-        dst[i + 2u * stride] = c;
-        dst[i + 3u * stride] = d;
+        for (var j = 0u; j < UNROLL; j++) {
+            dst[i + j * stride] = src[i + j * stride];
+        }
         i += UNROLL * stride;
     }
     for (; i < n; i += stride) {

@@ -3,10 +3,14 @@
 // Every thread streams 16-byte words with a grid stride (UNROLL independent loads in
 // flight per step) and adds them up (wrapping), so no load can be optimized away;
 // each workgroup writes one checksum, which the host compares with the CPU's sum.
+//
+// The variant (kernel-harness/src/kernels/bandwidth.rs, `StreamVariant`): WG_SIZE
+// threads, UNROLL loads in flight, and on the host the grid (16-byte words a thread).
+// Host-substituted constants: WG_SIZE, UNROLL. Flags: SUBGROUPS.
 
-const WG_SIZE: u32 = 256u;        // threads per workgroup
-const UNROLL: u32 = 4u;           // independent 16-byte loads per loop step
-const MAX_SUBGROUPS: u32 = 64u;   // WG_SIZE / smallest subgroup size (4)
+const WG_SIZE: u32 = {{WG_SIZE}}u;    // threads per workgroup
+const UNROLL: u32 = {{UNROLL}}u;      // independent 16-byte loads per loop step
+const MAX_SUBGROUPS: u32 = WG_SIZE / 4u;  // smallest subgroup size is 4
 
 struct Params {
     vec4s: u32,   // 16-byte words in src
@@ -38,21 +42,24 @@ fn main(@builtin(local_invocation_index) lid: u32,
     let wg = wid.x + wid.y * nwg.x;
     let stride = nwg.x * nwg.y * WG_SIZE;
     let n = params.vec4s;
-    var acc = vec4<u32>(0u);
+    // UNROLL independent sums: no load waits for another's add.
+    var accs: array<vec4<u32>, UNROLL>;
     var i = wg * WG_SIZE + lid;
     loop {
         if (i + (UNROLL - 1u) * stride >= n) {
             break;
         }
-        let a = src[i];
-        let b = src[i + stride];
-        let c = src[i + 2u * stride];
-        let d = src[i + 3u * stride];
-        acc += (a + b) + (c + d);
+        for (var j = 0u; j < UNROLL; j++) {
+            accs[j] += src[i + j * stride];
+        }
         i += UNROLL * stride;
     }
     for (; i < n; i += stride) {
-        acc += src[i];
+        accs[0] += src[i];
+    }
+    var acc = vec4<u32>(0u);
+    for (var j = 0u; j < UNROLL; j++) {
+        acc += accs[j];
     }
     let s = acc.x + acc.y + acc.z + acc.w;
 

@@ -39,23 +39,6 @@ fn load_unit(row: u32, u: u32) -> Unit {
     return Unit(qs[i], qh[i], sc[3u * sb], sc[3u * sb + 1u], sc[3u * sb + 2u], dm[sb], (u % STEPS) >> 1u);
 }
 
-#ifdef XQ8
-struct Deq { lo: vec4<u32>, hi: vec4<u32>, f: vec4<f32> }
-
-fn dot_dx(q: Deq, v: Xu) -> f32 {
-    return v.ml.x * (q.f.x * f32(dot16(q.lo, v.lo)) - q.f.z * v.ml.y)
-         + v.mh.x * (q.f.y * f32(dot16(q.hi, v.hi)) - q.f.w * v.mh.y);
-}
-#else
-struct Deq { w: Quants, f: vec4<f32> }
-
-fn dot_dx(q: Deq, v: Xu) -> f32 {
-    let sl = dot(q.w.l[0], v.l[0]) + dot(q.w.l[1], v.l[1]) + dot(q.w.l[2], v.l[2]) + dot(q.w.l[3], v.l[3]);
-    let sh = dot(q.w.h[0], v.h[0]) + dot(q.w.h[1], v.h[1]) + dot(q.w.h[2], v.h[2]) + dot(q.w.h[3], v.h[3]);
-    return (q.f.x * sl + q.f.y * sh) - (q.f.z * v.sl + q.f.w * v.sh);
-}
-#endif
-
 fn dequant(q: Unit) -> Deq {
     let f = k4_scales(q.s0, q.s1, q.s2, q.dm, q.p);
 #ifdef XQ8

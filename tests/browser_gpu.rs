@@ -500,3 +500,47 @@ async fn gpu_view_measures_a_picked_gguf_file() {
     assert!(floor.contains("This file on this GPU"), "{floor}");
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn gpu_view_searches_the_variants_first() {
+    // `tune=6`: the page searches the variants within 6 s (as `kernels --tune`), then
+    // runs with what it found and says so.
+    let _one = BROWSER.lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--enable-unsafe-webgpu"]).await;
+    let url = format!("{}?view=gpu&autorun=1&preset=quick&tune=6", serve.url);
+    let state = browser.run(&url, Duration::from_secs(300)).await;
+    assert_eq!(
+        state,
+        "done",
+        "the GPU run failed: {}",
+        browser.text_of("gpu-error").await
+    );
+    let text = browser.text_of("kernels-json").await;
+    let value: Value = serde_json::from_str(&text).unwrap();
+    validate_schema(&value);
+    let r = KernelReport::from_json(&text).unwrap();
+    assert!(r.verified, "{:#?}", r.errors);
+    let t = r
+        .tuning
+        .as_ref()
+        .expect("the report says which variants ran");
+    assert!(t.used, "{t:?}");
+    assert!(t.note.contains("tuned problems"), "{t:?}");
+    // The first problem (the read kernel of the bandwidth ceiling) is always
+    // searched; every kernel says where its variant came from, and a searched one ran
+    // the search's fastest.
+    let read = r.bandwidth.as_ref().unwrap().read_variant.as_ref().unwrap();
+    assert_eq!(read.source, "tuned", "{read:?}");
+    assert_eq!(read.search.as_ref().unwrap().best, read.name);
+    for k in &r.kernels {
+        let v = k.variant.as_ref().expect("every kernel names its variant");
+        if let Some(s) = v.search.as_ref().filter(|_| v.source == "tuned") {
+            assert!(s.tried >= 1, "{v:?}");
+        }
+    }
+    let said = browser.text_of("gpu-variants").await;
+    assert!(said.contains("searched on this GPU"), "{said}");
+    browser.close().await;
+}

@@ -579,7 +579,7 @@ fn tune_writes_a_tuning_file_that_later_runs_use() {
     };
 
     // 1. A small search, written where later runs on this adapter look for it.
-    let (o, out) = run(&["--tune", "--tune-budget", "6s"], "tuned.json");
+    let (o, out) = run(&["--tune", "--tune-budget", "10s"], "tuned.json");
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("tuning file written: "), "{err}");
@@ -592,14 +592,20 @@ fn tune_writes_a_tuning_file_that_later_runs_use() {
     common::assert_schema("tuning.schema.json", &tuning, "tuning file");
     let file =
         tokenscope_core::report::kernels::TuningFile::from_json(&tuning.to_string()).unwrap();
-    // Every GEMV and attention problem of the run was searched or, once the budget
-    // was spent, listed as unsearched: 2 formats x 2 shapes, and attention (2 layouts
-    // x 2 formats x 2 contexts, both kernels). The GEMVs come first.
-    let gemvs = file.entries.iter().filter(|e| e.kernel == "gemv").count();
-    assert_eq!(gemvs, 4, "{:?}", file.entries);
-    assert_eq!(file.entries.len() + file.unsearched.len(), 4 + 16);
+    // Every problem of the run was searched or, once the budget was spent, listed as
+    // unsearched: the bandwidth ceiling's read and copy, 2 formats x 2 shapes of GEMV,
+    // and attention (2 layouts x 2 formats x 2 contexts, both kernels), in that order.
+    let kernels: Vec<&str> = file.entries.iter().map(|e| e.kernel.as_str()).collect();
+    assert_eq!(
+        kernels[..2],
+        ["bandwidth_read", "bandwidth_copy"],
+        "{kernels:?}"
+    );
+    let gemvs = kernels.iter().filter(|k| **k == "gemv").count();
+    assert_eq!(gemvs, 4, "{kernels:?}");
+    assert_eq!(file.entries.len() + file.unsearched.len(), 2 + 4 + 16);
     assert!(
-        file.spent_s < 6.0 * 3.0,
+        file.spent_s < 10.0 * 3.0,
         "the budget bounds the search: {}",
         file.spent_s
     );
@@ -615,6 +621,18 @@ fn tune_writes_a_tuning_file_that_later_runs_use() {
     let report = KernelReport::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_valid(&json_file(&out));
     assert!(report.tuning.as_ref().unwrap().used);
+    // The bandwidth ceiling ran its searched read and copy.
+    let bw = report.bandwidth.as_ref().unwrap();
+    for (v, e) in [
+        (&bw.read_variant, &file.entries[0]),
+        (&bw.copy_variant, &file.entries[1]),
+    ] {
+        let v = v.as_ref().unwrap();
+        assert_eq!(
+            (v.source.as_str(), v.name.as_str()),
+            ("tuned", e.best.as_str())
+        );
+    }
     let searched = |k: &tokenscope_core::report::kernels::KernelResult| {
         file.lookup(&k.name, &k.dtype, &k.shape, k.batch, k.kv_heads)
             .is_some_and(|(_, exact)| exact)

@@ -334,7 +334,7 @@ impl Activations {
 }
 
 /// The four layer matrices (QKV, output, gate|up, down) and the LM head.
-fn matrices(spec: &DecodeStepSpec) -> ([GemvSpec; 4], GemvSpec) {
+pub(crate) fn matrices(spec: &DecodeStepSpec) -> ([GemvSpec; 4], GemvSpec) {
     let m = &spec.model;
     let (d, h, hkv, dh, ff) = (m.hidden, m.heads, m.kv_heads, m.head_dim, m.intermediate);
     let gemv = |rows: u32, cols: u32| GemvSpec {

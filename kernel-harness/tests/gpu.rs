@@ -11,7 +11,7 @@ use kernel_harness::decode::{self, DecodeStepSpec};
 use kernel_harness::kernels::attention::{
     AttentionBench, AttentionKernels, AttentionSpec, AttentionVariant,
 };
-use kernel_harness::kernels::bandwidth::{self, BandwidthPlan};
+use kernel_harness::kernels::bandwidth::{self, BandwidthPlan, Stream, StreamBench, StreamVariant};
 use kernel_harness::kernels::fill::{FillJob, Filler};
 use kernel_harness::kernels::gemv::{
     GemvBench, GemvKernel, GemvSpec, GemvVariant, HostMatrix, Team, XPath,
@@ -838,6 +838,57 @@ fn every_gemv_variant_verifies_on_odd_shapes() {
         }
         eprintln!("{total} GEMV variants verified on {:?}", ctx.caps);
     }
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn every_streaming_variant_verifies() {
+    // The bandwidth ceiling's read and copy in every threads / loads in flight /
+    // words a thread that can run here: the checksum and the copy are exact, over a
+    // size that is no multiple of any grid (the remainder loop runs too).
+    let ctx = gpu(AdapterOptions::default());
+    let caps = VariantCaps::of(&ctx);
+    let plan = BandwidthPlan {
+        buffer_bytes: (3 << 20) + 4096 * 3,
+        buffers: 4,
+    };
+    let bench = pollster::block_on(StreamBench::new(&ctx, plan, 5)).unwrap();
+    let clock = MonotonicClock::new();
+    let timing = TimingOptions {
+        warmup: 1,
+        samples: 3,
+        budget_ms: 200.0,
+        min_sample_ms: 0.0,
+        min_timestamp_sample_ms: 0.0,
+    };
+    let mut n = 0;
+    for threads in [64, 128, 256] {
+        for unroll in [1, 2, 4, 8] {
+            for words in [4, 8, 16, 32, 64] {
+                let v = StreamVariant {
+                    threads,
+                    unroll,
+                    words,
+                };
+                if v.check(&caps).is_some() {
+                    continue;
+                }
+                for stream in [Stream::Read, Stream::Copy] {
+                    let (_, report, err) =
+                        pollster::block_on(bench.time(&ctx, &clock, stream, v, &timing)).unwrap();
+                    assert!(err.is_none(), "{stream:?} {v}: {}", err.unwrap());
+                    assert!(report.checked > 0);
+                    n += 1;
+                }
+            }
+        }
+    }
+    assert!(n >= 2 * 3 * 9, "{n} variants");
+    assert_eq!(
+        StreamVariant::parse("t256_u4_w16"),
+        Ok(StreamVariant::DEFAULT)
+    );
+    assert!(StreamVariant::parse("t256_u4").is_err());
 }
 
 #[test]

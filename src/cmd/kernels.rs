@@ -270,7 +270,7 @@ fn tuning(
         } else {
             std::time::Duration::from_secs(180)
         });
-        let problems = cfg.tune_problems();
+        let problems = cfg.tune_problems(ctx);
         eprintln!(
             "tuning {} kernel problems on {} within {:.0} s (writing {shown})",
             problems.len(),

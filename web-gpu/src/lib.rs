@@ -329,7 +329,7 @@ async fn run(
     }
     let clock = PerformanceClock::new();
     let problems = if request.tune {
-        cfg.tune_problems()
+        cfg.tune_problems(&ctx)
     } else {
         Vec::new()
     };

@@ -43,6 +43,8 @@ struct GpuState {
     timestamps: bool,
     /// Search the variants on this GPU before the run.
     tune: bool,
+    /// Its budget from the URL (the page's default otherwise).
+    tune_budget_s: Option<f64>,
     autorun_pending: bool,
     current: Option<(usize, usize, String)>,
     log: Vec<String>,
@@ -187,6 +189,7 @@ fn start_run(
         preset: state.preset,
         timestamps: state.timestamps,
         tune: state.tune,
+        tune_budget_s: state.tune_budget_s,
         ..GpuRunRequest::default()
     };
     let file = state.file.clone();
@@ -220,6 +223,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             preset: s.preset,
             timestamps: s.timestamps,
             tune: s.tune,
+            tune_budget_s: s.tune_budget_s,
             autorun_pending: s.autorun,
             current: None,
             log: Vec::new(),

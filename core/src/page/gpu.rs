@@ -108,6 +108,9 @@ pub struct GpuViewSettings {
     /// Search the variants first (`tune=1`).
     #[serde(default)]
     pub tune: bool,
+    /// The search's budget, seconds (`tune=10`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune_budget_s: Option<f64>,
     /// Notes about the URL's GPU parameters (ignored values).
     #[serde(default)]
     pub notes: Vec<String>,

@@ -167,11 +167,17 @@ pub fn text(r: &KernelReport) -> String {
 fn bandwidth_section(s: &mut String, r: &KernelReport) {
     let timing = r.timing.label();
     if let Some(b) = &r.bandwidth {
+        let variant = |v: &Option<crate::report::kernels::VariantReport>| {
+            v.as_ref()
+                .map_or_else(String::new, |v| format!(" {} ({})", v.name, v.source))
+        };
         let _ = writeln!(
             s,
-            "Bandwidth ceiling: read {:.1} GB/s, copy {:.1} GB/s (working set {} in {} x {} buffers; median of {} samples, {timing})\n",
+            "Bandwidth ceiling: read {:.1} GB/s{}, copy {:.1} GB/s{} (working set {} in {} x {} buffers; median of {} samples, {timing})\n",
             b.read_gbps,
+            variant(&b.read_variant),
             b.copy_gbps,
+            variant(&b.copy_variant),
             mib_label(b.working_set_bytes),
             b.buffers,
             mib_label(b.buffer_bytes),

@@ -58,6 +58,17 @@ fn worst<'a>(
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// The formats of the kernels named `name`, in order of first appearance.
+fn formats_of<'a>(report: &'a KernelReport, name: &str) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for k in report.kernels.iter().filter(|k| k.name == name) {
+        if !out.contains(&k.dtype.as_str()) {
+            out.push(&k.dtype);
+        }
+    }
+    out
+}
+
 fn shape_label(k: &KernelResult) -> String {
     let dims: Vec<String> = k.shape.iter().map(u64::to_string).collect();
     dims.join("x")
@@ -71,13 +82,7 @@ pub fn goals(report: &KernelReport) -> Vec<GoalResult> {
     let read = report.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
     let usable = |k: &&KernelResult| k.verified && !k.cache_resident;
     let mut out = Vec::new();
-    let mut dtypes: Vec<&str> = Vec::new();
-    for k in report.kernels.iter().filter(|k| k.name == "gemv") {
-        if !dtypes.contains(&k.dtype.as_str()) {
-            dtypes.push(&k.dtype);
-        }
-    }
-    for dtype in dtypes {
+    for dtype in formats_of(report, "gemv") {
         let ks: Vec<&KernelResult> = report
             .kernels
             .iter()
@@ -97,13 +102,7 @@ pub fn goals(report: &KernelReport) -> Vec<GoalResult> {
             ),
         });
     }
-    let mut skinny: Vec<&str> = Vec::new();
-    for k in report.kernels.iter().filter(|k| k.name == "matmul_skinny") {
-        if !skinny.contains(&k.dtype.as_str()) {
-            skinny.push(&k.dtype);
-        }
-    }
-    for dtype in skinny {
+    for dtype in formats_of(report, "matmul_skinny") {
         for (label, lo, hi, target) in [("batch 2-8", 2, 8, 0.80), ("batch 16-64", 16, 64, 0.50)] {
             let ks: Vec<&KernelResult> = report
                 .kernels

@@ -354,13 +354,14 @@ impl SuiteConfig {
         }
     }
 
-    /// The problems `kernels --tune` searches for this configuration: every GEMV and
+    /// The problems `kernels --tune` searches for this configuration on `ctx`: the
+    /// bandwidth ceiling's read and copy, every GEMV and
     /// skinny matmul of the sweeps, the file's GEMVs, attention at every layout,
     /// format and context (single pass and split-KV), and the matrices of each timed
     /// decode step (whose shapes are the models', not the sweep's).
-    pub fn tune_problems(&self) -> Vec<crate::tune::search::Problem> {
+    pub fn tune_problems(&self, ctx: &GpuContext) -> Vec<crate::tune::search::Problem> {
         use crate::kernels::attention::AttentionSpec;
-        use crate::kernels::gemv::GemvSpec;
+        use crate::kernels::bandwidth::{BandwidthPlan, Stream};
         use crate::tune::search::Problem;
         let mut out: Vec<Problem> = Vec::new();
         let mut push = |p: Problem| {
@@ -368,75 +369,33 @@ impl SuiteConfig {
                 out.push(p);
             }
         };
-        for &dtype in &self.gemv_dtypes {
-            for &(rows, cols) in &self.gemv_shapes {
-                push(Problem::Gemv(GemvSpec {
-                    dtype,
-                    rows,
-                    cols,
-                    batch: 1,
-                }));
-            }
-        }
-        for f in &self.file_gemvs {
-            push(Problem::Gemv(f.spec));
-        }
-        for &dtype in &self.skinny_dtypes {
-            for &(rows, cols) in &self.skinny_shapes {
-                for &batch in &self.skinny_batches {
-                    push(Problem::Gemv(GemvSpec {
-                        dtype,
-                        rows,
-                        cols,
-                        batch,
-                    }));
-                }
-            }
-        }
-        for layout in &self.attention_layouts {
-            for &kv_dtype in &self.attention_dtypes {
-                for &context in &self.attention_contexts {
-                    for split in [true, false] {
-                        push(Problem::Attention(AttentionSpec {
-                            kv_dtype,
-                            heads: layout.heads,
-                            kv_heads: layout.kv_heads,
-                            head_dim: layout.head_dim,
-                            context,
-                            split,
-                        }));
+        let plan = BandwidthPlan::new(
+            ctx,
+            self.cache_bytes,
+            self.bandwidth_multiple,
+            self.bandwidth_cap_bytes,
+        );
+        push(Problem::Stream(Stream::Read, plan));
+        push(Problem::Stream(Stream::Copy, plan));
+        for item in run::items(self) {
+            match item {
+                run::Item::Gemv(s) => push(Problem::Gemv(s)),
+                run::Item::FileGemv(i) => push(Problem::Gemv(self.file_gemvs[i].spec)),
+                run::Item::Attention(s) => push(Problem::Attention(s)),
+                run::Item::Step(step) => {
+                    let (layer, head) = crate::decode::matrices(&step);
+                    for spec in layer.into_iter().chain([head]) {
+                        if spec.validate().is_ok() {
+                            push(Problem::Gemv(spec));
+                        }
                     }
-                }
-            }
-        }
-        for m in &self.step_models {
-            for &quant in &self.step_quants {
-                let (d, h, hkv, dh, ff) =
-                    (m.hidden, m.heads, m.kv_heads, m.head_dim, m.intermediate);
-                for (rows, cols) in [
-                    ((h + 2 * hkv) * dh, d),
-                    (d, h * dh),
-                    (2 * ff, d),
-                    (d, ff),
-                    (m.vocab, d),
-                ] {
-                    let spec = GemvSpec {
-                        dtype: quant,
-                        rows,
-                        cols,
-                        batch: 1,
-                    };
-                    if spec.validate().is_ok() {
-                        push(Problem::Gemv(spec));
-                    }
-                }
-                for &context in &self.contexts {
+                    let m = &step.model;
                     push(Problem::Attention(AttentionSpec {
-                        kv_dtype: self.kv_dtype,
-                        heads: h,
-                        kv_heads: hkv,
-                        head_dim: dh,
-                        context,
+                        kv_dtype: step.kv_dtype,
+                        heads: m.heads,
+                        kv_heads: m.kv_heads,
+                        head_dim: m.head_dim,
+                        context: step.context,
                         split: true,
                     }));
                 }

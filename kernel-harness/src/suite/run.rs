@@ -41,8 +41,9 @@ fn summary_line(k: &KernelResult) -> String {
     format!("{status}: {:.1} us, {bw}", k.median_us)
 }
 
+/// One thing the run measures.
 #[derive(Clone)]
-enum Item {
+pub(super) enum Item {
     Gemv(GemvSpec),
     /// Index into `cfg.file_gemvs`.
     FileGemv(usize),
@@ -379,7 +380,7 @@ async fn run_bandwidth(
 }
 
 /// Every kernel and decode step the configuration asks for, in order.
-fn items(cfg: &SuiteConfig) -> Vec<Item> {
+pub(super) fn items(cfg: &SuiteConfig) -> Vec<Item> {
     let mut items = Vec::new();
     for &dtype in &cfg.gemv_dtypes {
         for &(rows, cols) in &cfg.gemv_shapes {

@@ -14,6 +14,7 @@ use tokenscope_core::report::kernels::{
 
 use crate::kernels::VariantCaps;
 use crate::kernels::attention::{AttentionSpec, AttentionVariant};
+use crate::kernels::bandwidth::{BandwidthPlan, Stream, StreamVariant};
 use crate::kernels::gemv::{GemvSpec, GemvVariant};
 
 /// The variants a run uses: a tuning file that applies to the adapter, or none.
@@ -141,6 +142,30 @@ impl Tuning {
         Choice::default_of(v, note)
     }
 
+    /// The variant of a streaming kernel (the bandwidth ceiling's read or copy) over
+    /// `plan`'s buffers: tuned, else [`StreamVariant::DEFAULT`].
+    pub fn stream(
+        &self,
+        stream: Stream,
+        plan: &BandwidthPlan,
+        adapter: &AdapterReport,
+    ) -> Choice<StreamVariant> {
+        let shape = stream_shape(plan);
+        if let Some((entry, exact)) = self
+            .file
+            .as_ref()
+            .and_then(|f| f.lookup(stream.name(), "u32", &shape, 1, None))
+            && let Ok(v) = StreamVariant::parse(&entry.best)
+        {
+            return Choice {
+                variant: v,
+                report: tuned_report(&entry.best, entry, exact),
+            };
+        }
+        let (v, note) = defaults::stream(adapter);
+        Choice::default_of(v, note)
+    }
+
     /// The decode-attention variant for `spec`, likewise.
     pub fn attention(
         &self,
@@ -168,6 +193,11 @@ impl Tuning {
         let (v, note) = defaults::attention(spec, caps, adapter);
         Choice::default_of(v, note)
     }
+}
+
+/// How a tuning file names a streaming problem's shape: `[buffers, buffer_bytes]`.
+pub fn stream_shape(plan: &BandwidthPlan) -> Vec<u64> {
+    vec![u64::from(plan.buffers), plan.buffer_bytes]
 }
 
 fn tuned_report(

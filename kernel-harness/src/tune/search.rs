@@ -26,10 +26,52 @@ use crate::error::{HarnessError, Result};
 use crate::kernels::attention::{
     AttentionBench, AttentionKernels, AttentionSpec, AttentionVariant,
 };
+use crate::kernels::bandwidth::{BandwidthPlan, Stream, StreamBench, StreamVariant};
 use crate::kernels::gemv::{GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath};
 use crate::kernels::{VariantCaps, rotation_for};
 use crate::timing::{TimingOptions, measure};
 use crate::tune::{Choice, defaults};
+
+/// A variant type the search can walk: its neighbours, and whether one can run a
+/// problem here.
+pub trait Searchable: Copy + Eq + Hash + Display {
+    /// The problem it runs.
+    type Spec;
+    /// The variants one step away.
+    fn neighbours(&self) -> Vec<Self>;
+    /// Why it cannot run `spec` here (None: it can).
+    fn check(&self, spec: &Self::Spec, caps: &VariantCaps) -> Option<String>;
+}
+
+impl Searchable for GemvVariant {
+    type Spec = GemvSpec;
+    fn neighbours(&self) -> Vec<Self> {
+        GemvVariant::neighbours(self)
+    }
+    fn check(&self, spec: &GemvSpec, caps: &VariantCaps) -> Option<String> {
+        GemvVariant::check(self, spec, caps)
+    }
+}
+
+impl Searchable for StreamVariant {
+    type Spec = BandwidthPlan;
+    fn neighbours(&self) -> Vec<Self> {
+        StreamVariant::neighbours(self)
+    }
+    fn check(&self, _plan: &BandwidthPlan, caps: &VariantCaps) -> Option<String> {
+        StreamVariant::check(self, caps)
+    }
+}
+
+impl Searchable for AttentionVariant {
+    type Spec = AttentionSpec;
+    fn neighbours(&self) -> Vec<Self> {
+        AttentionVariant::neighbours(self)
+    }
+    fn check(&self, spec: &AttentionSpec, caps: &VariantCaps) -> Option<String> {
+        AttentionVariant::check(self, spec, caps)
+    }
+}
 
 /// Relative gain a neighbour needs for the walk to move to it.
 pub const IMPROVEMENT: f64 = 0.02;
@@ -41,6 +83,8 @@ pub enum Problem {
     Gemv(GemvSpec),
     /// Decode attention.
     Attention(AttentionSpec),
+    /// The bandwidth ceiling's read or copy kernel.
+    Stream(Stream, BandwidthPlan),
 }
 
 impl Problem {
@@ -64,6 +108,9 @@ impl Problem {
                 s.head_dim,
                 s.context
             ),
+            Problem::Stream(k, p) => {
+                format!("{} {} x {} MiB", k.name(), p.buffers, p.buffer_bytes >> 20)
+            }
         }
     }
 }
@@ -150,15 +197,22 @@ struct Walk<V> {
 /// when it cannot run here.
 async fn walk<V, F>(
     seeds: Vec<V>,
-    neighbours: impl Fn(&V) -> Vec<V>,
+    spec: &V::Spec,
+    caps: &VariantCaps,
     mut eval: F,
     clock: &dyn Clock,
     deadline_ms: f64,
 ) -> Walk<V>
 where
-    V: Copy + Eq + Hash + Display,
+    V: Searchable,
     F: AsyncFnMut(V, bool) -> Result<Option<f64>>,
 {
+    let neighbours = |v: &V| -> Vec<V> {
+        v.neighbours()
+            .into_iter()
+            .filter(|n| n.check(spec, caps).is_none())
+            .collect()
+    };
     let mut times: HashMap<V, f64> = HashMap::new();
     let mut order = Vec::new();
     let mut failed = Vec::new();
@@ -230,11 +284,13 @@ fn entry<V: Display + Copy + PartialEq>(
     default: V,
 ) -> Option<TuningEntry> {
     let (best, best_us) = walk.best?;
-    // The slowest by its brief timing; the winner alone keeps its full timing.
-    let (worst, worst_us) = match walk.tried.last() {
-        Some((v, t)) if *v != best => (*v, *t),
-        _ => (best, best_us),
-    };
+    // The slowest other variant by its brief timing (the winner alone: itself).
+    let (worst, worst_us) = walk
+        .tried
+        .iter()
+        .rev()
+        .find(|(v, _)| *v != best)
+        .map_or((best, best_us), |(v, t)| (*v, *t));
     let (kernel, dtype, shape, batch, kv_heads) = problem;
     Some(TuningEntry {
         kernel: kernel.into(),
@@ -347,19 +403,7 @@ async fn tune_gemv(
         Ok(Some(m.summary(&id)?.median_us))
     };
     let seeds = gemv_seeds(&spec, default, &caps);
-    let w = walk(
-        seeds,
-        |v| {
-            v.neighbours()
-                .into_iter()
-                .filter(|n| n.check(&spec, &caps).is_none())
-                .collect()
-        },
-        eval,
-        clock,
-        deadline_ms,
-    )
-    .await;
+    let w = walk(seeds, &spec, &caps, eval, clock, deadline_ms).await;
     Ok(entry(
         w,
         (
@@ -369,6 +413,46 @@ async fn tune_gemv(
             spec.batch,
             None,
         ),
+        default,
+    ))
+}
+
+/// Tunes the read or the copy kernel of the bandwidth ceiling.
+async fn tune_stream(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    stream: Stream,
+    plan: BandwidthPlan,
+    opts: &SearchOptions,
+    deadline_ms: f64,
+) -> Result<Option<TuningEntry>> {
+    let caps = VariantCaps::of(ctx);
+    let (default, _) = defaults::stream(&ctx.adapter_report());
+    let bench = StreamBench::new(ctx, plan, opts.seed).await?;
+    let eval = async |v: StreamVariant, full: bool| -> Result<Option<f64>> {
+        let timing = if full { &opts.full } else { &opts.quick };
+        let (m, _, err) = bench.time(ctx, clock, stream, v, timing).await?;
+        if err.is_some() {
+            return Ok(None);
+        }
+        let kid = crate::kernels::bandwidth::id(stream.name(), &plan);
+        Ok(Some(m.summary(&kid)?.median_us))
+    };
+    let mut seeds = vec![default];
+    for (threads, unroll, words) in [(128, 8, 16), (256, 8, 64), (256, 2, 4), (64, 4, 16)] {
+        let v = StreamVariant {
+            threads,
+            unroll,
+            words,
+        };
+        if v.check(&caps).is_none() && !seeds.contains(&v) {
+            seeds.push(v);
+        }
+    }
+    let w = walk(seeds, &plan, &caps, eval, clock, deadline_ms).await;
+    Ok(entry(
+        w,
+        (stream.name(), "u32", super::stream_shape(&plan), 1, None),
         default,
     ))
 }
@@ -417,19 +501,7 @@ async fn tune_attention(
             seeds.push(v);
         }
     }
-    let w = walk(
-        seeds,
-        |v| {
-            v.neighbours()
-                .into_iter()
-                .filter(|n| n.check(&spec, &caps).is_none())
-                .collect()
-        },
-        eval,
-        clock,
-        deadline_ms,
-    )
-    .await;
+    let w = walk(seeds, &spec, &caps, eval, clock, deadline_ms).await;
     Ok(entry(
         w,
         (
@@ -474,6 +546,7 @@ pub async fn tune(
         let found = match p {
             Problem::Gemv(s) => tune_gemv(ctx, clock, *s, opts, deadline).await,
             Problem::Attention(s) => tune_attention(ctx, clock, *s, opts, deadline).await,
+            Problem::Stream(k, p) => tune_stream(ctx, clock, *k, *p, opts, deadline).await,
         };
         // Anything the problem left in wgpu's error sink is its own.
         let _ = ctx.take_uncaptured_errors();

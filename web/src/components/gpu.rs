@@ -38,6 +38,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             timestamps: props.settings.timestamps,
             autorun: props.settings.autorun,
             tune: props.settings.tune,
+            tune_budget_s: props.settings.tune_budget_s,
             notes: props.notes.clone(),
         };
         let onreport = props.onreport.clone();

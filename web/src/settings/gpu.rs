@@ -14,7 +14,8 @@ pub enum View {
 
 /// The view and the GPU view's settings, from the URL: `view=gpu`,
 /// `preset=quick|full`, `timestamps=0` (wall clock), `tune=1` (search the kernel
-/// variants on this GPU first), and `autorun=1` (which starts the view the URL opens).
+/// variants on this GPU first; `tune=10`: within 10 s, at most the page's 40), and
+/// `autorun=1` (which starts the view the URL opens).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GpuSettings {
     /// The view the page opens on.
@@ -27,6 +28,8 @@ pub struct GpuSettings {
     pub autorun: bool,
     /// Search the variants first (`tune=1`).
     pub tune: bool,
+    /// The search's budget, seconds (`tune=10`).
+    pub tune_budget_s: Option<f64>,
 }
 
 impl GpuSettings {
@@ -56,7 +59,19 @@ impl GpuSettings {
                     s.timestamps = !matches!(value.trim(), "0" | "false" | "no" | "off")
                 }
                 "autorun" => autorun = matches!(value.trim(), "1" | "true" | "yes" | "on" | ""),
-                "tune" => s.tune = matches!(value.trim(), "1" | "true" | "yes" | "on" | ""),
+                "tune" => match value.trim() {
+                    "1" | "true" | "yes" | "on" | "" => s.tune = true,
+                    "0" | "false" | "no" | "off" => s.tune = false,
+                    v => match v.parse::<f64>() {
+                        Ok(secs) if secs.is_finite() && secs > 0.0 => {
+                            s.tune = true;
+                            s.tune_budget_s = Some(secs);
+                        }
+                        _ => notes.push(format!(
+                            "tune={v:?}: expected 1, 0 or a budget in seconds: ignored"
+                        )),
+                    },
+                },
                 _ => {}
             }
         }

@@ -27,6 +27,15 @@ fn gpu_view_query() {
     );
     assert!(g.timestamps);
     assert_eq!(notes.len(), 2, "{notes:?}");
+    // tune=1 searches within the page's budget, tune=N within N seconds.
+    let (g, notes) = GpuSettings::from_query("?view=gpu&tune=1");
+    assert!(notes.is_empty() && g.tune && g.tune_budget_s.is_none());
+    let (g, _) = GpuSettings::from_query("?view=gpu&tune=8");
+    assert_eq!((g.tune, g.tune_budget_s), (true, Some(8.0)));
+    let (g, notes) = GpuSettings::from_query("?view=gpu&tune=fast");
+    assert!(!g.tune && notes[0].contains("tune=\"fast\""), "{notes:?}");
+    let (s, notes) = Settings::from_query("?view=gpu&tune=8");
+    assert!(notes.is_empty() && !s.autorun, "{notes:?}");
 }
 
 #[test]

@@ -95,6 +95,12 @@ pub struct BandwidthReport {
     /// The read kernel's reduction path (`subgroup` or `shared`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_reduction: Option<String>,
+    /// The read kernel's variant and why it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_variant: Option<super::VariantReport>,
+    /// The copy kernel's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_variant: Option<super::VariantReport>,
 }
 
 /// How a kernel's output was checked against its CPU reference.
