@@ -418,15 +418,16 @@ fn a_clean_close_in_the_middle_of_an_event_is_truncated_not_malformed() {
 fn a_discarded_block_leaves_nothing_to_the_next_event() {
     // `event: <invalid UTF-8>` and `retry: 3000`, each closed by a blank line with
     // no data: both blocks are discarded (the standard dispatches nothing without
-    // data), and neither the invalid-UTF-8 flag nor the retry reaches the clean
-    // events after them.
+    // data), and the invalid-UTF-8 flag does not reach the clean events after them.
+    // The retry is not the block's but the stream's: it set the reconnection time,
+    // which every later event carries (WHATWG 9.2.6).
     let bytes = fixture("synthetic-chat-discarded-blocks.sse");
     let events = decode_all(&bytes).unwrap();
     assert_eq!(events.len(), 4, "{events:?}");
     assert!(
         events
             .iter()
-            .all(|e| !e.invalid_utf8 && e.retry_ms.is_none())
+            .all(|e| !e.invalid_utf8 && e.retry_ms == Some(3000))
     );
     assert_end("synthetic-chat-discarded-blocks.sse", None, 2);
 }

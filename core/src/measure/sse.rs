@@ -46,7 +46,10 @@ pub struct Event {
     pub data: String,
     /// The last event ID at dispatch time (`id:` fields persist across events).
     pub id: Option<String>,
-    /// A `retry:` value (milliseconds) seen in this event's block.
+    /// The stream's reconnection time at dispatch, milliseconds: set by the last
+    /// valid `retry:` field so far (all ASCII digits), in this event's block or an
+    /// earlier one. Like `id:`, it persists across events and is never reset by a
+    /// dispatch or a discarded block.
     pub retry_ms: Option<u64>,
     /// Whether this event was closed by a blank line. `false` only for the event
     /// returned by [`Decoder::finish`] when the stream ended in its middle.
@@ -81,7 +84,8 @@ pub struct Decoder {
     data: String,
     event_type: String,
     last_event_id: Option<String>,
-    retry_ms: Option<u64>,
+    /// The reconnection time (WHATWG: "set the event stream's reconnection time").
+    reconnection_ms: Option<u64>,
     /// Any field line seen since the last dispatch (for the unterminated event at the end).
     pending_fields: bool,
     invalid_utf8: bool,
@@ -113,7 +117,7 @@ impl Decoder {
             data: String::new(),
             event_type: String::new(),
             last_event_id: None,
-            retry_ms: None,
+            reconnection_ms: None,
             pending_fields: false,
             invalid_utf8: false,
             max_event_bytes,
@@ -130,6 +134,12 @@ impl Decoder {
     /// Total bytes fed so far.
     pub fn total_bytes(&self) -> u64 {
         self.total_bytes
+    }
+
+    /// The stream's reconnection time, milliseconds: the last valid `retry:` field
+    /// seen so far (`None` until one arrives).
+    pub fn reconnection_ms(&self) -> Option<u64> {
+        self.reconnection_ms
     }
 
     /// Decode `bytes`, appending every event they complete to `out`.
@@ -242,11 +252,10 @@ impl Decoder {
             // type buffer to the empty string and return." (checked before the
             // trailing LF is removed, so `data:` alone dispatches an empty event)
             if self.data.is_empty() {
-                // The block is discarded: nothing of it may reach the next event
-                // (its event type, a `retry` seen in it, or invalid UTF-8 in one of
-                // its lines).
+                // The block is discarded: its event type and invalid UTF-8 in one of
+                // its lines do not reach the next event. A `retry` in it has already
+                // set the reconnection time, which is stream state, not the block's.
                 self.event_type.clear();
-                self.retry_ms = None;
                 self.invalid_utf8 = false;
                 self.pending_fields = false;
             } else {
@@ -289,7 +298,7 @@ impl Decoder {
                 let ms = value.iter().fold(0u64, |acc, d| {
                     acc.saturating_mul(10).saturating_add(u64::from(d - b'0'))
                 });
-                self.retry_ms = Some(ms);
+                self.reconnection_ms = Some(ms);
             }
             _ => {} // unknown fields are ignored
         }
@@ -330,7 +339,7 @@ impl Decoder {
             },
             data,
             id: self.last_event_id.clone(),
-            retry_ms: self.retry_ms.take(),
+            retry_ms: self.reconnection_ms,
             terminated,
             invalid_utf8: std::mem::take(&mut self.invalid_utf8),
         };
@@ -405,10 +414,10 @@ mod tests {
         assert_eq!(got[0].event, "delta");
         assert_eq!(got[0].id.as_deref(), Some("7"));
         assert_eq!(got[0].retry_ms, Some(1500));
-        // The event type resets; the last event id persists.
+        // The event type resets; the last event id and the reconnection time persist.
         assert_eq!(got[1].event, "message");
         assert_eq!(got[1].id.as_deref(), Some("7"));
-        assert_eq!(got[1].retry_ms, None);
+        assert_eq!(got[1].retry_ms, Some(1500));
     }
 
     #[test]
@@ -440,13 +449,44 @@ mod tests {
 
     #[test]
     fn a_discarded_block_resets_its_flags() {
-        // A block without data is discarded whole: an invalid-UTF-8 event type and
-        // a retry in it do not carry over to the next, clean event.
+        // A block without data is discarded: an invalid-UTF-8 event type in it does
+        // not carry over to the next, clean event; a retry in it has set the
+        // stream's reconnection time, which stays (WHATWG 9.2.6).
         let got = events(&[b"event: \xff\n\nretry: 5\n\ndata: x\n\n"]);
         assert_eq!(got.len(), 1);
         assert!(!got[0].invalid_utf8);
-        assert_eq!(got[0].retry_ms, None);
+        assert_eq!(got[0].retry_ms, Some(5));
         assert_eq!(got[0].event, "message");
+    }
+
+    #[test]
+    fn the_reconnection_time_survives_discarded_blocks_at_every_split() {
+        // retry: 500 alone in a block, an event, an invalid retry (not all digits,
+        // ignored) in a block of its own, an event: the reconnection time is 500 at
+        // both events and at the end, wherever the stream is cut.
+        let stream: &[u8] = b"retry: 500\n\ndata: first\n\nretry: 50x\n\ndata: second\n\n";
+        let check = |chunks: &[&[u8]], how: &str| {
+            let mut d = Decoder::new();
+            let mut out = Vec::new();
+            for c in chunks {
+                d.feed(c, &mut out).unwrap();
+            }
+            out.extend(d.finish());
+            let got: Vec<(&str, Option<u64>)> =
+                out.iter().map(|e| (e.data.as_str(), e.retry_ms)).collect();
+            assert_eq!(got, [("first", Some(500)), ("second", Some(500))], "{how}");
+            assert_eq!(d.reconnection_ms(), Some(500), "{how}");
+        };
+        check(&[stream], "whole");
+        for cut in 1..stream.len() {
+            check(&[&stream[..cut], &stream[cut..]], &format!("cut at {cut}"));
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        check(&bytes, "byte by byte");
+        // A comment-only block does not reset it either; a later valid retry does.
+        let got = events(&[b"retry: 7\n\n: ping\n\ndata: a\n\nretry: 9\ndata: b\n\n"]);
+        assert_eq!(got[0].retry_ms, Some(7));
+        assert_eq!(got[1].retry_ms, Some(9));
     }
 
     #[test]
