@@ -14,7 +14,7 @@ use tokenscope_core::workload::plan;
 use tokenscope_core::workload::trace::Trace;
 use tokio::sync::mpsc;
 
-use super::{BenchConfig, Body, Ctx, Finished, PerLevel};
+use super::{BenchConfig, Body, Ctx, Finished, PerLevel, pacer};
 
 /// How much a round sends.
 #[derive(Debug, Clone, Copy)]
@@ -206,7 +206,10 @@ pub(super) async fn run_open(
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let ctx2 = Arc::clone(ctx);
-    let scheduler = tokio::spawn(async move {
+    let runtime = tokio::runtime::Handle::current();
+    // The schedule runs on a thread of its own, which hands each request to the
+    // runtime at its time (`pacer`: tokio's timer wakes up to a millisecond late).
+    let scheduler = std::thread::spawn(move || {
         let ctx = ctx2;
         // A shard's own stream: N shards' arrivals together are the plan's.
         let seed = ctx.cfg.shard_or_whole().stream_seed(ctx.cfg.seed);
@@ -235,14 +238,14 @@ pub(super) async fn run_open(
             // Build the body before the scheduled time, so the send is on time.
             let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
             let body = ctx.body(index);
-            tokio::select! {
-                () = tokio::time::sleep_until(ctx.clock.instant_at(t_next)) => {}
-                () = ctx.stop.cancelled() => break,
+            if !pacer::wait_until(&ctx.clock, t_next - pacer::HANDOFF_MS, &ctx.stop) {
+                break;
             }
             let t_sched = t_next;
             let ctx3 = Arc::clone(&ctx);
             let tx = tx.clone();
-            tokio::spawn(async move {
+            runtime.spawn(async move {
+                pacer::spin_until(&ctx3.clock, t_sched);
                 let f = ctx3
                     .one(Some(t_sched), Phase::Round(round), body, index)
                     .await;
@@ -264,7 +267,8 @@ pub(super) async fn run_open(
     while let Some(f) = rx.recv().await {
         sink(f);
     }
-    let _ = scheduler.await;
+    // Every sender is gone: the scheduler's loop has ended (or is returning).
+    let _ = tokio::task::spawn_blocking(move || scheduler.join()).await;
 }
 
 /// A ramp before a level's measured part (`--ramp`), never measured: the rate

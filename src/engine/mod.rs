@@ -12,6 +12,7 @@ pub mod clock;
 mod config;
 pub mod http;
 mod load;
+mod pacer;
 pub mod preflight;
 pub mod progress;
 pub mod proxy;
