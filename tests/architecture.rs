@@ -452,6 +452,15 @@ fn no_module_imports_one_that_imports_it_back() {
                 .chain(cycle.first())
                 .map(|&i| rel(&c.modules[i].file))
                 .collect();
+            if std::env::var("ARCH_EDGES").is_ok_and(|v| v == *name) {
+                for &v in &comp {
+                    for &w in edges.get(&v).into_iter().flatten() {
+                        if comp.contains(&w) {
+                            eprintln!("{} -> {}", rel(&c.modules[v].file), rel(&c.modules[w].file));
+                        }
+                    }
+                }
+            }
             let mut members: Vec<String> = comp.iter().map(|&i| rel(&c.modules[i].file)).collect();
             members.sort();
             problems.push(format!(

@@ -34,6 +34,7 @@ pub mod data;
 pub mod decode;
 pub mod error;
 pub mod kernels;
+pub mod pipeline;
 pub mod quant;
 pub mod shader;
 pub mod suite;

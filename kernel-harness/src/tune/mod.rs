@@ -1,21 +1,49 @@
 //! Which variant each kernel runs: the tuning file written by `tokenscope kernels
 //! --tune` when it was made on this adapter, driver and tool version, else the
-//! per-vendor default ([`defaults`]); and the search that writes the file ([`search`]).
+//! per-vendor default (each variant type's module: `kernels::gemv::defaults`,
+//! `kernels::attention`'s and `kernels::bandwidth`'s); and the search that writes the
+//! file ([`search`]).
 //!
-//! The file's model is core's (`tokenscope.tuning/1`,
-//! [`tokenscope_core::report::kernels::TuningFile`]); variant names are parsed here.
+//! This module is below the kernels (they ask it for their variant); the search is
+//! above them. The file's model is core's (`tokenscope.tuning/1`,
+//! [`tokenscope_core::report::kernels::TuningFile`]); variant names are the kernels'.
 
-pub mod defaults;
 pub mod search;
 
 use tokenscope_core::report::kernels::{
     AdapterReport, SearchReport, TuningFile, TuningUse, VariantReport,
 };
 
-use crate::kernels::VariantCaps;
-use crate::kernels::attention::{AttentionSpec, AttentionVariant};
-use crate::kernels::bandwidth::{BandwidthPlan, Stream, StreamVariant};
-use crate::kernels::gemv::{GemvSpec, GemvVariant};
+
+/// PCI vendor id of NVIDIA.
+pub const NVIDIA: u32 = 0x10de;
+
+/// Kinds of adapter with their own defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Runs on the CPU.
+    Cpu,
+    /// NVIDIA GPU.
+    Nvidia,
+    /// Any other GPU.
+    OtherGpu,
+}
+
+impl Family {
+    /// The family of an adapter (by PCI vendor, or its name where the backend gives
+    /// no id, as browsers do).
+    pub fn of(adapter: &AdapterReport) -> Family {
+        if adapter.is_cpu() {
+            Family::Cpu
+        } else if adapter.vendor_id == NVIDIA
+            || adapter.name.to_ascii_lowercase().contains("nvidia")
+        {
+            Family::Nvidia
+        } else {
+            Family::OtherGpu
+        }
+    }
+}
 
 /// The variants a run uses: a tuning file that applies to the adapter, or none.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +76,8 @@ impl<V: std::fmt::Display> Choice<V> {
         }
     }
 
-    fn default_of(variant: V, note: String) -> Choice<V> {
+    /// A default variant, with where it came from.
+    pub fn default_of(variant: V, note: String) -> Choice<V> {
         Choice {
             report: VariantReport {
                 name: variant.to_string(),
@@ -117,87 +146,30 @@ impl Tuning {
         self.file.as_ref()
     }
 
-    /// The GEMV variant for `spec`: the tuned one (the shape's entry, or the nearest
-    /// shape's when it can run this one), else the default.
-    pub fn gemv(
+    /// The variant for a problem (kernel, format, shape, batch, KV heads): the tuned
+    /// one when the file has the problem, or the nearest shape's, and `parse` accepts
+    /// its name (a variant this device can run for this problem); else `default()`.
+    pub fn choose<V: std::fmt::Display>(
         &self,
-        spec: &GemvSpec,
-        caps: &VariantCaps,
-        adapter: &AdapterReport,
-    ) -> Choice<GemvVariant> {
-        let shape = [u64::from(spec.rows), u64::from(spec.cols)];
+        problem: (&str, &str, &[u64], u32, Option<u32>),
+        parse: impl Fn(&str) -> Option<V>,
+        default: impl FnOnce() -> (V, String),
+    ) -> Choice<V> {
+        let (kernel, dtype, shape, batch, kv_heads) = problem;
         if let Some((entry, exact)) = self
             .file
             .as_ref()
-            .and_then(|f| f.lookup(spec.name(), spec.dtype.as_str(), &shape, spec.batch, None))
-            && let Ok(v) = GemvVariant::parse(&entry.best)
-            && v.check(spec, caps).is_none()
+            .and_then(|f| f.lookup(kernel, dtype, shape, batch, kv_heads))
+            && let Some(v) = parse(&entry.best)
         {
             return Choice {
                 variant: v,
                 report: tuned_report(&entry.best, entry, exact),
             };
         }
-        let (v, note) = defaults::gemv(spec, caps, adapter);
+        let (v, note) = default();
         Choice::default_of(v, note)
     }
-
-    /// The variant of a streaming kernel (the bandwidth ceiling's read or copy) over
-    /// `plan`'s buffers: tuned, else [`StreamVariant::DEFAULT`].
-    pub fn stream(
-        &self,
-        stream: Stream,
-        plan: &BandwidthPlan,
-        adapter: &AdapterReport,
-    ) -> Choice<StreamVariant> {
-        let shape = stream_shape(plan);
-        if let Some((entry, exact)) = self
-            .file
-            .as_ref()
-            .and_then(|f| f.lookup(stream.name(), "u32", &shape, 1, None))
-            && let Ok(v) = StreamVariant::parse(&entry.best)
-        {
-            return Choice {
-                variant: v,
-                report: tuned_report(&entry.best, entry, exact),
-            };
-        }
-        let (v, note) = defaults::stream(adapter);
-        Choice::default_of(v, note)
-    }
-
-    /// The decode-attention variant for `spec`, likewise.
-    pub fn attention(
-        &self,
-        spec: &AttentionSpec,
-        caps: &VariantCaps,
-        adapter: &AdapterReport,
-    ) -> Choice<AttentionVariant> {
-        let shape = spec.shape();
-        if let Some((entry, exact)) = self.file.as_ref().and_then(|f| {
-            f.lookup(
-                spec.name(),
-                spec.kv_dtype.as_str(),
-                &shape,
-                1,
-                Some(spec.kv_heads),
-            )
-        }) && let Ok(v) = AttentionVariant::parse(&entry.best)
-            && v.check(spec, caps).is_none()
-        {
-            return Choice {
-                variant: v,
-                report: tuned_report(&entry.best, entry, exact),
-            };
-        }
-        let (v, note) = defaults::attention(spec, caps, adapter);
-        Choice::default_of(v, note)
-    }
-}
-
-/// How a tuning file names a streaming problem's shape: `[buffers, buffer_bytes]`.
-pub fn stream_shape(plan: &BandwidthPlan) -> Vec<u64> {
-    vec![u64::from(plan.buffers), plan.buffer_bytes]
 }
 
 fn tuned_report(

@@ -30,7 +30,10 @@ use crate::kernels::bandwidth::{BandwidthPlan, Stream, StreamBench, StreamVarian
 use crate::kernels::gemv::{GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath};
 use crate::kernels::{VariantCaps, rotation_for};
 use crate::timing::{TimingOptions, measure};
-use crate::tune::{Choice, defaults};
+use crate::kernels::attention::attention_default;
+use crate::kernels::bandwidth::stream_default;
+use crate::kernels::gemv::defaults::gemv_default;
+use crate::tune::Choice;
 
 /// A variant type the search can walk: its neighbours, and whether one can run a
 /// problem here.
@@ -372,7 +375,7 @@ async fn tune_gemv(
     deadline_ms: f64,
 ) -> Result<Option<TuningEntry>> {
     let caps = VariantCaps::of(ctx);
-    let (default, _) = defaults::gemv(&spec, &caps, &ctx.adapter_report());
+    let (default, _) = gemv_default(&spec, &caps, &ctx.adapter_report());
     let rotation = rotation_for(
         spec.weight_bytes(),
         opts.cache_bytes,
@@ -427,7 +430,7 @@ async fn tune_stream(
     deadline_ms: f64,
 ) -> Result<Option<TuningEntry>> {
     let caps = VariantCaps::of(ctx);
-    let (default, _) = defaults::stream(&ctx.adapter_report());
+    let (default, _) = stream_default(&ctx.adapter_report());
     let bench = StreamBench::new(ctx, plan, opts.seed).await?;
     let eval = async |v: StreamVariant, full: bool| -> Result<Option<f64>> {
         let timing = if full { &opts.full } else { &opts.quick };
@@ -452,7 +455,7 @@ async fn tune_stream(
     let w = walk(seeds, &plan, &caps, eval, clock, deadline_ms).await;
     Ok(entry(
         w,
-        (stream.name(), "u32", super::stream_shape(&plan), 1, None),
+        (stream.name(), "u32", plan.shape(), 1, None),
         default,
     ))
 }
@@ -466,7 +469,7 @@ async fn tune_attention(
     deadline_ms: f64,
 ) -> Result<Option<TuningEntry>> {
     let caps = VariantCaps::of(ctx);
-    let (default, _) = defaults::attention(&spec, &caps, &ctx.adapter_report());
+    let (default, _) = attention_default(&spec, &caps, &ctx.adapter_report());
     let rotation = rotation_for(
         spec.kv_bytes(),
         opts.cache_bytes,

@@ -23,7 +23,7 @@ mod kv_cache;
 mod variant;
 
 pub use kv_cache::KvCache;
-pub use variant::AttentionVariant;
+pub use variant::{AttentionVariant, attention_default};
 
 /// Largest head dimension (the value phase gives each load of a row its own thread).
 const MAX_HEAD_DIM: u32 = 512;
@@ -173,9 +173,12 @@ impl AttentionKernels {
     /// Compiles both for `spec`, in the variant the run's tuning chooses.
     pub async fn new(ctx: &GpuContext, spec: &AttentionSpec) -> Result<Self> {
         spec.validate()?;
-        let choice = ctx
-            .tuning()
-            .attention(spec, &VariantCaps::of(ctx), &ctx.adapter_report());
+        let choice = AttentionVariant::choose(
+            ctx.tuning(),
+            spec,
+            &VariantCaps::of(ctx),
+            &ctx.adapter_report(),
+        );
         Self::with_variant(ctx, spec, choice).await
     }
 

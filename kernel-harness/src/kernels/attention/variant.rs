@@ -5,8 +5,11 @@
 
 use tokenscope_core::analyze::floor::Quant;
 
+use tokenscope_core::report::kernels::AdapterReport;
+
 use super::AttentionSpec;
 use crate::kernels::VariantCaps;
+use crate::tune::{Choice, Family, Tuning};
 
 /// One point of the space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,6 +25,31 @@ pub struct AttentionVariant {
 const CHUNKS: [u32; 8] = [32, 64, 128, 256, 512, 1024, 2048, 4096];
 
 impl AttentionVariant {
+    /// The variant `spec` runs here: the tuning's, else this adapter's default.
+    pub fn choose(
+        tuning: &Tuning,
+        spec: &AttentionSpec,
+        caps: &VariantCaps,
+        adapter: &AdapterReport,
+    ) -> Choice<AttentionVariant> {
+        let shape = spec.shape();
+        tuning.choose(
+            (
+                spec.name(),
+                spec.kv_dtype.as_str(),
+                &shape,
+                1,
+                Some(spec.kv_heads),
+            ),
+            |name| {
+                AttentionVariant::parse(name)
+                    .ok()
+                    .filter(|v| v.check(spec, caps).is_none())
+            },
+            || attention_default(spec, caps, adapter),
+        )
+    }
+
     /// `c256_t128_v8`.
     pub fn name(&self) -> String {
         format!("c{}_t{}_v{}", self.chunk, self.threads, self.vec)
@@ -192,6 +220,52 @@ impl AttentionVariant {
             .next_multiple_of(32)
             .clamp(CHUNKS[0], CHUNKS[CHUNKS.len() - 1])
     }
+}
+
+/// The default attention variant for `spec` here, and where it came from.
+pub fn attention_default(
+    spec: &AttentionSpec,
+    caps: &VariantCaps,
+    adapter: &AdapterReport,
+) -> (AttentionVariant, String) {
+    let family = Family::of(adapter);
+    let (v, note) = match family {
+        Family::Cpu => (
+            AttentionVariant {
+                chunk: AttentionVariant::chunk_for(spec, 1024, 256),
+                threads: 128,
+                vec: 4,
+            },
+            "default for CPU adapters: the layout CI's lavapipe figures were measured with",
+        ),
+        Family::Nvidia => (
+            AttentionVariant {
+                chunk: AttentionVariant::chunk_for(spec, 2048, 64),
+                threads: 128,
+                vec: if spec.kv_dtype == Quant::F16 { 8 } else { 4 },
+            },
+            "default for NVIDIA: enough splits for about 2048 workgroups and 16-byte loads (a heuristic, not yet tuned on a GPU: run `tokenscope kernels --tune`)",
+        ),
+        Family::OtherGpu => (
+            AttentionVariant {
+                chunk: AttentionVariant::chunk_for(spec, 1024, 64),
+                threads: 128,
+                vec: if spec.kv_dtype == Quant::F16 { 8 } else { 4 },
+            },
+            "default for this GPU: a heuristic, not measured on its vendor (run `tokenscope kernels --tune`)",
+        ),
+    };
+    let v = if v.check(spec, caps).is_none() {
+        v
+    } else {
+        // Fall back to the most portable layout (4 elements a load, 64 threads).
+        AttentionVariant {
+            threads: 64,
+            vec: 4,
+            ..v
+        }
+    };
+    (v, note.into())
 }
 
 impl std::fmt::Display for AttentionVariant {

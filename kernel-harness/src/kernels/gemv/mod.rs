@@ -19,6 +19,7 @@ use crate::shader::{self, Binding, Defines, Kernel, ShaderFile};
 use crate::timing::Workload;
 use crate::tune::Choice;
 
+pub mod defaults;
 mod input;
 mod matrix;
 mod variant;
@@ -290,9 +291,8 @@ impl GemvKernel {
     /// the default for this adapter).
     pub async fn new(ctx: &GpuContext, spec: &GemvSpec) -> Result<Self> {
         spec.validate()?;
-        let choice = ctx
-            .tuning()
-            .gemv(spec, &VariantCaps::of(ctx), &ctx.adapter_report());
+        let choice =
+            GemvVariant::choose(ctx.tuning(), spec, &VariantCaps::of(ctx), &ctx.adapter_report());
         Self::with_variant(ctx, spec, choice).await
     }
 

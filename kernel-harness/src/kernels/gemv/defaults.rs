@@ -1,5 +1,5 @@
-//! The variant each kernel runs without a tuning file, per kind of adapter, and where
-//! each default came from.
+//! The GEMV variant each format and batch runs without a tuning file, per kind of
+//! adapter, and where each default came from:
 //!
 //! - CPU adapters (Mesa lavapipe, SwiftShader, WARP): the workgroup-strided kernels the
 //!   harness had before variants, whose figures CI records (a CPU has no memory
@@ -20,43 +20,12 @@
 use tokenscope_core::analyze::floor::Quant;
 use tokenscope_core::report::kernels::AdapterReport;
 
+use super::{GemvSpec, GemvVariant, Team, XPath};
 use crate::kernels::VariantCaps;
-use crate::kernels::attention::{AttentionSpec, AttentionVariant};
-use crate::kernels::bandwidth::StreamVariant;
-use crate::kernels::gemv::{GemvSpec, GemvVariant, Team, XPath};
-
-/// PCI vendor id of NVIDIA.
-pub const NVIDIA: u32 = 0x10de;
-
-/// Kinds of adapter with their own defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    /// Runs on the CPU.
-    Cpu,
-    /// NVIDIA GPU.
-    Nvidia,
-    /// Any other GPU.
-    OtherGpu,
-}
-
-impl Family {
-    /// The family of an adapter (by PCI vendor, or its name where the backend gives
-    /// no id, as browsers do).
-    pub fn of(adapter: &AdapterReport) -> Family {
-        if adapter.is_cpu() {
-            Family::Cpu
-        } else if adapter.vendor_id == NVIDIA
-            || adapter.name.to_ascii_lowercase().contains("nvidia")
-        {
-            Family::Nvidia
-        } else {
-            Family::OtherGpu
-        }
-    }
-}
+use crate::tune::Family;
 
 /// The default GEMV variant for `spec` here, and where it came from.
-pub fn gemv(spec: &GemvSpec, caps: &VariantCaps, adapter: &AdapterReport) -> (GemvVariant, String) {
+pub fn gemv_default(spec: &GemvSpec, caps: &VariantCaps, adapter: &AdapterReport) -> (GemvVariant, String) {
     let family = Family::of(adapter);
     let batch_tile = spec.batch.next_power_of_two();
     let quantized = spec.dtype.block_elems() > 1;
@@ -170,62 +139,3 @@ fn fit_gemv(mut v: GemvVariant, spec: &GemvSpec, caps: &VariantCaps) -> GemvVari
     }
 }
 
-/// The streaming kernels' default, on every adapter: the layout the harness had
-/// before variants.
-pub fn stream(adapter: &AdapterReport) -> (StreamVariant, String) {
-    let note = match Family::of(adapter) {
-        Family::Nvidia => {
-            "default: 256 threads, 4 loads in flight, 16 words a thread (on an H200 it read 4,108 GB/s, 94% of PyTorch's own read, 2026-12-04)"
-        }
-        _ => {
-            "default: 256 threads, 4 loads in flight, 16 words a thread (the layout CI's figures were measured with)"
-        }
-    };
-    (StreamVariant::DEFAULT, note.into())
-}
-
-/// The default attention variant for `spec` here, and where it came from.
-pub fn attention(
-    spec: &AttentionSpec,
-    caps: &VariantCaps,
-    adapter: &AdapterReport,
-) -> (AttentionVariant, String) {
-    let family = Family::of(adapter);
-    let (v, note) = match family {
-        Family::Cpu => (
-            AttentionVariant {
-                chunk: AttentionVariant::chunk_for(spec, 1024, 256),
-                threads: 128,
-                vec: 4,
-            },
-            "default for CPU adapters: the layout CI's lavapipe figures were measured with",
-        ),
-        Family::Nvidia => (
-            AttentionVariant {
-                chunk: AttentionVariant::chunk_for(spec, 2048, 64),
-                threads: 128,
-                vec: if spec.kv_dtype == Quant::F16 { 8 } else { 4 },
-            },
-            "default for NVIDIA: enough splits for about 2048 workgroups and 16-byte loads (a heuristic, not yet tuned on a GPU: run `tokenscope kernels --tune`)",
-        ),
-        Family::OtherGpu => (
-            AttentionVariant {
-                chunk: AttentionVariant::chunk_for(spec, 1024, 64),
-                threads: 128,
-                vec: if spec.kv_dtype == Quant::F16 { 8 } else { 4 },
-            },
-            "default for this GPU: a heuristic, not measured on its vendor (run `tokenscope kernels --tune`)",
-        ),
-    };
-    let v = if v.check(spec, caps).is_none() {
-        v
-    } else {
-        // Fall back to the most portable layout (4 elements a load, 64 threads).
-        AttentionVariant {
-            threads: 64,
-            vec: 4,
-            ..v
-        }
-    };
-    (v, note.into())
-}
