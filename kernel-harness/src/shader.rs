@@ -312,7 +312,6 @@ pub struct PipelineCache {
     pub(crate) map: Mutex<HashMap<String, Arc<Kernel>>>,
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,9 +15,9 @@ use crate::data::{self, FillMode};
 use crate::error::{HarnessError, KernelId, Result};
 use crate::kernels::fill::{FillJob, Filler};
 use crate::kernels::{Check, Reduction, VariantCaps};
-use crate::tune::{Choice, Family, Tuning};
 use crate::shader::{self, Binding, Defines, Kernel};
 use crate::timing::{Measurement, TimingOptions, Workload, measure, run_calls};
+use crate::tune::{Choice, Family, Tuning};
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -14,7 +14,6 @@ use tokenscope_core::report::kernels::{
     AdapterReport, SearchReport, TuningFile, TuningUse, VariantReport,
 };
 
-
 /// PCI vendor id of NVIDIA.
 pub const NVIDIA: u32 = 0x10de;
 

@@ -23,16 +23,16 @@ use tokenscope_core::report::kernels::{TUNING_SCHEMA, TriedVariant, TuningEntry,
 use crate::clock::Clock;
 use crate::context::GpuContext;
 use crate::error::{HarnessError, Result};
+use crate::kernels::attention::attention_default;
 use crate::kernels::attention::{
     AttentionBench, AttentionKernels, AttentionSpec, AttentionVariant,
 };
+use crate::kernels::bandwidth::stream_default;
 use crate::kernels::bandwidth::{BandwidthPlan, Stream, StreamBench, StreamVariant};
+use crate::kernels::gemv::defaults::gemv_default;
 use crate::kernels::gemv::{GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath};
 use crate::kernels::{VariantCaps, rotation_for};
 use crate::timing::{TimingOptions, measure};
-use crate::kernels::attention::attention_default;
-use crate::kernels::bandwidth::stream_default;
-use crate::kernels::gemv::defaults::gemv_default;
 use crate::tune::Choice;
 
 /// A variant type the search can walk: its neighbours, and whether one can run a

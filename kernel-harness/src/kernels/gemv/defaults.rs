@@ -1,5 +1,6 @@
-//! The GEMV variant each format and batch runs without a tuning file, per kind of
-//! adapter, and where each default came from:
+//! Which GEMV variant a spec runs (the tuning's, else the default), and the
+//! variant each format and batch runs without a tuning file, per kind of adapter,
+//! and where each default came from:
 //!
 //! - CPU adapters (Mesa lavapipe, SwiftShader, WARP): the workgroup-strided kernels the
 //!   harness had before variants, whose figures CI records (a CPU has no memory
@@ -22,10 +23,36 @@ use tokenscope_core::report::kernels::AdapterReport;
 
 use super::{GemvSpec, GemvVariant, Team, XPath};
 use crate::kernels::VariantCaps;
-use crate::tune::Family;
+use crate::tune::{Choice, Family, Tuning};
+
+impl GemvVariant {
+    /// The variant `spec` runs here: the tuning's (for this shape, or the nearest
+    /// searched, when it can run this one), else this adapter's default.
+    pub fn choose(
+        tuning: &Tuning,
+        spec: &GemvSpec,
+        caps: &VariantCaps,
+        adapter: &AdapterReport,
+    ) -> Choice<GemvVariant> {
+        let shape = [u64::from(spec.rows), u64::from(spec.cols)];
+        tuning.choose(
+            (spec.name(), spec.dtype.as_str(), &shape, spec.batch, None),
+            |name| {
+                GemvVariant::parse(name)
+                    .ok()
+                    .filter(|v| v.check(spec, caps).is_none())
+            },
+            || gemv_default(spec, caps, adapter),
+        )
+    }
+}
 
 /// The default GEMV variant for `spec` here, and where it came from.
-pub fn gemv_default(spec: &GemvSpec, caps: &VariantCaps, adapter: &AdapterReport) -> (GemvVariant, String) {
+pub fn gemv_default(
+    spec: &GemvSpec,
+    caps: &VariantCaps,
+    adapter: &AdapterReport,
+) -> (GemvVariant, String) {
     let family = Family::of(adapter);
     let batch_tile = spec.batch.next_power_of_two();
     let quantized = spec.dtype.block_elems() > 1;
@@ -138,4 +165,3 @@ fn fit_gemv(mut v: GemvVariant, spec: &GemvSpec, caps: &VariantCaps) -> GemvVari
         x: XPath::F32,
     }
 }
-

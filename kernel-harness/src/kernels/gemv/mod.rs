@@ -291,8 +291,12 @@ impl GemvKernel {
     /// the default for this adapter).
     pub async fn new(ctx: &GpuContext, spec: &GemvSpec) -> Result<Self> {
         spec.validate()?;
-        let choice =
-            GemvVariant::choose(ctx.tuning(), spec, &VariantCaps::of(ctx), &ctx.adapter_report());
+        let choice = GemvVariant::choose(
+            ctx.tuning(),
+            spec,
+            &VariantCaps::of(ctx),
+            &ctx.adapter_report(),
+        );
         Self::with_variant(ctx, spec, choice).await
     }
 

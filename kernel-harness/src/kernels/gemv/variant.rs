@@ -5,12 +5,8 @@
 //! flight per lane, batch columns per pass, and `_q8` when x is quantized to int8
 //! (quantized formats only; llama.cpp's q8_1 path).
 
-use tokenscope_core::report::kernels::AdapterReport;
-
 use super::GemvSpec;
-use super::defaults::gemv_default;
 use crate::kernels::VariantCaps;
-use crate::tune::{Choice, Tuning};
 
 /// Who sums a row's products: one subgroup, or the whole workgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -127,26 +123,6 @@ impl GemvVariant {
             batch_tile,
             x,
         })
-    }
-
-    /// The variant `spec` runs here: the tuning's (for this shape, or the nearest
-    /// searched, when it can run this one), else this adapter's default.
-    pub fn choose(
-        tuning: &Tuning,
-        spec: &GemvSpec,
-        caps: &VariantCaps,
-        adapter: &AdapterReport,
-    ) -> Choice<GemvVariant> {
-        let shape = [u64::from(spec.rows), u64::from(spec.cols)];
-        tuning.choose(
-            (spec.name(), spec.dtype.as_str(), &shape, spec.batch, None),
-            |name| {
-                GemvVariant::parse(name)
-                    .ok()
-                    .filter(|v| v.check(spec, caps).is_none())
-            },
-            || gemv_default(spec, caps, adapter),
-        )
     }
 
     /// Teams per workgroup (1 for a workgroup team).
