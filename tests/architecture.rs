@@ -5,9 +5,11 @@
 //! The import graph is read from the code with `syn`: a module is a file; it depends
 //! on the file that defines each item it names through `crate::`, `super::` or
 //! `self::` (a `use`, or a path in its code), following `pub use` re-exports to the
-//! defining file. A module's own `mod` declarations and its re-exports of its
-//! submodules' items are containment, not dependencies (a facade `mod.rs` re-exports
-//! what its children define). Tests (`#[cfg(test)]` modules) are left out. A loop is
+//! defining file. A module's own `mod` declarations and its `pub use` re-exports of
+//! its submodules' items are containment, not dependencies (a facade `mod.rs`
+//! re-exports what its children define); any other use of a child's item is a
+//! dependency, so a `mod.rs` that defines what its children use and also calls them
+//! is a loop. Tests (`#[cfg(test)]` modules) are left out. A loop is
 //! a strongly connected component of more than one file; the test names its files and
 //! one cycle through them.
 
@@ -104,18 +106,16 @@ fn use_paths(
     }
 }
 
-/// Collects the `crate::`/`super::`/`self::` paths of a module's code (not its use
-/// items, which are read separately, nor its nested test modules).
+/// Collects the paths of more than one segment in a module's code (`crate::`,
+/// `super::`, `self::`, or starting at a name the module binds, such as a child
+/// module; not its use items, which are read separately, nor its nested test
+/// modules). Paths into other crates resolve to nothing and are dropped later.
 struct PathRefs(Vec<Vec<String>>);
 
 impl<'ast> Visit<'ast> for PathRefs {
     fn visit_path(&mut self, p: &'ast syn::Path) {
         let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
-        if segs
-            .first()
-            .is_some_and(|s| s == "crate" || s == "super" || s == "self")
-            && segs.len() > 1
-        {
+        if segs.len() > 1 && p.leading_colon.is_none() {
             self.0.push(segs);
         }
         syn::visit::visit_path(self, p);
@@ -326,7 +326,7 @@ impl Crate {
                 };
                 // Containment: a module and its own submodules' items it re-exports
                 // or names through them.
-                if t == m || (self.is_descendant(t, m) && (*reexport || path[0] != "crate")) {
+                if t == m || (self.is_descendant(t, m) && *reexport) {
                     continue;
                 }
                 edges.entry(m).or_default().insert(t);
@@ -480,15 +480,19 @@ fn no_module_imports_one_that_imports_it_back() {
 
 #[test]
 fn the_checker_finds_a_loop_and_follows_reexports() {
-    // A crate of three files written for the test: a facade re-exporting its child's
-    // item (containment, not a loop), and two siblings that name each other (a loop).
+    // A crate written for the test: a facade re-exporting its child's item
+    // (containment, not a loop), two siblings that name each other (a loop), and a
+    // parent whose child uses the parent's type while the parent calls the child
+    // (a loop).
     let dir = tempfile::tempdir().unwrap();
     let w = |p: &str, s: &str| {
         let f = dir.path().join(p);
         std::fs::create_dir_all(f.parent().unwrap()).unwrap();
         std::fs::write(f, s).unwrap();
     };
-    w("lib.rs", "pub mod model;\npub mod a;\npub mod b;\n");
+    w("lib.rs", "pub mod model;\npub mod a;\npub mod b;\npub mod p;\n");
+    w("p/mod.rs", "mod c;\npub struct Ctx;\npub fn run() { c::go(&Ctx); }\n");
+    w("p/c.rs", "use super::Ctx;\npub fn go(_: &Ctx) {}\n");
     w("model/mod.rs", "mod types;\npub use types::Thing;\n");
     w("model/types.rs", "pub struct Thing;\n");
     w(
@@ -511,10 +515,14 @@ fn the_checker_finds_a_loop_and_follows_reexports() {
             })
             .collect()
     };
-    assert_eq!(found.len(), 1, "{found:?}");
+    let mut found: Vec<BTreeSet<String>> = found.iter().map(|c| files(c)).collect();
+    found.sort();
     assert_eq!(
-        files(&found[0]),
-        BTreeSet::from(["a.rs".into(), "b.rs".into()])
+        found,
+        [
+            BTreeSet::from(["a.rs".into(), "b.rs".into()]),
+            BTreeSet::from(["c.rs".into(), "mod.rs".into()]),
+        ],
     );
     // a.rs depends on the file that defines Thing, through the facade.
     let a = c

@@ -198,7 +198,7 @@ fn calibrate(
             gpu_metrics: None,
             scrape_interval: Duration::from_secs(1),
             metrics_send_key: false,
-            tokenizer: crate::engine::tokenize::TokenizerChoice::Approx,
+            tokenizer: crate::engine::TokenizerChoice::Approx,
             tokens: None,
             context_window: None,
             ramp: None,

@@ -142,7 +142,7 @@ pub struct BenchConfig {
     /// Send the API key to metrics URLs on another origin than the endpoint's.
     pub metrics_send_key: bool,
     /// How prompt tokens are counted (`--tokenizer`).
-    pub tokenizer: super::tokenize::TokenizerChoice,
+    pub tokenizer: TokenizerChoice,
     /// How they were counted, once the run has set its tokenizer up.
     pub tokens: Option<tokenscope_core::report::TokenCounting>,
     /// The server's context window: given (`--context-window`), or read from
@@ -378,6 +378,31 @@ impl BenchConfig {
                 LoadPlan::Rate { cv, .. } => *cv,
                 _ => None,
             },
+        }
+    }
+}
+
+/// What `--tokenizer` asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenizerChoice {
+    /// The endpoint's `/tokenize` when it has one, else approximate (the default).
+    Auto,
+    /// The endpoint's `/tokenize`, or an error.
+    Server,
+    /// A `tokenizer.json`.
+    File(PathBuf),
+    /// One token per word and punctuation mark.
+    Approx,
+}
+
+impl TokenizerChoice {
+    /// Parse `--tokenizer`'s value.
+    pub fn parse(s: &str) -> Self {
+        match s.trim() {
+            "" | "auto" => TokenizerChoice::Auto,
+            "server" => TokenizerChoice::Server,
+            "approx" => TokenizerChoice::Approx,
+            path => TokenizerChoice::File(PathBuf::from(path)),
         }
     }
 }

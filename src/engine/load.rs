@@ -14,7 +14,8 @@ use tokenscope_core::workload::plan;
 use tokenscope_core::workload::trace::Trace;
 use tokio::sync::mpsc;
 
-use super::{BenchConfig, Body, Ctx, Finished, PerLevel, pacer};
+use super::request::{Body, Ctx, Finished};
+use super::{BenchConfig, PerLevel, pacer};
 
 /// How much a round sends.
 #[derive(Debug, Clone, Copy)]

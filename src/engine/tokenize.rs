@@ -24,33 +24,8 @@ use tokenscope_core::workload::prompts::approx_tokens;
 use tokenscope_core::workload::tokens::{self, TokenizeApi};
 
 use super::clock::Clock;
-use super::config::{BenchConfig, InputLength, Prompts};
+use super::config::{BenchConfig, InputLength, Prompts, TokenizerChoice};
 use super::transport::{Target, run_request};
-
-/// What `--tokenizer` asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TokenizerChoice {
-    /// The endpoint's `/tokenize` when it has one, else approximate (the default).
-    Auto,
-    /// The endpoint's `/tokenize`, or an error.
-    Server,
-    /// A `tokenizer.json`.
-    File(PathBuf),
-    /// One token per word and punctuation mark.
-    Approx,
-}
-
-impl TokenizerChoice {
-    /// Parse `--tokenizer`'s value.
-    pub fn parse(s: &str) -> Self {
-        match s.trim() {
-            "" | "auto" => TokenizerChoice::Auto,
-            "server" => TokenizerChoice::Server,
-            "approx" => TokenizerChoice::Approx,
-            path => TokenizerChoice::File(PathBuf::from(path)),
-        }
-    }
-}
 
 /// A token counter.
 pub enum Counter {

@@ -38,6 +38,7 @@
 
 pub mod histogram;
 pub mod remote_write;
+mod series;
 pub mod server;
 
 use std::collections::BTreeMap;
@@ -49,7 +50,7 @@ use tokenscope_core::measure::record::{Outcome, RequestRecord};
 use tokenscope_core::report::Load;
 
 use histogram::Histogram;
-use remote_write::TimeSeries;
+use series::TimeSeries;
 
 /// The labels every series carries.
 #[derive(Debug, Clone, Default)]

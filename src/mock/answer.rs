@@ -12,7 +12,8 @@ use tokenscope_core::sim::{FaultAction, StreamWriter};
 use tokio::sync::mpsc;
 
 use super::engine::Step;
-use super::{LogOnDrop, LogRecord, MockState};
+use super::log::LogRecord;
+use super::state::{LogOnDrop, MockState};
 
 struct StreamState {
     rx: mpsc::UnboundedReceiver<Step>,

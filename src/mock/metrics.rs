@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use tokenscope_core::sim::SimConfig;
 use tokenscope_core::sim::exposition::{self, Exposition, Served};
 
-use super::LogRecord;
 use super::engine::Gauges;
+use super::log::LogRecord;
 
 /// The mock's server-side metrics.
 pub(super) struct ServerMetrics {

@@ -6,10 +6,8 @@
 //! chunk to the HTTP layer (`--log`): the ground truth the fidelity tests compare
 //! the client against.
 
-use std::io::Write as _;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -17,190 +15,28 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Version, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Serialize;
 use tokenscope_core::measure::openai::{Api, encode};
 use tokenscope_core::sim::{
-    Admission, Engine, FaultKind, SimConfig, SimRequest, StreamWriter, context_exceeded_body,
+    Admission, FaultKind, SimConfig, SimRequest, StreamWriter, context_exceeded_body,
     immediate_response,
 };
 use tokenscope_core::workload::prompts::approx_tokens;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::engine::clock::Clock;
-
 mod answer;
 mod engine;
+mod log;
 mod metrics;
 pub mod server;
+mod state;
 pub mod tls;
 
 use answer::{non_streaming, sse_stream};
-use engine::{EngineMsg, Gauges, engine_task};
-use metrics::ServerMetrics;
+use engine::EngineMsg;
+pub use log::LogRecord;
 pub use server::{ConnInfo, ServeOptions, serve};
-
-/// Shared server state.
-#[derive(Clone)]
-pub struct MockState {
-    cfg: Arc<SimConfig>,
-    engine: mpsc::UnboundedSender<EngineMsg>,
-    clock: Clock,
-    log: Option<mpsc::UnboundedSender<LogRecord>>,
-    served: Arc<AtomicU64>,
-    gauges: Arc<Gauges>,
-    metrics: Arc<ServerMetrics>,
-    /// `/metrics` answers 404 (a server without metrics, like llama-server
-    /// started without `--metrics`).
-    metrics_off: bool,
-    /// Hold the response head until the first chunk, and send the two together.
-    head_with_first_token: bool,
-    /// The prompts seen (`--prefix-cache`).
-    prefix_cache: Arc<std::sync::Mutex<tokenscope_core::sim::prefix::PrefixCache>>,
-    /// `--cors-allow-headers`: what a CORS preflight allows (`None`: whatever it
-    /// asks for).
-    cors_allow_headers: Option<Arc<str>>,
-}
-
-/// One request as the server saw it (a line of `--log`).
-#[derive(Debug, Serialize)]
-pub struct LogRecord {
-    /// Engine id.
-    pub id: u64,
-    /// The client's `x-request-id`, if it sent one.
-    pub request_id: Option<String>,
-    /// Whether the request carried a bearer token (never the token itself).
-    pub authorized: bool,
-    /// The header among `api-key`, `x-api-key` that carried a key, if any (never
-    /// the key).
-    pub api_key_header: Option<&'static str>,
-    /// The request's header names, lowercased and sorted (never a value).
-    pub header_names: Vec<String>,
-    /// The URL query's parameter names, in order (never a value).
-    pub query_names: Vec<String>,
-    /// `http/1.1` or `h2`.
-    pub protocol: &'static str,
-    /// Whether the connection is TLS.
-    pub tls: bool,
-    /// The connection's number in accept order (1 = first).
-    pub connection: u64,
-    /// When the connection was accepted (ms since the server started).
-    pub t_conn_accepted_ms: f64,
-    /// When the connection was ready to serve: after `--connect-delay-ms` and
-    /// the TLS handshake (ms since the server started).
-    pub t_conn_ready_ms: f64,
-    /// `chat` or `completions`.
-    pub api: &'static str,
-    /// Prompt tokens (estimated like the client's synthetic prompts).
-    pub prompt_tokens: u64,
-    /// Of those, found in the prefix cache (`--prefix-cache`; else 0).
-    pub cached_tokens: u64,
-    /// `max_tokens` asked.
-    pub max_tokens: u32,
-    /// Request received (ms since the server started).
-    pub t_received_ms: f64,
-    /// When the engine step that admitted it began: its queueing ended and its
-    /// prefill began (none if it never left the queue).
-    pub t_scheduled_ms: Option<f64>,
-    /// Response headers handed to HTTP.
-    pub t_headers_ms: Option<f64>,
-    /// When each content chunk was handed to HTTP.
-    pub chunk_times_ms: Vec<f64>,
-    /// Tokens in each of those chunks.
-    pub chunk_tokens: Vec<u32>,
-    /// Tokens sent.
-    pub completion_tokens: u64,
-    /// The fault injected, if any.
-    pub fault: Option<FaultKind>,
-    /// `completed`, `fault`, `disconnected`, `context_exceeded`.
-    pub outcome: &'static str,
-    /// When the last byte was handed to HTTP (or the client left).
-    pub t_end_ms: f64,
-}
-
-impl MockState {
-    /// Start the engine (and the log writer) on the current tokio runtime.
-    pub fn start(cfg: SimConfig, log_path: Option<&Path>) -> anyhow::Result<Self> {
-        cfg.validate().map_err(|e| anyhow::anyhow!("--{e}"))?;
-        let clock = Clock::start();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let gauges = Arc::new(Gauges::default());
-        tokio::spawn(engine_task(
-            Engine::new(cfg.clone()),
-            rx,
-            clock,
-            gauges.clone(),
-        ));
-        let log = match log_path {
-            Some(path) => {
-                let file = std::fs::File::create(path).map_err(|e| {
-                    anyhow::anyhow!("--log {}: cannot create the file ({e})", path.display())
-                })?;
-                let (ltx, mut lrx) = mpsc::unbounded_channel::<LogRecord>();
-                tokio::spawn(async move {
-                    let mut out = std::io::BufWriter::new(file);
-                    while let Some(rec) = lrx.recv().await {
-                        if serde_json::to_writer(&mut out, &rec).is_ok() {
-                            let _ = out.write_all(b"\n");
-                            let _ = out.flush();
-                        }
-                    }
-                });
-                Some(ltx)
-            }
-            None => None,
-        };
-        Ok(Self {
-            cfg: Arc::new(cfg),
-            engine: tx,
-            clock,
-            log,
-            served: Arc::new(AtomicU64::new(0)),
-            gauges,
-            metrics: Arc::new(ServerMetrics::new()),
-            metrics_off: false,
-            head_with_first_token: false,
-            cors_allow_headers: None,
-            prefix_cache: Arc::default(),
-        })
-    }
-
-    /// The same server with no `/metrics` (it answers 404).
-    pub fn without_metrics(mut self) -> Self {
-        self.metrics_off = true;
-        self
-    }
-
-    /// The same server allowing only `list` in a CORS preflight
-    /// (`--cors-allow-headers`; `None`: whatever the preflight asks for).
-    pub fn cors_allow_headers(mut self, list: Option<&str>) -> Self {
-        self.cors_allow_headers = list.map(Arc::from);
-        self
-    }
-
-    /// The same server holding each stream's response head until its first
-    /// chunk and writing them together, as servers do that write nothing before
-    /// the first body bytes (Go's `net/http` unless the handler flushes first).
-    pub fn head_with_first_token(mut self, yes: bool) -> Self {
-        self.head_with_first_token = yes;
-        self
-    }
-
-    /// Requests received so far.
-    pub fn served(&self) -> u64 {
-        self.served.load(Ordering::Relaxed)
-    }
-
-    /// The simulator's configuration.
-    pub fn config(&self) -> &SimConfig {
-        &self.cfg
-    }
-
-    /// The server's clock (ms since it started), shared by its request and
-    /// connection times.
-    pub fn clock(&self) -> Clock {
-        self.clock
-    }
-}
+use state::LogOnDrop;
+pub use state::MockState;
 
 /// The API routes (`/v1/...`), with permissive CORS so a page on another origin can
 /// call them.
@@ -666,34 +502,6 @@ async fn answer_fault(s: MockState, mut log: LogRecord, id: u64, fault: FaultKin
             };
             std::future::pending::<()>().await;
             unreachable!("pending never resolves")
-        }
-    }
-}
-
-impl MockState {
-    fn write_log(&self, rec: LogRecord) {
-        self.metrics.observe(&rec);
-        if let Some(tx) = &self.log {
-            let _ = tx.send(rec);
-        }
-    }
-}
-
-/// Logs a request whose client went away (and frees its engine slot).
-struct LogOnDrop {
-    state: MockState,
-    log: Option<LogRecord>,
-}
-
-impl Drop for LogOnDrop {
-    fn drop(&mut self) {
-        if let Some(mut log) = self.log.take() {
-            if log.outcome == "completed" {
-                log.outcome = "disconnected";
-            }
-            log.t_end_ms = self.state.clock.now_ms();
-            let _ = self.state.engine.send(EngineMsg::Cancel(log.id));
-            self.state.write_log(log);
         }
     }
 }

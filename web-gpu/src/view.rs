@@ -196,7 +196,7 @@ fn start_run(
     let d = state.dispatcher();
     wasm_bindgen_futures::spawn_local(async move {
         let events = d.clone();
-        let r = crate::run_view(
+        let r = crate::run::run_view(
             &request,
             file.as_ref().map(|f| &*f.0),
             move |e| events.dispatch(GpuAction::Event(e)),
@@ -388,7 +388,7 @@ fn use_gpu_effects(
             let d = state.dispatcher();
             wasm_bindgen_futures::spawn_local(async move {
                 d.dispatch(GpuAction::Probed(
-                    crate::probe().await.map_err(|e| e.failure()),
+                    crate::run::probe().await.map_err(|e| e.failure()),
                 ));
             });
         });

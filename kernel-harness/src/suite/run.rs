@@ -606,3 +606,4 @@ fn file_label(f: &FileGemv) -> String {
         ),
     }
 }
+

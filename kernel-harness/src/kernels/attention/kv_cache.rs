@@ -4,7 +4,7 @@
 
 use tokenscope_core::analyze::floor::Quant;
 
-use super::AttentionSpec;
+use super::spec::AttentionSpec;
 use crate::arena::Slice;
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};

@@ -7,7 +7,7 @@ use tokenscope_core::analyze::floor::Quant;
 
 use tokenscope_core::report::kernels::AdapterReport;
 
-use super::AttentionSpec;
+use super::spec::AttentionSpec;
 use crate::kernels::VariantCaps;
 use crate::tune::{Choice, Family, Tuning};
 

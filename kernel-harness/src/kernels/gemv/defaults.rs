@@ -21,7 +21,8 @@
 use tokenscope_core::analyze::floor::Quant;
 use tokenscope_core::report::kernels::AdapterReport;
 
-use super::{GemvSpec, GemvVariant, Team, XPath};
+use super::spec::GemvSpec;
+use super::variant::{GemvVariant, Team, XPath};
 use crate::kernels::VariantCaps;
 use crate::tune::{Choice, Family, Tuning};
 

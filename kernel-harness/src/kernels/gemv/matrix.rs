@@ -7,7 +7,9 @@ use std::sync::Arc;
 use half::f16;
 use tokenscope_core::analyze::floor::Quant;
 
-use super::{GemvKernel, GemvSpec, KArray, KArrayKind, XArg};
+use super::input::XArg;
+use super::kernel::GemvKernel;
+use super::spec::{GemvSpec, KArray, KArrayKind};
 use crate::arena::{Res, Slice};
 use crate::context::GpuContext;
 use crate::data::{self, FillMode};

@@ -5,7 +5,7 @@
 //! flight per lane, batch columns per pass, and `_q8` when x is quantized to int8
 //! (quantized formats only; llama.cpp's q8_1 path).
 
-use super::GemvSpec;
+use super::spec::GemvSpec;
 use crate::kernels::VariantCaps;
 
 /// Who sums a row's products: one subgroup, or the whole workgroup.

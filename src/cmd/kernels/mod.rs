@@ -3,148 +3,26 @@
 //! every kernel matched its CPU reference, 1 when one did not, 2 (via `main`) when no
 //! adapter exists or the options are wrong.
 
+mod args;
+mod tuning;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
-use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
-use kernel_harness::tune::Tuning;
-use kernel_harness::tune::search::{self, SearchOptions, TuneProgress};
-use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
+use kernel_harness::suite::{self, Progress, SuiteConfig};
+use kernel_harness::{AdapterOptions, GpuContext, HarnessError};
 use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
 use tokenscope_core::gguf::GgufModel;
 use tokenscope_core::render::kernels::mib_label;
 use tokenscope_core::render::table::{Align, text_table_with};
-use tokenscope_core::report::kernels::{GgufReport, KernelReport, TuningFile};
+use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 
-/// Options of `tokenscope kernels`.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Without a GPU, install Mesa lavapipe (apt install mesa-vulkan-drivers) to run on the CPU.\n\
-Environment: WGPU_BACKEND, WGPU_ADAPTER_NAME, WGPU_POWER_PREF are honoured as wgpu reads them."
-)]
-pub struct KernelsArgs {
-    /// Adapter to use: a case-insensitive part of its name [default: the best GPU; env WGPU_ADAPTER_NAME].
-    #[arg(long, value_name = "NAME")]
-    pub adapter: Option<String>,
-    /// Graphics backend [default: all; env WGPU_BACKEND].
-    #[arg(long, value_name = "vulkan|metal|dx12|gl", value_parser = parse_backend)]
-    pub backend: Option<BackendChoice>,
-    /// List the adapters wgpu finds, with the features the harness uses, and exit.
-    #[arg(long)]
-    pub list_adapters: bool,
-    /// Small shapes and few samples (CI; well under a minute on lavapipe).
-    #[arg(long)]
-    pub quick: bool,
-    /// Model presets for the decode floor [default: all presets].
-    #[arg(long, value_delimiter = ',', value_name = "MODEL,..")]
-    pub models: Vec<String>,
-    /// A Hugging Face config.json of a custom model, added to the floor (repeatable).
-    #[arg(long, value_name = "PATH")]
-    pub model_config: Vec<PathBuf>,
-    /// Weight formats of the floor and the decode step [default: f16,q8_0,q4_0].
-    #[arg(long, value_delimiter = ',', value_name = "f16,q8_0,q4_0")]
-    pub quant: Vec<Quant>,
-    /// Weight formats of the GEMV sweep [default: f32,f16,q8_0,q4_0]: any of f32,
-    /// f16, bf16, q8_0, q6_k, q5_1, q5_0, q5_k, q4_1, q4_0, q4_k (a shape whose width
-    /// is not a whole number of the format's blocks is listed as skipped).
-    #[arg(long, value_delimiter = ',', value_name = "FORMAT,..")]
-    pub formats: Vec<Quant>,
-    /// Context lengths of the floor and the decode step [default: 4096,32768; --quick: 1024].
-    #[arg(long, value_delimiter = ',', value_name = "TOKENS,..")]
-    pub context: Vec<u32>,
-    /// Models whose synthetic decode step is timed, or `none` [default: llama-3.1-8b; --quick: gemma-3-270m].
-    #[arg(long, value_delimiter = ',', value_name = "MODEL,..")]
-    pub decode_step: Vec<String>,
-    /// Batches of the skinny matmul sweep [default: 2,4,8,16,32,64; --quick: 3,8,64].
-    #[arg(long, value_delimiter = ',', value_name = "N,..")]
-    pub batches: Vec<u32>,
-    /// Kernel groups to run [default: all]: gemv (batch 1), skinny (matmul, batch
-    /// 2..64), attention (decode), step (the synthetic decode step).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_name = "gemv,skinny,attention,step",
-        value_parser = clap::builder::PossibleValuesParser::new(KernelGroup::NAMES)
-            .map(|s| s.parse::<KernelGroup>().expect("a possible value"))
-    )]
-    pub only: Vec<KernelGroup>,
-    /// The GPU's memory (80GiB, 24GB): also print each floor model's KV-cache plan
-    /// at each context (f16 KV, 0.9 of the memory; `tokenscope plan` for one in full).
-    #[arg(long, value_name = "SIZE")]
-    pub gpu_memory: Option<String>,
-    /// Write the tokenscope.kernels/1 JSON here (rewritten after every kernel).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Timed samples per kernel (fewer, at least 3, when one call is slow).
-    #[arg(long, alias = "iterations", value_name = "N")]
-    pub samples: Option<u32>,
-    /// Untimed warm-up calls per kernel.
-    #[arg(long, value_name = "N")]
-    pub warmup: Option<u32>,
-    /// Seed of the generated weights, activations and KV caches.
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-    /// Last-level cache size to defeat, MiB [default: sysfs for CPU adapters, 256 for GPUs].
-    #[arg(long, value_name = "MIB")]
-    pub cache_mib: Option<u64>,
-    /// Pretend storage bindings hold at most this many MiB (exercises the split paths).
-    #[arg(long, value_name = "MIB")]
-    pub max_binding_mib: Option<u64>,
-    /// Do not use subgroup operations (shared-memory reductions).
-    #[arg(long)]
-    pub no_subgroups: bool,
-    /// Do not use shader-f16 (f16 converted with unpack2x16float).
-    #[arg(long)]
-    pub no_f16: bool,
-    /// Do not use timestamp queries (wall-clock timing).
-    #[arg(long)]
-    pub no_timestamps: bool,
-    /// A GGUF model file: read its header (never the whole file), list its tensor
-    /// types, run GEMVs at its matrices' types and shapes and attention at its head
-    /// layout, and give the file's decode floor on this GPU at each --context. The
-    /// generic sweeps (gemv, skinny, step) run only when named in --only.
-    #[arg(long, value_name = "FILE")]
-    pub gguf: Option<PathBuf>,
-    /// With --gguf: run the GEMVs on the file's own weights (read one tensor at a
-    /// time, verified against the CPU's dequantization of the same bytes).
-    #[arg(long, requires = "gguf")]
-    pub real_weights: bool,
-    /// With --real-weights: tensors of each type and shape to run [default: all,
-    /// the whole decode step's GEMVs].
-    #[arg(long, value_name = "N", requires = "real_weights")]
-    pub tensors_per_shape: Option<usize>,
-    /// Search the kernel variants on this adapter first (a bounded search per kernel,
-    /// format, shape and batch), write the tuning file, then run with it. Later runs on
-    /// the same adapter, driver and tokenscope version read the file by themselves.
-    #[arg(long)]
-    pub tune: bool,
-    /// Time for the whole --tune search [default: 180s; --quick: 20s].
-    #[arg(long, value_name = "DURATION", value_parser = tokenscope_core::parse::parse_duration, requires = "tune")]
-    pub tune_budget: Option<std::time::Duration>,
-    /// The tuning file to read (or, with --tune, to write) [default: one per adapter
-    /// under the user's cache directory, ~/.cache/tokenscope/tuning/].
-    #[arg(long, value_name = "FILE", conflicts_with = "no_tuning")]
-    pub tuning: Option<PathBuf>,
-    /// Ignore any tuning file: every kernel runs its per-vendor default variant.
-    #[arg(long, conflicts_with = "tune")]
-    pub no_tuning: bool,
-    /// Allocate each kernel's operands on their own and free them after it (the
-    /// harness before its memory arena; shows the run-order effect the arena removes).
-    #[arg(long, hide = true)]
-    pub no_arena: bool,
-    /// Testing aid: corrupt every GEMV's weights so verification fails.
-    #[arg(long, hide = true)]
-    pub inject_fault: bool,
-}
-
-fn parse_backend(s: &str) -> Result<BackendChoice, String> {
-    s.parse()
-}
+pub use args::KernelsArgs;
+use tuning::tuning;
 
 /// Runs `tokenscope kernels`.
 pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
@@ -238,124 +116,6 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
                 .map_or("bandwidth checksum mismatch", String::as_str)
         );
         Ok(ExitCode::from(1))
-    }
-}
-
-/// The tuning file for this adapter (`--tuning`, or the one under the cache
-/// directory): searched and written with `--tune`, else read when it exists. A file
-/// named with `--tuning` that cannot be read is an error; the default one missing or
-/// made elsewhere only means defaults (the report says why).
-fn tuning(
-    args: &KernelsArgs,
-    ctx: &GpuContext,
-    cfg: &SuiteConfig,
-    clock: &MonotonicClock,
-) -> anyhow::Result<Tuning> {
-    let adapter = ctx.adapter_report();
-    let version = env!("CARGO_PKG_VERSION");
-    let path = match &args.tuning {
-        Some(p) => p.clone(),
-        None => default_tuning_path(&adapter),
-    };
-    let shown = path.display().to_string();
-    if args.no_tuning {
-        return Ok(Tuning::unused(
-            &shown,
-            "not read (--no-tuning): defaults".into(),
-        ));
-    }
-    if args.tune {
-        let budget = args.tune_budget.unwrap_or(if args.quick {
-            std::time::Duration::from_secs(20)
-        } else {
-            std::time::Duration::from_secs(180)
-        });
-        let problems = cfg.tune_problems(ctx);
-        eprintln!(
-            "tuning {} kernel problems on {} within {:.0} s (writing {shown})",
-            problems.len(),
-            adapter.name,
-            budget.as_secs_f64()
-        );
-        let mut opts = SearchOptions::new(budget.as_secs_f64() * 1e3, cfg.cache_bytes);
-        opts.seed = cfg.seed;
-        opts.max_rotation = cfg.max_rotation;
-        opts.rotation_budget_bytes = cfg.rotation_budget_bytes;
-        opts.tool_version = version.into();
-        opts.created_unix_s = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let file =
-            kernel_harness::block_on(search::tune(ctx, clock, &problems, &opts, &mut TuneLines))
-                .context("the variant search stopped")?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("--tuning {}: cannot create its folder", dir.display()))?;
-        }
-        std::fs::write(&path, file.to_json_pretty() + "\n")
-            .with_context(|| format!("--tuning {shown}: cannot write"))?;
-        eprintln!(
-            "tuning file written: {shown} ({} problems in {:.0} s)",
-            file.entries.len(),
-            file.spent_s
-        );
-        return Ok(Tuning::from_file(file, &shown, &adapter, version));
-    }
-    match std::fs::read_to_string(&path) {
-        Ok(text) => match TuningFile::from_json(&text) {
-            Ok(file) => Ok(Tuning::from_file(file, &shown, &adapter, version)),
-            Err(e) if args.tuning.is_some() => bail!("--tuning {shown}: {e}"),
-            Err(e) => Ok(Tuning::unused(
-                &shown,
-                format!(
-                    "unreadable ({e}): defaults (run `tokenscope kernels --tune` to rewrite it)"
-                ),
-            )),
-        },
-        Err(e) if args.tuning.is_some() => bail!("--tuning {shown}: cannot read: {e}"),
-        Err(_) => Ok(Tuning::unused(
-            &shown,
-            "none for this adapter yet: per-vendor defaults (run `tokenscope kernels --tune`)"
-                .into(),
-        )),
-    }
-}
-
-/// `~/.cache/tokenscope/tuning/<adapter>-<backend>.json` (`$XDG_CACHE_HOME` when set).
-fn default_tuning_path(adapter: &tokenscope_core::report::kernels::AdapterReport) -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    let slug: String = format!("{}-{}", adapter.name, adapter.backend)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect::<String>()
-        .split('-')
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("-");
-    base.join("tokenscope")
-        .join("tuning")
-        .join(format!("{slug}.json"))
-}
-
-/// The search's progress, a line per problem on stderr.
-struct TuneLines;
-
-impl TuneProgress for TuneLines {
-    fn start(&mut self, index: usize, count: usize, label: &str) {
-        eprint!("tune [{}/{count}] {label}: ", index + 1);
-    }
-    fn done(&mut self, _label: &str, line: &str) {
-        eprintln!("{line}");
     }
 }
 

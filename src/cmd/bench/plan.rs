@@ -1,0 +1,105 @@
+//! What `bench` runs (the configuration at each tier) and where its reports go.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use tokenscope_core::render;
+use tokenscope_core::report::ClientReport;
+use tokenscope_core::workload::tokens::Tier;
+
+use crate::engine::{BenchConfig, Prompts};
+
+/// What `bench` runs: the configuration at each tier, in turn.
+#[derive(Debug)]
+pub struct Plan {
+    /// The first tier's configuration; the others differ only in prompt length
+    /// and `max_tokens`.
+    pub cfg: BenchConfig,
+    /// The input x output tiers (one: no tiers).
+    pub tiers: Vec<Tier>,
+    /// Synthetic prompts (a tier's input length applies).
+    pub(super) synthetic: bool,
+    /// A prompts file whose prompts each tier picks by length.
+    pub(super) pick_by_length: bool,
+}
+
+impl Plan {
+    /// The configuration at tier `i`, with its raw file named for the tier when
+    /// there are several.
+    pub fn tier_config(&self, i: usize) -> BenchConfig {
+        let t = self.tiers[i];
+        let mut cfg = self.cfg.clone();
+        cfg.max_tokens = t.max_tokens;
+        if self.synthetic {
+            cfg.prompts = Prompts::Synthetic { tokens: t.input };
+        }
+        if self.pick_by_length {
+            cfg.prompt_tier = t.input.tokens();
+        }
+        if self.tiers.len() > 1 {
+            cfg.raw = cfg.raw.map(|p| tier_path(&p, &t));
+        }
+        cfg
+    }
+}
+
+/// `report.json` -> `report.in256-out128.json`.
+fn tier_path(path: &Path, tier: &Tier) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{}.{}", tier.label(), ext.to_string_lossy()),
+        None => format!("{stem}.{}", tier.label()),
+    };
+    path.with_file_name(name)
+}
+
+/// Where the report goes.
+#[derive(Debug, Default, Clone)]
+pub struct Outputs {
+    /// JSON.
+    pub out: Option<PathBuf>,
+    /// CSV.
+    pub csv: Option<PathBuf>,
+    /// Markdown.
+    pub markdown: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// The same outputs, named for `tier`.
+    pub(super) fn for_tier(&self, tier: &Tier) -> Self {
+        let name = |p: &Option<PathBuf>| p.as_deref().map(|p| tier_path(p, tier));
+        Self {
+            out: name(&self.out),
+            csv: name(&self.csv),
+            markdown: name(&self.markdown),
+        }
+    }
+
+    /// The files written, for the closing lines.
+    pub(super) fn paths(&self) -> Vec<&Path> {
+        [&self.out, &self.csv, &self.markdown]
+            .into_iter()
+            .filter_map(|p| p.as_deref())
+            .collect()
+    }
+
+    /// Write every requested export.
+    pub fn write(&self, report: &ClientReport) -> anyhow::Result<()> {
+        if let Some(p) = &self.out {
+            std::fs::write(p, report.to_json() + "\n")
+                .with_context(|| format!("--out {}: cannot write", p.display()))?;
+        }
+        if let Some(p) = &self.csv {
+            std::fs::write(p, render::client::csv(report))
+                .with_context(|| format!("--csv {}: cannot write", p.display()))?;
+        }
+        if let Some(p) = &self.markdown {
+            std::fs::write(p, render::client::markdown(report))
+                .with_context(|| format!("--markdown {}: cannot write", p.display()))?;
+        }
+        Ok(())
+    }
+}

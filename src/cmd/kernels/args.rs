@@ -1,0 +1,133 @@
+//! `kernels`' command line: every flag, its help and its default.
+
+use std::path::PathBuf;
+
+use clap::builder::TypedValueParser as _;
+use kernel_harness::BackendChoice;
+use kernel_harness::suite::KernelGroup;
+use tokenscope_core::analyze::floor::Quant;
+
+/// Options of `tokenscope kernels`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Without a GPU, install Mesa lavapipe (apt install mesa-vulkan-drivers) to run on the CPU.\n\
+Environment: WGPU_BACKEND, WGPU_ADAPTER_NAME, WGPU_POWER_PREF are honoured as wgpu reads them."
+)]
+pub struct KernelsArgs {
+    /// Adapter to use: a case-insensitive part of its name [default: the best GPU; env WGPU_ADAPTER_NAME].
+    #[arg(long, value_name = "NAME")]
+    pub adapter: Option<String>,
+    /// Graphics backend [default: all; env WGPU_BACKEND].
+    #[arg(long, value_name = "vulkan|metal|dx12|gl", value_parser = parse_backend)]
+    pub backend: Option<BackendChoice>,
+    /// List the adapters wgpu finds, with the features the harness uses, and exit.
+    #[arg(long)]
+    pub list_adapters: bool,
+    /// Small shapes and few samples (CI; well under a minute on lavapipe).
+    #[arg(long)]
+    pub quick: bool,
+    /// Model presets for the decode floor [default: all presets].
+    #[arg(long, value_delimiter = ',', value_name = "MODEL,..")]
+    pub models: Vec<String>,
+    /// A Hugging Face config.json of a custom model, added to the floor (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub model_config: Vec<PathBuf>,
+    /// Weight formats of the floor and the decode step [default: f16,q8_0,q4_0].
+    #[arg(long, value_delimiter = ',', value_name = "f16,q8_0,q4_0")]
+    pub quant: Vec<Quant>,
+    /// Weight formats of the GEMV sweep [default: f32,f16,q8_0,q4_0]: any of f32,
+    /// f16, bf16, q8_0, q6_k, q5_1, q5_0, q5_k, q4_1, q4_0, q4_k (a shape whose width
+    /// is not a whole number of the format's blocks is listed as skipped).
+    #[arg(long, value_delimiter = ',', value_name = "FORMAT,..")]
+    pub formats: Vec<Quant>,
+    /// Context lengths of the floor and the decode step [default: 4096,32768; --quick: 1024].
+    #[arg(long, value_delimiter = ',', value_name = "TOKENS,..")]
+    pub context: Vec<u32>,
+    /// Models whose synthetic decode step is timed, or `none` [default: llama-3.1-8b; --quick: gemma-3-270m].
+    #[arg(long, value_delimiter = ',', value_name = "MODEL,..")]
+    pub decode_step: Vec<String>,
+    /// Batches of the skinny matmul sweep [default: 2,4,8,16,32,64; --quick: 3,8,64].
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    pub batches: Vec<u32>,
+    /// Kernel groups to run [default: all]: gemv (batch 1), skinny (matmul, batch
+    /// 2..64), attention (decode), step (the synthetic decode step).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "gemv,skinny,attention,step",
+        value_parser = clap::builder::PossibleValuesParser::new(KernelGroup::NAMES)
+            .map(|s| s.parse::<KernelGroup>().expect("a possible value"))
+    )]
+    pub only: Vec<KernelGroup>,
+    /// The GPU's memory (80GiB, 24GB): also print each floor model's KV-cache plan
+    /// at each context (f16 KV, 0.9 of the memory; `tokenscope plan` for one in full).
+    #[arg(long, value_name = "SIZE")]
+    pub gpu_memory: Option<String>,
+    /// Write the tokenscope.kernels/1 JSON here (rewritten after every kernel).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Timed samples per kernel (fewer, at least 3, when one call is slow).
+    #[arg(long, alias = "iterations", value_name = "N")]
+    pub samples: Option<u32>,
+    /// Untimed warm-up calls per kernel.
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// Seed of the generated weights, activations and KV caches.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Last-level cache size to defeat, MiB [default: sysfs for CPU adapters, 256 for GPUs].
+    #[arg(long, value_name = "MIB")]
+    pub cache_mib: Option<u64>,
+    /// Pretend storage bindings hold at most this many MiB (exercises the split paths).
+    #[arg(long, value_name = "MIB")]
+    pub max_binding_mib: Option<u64>,
+    /// Do not use subgroup operations (shared-memory reductions).
+    #[arg(long)]
+    pub no_subgroups: bool,
+    /// Do not use shader-f16 (f16 converted with unpack2x16float).
+    #[arg(long)]
+    pub no_f16: bool,
+    /// Do not use timestamp queries (wall-clock timing).
+    #[arg(long)]
+    pub no_timestamps: bool,
+    /// A GGUF model file: read its header (never the whole file), list its tensor
+    /// types, run GEMVs at its matrices' types and shapes and attention at its head
+    /// layout, and give the file's decode floor on this GPU at each --context. The
+    /// generic sweeps (gemv, skinny, step) run only when named in --only.
+    #[arg(long, value_name = "FILE")]
+    pub gguf: Option<PathBuf>,
+    /// With --gguf: run the GEMVs on the file's own weights (read one tensor at a
+    /// time, verified against the CPU's dequantization of the same bytes).
+    #[arg(long, requires = "gguf")]
+    pub real_weights: bool,
+    /// With --real-weights: tensors of each type and shape to run [default: all,
+    /// the whole decode step's GEMVs].
+    #[arg(long, value_name = "N", requires = "real_weights")]
+    pub tensors_per_shape: Option<usize>,
+    /// Search the kernel variants on this adapter first (a bounded search per kernel,
+    /// format, shape and batch), write the tuning file, then run with it. Later runs on
+    /// the same adapter, driver and tokenscope version read the file by themselves.
+    #[arg(long)]
+    pub tune: bool,
+    /// Time for the whole --tune search [default: 180s; --quick: 20s].
+    #[arg(long, value_name = "DURATION", value_parser = tokenscope_core::parse::parse_duration, requires = "tune")]
+    pub tune_budget: Option<std::time::Duration>,
+    /// The tuning file to read (or, with --tune, to write) [default: one per adapter
+    /// under the user's cache directory, ~/.cache/tokenscope/tuning/].
+    #[arg(long, value_name = "FILE", conflicts_with = "no_tuning")]
+    pub tuning: Option<PathBuf>,
+    /// Ignore any tuning file: every kernel runs its per-vendor default variant.
+    #[arg(long, conflicts_with = "tune")]
+    pub no_tuning: bool,
+    /// Allocate each kernel's operands on their own and free them after it (the
+    /// harness before its memory arena; shows the run-order effect the arena removes).
+    #[arg(long, hide = true)]
+    pub no_arena: bool,
+    /// Testing aid: corrupt every GEMV's weights so verification fails.
+    #[arg(long, hide = true)]
+    pub inject_fault: bool,
+}
+
+fn parse_backend(s: &str) -> Result<BackendChoice, String> {
+    s.parse()
+}
