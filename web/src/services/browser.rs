@@ -80,7 +80,7 @@ pub fn protocol_of(url: &str) -> Option<String> {
 /// started at `t_send_ms` (within 50 ms; the closest); `None` while there is no
 /// such entry yet. A time the browser hides (0: a cross-origin endpoint without
 /// `Timing-Allow-Origin`) is `None` in it.
-pub fn resource_timing_of(url: &str, t_send_ms: f64) -> Option<super::transport::ResourceTiming> {
+pub fn resource_timing_of(url: &str, t_send_ms: f64) -> Option<super::exchange::ResourceTiming> {
     let perf = window()?.performance()?;
     let href = web_sys::Url::new_with_base(url, &window()?.location().href().ok()?)
         .map(|u| u.href())
@@ -91,7 +91,7 @@ pub fn resource_timing_of(url: &str, t_send_ms: f64) -> Option<super::transport:
         .map(|e| ((e.start_time() - t_send_ms).abs(), e))
         .filter(|(gap, _)| *gap <= 50.0)
         .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, e)| super::transport::ResourceTiming {
+        .map(|(_, e)| super::exchange::ResourceTiming {
             request_start_ms: Some(e.request_start()).filter(|t| *t > 0.0),
             response_start_ms: Some(e.response_start()).filter(|t| *t > 0.0),
             protocol: Some(e.next_hop_protocol()).filter(|p| !p.is_empty()),

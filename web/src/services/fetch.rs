@@ -16,7 +16,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{ReadableStreamDefaultReader, RequestInit, Response};
 
 use super::clock::now;
-use super::transport::{Body, Head, LocalFuture, Prepared, Read};
+use super::exchange::{Body, Head, LocalFuture, Prepared, Read};
 
 #[wasm_bindgen(inline_js = r#"
 export function fetch_stamped(url, init) {

@@ -1,9 +1,10 @@
-//! The page's work, outside the components: the clock and timers, the `fetch`
-//! transport, the in-page simulator, the paint probe and stream view, the runner,
-//! and small browser chores.
+//! The page's work, outside the components: the clock and timers, the request and
+//! response types, the `fetch` transport, the in-page simulator, the paint probe
+//! and stream view, the runner, and small browser chores.
 
 pub mod browser;
 pub mod clock;
+pub mod exchange;
 pub mod fetch;
 pub mod gpu;
 pub mod paint;

@@ -12,8 +12,8 @@ use tokenscope_core::page::workload::PreparedWorkload;
 use tokenscope_core::workload::conversation::History;
 use tokenscope_core::workload::prompts::{approx_spec_tokens, exact_prompt, synthetic_prompt};
 
+use super::exchange::Prepared;
 use super::tokens::PageTokens;
-use super::transport::Prepared;
 use crate::settings::{ReasoningDisplay, RunPlan};
 
 /// A conversation's next turn: its session's history, the session, the turn.

@@ -25,7 +25,7 @@ use tokenscope_core::sim::{
 };
 
 use super::clock::{now, sleep_ms};
-use super::transport::{Body, Head, LocalFuture, Prepared, Read};
+use super::exchange::{Body, Head, LocalFuture, Prepared, Read};
 
 /// One request as the simulator saw it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -8,82 +8,21 @@
 //! token goes to the paint probe at once (never batched); later text goes to the
 //! per-frame batch.
 
-use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 
 use futures_util::future::{Either, select};
-use tokenscope_core::measure::openai::Api;
 use tokenscope_core::measure::record::ErrorKind;
 use tokenscope_core::measure::timeline::{HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline};
 
 use super::clock::{CancelToken, now, sleep_ms};
+pub use super::exchange::{Body, Head, LocalFuture, Prepared, Read, ResourceTiming};
 use super::fetch::FetchTarget;
 use super::paint::{Painter, Probe};
 use super::sim::SimServer;
 use super::worker::WorkerTarget;
 
-/// A boxed, single-threaded future.
-pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
-
 /// How long to keep reading after `[DONE]` so the connection can be reused.
 const DRAIN_AFTER_DONE_MS: f64 = 500.0;
-
-/// A request ready to send: its body is built before the round starts, so building
-/// it never delays a send.
-#[derive(Debug, Clone)]
-pub struct Prepared {
-    /// `x-request-id` (also the key of the record the page keeps).
-    pub request_id: String,
-    /// The JSON body.
-    pub body: String,
-    /// Endpoint kind.
-    pub api: Api,
-    /// Prompt tokens (estimated), for the simulator.
-    pub prompt_tokens: u64,
-    /// `max_tokens` asked.
-    pub max_tokens: u32,
-    /// The stream view leaves the reasoning out: the first paint is of the
-    /// first answer token.
-    pub hide_reasoning: bool,
-    /// Open loop: when it was due (latencies count from it).
-    pub t_scheduled_ms: Option<f64>,
-    /// Keep the answer's text (a conversation sends it back next turn).
-    pub keep_answer: bool,
-    /// Its prompt's tokens by the server's tokenizer, when counted (the record's
-    /// `prompt_tokens_sent`).
-    pub prompt_tokens_sent: Option<u64>,
-    /// A conversation's turn: (session, turn).
-    pub turn: Option<(u64, u32)>,
-}
-
-/// The response head.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
-    /// HTTP status.
-    pub status: u16,
-    /// `Content-Type`, when sent.
-    pub content_type: Option<String>,
-}
-
-/// One read of a response body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Read {
-    /// Bytes arrived.
-    Bytes(Vec<u8>),
-    /// The body ended cleanly.
-    End,
-    /// The body broke.
-    Error(ErrorKind, String),
-}
-
-/// A response body being read.
-pub trait Body {
-    /// The next read, and when it arrived (`performance.now()` taken the moment
-    /// the read resolved, before anything else ran).
-    fn read(&mut self) -> LocalFuture<'_, (f64, Read)>;
-    /// Stop reading (free the connection or the simulator's slot).
-    fn cancel(&mut self) {}
-}
 
 /// Where requests go.
 #[derive(Clone)]
@@ -197,22 +136,6 @@ pub struct ParseCost {
 /// How long a finished request waits for the browser's Resource Timing entry
 /// (it is made when the response ends, and reaches the page a little later).
 const TIMING_WAIT_MS: f64 = 1000.0;
-
-/// A request's Resource Timing, on the page's clock (each `None` where the
-/// browser hides it: a cross-origin endpoint without `Timing-Allow-Origin`).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ResourceTiming {
-    /// `requestStart`: the network stack began sending the request.
-    pub request_start_ms: Option<f64>,
-    /// `responseStart`: the network stack had the response's first bytes.
-    pub response_start_ms: Option<f64>,
-    /// `nextHopProtocol` (`http/1.1`, `h2`, `h3`).
-    pub protocol: Option<String>,
-    /// The connection it went over (core's [`ConnectTiming::connection`]).
-    ///
-    /// [`ConnectTiming::connection`]: tokenscope_core::page::transport::ConnectTiming::connection
-    pub connection: Option<tokenscope_core::measure::record::ConnectionUse>,
-}
 
 /// Where a request's Resource Timing comes from, once the browser has made its
 /// entry.

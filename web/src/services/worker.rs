@@ -25,7 +25,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::clock::now;
-use super::transport::{Body, Head, LocalFuture, Prepared, Read, ResourceTiming};
+use super::exchange::{Body, Head, LocalFuture, Prepared, Read, ResourceTiming};
 
 /// One message from the worker about a request.
 #[derive(Debug)]
