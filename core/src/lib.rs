@@ -11,9 +11,11 @@
 //! |---|---|---|
 //! | [`measure`] | `sse`, `openai`, `timeline`, `metrics` | bytes stamped by the transport -> SSE events -> OpenAI chunks -> a request's record -> its metrics |
 //! | [`analyze`] | `stats`, `level`, `rounds`, `long_run`, `sweep`, `slo`, `floor`, `verdict`, `diagnosis` | records -> level and sweep results; the decode floor; the verdict and the diagnosis rules |
-//! | [`report`] | the client report, `warning`, `assemble`, `raw`, `kernels`, `combined` | the documents (`tokenscope.client/1`, `.raw/1`, `.kernels/1`) and the one function that assembles a client report |
+//! | [`report`] | the client report (re-exported), `warning`, `assemble`, `raw`, `merge`, `server`, `kernels`, `combined` | the documents (`tokenscope.client/1`, `.raw/1`, `.kernels/1`) and the one function that assembles a client report |
 //! | [`render`] | `fmt`, `table`, `client`, `kernels`, `combined`, `glossary`, `charts` | reports -> terminal tables, Markdown, CSV, HTML and SVG charts |
 //!
+//! Under them all, [`model`]: the result model (the client report's types and
+//! their serde), which [`analyze`] fills and [`report`] assembles and re-exports.
 //! Beside them: [`workload`] (the run plan and the synthetic prompts both clients
 //! send), [`sim`] (the simulated server's model, driven by `tokenscope mock` and by
 //! the page), [`parse`] (what people type: durations, lists, base URLs, fault
@@ -30,6 +32,7 @@
 pub mod analyze;
 pub mod gguf;
 pub mod measure;
+pub mod model;
 pub mod page;
 pub mod parse;
 pub mod render;

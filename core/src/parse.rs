@@ -52,8 +52,8 @@ fn duration_ms(s: &str) -> Result<f64, String> {
 /// Parse an arrival process: `poisson`, `constant`, or `gamma:CV` (the gaps'
 /// coefficient of variation: 1 is Poisson, above 1 burstier). The CLI's
 /// `--arrival` and the page's `arrival`.
-pub fn parse_arrival(s: &str) -> Result<(crate::report::Arrival, Option<f64>), String> {
-    use crate::report::Arrival;
+pub fn parse_arrival(s: &str) -> Result<(crate::model::Arrival, Option<f64>), String> {
+    use crate::model::Arrival;
     match s.trim() {
         "poisson" => Ok((Arrival::Poisson, None)),
         "constant" => Ok((Arrival::Constant, None)),

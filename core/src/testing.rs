@@ -9,7 +9,7 @@
 use crate::analyze::level::{LevelAccumulator, LevelOptions};
 use crate::measure::openai::{Api, Usage};
 use crate::measure::record::{ErrorKind, Outcome, RequestRecord, TimeoutPhase};
-use crate::report::{
+use crate::model::{
     CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, LoadMode, RunConfig, Source,
     SweepReport,
 };

@@ -6,10 +6,10 @@
 //! [`diagnose`], and a firing and a near-miss test in `core/tests/diagnosis.rs`
 //! (see CONTRIBUTING.md).
 
+use crate::model::WarningKind;
+use crate::model::{ClientReport, LevelReport, Source};
 use crate::render::fmt::{fmt_ms, fmt_rate};
 use crate::report::combined::{Finding, ReportInput, RuleId};
-use crate::report::warning::WarningKind;
-use crate::report::{ClientReport, LevelReport, Source};
 
 /// Every diagnosis rule, in the order shown. Each returns a finding only when its
 /// evidence is in the data.

@@ -17,14 +17,9 @@ use crate::analyze::slo::Slo;
 use crate::analyze::stats::{self, Samples};
 use crate::measure::metrics::{MetricOptions, RequestMetrics};
 use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
-use crate::report::{
-    ConnectionCounts, LevelReport, Load, ReasoningDisplay, RunConfig, StallReport,
-};
+use crate::model::{ConnectionCounts, LevelReport, Load, ReasoningDisplay, RunConfig, StallReport};
 
-/// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
-pub const POSITION_BUCKETS: [(u64, Option<u64>); 3] = [(1, Some(64)), (65, Some(256)), (257, None)];
-
-pub use super::level_samples::QUANTILE_POINTS;
+pub use super::level_samples::{POSITION_BUCKETS, QUANTILE_POINTS};
 
 /// Options for a level's analysis.
 #[derive(Debug, Clone, PartialEq)]

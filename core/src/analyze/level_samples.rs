@@ -5,10 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use super::level::POSITION_BUCKETS;
 use crate::analyze::slo::{Slo, SloMetric};
 use crate::analyze::stats::{HistogramData, Samples, Summary};
-use crate::report::{LevelMetrics, PositionBucket, SloCheck};
+use crate::model::{LevelMetrics, PositionBucket, SloCheck};
+
+/// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
+pub const POSITION_BUCKETS: [(u64, Option<u64>); 3] = [(1, Some(64)), (65, Some(256)), (257, None)];
 
 /// Points of the quantile curves kept per metric (p0..p100).
 pub const QUANTILE_POINTS: usize = 101;

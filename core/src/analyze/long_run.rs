@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::analyze::stats::{self, LinearFit};
-use crate::report::{Drift, Snapshot};
+use crate::model::{Drift, Snapshot};
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SnapAcc {

@@ -8,7 +8,7 @@
 //! flagged). With 2 rounds the level is flagged when one is more than 2x the other.
 
 use crate::analyze::stats;
-use crate::report::{RoundReport, RoundSpread, Spread};
+use crate::model::{RoundReport, RoundSpread, Spread};
 
 /// Minimum latency difference for a round to count as an outlier, ms.
 const ROUND_OUTLIER_FLOOR_MS: f64 = 2.0;
@@ -106,7 +106,7 @@ fn spread_of(values: &[f64]) -> Option<Spread> {
 #[cfg(test)]
 mod tests {
     use crate::analyze::level::{LevelAccumulator, LevelOptions};
-    use crate::report::Load;
+    use crate::model::Load;
     use crate::testing;
 
     #[test]

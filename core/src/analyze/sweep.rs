@@ -16,7 +16,7 @@
 //! bound and at most 1% of requests failed or timed out.
 
 use crate::analyze::slo::Slo;
-use crate::report::{Knee, LevelReport, SloCapacity, SweepReport};
+use crate::model::{Knee, LevelReport, SloCapacity, SweepReport};
 
 /// Knee and SLO capacity across the levels of a sweep.
 pub fn analyze_sweep(levels: &[LevelReport], slos: &[Slo]) -> SweepReport {
@@ -97,7 +97,7 @@ pub fn slo_capacity(levels: &[LevelReport], slos: &[Slo]) -> Option<SloCapacity>
 mod tests {
     use super::*;
     use crate::analyze::level::{LevelAccumulator, LevelOptions};
-    use crate::report::{Load, SloCheck};
+    use crate::model::{Load, SloCheck};
     use crate::testing;
 
     fn level(load: u32, tput: f64, e2e_p95: f64) -> LevelReport {

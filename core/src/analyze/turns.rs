@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::analyze::stats::Samples;
 use crate::measure::metrics::RequestMetrics;
 use crate::measure::record::RequestRecord;
-use crate::report::{PromptCache, TurnReport};
+use crate::model::{PromptCache, TurnReport};
 
 /// One turn's requests within a level.
 #[derive(Debug, Clone)]

@@ -5,9 +5,9 @@
 
 use super::diagnosis::diagnose;
 use crate::analyze::stats::Summary;
+use crate::model::{ClientReport, LevelReport, Load, Source};
 use crate::render::fmt::{fmt_ms, fmt_rate};
 use crate::report::combined::{Combined, Comparison, FloorComparison, ReportInput, StageDelta};
-use crate::report::{ClientReport, LevelReport, Load, Source};
 
 /// The level the verdict speaks about: SLO capacity, else the knee, else the highest load.
 fn headline_level(c: &ClientReport) -> Option<&LevelReport> {

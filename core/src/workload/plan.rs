@@ -1,7 +1,7 @@
 //! The run plan both clients follow (native CLI and page): how many requests each
 //! round of a level sends, and how many warm-up requests come first.
 
-use crate::report::{Arrival, Load};
+use crate::model::{Arrival, Load};
 use crate::rng::Rng;
 
 /// Round `round`'s share of `n` requests over `rounds` rounds (the first rounds

@@ -5,9 +5,9 @@
 
 use super::engines::Series;
 use super::view::ServerLevel;
+use crate::model::{ClientReport, LevelReport};
 use crate::render::fmt::fmt_ms;
 use crate::report::combined::{Finding, RuleId};
-use crate::report::{ClientReport, LevelReport};
 
 /// KV-cache usage above which the cache counts as near full.
 pub const KV_FULL: f64 = 0.90;

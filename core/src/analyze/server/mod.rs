@@ -2,13 +2,14 @@
 //! ([`engines`]), the series read from it and the server-side histograms
 //! ([`reading`]), a scrape as a run records it ([`scrape`]), a load level
 //! summarised from its scrapes ([`level`]), and the level's and the run's server
-//! view in the report ([`view`]), and the diagnosis rules that read it
-//! ([`diagnosis`]).
+//! view in the report ([`view`]; a level's built with the client's level report
+//! in `level_view`), and the diagnosis rules that read it ([`diagnosis`]).
 
 #[cfg(feature = "server-view")]
 pub mod diagnosis;
 pub mod engines;
 pub mod level;
+mod level_view;
 pub mod reading;
 pub mod scrape;
 pub mod view;

@@ -22,17 +22,16 @@
 //! Files written before 1.1 hold only the header and request lines; they are read
 //! as before.
 
+mod rebuild;
+
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::assemble::RunRecorder;
-#[cfg(feature = "server-view")]
-use super::server::ScrapeLog;
 use crate::analyze::server::scrape::ScrapeRecord;
 use crate::measure::record::RequestRecord;
-use crate::report::{
-    ClientReport, Environment, Load, ReportWarning, RunConfig, Source, WarningKind, check_schema,
-};
+use crate::report::{Environment, Load, ReportWarning, RunConfig, Source, check_schema};
+
+pub use rebuild::rebuild_report;
 
 /// The raw file's schema, as written.
 pub const RAW_SCHEMA: &str = "tokenscope.raw/1.2";
@@ -305,7 +304,8 @@ fn parse_entry(line: &str) -> Result<RawEntry, serde_json::Error> {
 /// Rebuilding a report from it takes the feature `server-view` (the CLI, the
 /// page's report module): without it (the page's main module, which writes raw
 /// files but never reads one) the header's `config` reads back only what the
-/// page shows of a report (see [`ClientReport`]), the plan's levels not among it.
+/// page shows of a report (see [`ClientReport`](crate::report::ClientReport)),
+/// the plan's levels not among it.
 pub fn parse(text: &str) -> Result<RawFile, RawError> {
     let mut lines = text.split_inclusive('\n').enumerate();
     let (_, first) = lines.next().ok_or(RawError::Empty)?;
@@ -336,82 +336,10 @@ pub fn parse(text: &str) -> Result<RawFile, RawError> {
     })
 }
 
-/// Rebuild the client report from the raw file alone: its entries replayed, in
-/// order, through the same [`RunRecorder`] the run used, so every level, the
-/// sweep and the warnings come out as the run computed them. The environment
-/// comes from the `end` line (a killed run has none: only the tool version is
-/// known), marked `rebuilt_from_raw`.
-pub fn rebuild_report(raw: &RawFile) -> ClientReport {
-    let mut rec = RunRecorder::new(raw.header.source, raw.header.config.clone());
-    #[cfg(feature = "server-view")]
-    let mut scrapes = ScrapeLog::default();
-    let mut end = None;
-    for entry in &raw.entries {
-        match entry {
-            RawEntry::Request(line) => rec.record(line),
-            RawEntry::Event(RawEvent::LevelStart {
-                level,
-                concurrency,
-                rate_per_s,
-                t_ms,
-            }) => {
-                rec.start_level(*level, load_of(*concurrency, *rate_per_s), *t_ms);
-                #[cfg(feature = "server-view")]
-                scrapes.level_started(*level, *t_ms);
-            }
-            RawEntry::Event(RawEvent::Warning(w)) => {
-                rec.warn(w.clone());
-            }
-            RawEntry::Event(RawEvent::LevelEnd { .. }) => {
-                rec.end_level();
-                #[cfg(feature = "server-view")]
-                scrapes.level_ended();
-            }
-            #[cfg(feature = "server-view")]
-            RawEntry::Scrape(s) => {
-                scrapes.scrape(s.as_ref().clone());
-            }
-            #[cfg(not(feature = "server-view"))]
-            RawEntry::Scrape(_) => {}
-            RawEntry::Event(RawEvent::End {
-                interrupted,
-                environment,
-            }) => end = Some((*interrupted, environment.as_ref().clone())),
-        }
-    }
-    if raw.truncated_tail {
-        rec.warn(ReportWarning::new(
-            WarningKind::RawTruncated,
-            "the raw file's last line was cut off (the run was killed); it was skipped",
-        ));
-    }
-    let legacy = raw.header.schema.split('/').nth(1) == Some("1");
-    let (interrupted, mut environment) = match end {
-        Some((interrupted, environment)) => (interrupted || raw.truncated_tail, environment),
-        None => {
-            // No end line: the run was killed (files before 1.1 never had one; for
-            // them, a level missing is the sign).
-            let interrupted = !legacy
-                || raw.truncated_tail
-                || rec.levels_started() < raw.header.config.levels.len();
-            let environment = Environment {
-                tool_version: raw.header.tool_version.clone(),
-                ..Environment::default()
-            };
-            (interrupted, environment)
-        }
-    };
-    environment.rebuilt_from_raw = true;
-    #[cfg_attr(not(feature = "server-view"), allow(unused_mut))]
-    let mut report = rec.finish(environment, interrupted);
-    #[cfg(feature = "server-view")]
-    scrapes.attach(&mut report);
-    report
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::WarningKind;
     use crate::testing;
 
     fn line(level: usize, c: u32, warmup: bool, t0: f64) -> String {

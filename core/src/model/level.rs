@@ -1,0 +1,440 @@
+//! One load level's results: its counts, throughputs, metric summaries and
+//! quantile curves, ITL by output position, stalls, rounds, SLO checks, long-run
+//! snapshots and drift, conversation turns, and its server view.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::load::Load;
+use super::run::is_zero;
+use super::server_view::LevelServer;
+#[cfg(feature = "server-view")]
+use crate::analyze::server::view::ServerLevel;
+use crate::analyze::stats::{LinearFit, Summary};
+
+/// Summaries of every per-request metric at one level (successful requests only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LevelMetrics {
+    /// Time to first token.
+    pub ttft_ms: Summary,
+    /// Time per output token.
+    pub tpot_ms: Summary,
+    /// Inter-token latency per chunk (all gaps of all requests).
+    pub itl_ms: Summary,
+    /// Inter-token latency per token.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub itl_per_token_ms: Summary,
+    /// End-to-end latency.
+    pub e2e_ms: Summary,
+    /// Time to response headers.
+    pub time_to_headers_ms: Summary,
+    /// Time to first body byte.
+    pub time_to_first_byte_ms: Summary,
+    /// Per-request decode rate, tokens/s.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub decode_rate_tok_per_s: Summary,
+    /// Output tokens per request.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub output_tokens: Summary,
+    /// User-perceived TTFT (browser).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendered_ttft_ms: Option<Summary>,
+    /// Render delay (browser).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render_delay_ms: Option<Summary>,
+    /// A reasoning model's time to its first answer token (requests that
+    /// reasoned; TTFT counts the reasoning's first token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub time_to_first_answer_ms: Option<Summary>,
+    /// Reasoning tokens per request (requests that reasoned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub reasoning_tokens: Option<Summary>,
+    /// Each request's longest gap between tokens (stream smoothness; requests
+    /// with at least two content events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub max_gap_ms: Option<Summary>,
+    /// The browser's own send delay: from the page's send to its network stack
+    /// beginning the request (Resource Timing's `requestStart`; a new
+    /// connection's setup included) (browser, where exposed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub browser_send_ms: Option<Summary>,
+    /// The browser's own delivery delay: from its network stack having the
+    /// response's first bytes (Resource Timing's `responseStart`) to the page's
+    /// script having the response (browser, where exposed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub browser_delivery_ms: Option<Summary>,
+    /// Actual minus scheduled send (rate mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub client_lag_ms: Option<Summary>,
+    /// llama.cpp's own generation time per token, when the server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub server_tpot_ms: Option<Summary>,
+    /// llama.cpp's own prompt evaluation time, when the server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub server_prompt_ms: Option<Summary>,
+    /// Waiting for a connection's setup (DNS, TCP, proxy tunnel, TLS), over the
+    /// requests that waited for one (of every outcome that got a connection):
+    /// those that opened one, and HTTP/2 streams sent while it was set up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_setup_ms: Option<Summary>,
+}
+
+/// A level's requests by the connection they went over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ConnectionCounts {
+    /// Requests that opened a new connection.
+    pub new: u64,
+    /// Requests that went over a connection an earlier request had opened.
+    pub reused: u64,
+}
+
+/// ITL of the gaps whose later event starts at output positions `from..=to`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionBucket {
+    /// First output position (1-based).
+    pub from: u64,
+    /// Last output position, `None` for open-ended.
+    pub to: Option<u64>,
+    /// ITL of the gaps in this range.
+    pub itl_ms: Summary,
+}
+
+/// What the server's prefix cache served, as the server said per request.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct PromptCache {
+    /// Requests whose server said how many prompt tokens came from its cache.
+    pub requests: u64,
+    /// Their prompt tokens (`usage.prompt_tokens`).
+    pub prompt_tokens: u64,
+    /// Of those, the cached ones.
+    pub cached_tokens: u64,
+}
+
+impl PromptCache {
+    /// The share of prompt tokens served from the cache (0 to 1).
+    pub fn cached_fraction(&self) -> Option<f64> {
+        (self.prompt_tokens > 0).then(|| self.cached_tokens as f64 / self.prompt_tokens as f64)
+    }
+
+    /// Add one request's counts.
+    pub fn add(&mut self, prompt_tokens: u64, cached_tokens: u64) {
+        self.requests += 1;
+        self.prompt_tokens += prompt_tokens;
+        self.cached_tokens += cached_tokens;
+    }
+}
+
+/// One turn of a level's conversations: the requests that were that turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnReport {
+    /// The turn, 1 the first.
+    pub turn: u32,
+    /// Requests sent as this turn.
+    pub sent: u64,
+    /// Of those, successful.
+    pub ok: u64,
+    /// Time to first token of the successful ones.
+    pub ttft_ms: Summary,
+    /// Their time per output token.
+    pub tpot_ms: Summary,
+    /// Their prompt tokens (`usage.prompt_tokens`: the whole history sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<Summary>,
+    /// What the server's prefix cache served for this turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<PromptCache>,
+}
+
+/// Stalls (ITL gaps above the threshold).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StallReport {
+    /// The threshold, ms.
+    pub threshold_ms: f64,
+    /// Gaps above it.
+    pub count: u64,
+    /// Requests with at least one.
+    pub requests: u64,
+    /// The longest gap of all, ms.
+    pub longest_ms: Option<f64>,
+}
+
+/// One round of a level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundReport {
+    /// 1-based round number.
+    pub round: u32,
+    /// Requests sent in the round.
+    pub sent: u64,
+    /// Successful ones.
+    pub ok: u64,
+    /// Median TTFT.
+    pub ttft_ms_p50: Option<f64>,
+    /// Median TPOT.
+    pub tpot_ms_p50: Option<f64>,
+    /// Median E2E.
+    pub e2e_ms_p50: Option<f64>,
+    /// Output throughput of the round.
+    pub output_tokens_per_s: Option<f64>,
+    /// Metrics on which this round is more than 2x off the median of the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outlier_metrics: Vec<String>,
+}
+
+/// Round-to-round spread of one figure: `(max - min) / median`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Smallest round value.
+    pub min: f64,
+    /// Largest round value.
+    pub max: f64,
+    /// `(max - min) / median` of the round values.
+    pub relative: f64,
+}
+
+/// Spread between rounds of the key figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RoundSpread {
+    /// Of the rounds' TTFT medians.
+    pub ttft_ms_p50: Option<Spread>,
+    /// Of the rounds' TPOT medians.
+    pub tpot_ms_p50: Option<Spread>,
+    /// Of the rounds' E2E medians.
+    pub e2e_ms_p50: Option<Spread>,
+    /// Of the rounds' throughputs.
+    pub output_tokens_per_s: Option<Spread>,
+    /// Some round is more than 2x off the others.
+    pub rounds_disagree: bool,
+}
+
+/// Whether a level met one SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloCheck {
+    /// The SLO (`ttft_ms:p95<=500`).
+    pub slo: String,
+    /// The level's value of that percentile.
+    pub value_ms: Option<f64>,
+    /// Whether it is within the bound.
+    pub met: bool,
+}
+
+/// A per-minute (or per-interval) snapshot of a long run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Interval start, seconds since the level began.
+    pub t_s: f64,
+    /// Requests finished in the interval.
+    pub finished: u64,
+    /// Successful ones.
+    pub ok: u64,
+    /// Median TTFT.
+    pub ttft_ms_p50: Option<f64>,
+    /// Median TPOT.
+    pub tpot_ms_p50: Option<f64>,
+    /// 95th percentile TPOT.
+    pub tpot_ms_p95: Option<f64>,
+    /// Output tokens/s in the interval.
+    pub output_tokens_per_s: f64,
+}
+
+/// The trend of one metric across a long run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// Metric (`tpot_ms`, `ttft_ms`).
+    pub metric: String,
+    /// Fit of per-request values against their finish time (minutes).
+    pub fit: LinearFit,
+    /// Slope, ms per minute.
+    pub slope_ms_per_min: f64,
+    /// Half-width of the slope's 95% confidence interval, ms per minute.
+    pub slope_ci95_ms_per_min: f64,
+    /// Relative change over the run: `slope * duration / level at start`.
+    pub change_over_run: f64,
+    /// The slope differs from 0 at 95% and the change over the run is at least 10%.
+    pub flagged: bool,
+}
+
+/// Results of one load level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelReport {
+    /// Closed-loop concurrency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Open-loop rate, req/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Requests sent in the measured window (warm-up excluded).
+    pub sent: u64,
+    /// Successful requests.
+    pub ok: u64,
+    /// Failed requests (every kind, see `error_kinds`).
+    pub errors: u64,
+    /// Requests that hit the client timeout.
+    pub timeouts: u64,
+    /// Failures by kind (`http_503`, `reset`, ...).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub error_kinds: BTreeMap<String, u64>,
+    /// Timeouts by phase (`headers`, `first_token`, `stream`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub timeout_phases: BTreeMap<String, u64>,
+    /// Measured window: the sum over rounds of (last `t_done` - first `t_send`), seconds.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub window_s: f64,
+    /// Output tokens of successful requests per second of window.
+    pub output_tokens_per_s: f64,
+    /// Successful requests per second of window.
+    pub requests_per_s: f64,
+    /// `errors / sent`.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub error_rate: f64,
+    /// `timeouts / sent`.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub timeout_rate: f64,
+    /// Requests/s that met every SLO (when SLOs were given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_per_s: Option<f64>,
+    /// Fraction of sent requests that met every SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub goodput_fraction: Option<f64>,
+    /// Per-SLO verdicts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub slo_checks: Vec<SloCheck>,
+    /// Output tokens of successful requests.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub output_tokens_total: u64,
+    /// Some successful request had no `usage`: its tokens were counted from events.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub output_tokens_estimated: bool,
+    /// Fraction of content events that shared their read with another.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub shared_read_fraction: f64,
+    /// Metric summaries.
+    pub metrics: LevelMetrics,
+    /// ITL by output position (does decode slow down on long outputs?).
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub itl_by_position: Vec<PositionBucket>,
+    /// Stalls.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub stalls: StallReport,
+    /// Rounds.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub rounds: Vec<RoundReport>,
+    /// Spread between rounds.
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub round_spread: RoundSpread,
+    /// How first paints were measured (browser): method -> requests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub paint_methods: BTreeMap<String, u64>,
+    /// Successful requests whose TTFT was taken at the browser's network stack
+    /// (`responseStart`: their first token came in the response's first bytes).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub ttft_at_network_stack: u64,
+    /// Requests by the HTTP version of their answer (`http/1.1`, `h2`), where
+    /// known. (Written by the page's main module, not read back: as `transport`.)
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub protocols: BTreeMap<String, u64>,
+    /// Requests that opened a new connection and requests that reused one
+    /// (where the client knew which).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub connections: Option<ConnectionCounts>,
+    /// Quantile curves for CDFs and histograms: metric -> 101 values, the
+    /// percentiles p0, p1, ..., p100 (`ttft_ms`, `itl_ms`, `e2e_ms`, `tpot_ms`,
+    /// and in the browser `rendered_ttft_ms`, `render_delay_ms`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quantiles: BTreeMap<String, Vec<f64>>,
+    /// A shard's samples, metric by metric, as HdrHistograms (3 significant
+    /// digits; [`crate::analyze::stats::HistogramData`]), so that `tokenscope
+    /// merge` combines shards exactly within the histogram's precision without
+    /// their raw files. Only shards' reports carry them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg(feature = "server-view")]
+    pub histograms: BTreeMap<String, crate::analyze::stats::HistogramData>,
+    /// Per-minute snapshots (long runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub snapshots: Vec<Snapshot>,
+    /// Trends across the run (long runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub drift: Vec<Drift>,
+    /// `usage.prompt_tokens` summed over every request sent in the level
+    /// (whatever its outcome).
+    #[serde(default)]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub usage_prompt_tokens: u64,
+    /// `usage.completion_tokens`, summed the same way.
+    #[serde(default)]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub usage_completion_tokens: u64,
+    /// Requests whose prompt the run's tokenizer counted exactly, checked against
+    /// their `usage.prompt_tokens` (the count plus the template's overhead).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub prompt_tokens_checked: u64,
+    /// Of those, the ones whose `usage.prompt_tokens` was something else.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub prompt_tokens_differ: u64,
+    /// Requests whose generated text the run's local tokenizer counted
+    /// (`completion_tokens_counted`) beside a `usage.completion_tokens`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub output_tokens_checked: u64,
+    /// Of those, the ones where the two differ (a model's text, tokenized again,
+    /// need not be the tokens it generated; a server may count others).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub output_tokens_differ: u64,
+    /// Requests sent in the level without a `usage`.
+    #[serde(default)]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub requests_without_usage: u64,
+    /// The prompt tokens of the level's requests whose server said how many it
+    /// took from its prefix cache, and those cached tokens; absent: none said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub prompt_cache: Option<PromptCache>,
+    /// Per turn of the level's conversations (`--conversation`), first turn
+    /// first; empty outside conversations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub turns: Vec<TurnReport>,
+    /// The level as the server's `/metrics` (and the GPU exporter's) saw it.
+    /// Read and written with the feature `server-view`, which the page's main
+    /// module goes without (it never scrapes; the code would weigh on its first
+    /// load): there the field stays empty, as do the usage sums below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub server: Option<LevelServer>,
+}
+
+impl LevelReport {
+    /// The level's server view, if it was scraped.
+    #[cfg(feature = "server-view")]
+    pub fn server_view(&self) -> Option<&ServerLevel> {
+        self.server.as_ref()
+    }
+
+    /// The level's load.
+    pub fn load(&self) -> Load {
+        match (self.concurrency, self.rate_per_s) {
+            (Some(c), _) => Load::Concurrency(c),
+            (None, Some(r)) => Load::Rate(r),
+            (None, None) => Load::Concurrency(0),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The result model: the client report (`tokenscope.client/1`), one serde model
+//! that every renderer (the terminal table, Markdown, CSV, the HTML report, the
+//! page) reads. Types and their serde only: [`crate::analyze`] fills it,
+//! [`crate::report`] assembles it (live or from a raw file), merges it and joins
+//! the server view to it, and re-exports it under its paths.
+//!
+//! - [`load`]: who measured and how load was applied;
+//! - [`run`]: the run's configuration and environment;
+//! - [`level`]: one load level's results;
+//! - [`client`]: the whole report, the sweep's results, reading it back;
+//! - [`warning`]: typed run warnings; [`transport`]: how the client reached the
+//!   endpoint; `merge`: what a merged report says of its making;
+//! - [`server_view`]: the server view's place in the report.
+//!
+//! The committed JSON Schema is `schemas/client.schema.json`; a test checks that
+//! what we write validates against it. Readers refuse a document whose major
+//! schema version they do not know ([`ClientReport::from_json`]).
+
+pub mod client;
+pub mod level;
+pub mod load;
+#[cfg(feature = "server-view")]
+pub mod merge;
+pub mod run;
+pub mod server_view;
+pub mod transport;
+pub mod warning;
+
+pub use client::{
+    CLIENT_SCHEMA, ClientReport, Knee, ReportError, SloCapacity, SweepReport, check_schema,
+};
+pub use level::{
+    ConnectionCounts, Drift, LevelMetrics, LevelReport, PositionBucket, PromptCache, RoundReport,
+    RoundSpread, SloCheck, Snapshot, Spread, StallReport, TurnReport,
+};
+pub use load::{Arrival, Load, LoadMode, ReasoningDisplay, Source};
+#[cfg(feature = "server-view")]
+pub use merge::{MergeInfo, MergeMethod};
+pub use run::{Environment, RunConfig, TokenCounting, TraceInfo};
+#[cfg(not(feature = "server-view"))]
+pub use server_view::NoServerView;
+pub use server_view::{LevelServer, RunServer};
+pub use warning::{ReportWarning, WarningKind};

@@ -1,0 +1,82 @@
+//! A client report rebuilt from its raw file alone (`tokenscope report --raw`,
+//! the page's report module): the entries replayed through the run's own
+//! recorder, the scrapes through its own scrape log.
+
+use super::{RawEntry, RawEvent, RawFile, load_of};
+use crate::report::assemble::RunRecorder;
+#[cfg(feature = "server-view")]
+use crate::report::server::ScrapeLog;
+use crate::report::{ClientReport, Environment, ReportWarning, WarningKind};
+
+/// Rebuild the client report from the raw file alone: its entries replayed, in
+/// order, through the same [`RunRecorder`] the run used, so every level, the
+/// sweep and the warnings come out as the run computed them. The environment
+/// comes from the `end` line (a killed run has none: only the tool version is
+/// known), marked `rebuilt_from_raw`.
+pub fn rebuild_report(raw: &RawFile) -> ClientReport {
+    let mut rec = RunRecorder::new(raw.header.source, raw.header.config.clone());
+    #[cfg(feature = "server-view")]
+    let mut scrapes = ScrapeLog::default();
+    let mut end = None;
+    for entry in &raw.entries {
+        match entry {
+            RawEntry::Request(line) => rec.record(line),
+            RawEntry::Event(RawEvent::LevelStart {
+                level,
+                concurrency,
+                rate_per_s,
+                t_ms,
+            }) => {
+                rec.start_level(*level, load_of(*concurrency, *rate_per_s), *t_ms);
+                #[cfg(feature = "server-view")]
+                scrapes.level_started(*level, *t_ms);
+            }
+            RawEntry::Event(RawEvent::Warning(w)) => {
+                rec.warn(w.clone());
+            }
+            RawEntry::Event(RawEvent::LevelEnd { .. }) => {
+                rec.end_level();
+                #[cfg(feature = "server-view")]
+                scrapes.level_ended();
+            }
+            #[cfg(feature = "server-view")]
+            RawEntry::Scrape(s) => {
+                scrapes.scrape(s.as_ref().clone());
+            }
+            #[cfg(not(feature = "server-view"))]
+            RawEntry::Scrape(_) => {}
+            RawEntry::Event(RawEvent::End {
+                interrupted,
+                environment,
+            }) => end = Some((*interrupted, environment.as_ref().clone())),
+        }
+    }
+    if raw.truncated_tail {
+        rec.warn(ReportWarning::new(
+            WarningKind::RawTruncated,
+            "the raw file's last line was cut off (the run was killed); it was skipped",
+        ));
+    }
+    let legacy = raw.header.schema.split('/').nth(1) == Some("1");
+    let (interrupted, mut environment) = match end {
+        Some((interrupted, environment)) => (interrupted || raw.truncated_tail, environment),
+        None => {
+            // No end line: the run was killed (files before 1.1 never had one; for
+            // them, a level missing is the sign).
+            let interrupted = !legacy
+                || raw.truncated_tail
+                || rec.levels_started() < raw.header.config.levels.len();
+            let environment = Environment {
+                tool_version: raw.header.tool_version.clone(),
+                ..Environment::default()
+            };
+            (interrupted, environment)
+        }
+    };
+    environment.rebuilt_from_raw = true;
+    #[cfg_attr(not(feature = "server-view"), allow(unused_mut))]
+    let mut report = rec.finish(environment, interrupted);
+    #[cfg(feature = "server-view")]
+    scrapes.attach(&mut report);
+    report
+}
