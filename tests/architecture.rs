@@ -490,8 +490,14 @@ fn the_checker_finds_a_loop_and_follows_reexports() {
         std::fs::create_dir_all(f.parent().unwrap()).unwrap();
         std::fs::write(f, s).unwrap();
     };
-    w("lib.rs", "pub mod model;\npub mod a;\npub mod b;\npub mod p;\n");
-    w("p/mod.rs", "mod c;\npub struct Ctx;\npub fn run() { c::go(&Ctx); }\n");
+    w(
+        "lib.rs",
+        "pub mod model;\npub mod a;\npub mod b;\npub mod p;\n",
+    );
+    w(
+        "p/mod.rs",
+        "mod c;\npub struct Ctx;\npub fn run() { c::go(&Ctx); }\n",
+    );
     w("p/c.rs", "use super::Ctx;\npub fn go(_: &Ctx) {}\n");
     w("model/mod.rs", "mod types;\npub use types::Thing;\n");
     w("model/types.rs", "pub struct Thing;\n");

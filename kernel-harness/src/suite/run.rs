@@ -606,4 +606,3 @@ fn file_label(f: &FileGemv) -> String {
         ),
     }
 }
-
