@@ -107,6 +107,10 @@ async fn context(request: &GpuRunRequest) -> Result<GpuContext, GpuPageError> {
         backend: Some(BackendChoice::WebGpu),
         disable_timestamps: !request.timestamps,
         disable_subgroups: !request.subgroups,
+        // A tab's GPU memory is lent by the browser: each operand is allocated on its
+        // own and freed after its kernel, rather than held in the arena's gigabyte
+        // blocks until the run ends (Chromium refused those on a 2-core CI machine).
+        no_arena: true,
         ..Default::default()
     })
     .await?;

@@ -9,10 +9,12 @@
 //!    while a neighbour is faster by more than [`IMPROVEMENT`], and stops at a local
 //!    best or when the problem's share of the budget is spent. Variants that cannot
 //!    run, or give a wrong answer, are never chosen (the latter are listed).
-//! 3. The two fastest are timed again with the full timing, and the faster wins.
+//! 3. The two fastest are timed again with the full timing, and the faster wins (a
+//!    walk that timed only the default keeps its brief figure).
 //!
 //! The data of a problem (its matrices or KV caches, rotated beyond the cache as in a
-//! run) is made once; each variant only rebinds it.
+//! run) is made once; each variant only rebinds it. The bandwidth read and copy share
+//! their buffers (gigabytes on a GPU: filled once).
 
 use std::collections::HashMap;
 use std::fmt::Display;
@@ -191,7 +193,7 @@ struct Walk<V> {
     tried: Vec<(V, f64)>,
     /// Variants that gave a wrong answer.
     failed: Vec<V>,
-    /// The winner and its full-timing median.
+    /// The winner and its full-timing median (its brief one when it ran alone).
     best: Option<(V, f64)>,
 }
 
@@ -262,11 +264,16 @@ where
             _ => break,
         }
     }
-    // Finalists: the two fastest, timed in full.
+    // Finalists: the two fastest, timed in full. A walk that timed one variant only
+    // (its share was spent on the default) has nothing to choose between: the brief
+    // figure stands, and the budget goes to the problems after it.
     let mut ranked: Vec<(V, f64)> = order.iter().map(|v| (*v, times[v])).collect();
     ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let mut best: Option<(V, f64)> = None;
-    for (v, _) in ranked.iter().take(2) {
+    let (mut best, finalists) = match ranked[..] {
+        [only] => (Some(only), &ranked[..0]),
+        _ => (None, &ranked[..ranked.len().min(2)]),
+    };
+    for (v, _) in finalists {
         if let Ok(Some(us)) = eval(*v, true).await
             && best.is_none_or(|(_, b)| us < b)
         {
@@ -428,10 +435,15 @@ async fn tune_stream(
     plan: BandwidthPlan,
     opts: &SearchOptions,
     deadline_ms: f64,
+    buffers: &mut Option<StreamBench>,
 ) -> Result<Option<TuningEntry>> {
     let caps = VariantCaps::of(ctx);
     let (default, _) = stream_default(&ctx.adapter_report());
-    let bench = StreamBench::new(ctx, plan, opts.seed).await?;
+    let bench = match buffers.take() {
+        Some(b) if b.plan == plan => buffers.insert(b),
+        _ => buffers.insert(StreamBench::new(ctx, plan, opts.seed).await?),
+    };
+    let bench = &*bench;
     let eval = async |v: StreamVariant, full: bool| -> Result<Option<f64>> {
         let timing = if full { &opts.full } else { &opts.quick };
         let (m, _, err) = bench.time(ctx, clock, stream, v, timing).await?;
@@ -532,7 +544,12 @@ pub async fn tune(
     let end = start + opts.budget_ms;
     let mut entries = Vec::new();
     let mut unsearched = Vec::new();
+    // The bandwidth buffers, kept from the read's problem to the copy's.
+    let mut stream_buffers: Option<StreamBench> = None;
     for (i, p) in problems.iter().enumerate() {
+        if !matches!(p, Problem::Stream(..)) {
+            stream_buffers = None;
+        }
         if progress.cancelled() {
             break;
         }
@@ -549,7 +566,9 @@ pub async fn tune(
         let found = match p {
             Problem::Gemv(s) => tune_gemv(ctx, clock, *s, opts, deadline).await,
             Problem::Attention(s) => tune_attention(ctx, clock, *s, opts, deadline).await,
-            Problem::Stream(k, p) => tune_stream(ctx, clock, *k, *p, opts, deadline).await,
+            Problem::Stream(k, p) => {
+                tune_stream(ctx, clock, *k, *p, opts, deadline, &mut stream_buffers).await
+            }
         };
         // Anything the problem left in wgpu's error sink is its own.
         let _ = ctx.take_uncaptured_errors();
