@@ -171,13 +171,16 @@ pub struct Repacked {
 impl Repacked {
     /// The scales as 32-bit words (two per word, even index low), padded to a whole word.
     pub fn d_words(&self) -> Vec<u32> {
-        self.d
-            .chunks(2)
-            .map(|c| {
-                u32::from(c[0].to_bits()) | (u32::from(c.get(1).map_or(0, |h| h.to_bits())) << 16)
-            })
-            .collect()
+        f16_words(&self.d)
     }
+}
+
+/// f16 values as 32-bit words, two per word (even index low), padded to a whole word:
+/// how the shaders read scale arrays.
+pub(crate) fn f16_words(d: &[f16]) -> Vec<u32> {
+    d.chunks(2)
+        .map(|c| u32::from(c[0].to_bits()) | (u32::from(c.get(1).map_or(0, |h| h.to_bits())) << 16))
+        .collect()
 }
 
 /// Repacks a row-major matrix of GGUF q8_0 blocks.

@@ -26,12 +26,7 @@ pub struct RepackedK {
 impl RepackedK {
     /// The f16 scales as 32-bit words (two per word, even index low), padded.
     pub fn d_words(&self) -> Vec<u32> {
-        self.d
-            .chunks(2)
-            .map(|c| {
-                u32::from(c[0].to_bits()) | (u32::from(c.get(1).map_or(0, |h| h.to_bits())) << 16)
-            })
-            .collect()
+        crate::quant::f16_words(&self.d)
     }
 
     /// Super-block `b` as a GGUF q4_K block.
