@@ -13,7 +13,8 @@
 #   - a check that every opt-in test really ran and passed (none may skip);
 #   - core built for wasm32 (it stays portable);
 #   - the page's wasm-bindgen tests in headless Chromium;
-#   - cargo fuzz on the SSE decoder and the streaming path, 30 s each.
+#   - cargo fuzz on the SSE decoder, the streaming path, the /metrics parser,
+#     the GGUF header and the real-user intake, 30 s each.
 #
 # A plain `cargo test` runs everything that needs nothing beyond Rust; the opt-in
 # suites are `#[ignore]`d with the reason (what they need) and run here.
@@ -70,7 +71,7 @@ step "the page's wasm-bindgen tests (headless Chromium)"
 CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \
   cargo test -p tokenscope-web --target wasm32-unknown-unknown
 
-step "fuzz the SSE decoder and the streaming path (bounded: 30 s per target)"
+step "fuzz the parsers of untrusted input (bounded: 30 s per target)"
 scripts/fuzz.sh 30
 
 step "all tests passed"

@@ -20,6 +20,8 @@ pub enum Command {
     Bench(Box<cmd::bench::BenchArgs>),
     /// Measure this machine's client timing error against server truth at rising concurrency.
     Calibrate(cmd::calibrate::CalibrateArgs),
+    /// Collect real users' chat turns from the browser probe (rum/): painted TTFT per route and browser.
+    Collect(cmd::collect::CollectArgs),
     /// Compare runs: each change with its 95% interval and a verdict; a CI gate (--fail-on).
     Compare(cmd::compare::CompareArgs),
     /// Track runs over time: each metric per run with its interval, changes flagged.
@@ -44,6 +46,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => cmd::bench::run(*args),
         Command::Calibrate(args) => cmd::calibrate::run(args),
+        Command::Collect(args) => cmd::collect::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::History(args) => cmd::history::run(args).map(|()| ExitCode::SUCCESS),
         Command::Merge(args) => cmd::merge::run(args),

@@ -5,6 +5,7 @@
 
 mod cli;
 mod cmd;
+mod collect;
 mod engine;
 mod gguf_file;
 mod live;

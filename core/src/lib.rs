@@ -22,7 +22,9 @@
 //! lists), [`rng`] (seeded randomness) and [`page`] (the messages between the page
 //! and its lazily loaded modules: the GPU harness and the report renderer).
 //! [`gguf`] reads a GGUF file's header from a prefix of the file (sans-IO) and
-//! gives the file's model and its own decode floor.
+//! gives the file's model and its own decode floor. [`rum`] is real users' turns
+//! (what the browser probe sends and `tokenscope collect` stores) and their
+//! weighted summary.
 //!
 //! Data flow: [`measure::sse::Decoder`] -> [`measure::openai::parse_event`] ->
 //! [`measure::timeline::RequestTimeline`] -> [`measure::metrics::RequestMetrics`] ->
@@ -38,6 +40,7 @@ pub mod parse;
 pub mod render;
 pub mod report;
 pub mod rng;
+pub mod rum;
 pub mod sim;
 pub mod testing;
 pub mod workload;

@@ -36,13 +36,15 @@ fn duration_ms(s: &str) -> Result<f64, String> {
         (n, 60_000.0)
     } else if let Some(n) = t.strip_suffix('h') {
         (n, 3_600_000.0)
+    } else if let Some(n) = t.strip_suffix('d') {
+        (n, 86_400_000.0)
     } else {
         (t, 1000.0)
     };
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("{s:?} is not a duration (e.g. 500ms, 60s, 30m, 1h)"))?;
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 500ms, 60s, 30m, 1h, 7d)"))?;
     if !v.is_finite() {
         return Err(format!("{s:?} must be a positive duration"));
     }

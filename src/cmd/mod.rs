@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod collect;
 pub mod compare;
 pub mod demo;
 pub mod history;

@@ -1,0 +1,185 @@
+//! `tokenscope collect`: the intake of the browser probe (`rum/tokenscope-rum.js`),
+//! real users' chat turns stored in SQLite; `--summary` reads them back as painted
+//! and received TTFT per route and browser.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use tokenscope_core::parse::parse_duration;
+use tokenscope_core::rum::summary::{GroupSummary, Quantiles, summarise_all};
+
+use crate::collect::store::Store;
+use crate::collect::{CollectOptions, Collector, router, unix_ms};
+
+/// Collect real users' chat turns from the browser probe.
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  tokenscope collect --db rum.sqlite --allow-origin https://chat.example.com
+  tokenscope collect --db rum.sqlite --summary --since 24h
+
+The probe posts to a path on your own origin (e.g. /rum) that your proxy forwards to
+this collector's /rum, passing the Origin header on (see docs/rum.md). GET /metrics
+has the intake's counters.")]
+pub struct CollectArgs {
+    /// The SQLite file turns are stored in (created if missing).
+    #[arg(long, default_value = "rum.sqlite", value_name = "FILE")]
+    pub db: PathBuf,
+
+    /// Print the stored turns' summary and exit (no server).
+    #[arg(long)]
+    pub summary: bool,
+
+    /// With --summary: only turns received within this long (e.g. 24h).
+    #[arg(long, value_name = "DURATION", requires = "summary")]
+    pub since: Option<String>,
+
+    /// With --summary: JSON instead of a table.
+    #[arg(long, requires = "summary")]
+    pub json: bool,
+
+    /// Address to bind. Anything but loopback is reachable from the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+
+    /// Port (0 picks a free one; the URL is printed on the first line).
+    #[arg(long, default_value_t = 8090)]
+    pub port: u16,
+
+    /// An origin allowed to post (repeat for more); none given: any origin.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+
+    /// A public ingest key the probe's collector URL must carry (`/rum?key=...`).
+    #[arg(long, value_name = "KEY")]
+    pub ingest_key: Option<String>,
+
+    /// Batches a minute per client address before 429.
+    #[arg(long, default_value_t = 120, value_name = "N")]
+    pub rate_limit: u32,
+
+    /// Take the client address from X-Forwarded-For (behind your own proxy).
+    #[arg(long)]
+    pub trust_forwarded: bool,
+
+    /// Delete turns older than this (checked at start and hourly).
+    #[arg(long, default_value = "30d", value_name = "DURATION")]
+    pub retention: String,
+}
+
+/// Run the subcommand.
+pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
+    if args.summary {
+        return summary(&args);
+    }
+    let keep = parse_duration(&args.retention).map_err(|e| anyhow::anyhow!("--retention: {e}"))?;
+    for o in &args.allow_origins {
+        anyhow::ensure!(
+            o.starts_with("http://") || o.starts_with("https://"),
+            "--allow-origin {o:?}: an origin is scheme://host[:port], e.g. https://chat.example.com"
+        );
+    }
+    let store = Store::open(&args.db)?;
+    let collector = Collector::new(
+        store,
+        CollectOptions {
+            allow_origins: args
+                .allow_origins
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_string())
+                .collect(),
+            ingest_key: args.ingest_key.clone(),
+            per_minute: args.rate_limit,
+            trust_forwarded: args.trust_forwarded,
+        },
+    );
+    let expired = collector.expire(keep.as_secs_f64() * 1e3)?;
+    if expired > 0 {
+        eprintln!("deleted {expired} turns older than {}", args.retention);
+    }
+    let rt = super::runtime()?;
+    rt.block_on(async move {
+        let (listener, origin) = super::listen(args.host, args.port).await?;
+        println!("tokenscope collect listening on {origin}/rum");
+        eprintln!("storing turns in {}", args.db.display());
+        let c = collector.clone();
+        tokio::spawn(async move {
+            let mut hourly = tokio::time::interval(Duration::from_secs(3600));
+            hourly.tick().await;
+            loop {
+                hourly.tick().await;
+                if let Err(e) = c.expire(keep.as_secs_f64() * 1e3) {
+                    eprintln!("error: {e}");
+                }
+            }
+        });
+        let app = router(collector).into_make_service_with_connect_info::<SocketAddr>();
+        tokio::select! {
+            r = axum::serve(listener, app) => r.context("the collector failed")?,
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn summary(args: &CollectArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.db.is_file(),
+        "{}: no such turn store (tokenscope collect --db FILE writes one)",
+        args.db.display()
+    );
+    let since = match &args.since {
+        Some(s) => {
+            let d = parse_duration(s).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
+            unix_ms() - d.as_secs_f64() * 1e3
+        }
+        None => 0.0,
+    };
+    let turns = Store::open(&args.db)?.turns(since)?;
+    let groups = summarise_all(&turns);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&groups)?);
+    } else {
+        print!("{}", table(&groups));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn table(groups: &[GroupSummary]) -> String {
+    let q = |q: &Option<Quantiles>| {
+        q.map_or_else(
+            || "-".to_string(),
+            |q| format!("{:.0} / {:.0}", q.p50, q.p95),
+        )
+    };
+    let mut out = format!(
+        "{:<36} {:>7} {:>16} {:>16} {:>14} {:>8} {:>8} {:>7}\n",
+        "group",
+        "turns",
+        "painted p50/p95",
+        "received p50/95",
+        "render p50/95",
+        "stall>1s",
+        "aborted",
+        "errors"
+    );
+    for g in groups {
+        out.push_str(&format!(
+            "{:<36} {:>7.0} {:>16} {:>16} {:>14} {:>7.1}% {:>7.1}% {:>6.1}%\n",
+            g.group,
+            g.weighted_turns,
+            q(&g.ttft_painted_ms),
+            q(&g.ttft_received_ms),
+            q(&g.render_delay_ms),
+            100.0 * g.stalled_1s_fraction,
+            100.0 * g.aborted_fraction,
+            100.0 * g.error_fraction
+        ));
+    }
+    out.push_str("times in ms from the app's fetch call; turns weighted by their sampling\n");
+    out
+}
