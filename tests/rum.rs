@@ -47,7 +47,7 @@ fn stored(db: &Path) -> Vec<Value> {
         .prepare(
             "SELECT route, outcome, error_kind, chunks, chars, first_chunk_ms, first_dom_ms,
                     first_paint_ms, last_chunk_ms, weight, browser, hidden, stalls_250,
-                    stalls_1000, longest_gap_ms
+                    stalls_1000, longest_gap_ms, events
              FROM turns ORDER BY started_unix_ms",
         )
         .unwrap();
@@ -68,6 +68,7 @@ fn stored(db: &Path) -> Vec<Value> {
             "stalls_250": r.get::<_, i64>(12)?,
             "stalls_1000": r.get::<_, i64>(13)?,
             "longest_gap_ms": r.get::<_, f64>(14)?,
+            "events": r.get::<_, i64>(15)?,
         }))
     })
     .unwrap()
@@ -476,6 +477,135 @@ async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
         if let Some(w) = &answer_word {
             assert!(!text.contains(w.as_str()), "{file} holds answer text {w:?}");
         }
+    }
+    browser.close().await;
+}
+
+/// What core's decoder makes of a fixture: closed events, the events carrying answer
+/// text, its UTF-16 length, and whether an error object came in the stream. (An
+/// event the stream ends inside is not an event for the probe, which follows the
+/// WHATWG rule and discards it; core keeps it as `terminated: false` for its own
+/// classification of the stream's end.)
+fn core_reading(bytes: &[u8]) -> (u64, u64, u64, bool) {
+    use tokenscope_core::measure::openai::{StreamItem, parse_event};
+    use tokenscope_core::measure::sse::Decoder;
+    let mut d = Decoder::new();
+    let mut events = Vec::new();
+    d.feed(bytes, &mut events).unwrap();
+    events.extend(d.finish());
+    let (mut n, mut chunks, mut chars, mut error) = (0, 0, 0, false);
+    for e in events.iter().filter(|e| e.terminated) {
+        n += 1;
+        match parse_event(&e.event, &e.data) {
+            Ok(StreamItem::Chunk(c)) if !c.content.is_empty() => {
+                chunks += 1;
+                chars += c.content.encode_utf16().count() as u64;
+            }
+            Ok(StreamItem::Error(_)) => error = true,
+            _ => {}
+        }
+    }
+    (n, chunks, chars, error)
+}
+
+/// The probe's SSE reading agrees with core's decoder on every SSE fixture (line
+/// ends, comments, multi-line data, reasoning and tool-call deltas, errors in the
+/// stream, streams cut off), and the app reads the same bytes through the probe as
+/// through the browser's own `fetch`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn the_probe_reads_the_sse_fixtures_as_core_does() {
+    use axum::extract::Path as UrlPath;
+    use axum::http::header;
+    let fixtures = repo().join("tests/fixtures/sse");
+    let mut names: Vec<String> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".sse"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 15, "{names:?}");
+    // The fixtures as a server streams them: text/event-stream, any origin.
+    let dir_for_server = fixtures.clone();
+    let app = axum::Router::new().route(
+        "/sse/{name}",
+        axum::routing::get(move |UrlPath(name): UrlPath<String>| {
+            let path = dir_for_server.join(name);
+            async move {
+                // In 7-byte pieces a millisecond apart, so the probe's reads split
+                // lines, CRLFs and UTF-8 sequences wherever they fall.
+                let bytes = std::fs::read(path).unwrap();
+                let pieces: Vec<Vec<u8>> = bytes.chunks(7).map(<[u8]>::to_vec).collect();
+                let body = futures_util::stream::unfold(pieces.into_iter(), |mut it| async move {
+                    let piece = it.next()?;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    Some((Ok::<_, std::io::Error>(piece), it))
+                });
+                (
+                    [
+                        (header::CONTENT_TYPE, "text/event-stream"),
+                        (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+                    ],
+                    axum::body::Body::from_stream(body),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo().join("rum/tokenscope-rum.js"),
+        dir.path().join("tokenscope-rum.js"),
+    )
+    .unwrap();
+    std::fs::copy(
+        repo().join("tests/fixtures/rum/chat.html"),
+        dir.path().join("chat.html"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("index.html"), "<!doctype html>").unwrap();
+    let serve = Serve::start_dir(dir.path(), &[]);
+    let db = dir.path().join("rum.sqlite");
+    let (_c, collect_url) = collector(&db, &["--allow-origin", &serve.origin()]);
+    let browser = Browser::start(&[]).await;
+    let page = format!(
+        "{}/chat.html?api=unused&collector={}",
+        serve.origin(),
+        collect_url
+    );
+    browser.client.goto(&page).await.unwrap();
+    browser
+        .wait_for("window.ready === true", Duration::from_secs(20))
+        .await;
+    for name in &names {
+        let r = browser
+            .js(&format!(
+                "return await window.readBoth('{base}/sse/{name}')"
+            ))
+            .await;
+        assert_eq!(r["same"], true, "{name}: the app's bytes differ: {r}");
+    }
+    browser.js("window.tokenscope.flush(); return true").await;
+    let turns = wait_for_turns(&db, names.len());
+    assert_eq!(turns.len(), names.len(), "{turns:#?}");
+    for (name, t) in names.iter().zip(&turns) {
+        let (events, chunks, chars, error) =
+            core_reading(&std::fs::read(fixtures.join(name)).unwrap());
+        let probe = (
+            t["events"].as_u64().unwrap(),
+            t["chunks"].as_u64().unwrap(),
+            t["chars"].as_u64().unwrap(),
+            t["outcome"] == "error",
+        );
+        eprintln!("{name}: events {events}, text chunks {chunks}, chars {chars}, error {error}");
+        assert_eq!(
+            probe,
+            (events, chunks, chars, error),
+            "{name}: probe {t} vs core"
+        );
     }
     browser.close().await;
 }
