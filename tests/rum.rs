@@ -18,6 +18,9 @@ use chromium::{Browser, Proc, Serve, repo};
 use common::{Mock, bin, f, median};
 use serde_json::Value;
 
+/// One Chromium at a time: two at once on a 2-core machine would time each other.
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// `tokenscope collect --port 0 --db <db> <args>` and its `/rum` URL.
 fn collector(db: &Path, args: &[&str]) -> (Proc, String) {
     let mut child = Command::new(bin())
@@ -282,6 +285,7 @@ fn the_collector_refuses_bad_input_and_keeps_what_it_acknowledged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
+    let _one = BROWSER.lock().await;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mock = Mock::start(&["--ttft-ms", "120", "--itl-ms", "15", "--jitter-ms", "0"]);
     // Every request answered 503; every stream held once for 1.2 s.
@@ -353,10 +357,25 @@ async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
         ))
         .await;
     assert_eq!(stalled["outcome"], "complete", "{stalled}");
+    // A turn during which the user switched to another tab and back.
+    browser
+        .js("window.pending = window.send('turn-hidden', { maxTokens: 120 }); return true")
+        .await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let home = browser.client.window().await.unwrap();
+    let other = browser.client.new_window(true).await.unwrap().handle;
+    browser.client.switch_to_window(other).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    browser.client.close_window().await.unwrap();
+    browser.client.switch_to_window(home).await.unwrap();
+    let hidden = browser.js("return await window.pending").await;
+    assert_eq!(hidden["outcome"], "complete", "{hidden}");
+    let visibility = browser.js("return window.visibility").await;
+    assert_eq!(visibility, serde_json::json!(["hidden", "visible"]));
     let paints = browser.js("return window.paints").await;
     browser.js("window.tokenscope.flush(); return true").await;
-    let turns = wait_for_turns(&db, n + 3);
-    assert_eq!(turns.len(), n + 3, "{turns:#?}");
+    let turns = wait_for_turns(&db, n + 4);
+    assert_eq!(turns.len(), n + 4, "{turns:#?}");
 
     let ids: Vec<String> = (0..n).map(|i| format!("turn-{i}")).collect();
     let log = mock.log_records_for(&[ids.clone(), vec!["turn-abort".into()]].concat());
@@ -459,6 +478,13 @@ async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
         (f(&st["longest_gap_ms"]) - server_gap).abs() < 20.0,
         "{st} vs the server's {server_gap} ms"
     );
+    // The hidden turn kept its network times and dropped its paint times.
+    let h = &turns[n + 3];
+    assert_eq!(h["hidden"], true, "{h}");
+    assert!(
+        !h["first_chunk"].is_null() && h["first_paint"].is_null() && h["first_dom"].is_null(),
+        "{h}"
+    );
     // No text left the page: the prompt's canary and the answers' words are in
     // neither the store nor its journal.
     let answer_word = seen[0]["text"]
@@ -515,6 +541,7 @@ fn core_reading(bytes: &[u8]) -> (u64, u64, u64, bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn the_probe_reads_the_sse_fixtures_as_core_does() {
+    let _one = BROWSER.lock().await;
     use axum::extract::Path as UrlPath;
     use axum::http::header;
     let fixtures = repo().join("tests/fixtures/sse");
