@@ -147,6 +147,18 @@ fn the_collector_refuses_bad_input_and_keeps_what_it_acknowledged() {
         "longest_gap_ms":40,"longest_paint_gap_ms":45,"outcome":"complete","hidden":false,"restored":false,
         "paint_method":"raf+task","weight":1}"#;
     let bad = turn.replace("\"first_paint\":30", "\"first_paint\":10");
+    // What the tests send is the documented format (and so is the fuzzer's seed).
+    let doc: Value = serde_json::from_str(&format!(
+        r#"{{"schema":"tokenscope.rum/1","turns":[{turn}]}}"#
+    ))
+    .unwrap();
+    common::assert_schema("rum.schema.json", &doc, "a test batch");
+    let seed = std::fs::read_to_string(repo().join("fuzz/seeds/rum_batch/two-turns.json")).unwrap();
+    common::assert_schema(
+        "rum.schema.json",
+        &serde_json::from_str(&seed).unwrap(),
+        "the fuzz seed",
+    );
     let batch = |turns: &[&str]| {
         format!(
             r#"{{"schema":"tokenscope.rum/1","turns":[{}]}}"#,
