@@ -4,25 +4,32 @@
 //
 //   import * as tokenscope from './tokenscope-rum.js';
 //   tokenscope.init({ collector: '/rum', streams: ['/api/chat'], container: '#answer' });
+//
+// Whatever the probe does, the app's own requests behave as without it: every
+// probe step is guarded, and a failure of the probe drops the turn, not the app's.
 
 const SCHEMA = 'tokenscope.rum/1';
-const MAX_BATCH_BYTES = 60000; // fetch keepalive allows 64 KiB in flight per page
-const MAX_IN_FLIGHT = 2;
+// keepalive requests share 64 KiB in flight per page with the app's own: the
+// probe keeps one batch of at most 30,000 bytes in flight, the rest by sendBeacon.
+const MAX_BATCH_BYTES = 30000;
+const MAX_QUEUE = 500;
+const MAX_TURN_MS = 600000;
 const STALLS_MS = [250, 500, 1000];
+const MARK = Symbol.for('tokenscope.rum');
 
 let cfg = null;
 let pageFetch = null;
 let sampled = true;
 let queue = [];
-let inFlight = 0;
+let inFlight = false;
 let timer = 0;
 let restored = false;
 const active = new Set();
 const now = () => performance.now();
 
-/** Starts the probe (once; later calls return the same handle). */
+/** Starts the probe (once; later calls, or a second copy, return the same handle). */
 export function init(options) {
-  if (cfg || typeof window === 'undefined' || !window.fetch) return handle;
+  if (cfg || typeof window === 'undefined' || !window.fetch || window.fetch[MARK]) return handle;
   const o = options || {};
   if (!o.collector) throw new Error('tokenscope.init: `collector` (a URL path) is required');
   cfg = {
@@ -37,25 +44,28 @@ export function init(options) {
   };
   sampled = Math.random() < cfg.sampleRate;
   pageFetch = window.fetch;
-  window.fetch = function fetch(input, init) {
+  const fetch = function fetch(input, init) {
     return tap(input, init);
   };
+  fetch[MARK] = true;
+  window.fetch = fetch;
+  if (window.EventSource) window.EventSource = tapEventSource(window.EventSource);
   addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'hidden') {
       active.forEach((t) => (t.hidden = true));
-      flush();
+      flush(true);
     }
   }, true);
-  addEventListener('pagehide', () => flush(), true);
+  addEventListener('pagehide', () => flush(true), true);
   addEventListener('pageshow', (e) => { if (e.persisted) restored = true; }, true);
   return handle;
 }
 
 /** Sends what is queued now (the probe also does on a timer and when the page hides). */
-export function flush() {
+export function flush(leaving) {
   clearTimeout(timer);
   timer = 0;
-  while (queue.length && inFlight < MAX_IN_FLIGHT) {
+  while (queue.length) {
     let body = '';
     let n = 0;
     for (; n < queue.length; n++) {
@@ -63,29 +73,58 @@ export function flush() {
       if (next.length > MAX_BATCH_BYTES && n > 0) break;
       body = next;
     }
-    queue = queue.slice(n);
-    send(body);
+    if (!inFlight) {
+      queue = queue.slice(n);
+      send(body);
+    } else if (leaving === true && beacon(body)) {
+      queue = queue.slice(n);
+    } else {
+      return;
+    }
   }
 }
 
 const handle = { init, flush };
 
+function beacon(body) {
+  try {
+    return !!(navigator.sendBeacon && navigator.sendBeacon(cfg.collector, body));
+  } catch (_) {
+    return false;
+  }
+}
+
 function send(body) {
-  inFlight++;
-  const done = () => { inFlight--; if (queue.length) flush(); };
+  inFlight = true;
+  // After a failure the rest waits for the timer: a collector that is down is
+  // not hammered.
+  const done = (ok) => {
+    inFlight = false;
+    if (queue.length && !timer) timer = setTimeout(flush, ok ? 0 : cfg.flushMs);
+  };
+  const failed = () => {
+    const sent = beacon(body);
+    if (!sent) requeue(body);
+    done(sent);
+  };
   try {
     pageFetch.call(window, cfg.collector, {
       method: 'POST', body, keepalive: true, credentials: 'omit',
       headers: { 'content-type': 'text/plain' },
-    }).then(done, done);
+    }).then((r) => (r.status >= 500 || r.status === 429 ? failed() : done(true)), failed);
   } catch (_) {
-    inFlight--;
-    if (!(navigator.sendBeacon && navigator.sendBeacon(cfg.collector, body))) queue = [];
+    failed();
   }
 }
 
+function requeue(body) {
+  try {
+    queue = JSON.parse(body).turns.concat(queue).slice(0, MAX_QUEUE);
+  } catch (_) { /* dropped */ }
+}
+
 function matcher(p) {
-  if (p instanceof RegExp) return (u) => p.test(u);
+  if (p instanceof RegExp) return (u) => { p.lastIndex = 0; return p.test(u); };
   if (typeof p === 'function') return p;
   return (u) => u.includes(String(p));
 }
@@ -94,52 +133,122 @@ function clamp(v, lo, hi) {
   return Math.min(hi, Math.max(lo, Number(v) || 0));
 }
 
-// A URL's route template: no origin kept, no query, ids replaced.
+// A URL's route template: only http(s), no origin, no query; a segment that is not
+// a short plain word (letters, digits, `_`; under 3 digits) becomes `:id`, so
+// slugs, ids and encoded text never leave the page.
 function routeOf(url) {
-  let path;
-  try { path = new URL(url, location.href).pathname; } catch (_) { return '?'; }
-  return path.split('/').map((s) =>
-    /^\d+$|^[0-9a-f-]{16,}$|^[A-Za-z0-9_-]{24,}$/i.test(s) ? ':id' : s).join('/');
+  let u;
+  try { u = new URL(url, location.href); } catch (_) { return '?'; }
+  if (!/^https?:$/.test(u.protocol)) return '?';
+  return u.pathname.split('/').map((s) =>
+    s === '' || (/^[a-z][a-z0-9_]{0,23}$/i.test(s) && !/\d{3}/.test(s)) ? s : ':id').join('/');
 }
 
-function urlOf(input) {
-  if (typeof input === 'string') return input;
-  if (input instanceof URL) return input.href;
-  return input && input.url ? input.url : String(input);
+function absolute(input) {
+  const u = typeof input === 'string' ? input
+    : input instanceof URL ? input.href
+    : input && input.url ? input.url : String(input);
+  try { return new URL(u, location.href).href; } catch (_) { return u; }
 }
 
 function tap(input, init) {
-  const url = urlOf(input);
-  const wanted = cfg.streams.some((m) => m(url));
-  if (wanted && cfg.traceUrls.some((m) => m(url))) {
-    ({ input, init } = withTraceparent(input, init));
+  let turn = null;
+  let signal = null;
+  try {
+    const url = absolute(input);
+    const wanted = cfg.streams.some((m) => m(url));
+    if (wanted && cfg.traceUrls.some((m) => m(url))) {
+      ({ input, init } = withTraceparent(input, init));
+    }
+    signal = (init && init.signal) || (input instanceof Request ? input.signal : null);
+    turn = newTurn(url, now());
+    turn.wanted = wanted;
+    if (wanted) track(turn);
+  } catch (_) {
+    turn = null;
   }
-  const t0 = now();
-  const turn = newTurn(url, t0);
   const p = pageFetch.call(window, input, init);
+  if (!turn) return p;
   return p.then((res) => {
-    const stream = /text\/event-stream|ndjson|jsonl/i.test(res.headers.get('content-type') || '');
-    if (!(wanted || (cfg.streams.length === 0 && stream)) || res.type === 'opaque') {
+    try {
+      return watchResponse(res, turn);
+    } catch (_) {
+      active.delete(turn);
       return res;
     }
-    turn.ms.headers = now() - t0;
-    if (!res.ok) {
-      // An error page is the app's to read; the turn ends with its status.
-      turn.outcome = 'error';
-      turn.error_kind = 'http_' + res.status;
-      finish(turn);
-      return res;
-    }
-    if (!res.body) { finish(turn); return res; }
-    return watch(res, turn, stream);
   }, (err) => {
-    if (wanted) {
-      turn.outcome = isAbort(err) ? 'aborted' : 'error';
-      if (turn.outcome === 'error') turn.error_kind = 'network';
-      finish(turn);
+    if (turn.wanted) {
+      guard(() => {
+        end(turn, isAbort(err) || (signal && signal.aborted) ? 'aborted' : 'error', 'network');
+      });
     }
     throw err;
   });
+}
+
+function guard(f) {
+  try { f(); } catch (_) { /* the probe's loss, never the app's */ }
+}
+
+function watchResponse(res, turn) {
+  const type = res.headers.get('content-type') || '';
+  const stream = /text\/event-stream|ndjson|jsonl/i.test(type);
+  if (!(turn.wanted || (cfg.streams.length === 0 && stream))
+    || res.type === 'opaque' || res.type === 'opaqueredirect') {
+    active.delete(turn);
+    return res;
+  }
+  track(turn);
+  turn.ms.headers = now() - turn.t0;
+  if (!res.ok) {
+    // An error page is the app's to read; the turn ends with its status.
+    end(turn, 'error', 'http_' + res.status);
+    return res;
+  }
+  if (!res.body || res.status === 204 || res.status === 205) {
+    finish(turn);
+    return res;
+  }
+  return watch(res, turn, stream, /ndjson|jsonl/i.test(type));
+}
+
+function end(turn, outcome, kind) {
+  if (turn.done) return;
+  turn.outcome = outcome;
+  if (outcome === 'error') turn.error_kind = kind;
+  finish(turn);
+}
+
+// EventSource: the same turn, from the constructor to close() (or the first
+// error: the browser would reconnect, which a chat answer does not want).
+// Only unnamed (`message`) events are seen, as the app's onmessage sees them.
+function tapEventSource(PageEventSource) {
+  function EventSource(url, init) {
+    const es = new PageEventSource(url, init);
+    guard(() => {
+      const u = absolute(url);
+      if (!cfg.streams.some((m) => m(u))) return;
+      const turn = newTurn(u, now());
+      track(turn);
+      const t = () => now() - turn.t0;
+      es.addEventListener('open', () => { turn.ms.headers = t(); });
+      es.addEventListener('message', (e) => guard(() => {
+        const at = t();
+        if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
+        turn.ms.last_byte = at;
+        onEvent(turn, e.data, at);
+      }));
+      es.addEventListener('error', () => guard(() => {
+        if (turn.chunks) finish(turn); else end(turn, 'error', 'network');
+      }));
+      const close = es.close;
+      es.close = function () { guard(() => finish(turn)); return close.call(es); };
+    });
+    return es;
+  }
+  EventSource.prototype = PageEventSource.prototype;
+  Object.setPrototypeOf(EventSource, PageEventSource);
+  return EventSource;
 }
 
 function withTraceparent(input, init) {
@@ -152,7 +261,7 @@ function withTraceparent(input, init) {
 }
 
 function isAbort(e) {
-  return e && (e.name === 'AbortError' || e === 'cancel' || e.name === 'cancel');
+  return !!e && e.name === 'AbortError';
 }
 
 function newTurn(url, t0) {
@@ -162,71 +271,96 @@ function newTurn(url, t0) {
     t0,
     ms: {},
     chunks: 0, events: 0, chars: 0, paints: 0, merged: 0,
+    stalls: [0, 0, 0], longestGap: 0, paintGap: 0,
     outcome: 'complete',
     hidden: document.visibilityState === 'hidden',
     restored,
     paint_method: 'raf+task',
-    gaps: [], lastChunk: null, lastPaint: null, pending: false, observer: null,
+    lastChunk: null, lastPaint: null, pending: false, observer: null,
   };
 }
 
-// The app reads the same bytes as without the probe, through a stream that
-// reads the network's only when the app reads its own: each chunk is stamped as
-// the app receives it, and the app's cancel reaches the network.
-function watch(res, turn, stream) {
+// A turn is followed from here on; one that never ends (the app never read it, a
+// feed that never closes) is sent as aborted after MAX_TURN_MS.
+function track(turn) {
+  if (active.has(turn)) return;
   active.add(turn);
+  turn.expiry = setTimeout(() => guard(() => end(turn, 'aborted')), MAX_TURN_MS);
+}
+
+// The app reads the same bytes as without the probe, through a byte stream that
+// reads the network's only when the app reads its own: each chunk is stamped as
+// the app receives it, and the app's cancel reaches the network first.
+function watch(res, turn, sse, ndjson) {
   const dec = new TextDecoder();
-  const parse = parser(turn, stream, /ndjson|jsonl/i.test(res.headers.get('content-type') || ''));
+  const parse = parser(turn, sse, ndjson);
   const reader = res.body.getReader();
-  const body = new ReadableStream({
+  const source = {
     async pull(ctl) {
       let r;
       try {
         r = await reader.read();
       } catch (e) {
-        turn.outcome = isAbort(e) ? 'aborted' : 'error';
-        if (turn.outcome === 'error') turn.error_kind = 'network';
-        finish(turn);
+        guard(() => end(turn, isAbort(e) ? 'aborted' : 'error', 'network'));
         throw e;
       }
       if (r.done) {
+        guard(() => { parse(dec.decode(), now() - turn.t0, true); finish(turn); });
         ctl.close();
-        finish(turn);
         return;
       }
-      const t = now() - turn.t0;
-      if (turn.ms.first_byte === undefined) turn.ms.first_byte = t;
-      turn.ms.last_byte = t;
-      parse(dec.decode(r.value, { stream: true }), t);
+      guard(() => {
+        const t = now() - turn.t0;
+        if (turn.ms.first_byte === undefined) turn.ms.first_byte = t;
+        turn.ms.last_byte = t;
+        parse(dec.decode(r.value, { stream: true }), t, false);
+      });
       ctl.enqueue(r.value);
     },
     cancel(reason) {
-      turn.outcome = 'aborted';
-      finish(turn);
-      return reader.cancel(reason);
+      const cancelled = reader.cancel(reason);
+      guard(() => end(turn, 'aborted'));
+      return cancelled;
     },
-  }, { highWaterMark: 0 });
+  };
+  let body;
+  try {
+    body = new ReadableStream({ type: 'bytes', ...source });
+  } catch (_) {
+    body = new ReadableStream(source, { highWaterMark: 0 });
+  }
   const out = new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-  for (const k of ['url', 'redirected', 'type']) Object.defineProperty(out, k, { value: res[k] });
+  sameAs(out, res);
   return out;
 }
 
+// What a Response built here cannot take from its init: url, redirected, type,
+// also on its clones.
+function sameAs(out, res) {
+  for (const k of ['url', 'redirected', 'type']) Object.defineProperty(out, k, { value: res[k] });
+  const clone = out.clone;
+  Object.defineProperty(out, 'clone', {
+    value() { const c = clone.call(this); sameAs(c, res); return c; },
+  });
+}
+
 // SSE (WHATWG rules: LF, CR or CRLF; `data:` lines joined by LF; a blank line
-// dispatches) or NDJSON; each event's text delta counted, never kept.
+// dispatches; an event the stream ends inside is discarded) or NDJSON (a last line
+// without its newline counts); each event's text delta counted, never kept.
 function parser(turn, sse, ndjson) {
   let buf = '';
   let data = null;
   let cr = false;
-  return (text, t) => {
-    if (!sse && !ndjson) { onText(turn, text.length, t); return; }
+  return (text, t, last) => {
+    if (!sse && !ndjson) { if (text) onText(turn, text.length, t); return; }
     if (cr && text[0] === '\n') text = text.slice(1);
     cr = false;
     buf += text;
-    let m;
     const re = /\r\n|\r|\n/g;
     let start = 0;
+    let m;
     while ((m = re.exec(buf))) {
-      if (m[0] === '\r' && m.index === buf.length - 1) { cr = true; }
+      if (m[0] === '\r' && m.index === buf.length - 1) cr = true;
       const line = buf.slice(start, m.index);
       start = m.index + m[0].length;
       if (ndjson) { if (line.trim()) onEvent(turn, line, t); continue; }
@@ -239,6 +373,7 @@ function parser(turn, sse, ndjson) {
       if (field === 'data') data = data === null ? value : data + '\n' + value;
     }
     buf = buf.slice(start);
+    if (last && ndjson && buf.trim()) onEvent(turn, buf, t);
   };
 }
 
@@ -264,13 +399,17 @@ function onEvent(turn, data, t) {
     const inp = u.prompt_tokens ?? u.input_tokens;
     if (inp !== undefined) turn.input_tokens = inp;
   }
-  if (text) onText(turn, text.length, t);
+  if (typeof text === 'string' && text) onText(turn, text.length, t);
 }
 
 function onText(turn, n, t) {
   turn.chunks++;
   turn.chars += n;
-  if (turn.lastChunk !== null) turn.gaps.push(t - turn.lastChunk);
+  if (turn.lastChunk !== null) {
+    const gap = t - turn.lastChunk;
+    turn.longestGap = Math.max(turn.longestGap, gap);
+    STALLS_MS.forEach((s, i) => { if (gap > s) turn.stalls[i]++; });
+  }
   turn.lastChunk = t;
   turn.ms.last_chunk = t;
   if (turn.ms.first_chunk === undefined) {
@@ -291,19 +430,19 @@ function containerOf(turn) {
 // Paint: the first DOM change after the first chunk, then the next frame (rAF,
 // then a task: the frame has been produced by then).
 function observe(turn) {
-  const mo = new MutationObserver(() => {
+  const mo = new MutationObserver(() => guard(() => {
     const t = now() - turn.t0;
     if (turn.ms.first_dom === undefined) turn.ms.first_dom = t;
-    if (turn.pending) return;
+    if (turn.pending || turn.closed) return;
     turn.pending = true;
     const chunks = turn.unpainted || 0;
     turn.unpainted = 0;
     requestAnimationFrame(() => {
       const ch = new MessageChannel();
-      ch.port1.onmessage = () => painted(turn, chunks);
+      ch.port1.onmessage = () => { ch.port1.close(); guard(() => painted(turn, chunks)); };
       ch.port2.postMessage(0);
     });
-  });
+  }));
   mo.observe(containerOf(turn), { childList: true, subtree: true, characterData: true });
   turn.observer = mo;
 }
@@ -311,10 +450,11 @@ function observe(turn) {
 function painted(turn, chunks) {
   const t = now() - turn.t0;
   turn.pending = false;
+  if (turn.closed) return;
   turn.paints++;
   if (chunks > 1) turn.merged += chunks - 1;
   if (turn.ms.first_paint === undefined) turn.ms.first_paint = t;
-  else turn.paintGap = Math.max(turn.paintGap || 0, t - turn.lastPaint);
+  else turn.paintGap = Math.max(turn.paintGap, t - turn.lastPaint);
   turn.lastPaint = t;
   turn.ms.last_paint = t;
   if (turn.done) close(turn);
@@ -333,18 +473,18 @@ function finish(turn) {
 function close(turn) {
   if (turn.closed) return;
   turn.closed = true;
+  clearTimeout(turn.expiry);
   if (turn.observer) turn.observer.disconnect();
   const ms = turn.ms;
-  const stalls = STALLS_MS.map((s) => turn.gaps.filter((g) => g > s).length);
   const rec = {
     route: turn.route,
     started_unix_ms: turn.started_unix_ms,
     ms: {},
     chunks: turn.chunks, events: turn.events, chars: turn.chars,
-    paints: turn.paints, chunks_merged: turn.merged,
-    stalls_250: stalls[0], stalls_500: stalls[1], stalls_1000: stalls[2],
-    longest_gap_ms: round(Math.max(0, ...turn.gaps)),
-    longest_paint_gap_ms: turn.hidden ? 0 : round(turn.paintGap || 0),
+    paints: turn.hidden ? 0 : turn.paints, chunks_merged: turn.merged,
+    stalls_250: turn.stalls[0], stalls_500: turn.stalls[1], stalls_1000: turn.stalls[2],
+    longest_gap_ms: round(turn.longestGap),
+    longest_paint_gap_ms: turn.hidden ? 0 : round(turn.paintGap),
     outcome: turn.outcome,
     hidden: turn.hidden,
     restored: turn.restored,
@@ -360,12 +500,12 @@ function close(turn) {
     if (!(v >= 0 && v < 3.6e6)) { rec.clamped = (rec.clamped || 0) + 1; continue; }
     rec.ms[k] = round(v);
   }
-  if (turn.hidden) rec.paints = 0;
   // Sampling per session; errors, aborts and slow turns always kept (weight 1).
-  const special = rec.outcome !== 'complete' || (ms.first_paint ?? ms.first_chunk ?? 0) >= cfg.slowMs;
+  const ttft = turn.hidden ? ms.first_chunk : (ms.first_paint ?? ms.first_chunk);
+  const special = rec.outcome !== 'complete' || (ttft ?? 0) >= cfg.slowMs;
   if (!special && !sampled) return;
   rec.weight = special ? 1 : 1 / cfg.sampleRate;
-  queue.push(rec);
+  if (queue.length < MAX_QUEUE) queue.push(rec);
   if (!timer) timer = setTimeout(flush, cfg.flushMs);
 }
 
