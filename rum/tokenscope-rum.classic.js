@@ -24,7 +24,7 @@ cfg = {
 collector: o.collector,
 streams: (o.streams || []).map(matcher),
 container: o.container || null,
-sampleRate: clamp(o.sampleRate ?? 1, 0, 1),
+sampleRate: ((r) => (r > 0 ? Math.max(r, 1e-4) : 0))(clamp(o.sampleRate ?? 1, 0, 1)),
 slowMs: o.slowMs ?? 2000,
 flushMs: o.flushMs ?? 5000,
 route: o.route || routeOf,
@@ -113,8 +113,8 @@ return Math.min(hi, Math.max(lo, Number(v) || 0));
 }
 function routeOf(url) {
 let u;
-try { u = new URL(url, location.href); } catch (_) { return '?'; }
-if (!/^https?:$/.test(u.protocol)) return '?';
+try { u = new URL(url, location.href); } catch (_) { return ':other'; }
+if (!/^https?:$/.test(u.protocol)) return ':other';
 return u.pathname.split('/').map((s) =>
 s === '' || (/^[a-z][a-z0-9_]{0,23}$/i.test(s) && !/\d{3}/.test(s)) ? s : ':id').join('/');
 }

@@ -36,7 +36,8 @@ export function init(options) {
     collector: o.collector,
     streams: (o.streams || []).map(matcher),
     container: o.container || null,
-    sampleRate: clamp(o.sampleRate ?? 1, 0, 1),
+    // Weights stay within the collector's 1..10,000.
+    sampleRate: ((r) => (r > 0 ? Math.max(r, 1e-4) : 0))(clamp(o.sampleRate ?? 1, 0, 1)),
     slowMs: o.slowMs ?? 2000,
     flushMs: o.flushMs ?? 5000,
     route: o.route || routeOf,
@@ -138,8 +139,8 @@ function clamp(v, lo, hi) {
 // slugs, ids and encoded text never leave the page.
 function routeOf(url) {
   let u;
-  try { u = new URL(url, location.href); } catch (_) { return '?'; }
-  if (!/^https?:$/.test(u.protocol)) return '?';
+  try { u = new URL(url, location.href); } catch (_) { return ':other'; }
+  if (!/^https?:$/.test(u.protocol)) return ':other';
   return u.pathname.split('/').map((s) =>
     s === '' || (/^[a-z][a-z0-9_]{0,23}$/i.test(s) && !/\d{3}/.test(s)) ? s : ':id').join('/');
 }

@@ -57,11 +57,15 @@ pub struct CollectArgs {
     #[arg(long, value_name = "KEY")]
     pub ingest_key: Option<String>,
 
-    /// Batches a minute per client address before 429.
-    #[arg(long, default_value_t = 120, value_name = "N")]
+    /// Batches a minute per client address before 429 (behind a proxy, with
+    /// --trust-forwarded, or every user shares the proxy's budget).
+    #[arg(long, default_value_t = 120, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit: u32,
 
-    /// Take the client address from X-Forwarded-For (behind your own proxy).
+    /// Take the client address from the last X-Forwarded-For entry (the one your
+    /// proxy adds): use it behind your own proxy, never when clients reach the
+    /// collector directly.
     #[arg(long)]
     pub trust_forwarded: bool,
 
@@ -76,27 +80,26 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
         return summary(&args);
     }
     let keep = parse_duration(&args.retention).map_err(|e| anyhow::anyhow!("--retention: {e}"))?;
+    let mut origins = Vec::new();
     for o in &args.allow_origins {
-        anyhow::ensure!(
-            o.starts_with("http://") || o.starts_with("https://"),
-            "--allow-origin {o:?}: an origin is scheme://host[:port], e.g. https://chat.example.com"
-        );
+        origins.push(origin(o).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--allow-origin {o:?}: an origin is scheme://host[:port] (no path), e.g. https://chat.example.com"
+            )
+        })?);
     }
     let store = Store::open(&args.db)?;
     let collector = Collector::new(
         store,
         CollectOptions {
-            allow_origins: args
-                .allow_origins
-                .iter()
-                .map(|o| o.trim_end_matches('/').to_string())
-                .collect(),
+            allow_origins: origins,
             ingest_key: args.ingest_key.clone(),
             per_minute: args.rate_limit,
             trust_forwarded: args.trust_forwarded,
         },
     );
-    let expired = collector.expire(keep.as_secs_f64() * 1e3)?;
+    let keep_ms = keep.as_secs_f64() * 1e3;
+    let expired = collector.expire(keep_ms)?;
     if expired > 0 {
         eprintln!("deleted {expired} turns older than {}", args.retention);
     }
@@ -111,8 +114,11 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
             hourly.tick().await;
             loop {
                 hourly.tick().await;
-                if let Err(e) = c.expire(keep.as_secs_f64() * 1e3) {
-                    eprintln!("error: {e}");
+                let c = c.clone();
+                match tokio::task::spawn_blocking(move || c.expire(keep_ms)).await {
+                    Ok(Err(e)) => eprintln!("error: {e}"),
+                    Err(e) => eprintln!("error: the hourly expiry failed: {e}"),
+                    Ok(Ok(_)) => {}
                 }
             }
         });
@@ -139,7 +145,7 @@ fn summary(args: &CollectArgs) -> anyhow::Result<ExitCode> {
         }
         None => 0.0,
     };
-    let turns = Store::open(&args.db)?.turns(since)?;
+    let turns = Store::open_read_only(&args.db)?.turns(since)?;
     let groups = summarise_all(&turns);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&groups)?);
@@ -147,6 +153,17 @@ fn summary(args: &CollectArgs) -> anyhow::Result<ExitCode> {
         print!("{}", table(&groups));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An origin as browsers send it (`scheme://host[:port]`, host lower-case), or
+/// `None` when `s` is not one.
+fn origin(s: &str) -> Option<String> {
+    let s = s.strip_suffix('/').unwrap_or(s);
+    let (scheme, rest) = s.split_once("://")?;
+    let ok = matches!(scheme, "http" | "https")
+        && !rest.is_empty()
+        && !rest.contains(['/', '?', '#', '@', ' ']);
+    ok.then(|| format!("{scheme}://{}", rest.to_ascii_lowercase()))
 }
 
 fn table(groups: &[GroupSummary]) -> String {

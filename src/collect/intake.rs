@@ -86,6 +86,9 @@ pub fn origin_allowed(allowed: &[String], origin: Option<&str>) -> bool {
     allowed.is_empty() || origin.is_some_and(|o| allowed.iter().any(|a| a == o))
 }
 
+/// Most clients the rate limiter remembers.
+const MAX_CLIENTS: usize = 100_000;
+
 /// Per-client token buckets: `per_minute` batches a minute, bursts of a tenth of
 /// that (at least 10). Clients are keyed by address, never stored.
 #[derive(Debug)]
@@ -106,13 +109,27 @@ impl RateLimiter {
         }
     }
 
-    /// Takes a token for `client` at `now`; false when its bucket is empty.
+    /// Takes a token for `client` at `now`; false when its bucket is empty. IPv6
+    /// clients are keyed by their /64 (one host holds a whole /64).
     pub fn allow(&mut self, client: IpAddr, now: Instant) -> bool {
-        if self.buckets.len() > 100_000 {
-            // Forget idle clients rather than grow without bound under a flood.
-            let burst = self.burst;
-            self.buckets.retain(|_, (tokens, _)| *tokens < burst);
+        if self.buckets.len() >= MAX_CLIENTS {
+            // Forget clients whose bucket has refilled (they lose nothing), and past
+            // the cap everyone: memory stays bounded under a flood of addresses.
+            let (rate, burst) = (self.per_minute / 60.0, self.burst);
+            self.buckets.retain(|_, (tokens, last)| {
+                *tokens + now.duration_since(*last).as_secs_f64() * rate < burst
+            });
+            if self.buckets.len() >= MAX_CLIENTS {
+                self.buckets.clear();
+            }
         }
+        let client = match client {
+            IpAddr::V6(v6) => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+            v4 => v4,
+        };
         let (tokens, last) = self.buckets.entry(client).or_insert((self.burst, now));
         let refill = now.duration_since(*last).as_secs_f64() * self.per_minute / 60.0;
         *tokens = (*tokens + refill).min(self.burst);
@@ -181,5 +198,20 @@ mod tests {
         // 600 a minute: 10 a second come back.
         let later = t0 + Duration::from_secs(1);
         assert_eq!((0..100).filter(|_| r.allow(ip, later)).count(), 10);
+        // One IPv6 /64 is one client.
+        let a: IpAddr = "2001:db8::1".parse().unwrap();
+        let b: IpAddr = "2001:db8::2:3".parse().unwrap();
+        assert_eq!((0..100).filter(|_| r.allow(a, t0)).count(), 60);
+        assert!(!r.allow(b, t0));
+    }
+
+    #[test]
+    fn a_flood_of_addresses_stays_bounded() {
+        let mut r = RateLimiter::new(600);
+        let t0 = Instant::now();
+        for i in 0..(MAX_CLIENTS as u32 + 10) {
+            r.allow(IpAddr::V4(std::net::Ipv4Addr::from(i)), t0);
+        }
+        assert!(r.buckets.len() <= MAX_CLIENTS, "{}", r.buckets.len());
     }
 }

@@ -146,9 +146,12 @@ impl Metrics {
                     acc += w;
                     let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {acc}");
                 }
-                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+                // +Inf and the count from the same running total, so the buckets
+                // stay cumulative whatever the rounding of fractional weights.
+                acc += h.buckets[GENAI_TTFT_BOUNDS_S.len()];
+                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {acc}");
                 let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
-                let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
+                let _ = writeln!(out, "{name}_count{{{labels}}} {acc}");
             }
         }
         out

@@ -16,7 +16,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use tokenscope_core::rum::browser_family;
+use tokenscope_core::rum::{MAX_BODY_BYTES, browser_family};
 
 use intake::{RateLimiter, Refusal};
 use store::Store;
@@ -54,7 +54,8 @@ impl Collector {
         })
     }
 
-    /// Deletes turns older than `keep_ms`; returns how many.
+    /// Deletes turns older than `keep_ms`; returns how many. Blocks: call it off the
+    /// runtime.
     pub fn expire(&self, keep_ms: f64) -> anyhow::Result<usize> {
         let store = self
             .store
@@ -73,19 +74,28 @@ pub fn unix_ms() -> f64 {
 
 /// The routes: `POST /rum` (and its CORS preflight), `GET /metrics`.
 pub fn router(c: Arc<Collector>) -> Router {
+    // A body past the limit is refused as it arrives, never read whole.
     Router::new()
         .route("/rum", post(intake_batch).options(preflight))
         .route("/metrics", get(metrics))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(c)
 }
 
 fn cors(c: &Collector, headers: &HeaderMap, resp: &mut Response) {
+    let h = resp.headers_mut();
+    if c.opts.allow_origins.is_empty() {
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        );
+        return;
+    }
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
     if let Some(o) = origin
         && intake::origin_allowed(&c.opts.allow_origins, Some(o))
         && let Ok(v) = HeaderValue::from_str(o)
     {
-        let h = resp.headers_mut();
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, v);
         h.insert(header::VARY, HeaderValue::from_static("origin"));
     }
@@ -110,12 +120,17 @@ async fn preflight(State(c): State<Arc<Collector>>, headers: HeaderMap) -> Respo
     resp
 }
 
+/// The client's address: the peer's, or behind your own proxy (`--trust-forwarded`)
+/// the last `X-Forwarded-For` entry, the one that proxy added (earlier entries are
+/// the client's to write).
 fn client_of(c: &Collector, peer: SocketAddr, headers: &HeaderMap) -> std::net::IpAddr {
     if c.opts.trust_forwarded
         && let Some(ip) = headers
-            .get("x-forwarded-for")
+            .get_all("x-forwarded-for")
+            .iter()
+            .next_back()
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.rsplit(',').next())
             .and_then(|v| v.trim().parse().ok())
     {
         return ip;
@@ -128,9 +143,12 @@ async fn intake_batch(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     uri: axum::http::Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
-    let result = accept(&c, peer, &uri, &headers, &body).await;
+    let result = match &body {
+        Ok(body) => accept(&c, peer, &uri, &headers, body).await,
+        Err(_) => Err(Refusal::TooLarge),
+    };
     let mut resp = match result {
         Ok((accepted, rejected)) => (
             StatusCode::ACCEPTED,

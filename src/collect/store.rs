@@ -43,9 +43,9 @@ impl Store {
         };
         let conn = Connection::open(path).map_err(err)?;
         conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
+            "PRAGMA busy_timeout = 5000;
+             PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
-             PRAGMA busy_timeout = 5000;
              CREATE TABLE IF NOT EXISTS turns (
                  id INTEGER PRIMARY KEY,
                  received_unix_ms REAL NOT NULL,
@@ -78,6 +78,22 @@ impl Store {
              CREATE INDEX IF NOT EXISTS turns_received ON turns (received_unix_ms);",
         )
         .map_err(err)?;
+        Ok(Store { conn, path: shown })
+    }
+
+    /// Opens an existing database to read (`collect --summary`): nothing is created
+    /// or changed, whatever file it is.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| {
+                c.busy_timeout(std::time::Duration::from_secs(5))
+                    .map(|()| c)
+            })
+            .map_err(|source| StoreError::Sqlite {
+                path: shown.clone(),
+                source,
+            })?;
         Ok(Store { conn, path: shown })
     }
 

@@ -16,6 +16,8 @@ pub mod summary;
 pub const RUM_SCHEMA: &str = "tokenscope.rum/1";
 /// Most turns in one batch.
 pub const MAX_TURNS_PER_BATCH: usize = 500;
+/// Largest count a turn may report (chunks, characters, tokens, ...).
+pub const MAX_COUNT: u64 = 1 << 40;
 /// Longest time a turn may report, ms (an hour).
 pub const MAX_MS: f64 = 3.6e6;
 
@@ -203,6 +205,9 @@ pub enum TurnError {
     /// A weight out of range.
     #[error("weight: {0} is not in 1..=10000")]
     Weight(f64),
+    /// A count past [`MAX_COUNT`].
+    #[error("a count is over {MAX_COUNT}")]
+    Count,
 }
 
 impl Turn {
@@ -287,6 +292,22 @@ impl Turn {
         }
         if !(self.weight.is_finite() && (1.0..=10_000.0).contains(&self.weight)) {
             return Err(TurnError::Weight(self.weight));
+        }
+        let counts = [
+            self.chunks,
+            self.events,
+            self.chars,
+            self.paints,
+            self.chunks_merged,
+            self.stalls_250,
+            self.stalls_500,
+            self.stalls_1000,
+            self.clamped,
+            self.output_tokens.unwrap_or(0),
+            self.input_tokens.unwrap_or(0),
+        ];
+        if counts.iter().any(|c| *c > MAX_COUNT) {
+            return Err(TurnError::Count);
         }
         Ok(())
     }
@@ -387,6 +408,7 @@ mod tests {
         );
         bad(|t| t.weight = 0.5, "weight");
         bad(|t| t.started_unix_ms = f64::INFINITY, "started_unix_ms");
+        bad(|t| t.chars = u64::MAX, "a count");
     }
 
     #[test]

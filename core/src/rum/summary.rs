@@ -125,33 +125,30 @@ pub fn summarise(group: &str, turns: &[&StoredTurn]) -> GroupSummary {
     }
 }
 
-/// All turns, then each route, then each browser family (sorted by name).
+/// Most routes and most browsers summarised on their own (the ones with the most
+/// turns); the rest are in `all` only.
+pub const MAX_GROUPS: usize = 50;
+
+/// All turns, then each route, then each browser family (each sorted by name; at
+/// most [`MAX_GROUPS`] of each, those with the most turns).
 pub fn summarise_all(turns: &[StoredTurn]) -> Vec<GroupSummary> {
+    use std::collections::BTreeMap;
     let all: Vec<&StoredTurn> = turns.iter().collect();
     let mut out = vec![summarise("all", &all)];
-    let mut keys: Vec<(String, String)> = Vec::new();
+    let mut routes: BTreeMap<&str, Vec<&StoredTurn>> = BTreeMap::new();
+    let mut browsers: BTreeMap<&str, Vec<&StoredTurn>> = BTreeMap::new();
     for t in turns {
-        for k in [
-            ("route".to_string(), t.turn.route.clone()),
-            ("browser".to_string(), t.browser.clone()),
-        ] {
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
+        routes.entry(&t.turn.route).or_default().push(t);
+        browsers.entry(&t.browser).or_default().push(t);
     }
-    keys.sort();
-    // Routes first, then browsers.
-    keys.sort_by_key(|k| k.0 != "route");
-    for (kind, name) in keys {
-        let group: Vec<&StoredTurn> = turns
-            .iter()
-            .filter(|t| match kind.as_str() {
-                "route" => t.turn.route == name,
-                _ => t.browser == name,
-            })
-            .collect();
-        out.push(summarise(&format!("{kind} {name}"), &group));
+    for (kind, groups) in [("route", routes), ("browser", browsers)] {
+        let mut largest: Vec<(&str, Vec<&StoredTurn>)> = groups.into_iter().collect();
+        largest.sort_by_key(|(_, g)| std::cmp::Reverse(g.len()));
+        largest.truncate(MAX_GROUPS);
+        largest.sort_by(|a, b| a.0.cmp(b.0));
+        for (name, group) in largest {
+            out.push(summarise(&format!("{kind} {name}"), &group));
+        }
     }
     out
 }
