@@ -154,6 +154,23 @@ pub fn percentile(samples: &[f64], q: f64) -> Option<f64> {
     Some(percentile_sorted(&sorted, q))
 }
 
+/// Weighted quantile `q` of `(value, weight)` pairs sorted by value: the smallest
+/// value whose cumulative weight reaches `q` of the total (the inverse of the
+/// weighted CDF; no interpolation). Real-user turns carry the inverse of their
+/// sampling probability as weight (`core::rum::summary`).
+pub fn weighted_quantile(sorted: &[(f64, f64)], q: f64) -> f64 {
+    let total: f64 = sorted.iter().map(|p| p.1).sum();
+    let want = q * total;
+    let mut acc = 0.0;
+    for (v, w) in sorted {
+        acc += w;
+        if acc >= want {
+            return *v;
+        }
+    }
+    sorted.last().map_or(f64::NAN, |p| p.0)
+}
+
 /// Median of samples; `None` when empty.
 pub fn median(samples: &[f64]) -> Option<f64> {
     percentile(samples, 0.5)
@@ -698,6 +715,14 @@ mod tests {
         assert_eq!(got.count, 120);
         assert!(close(got.mean.unwrap(), want.mean.unwrap()));
         assert!(close(got.std.unwrap(), want.std.unwrap()));
+    }
+
+    #[test]
+    fn weighted_quantiles_count_each_value_by_its_weight() {
+        let v = [(1.0, 1.0), (2.0, 1.0), (3.0, 8.0)];
+        assert_eq!(weighted_quantile(&v, 0.1), 1.0);
+        assert_eq!(weighted_quantile(&v, 0.2), 2.0);
+        assert_eq!(weighted_quantile(&v, 0.5), 3.0);
     }
 
     #[test]

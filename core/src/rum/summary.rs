@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::{Outcome, Turn};
+use crate::analyze::stats::weighted_quantile;
 
 /// A stored turn with what the collector added.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,21 +60,6 @@ pub struct GroupSummary {
     pub error_fraction: f64,
     /// Turns during which the page was hidden (no paint times).
     pub hidden: u64,
-}
-
-/// Weighted quantile `q` of `(value, weight)` pairs: the smallest value whose
-/// cumulative weight reaches `q` of the total (the inverse of the weighted CDF).
-pub fn weighted_quantile(sorted: &[(f64, f64)], q: f64) -> f64 {
-    let total: f64 = sorted.iter().map(|p| p.1).sum();
-    let want = q * total;
-    let mut acc = 0.0;
-    for (v, w) in sorted {
-        acc += w;
-        if acc >= want {
-            return *v;
-        }
-    }
-    sorted.last().map_or(f64::NAN, |p| p.0)
 }
 
 fn quantiles(turns: &[&StoredTurn], f: impl Fn(&Turn) -> Option<f64>) -> Option<Quantiles> {
@@ -170,14 +156,6 @@ mod tests {
             turn,
             browser: "Chrome 131".into(),
         }
-    }
-
-    #[test]
-    fn weighted_quantiles_count_each_turn_by_its_weight() {
-        let v = [(1.0, 1.0), (2.0, 1.0), (3.0, 8.0)];
-        assert_eq!(weighted_quantile(&v, 0.1), 1.0);
-        assert_eq!(weighted_quantile(&v, 0.2), 2.0);
-        assert_eq!(weighted_quantile(&v, 0.5), 3.0);
     }
 
     /// 10,000 turns, a 10% sample of the ordinary ones at weight 10 and every slow
