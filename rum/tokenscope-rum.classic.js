@@ -5,6 +5,7 @@ const MAX_BATCH_BYTES = 30000;
 const MAX_QUEUE = 500;
 const MAX_TURN_MS = 600000;
 const STALLS_MS = [250, 500, 1000];
+const MAX_CHUNK_TIMES = 1000;
 const MARK = Symbol.for('tokenscope.rum');
 let cfg = null;
 let pageFetch = null;
@@ -232,7 +233,7 @@ route: cfg.route(url),
 started_unix_ms: Math.round(performance.timeOrigin + t0),
 t0,
 ms: {},
-chunks: 0, events: 0, chars: 0, paints: 0, merged: 0,
+chunks: 0, events: 0, chars: 0, paints: 0, merged: 0, chunkMs: [],
 stalls: [0, 0, 0], longestGap: 0, paintGap: 0,
 outcome: 'complete',
 hidden: document.visibilityState === 'hidden',
@@ -337,6 +338,8 @@ const text = (c && ((c.delta && c.delta.content) || c.text))
 || (o.type === 'content_block_delta' && d.text)
 || (o.type === 'text-delta' && (typeof o.delta === 'string' ? o.delta : o.textDelta))
 || '';
+const pm = o.timings && o.timings.prompt_ms;
+if (typeof pm === 'number' && pm >= 0 && pm < 3.6e6) turn.server_prefill_ms = round(pm);
 const u = o.usage || (o.message && o.message.usage);
 if (u) {
 const out = u.completion_tokens ?? u.output_tokens;
@@ -356,6 +359,7 @@ STALLS_MS.forEach((s, i) => { if (gap > s) turn.stalls[i]++; });
 }
 turn.lastChunk = t;
 turn.ms.last_chunk = t;
+if (turn.chunkMs.length < MAX_CHUNK_TIMES) turn.chunkMs.push(Math.round(t * 10) / 10);
 if (turn.ms.first_chunk === undefined) {
 turn.ms.first_chunk = t;
 observe(turn);
@@ -429,12 +433,14 @@ paint_method: turn.paint_method,
 if (turn.error_kind) rec.error_kind = turn.error_kind;
 if (turn.output_tokens !== undefined) rec.output_tokens = turn.output_tokens;
 if (turn.input_tokens !== undefined) rec.input_tokens = turn.input_tokens;
+if (turn.server_prefill_ms !== undefined) rec.server_prefill_ms = turn.server_prefill_ms;
 for (const k of ['headers', 'first_byte', 'first_chunk', 'first_dom', 'first_paint', 'last_chunk', 'last_paint', 'last_byte']) {
 const v = ms[k];
 if (v === undefined || (turn.hidden && /dom|paint/.test(k))) continue;
 if (!(v >= 0 && v < 3.6e6)) { rec.clamped = (rec.clamped || 0) + 1; continue; }
 rec.ms[k] = round(v);
 }
+if (turn.chunkMs.length && rec.ms.first_chunk !== undefined) rec.chunk_ms = turn.chunkMs;
 const ttft = turn.hidden ? ms.first_chunk : (ms.first_paint ?? ms.first_chunk);
 const special = rec.outcome !== 'complete' || (ttft ?? 0) >= cfg.slowMs;
 if (!special && !sampled) return;

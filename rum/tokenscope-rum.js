@@ -15,6 +15,8 @@ const MAX_BATCH_BYTES = 30000;
 const MAX_QUEUE = 500;
 const MAX_TURN_MS = 600000;
 const STALLS_MS = [250, 500, 1000];
+// Each text chunk's time is sent for the first MAX_CHUNK_TIMES chunks (the ITL).
+const MAX_CHUNK_TIMES = 1000;
 const MARK = Symbol.for('tokenscope.rum');
 
 let cfg = null;
@@ -271,7 +273,7 @@ function newTurn(url, t0) {
     started_unix_ms: Math.round(performance.timeOrigin + t0),
     t0,
     ms: {},
-    chunks: 0, events: 0, chars: 0, paints: 0, merged: 0,
+    chunks: 0, events: 0, chars: 0, paints: 0, merged: 0, chunkMs: [],
     stalls: [0, 0, 0], longestGap: 0, paintGap: 0,
     outcome: 'complete',
     hidden: document.visibilityState === 'hidden',
@@ -393,6 +395,9 @@ function onEvent(turn, data, t) {
     || (o.type === 'content_block_delta' && d.text)
     || (o.type === 'text-delta' && (typeof o.delta === 'string' ? o.delta : o.textDelta))
     || '';
+  // llama.cpp's own time to the first token: the server's part of the TTFT.
+  const pm = o.timings && o.timings.prompt_ms;
+  if (typeof pm === 'number' && pm >= 0 && pm < 3.6e6) turn.server_prefill_ms = round(pm);
   const u = o.usage || (o.message && o.message.usage);
   if (u) {
     const out = u.completion_tokens ?? u.output_tokens;
@@ -413,6 +418,7 @@ function onText(turn, n, t) {
   }
   turn.lastChunk = t;
   turn.ms.last_chunk = t;
+  if (turn.chunkMs.length < MAX_CHUNK_TIMES) turn.chunkMs.push(Math.round(t * 10) / 10);
   if (turn.ms.first_chunk === undefined) {
     turn.ms.first_chunk = t;
     observe(turn);
@@ -494,6 +500,7 @@ function close(turn) {
   if (turn.error_kind) rec.error_kind = turn.error_kind;
   if (turn.output_tokens !== undefined) rec.output_tokens = turn.output_tokens;
   if (turn.input_tokens !== undefined) rec.input_tokens = turn.input_tokens;
+  if (turn.server_prefill_ms !== undefined) rec.server_prefill_ms = turn.server_prefill_ms;
   for (const k of ['headers', 'first_byte', 'first_chunk', 'first_dom', 'first_paint', 'last_chunk', 'last_paint', 'last_byte']) {
     const v = ms[k];
     // A hidden page paints nothing: its paint times are dropped, its network kept.
@@ -501,6 +508,7 @@ function close(turn) {
     if (!(v >= 0 && v < 3.6e6)) { rec.clamped = (rec.clamped || 0) + 1; continue; }
     rec.ms[k] = round(v);
   }
+  if (turn.chunkMs.length && rec.ms.first_chunk !== undefined) rec.chunk_ms = turn.chunkMs;
   // Sampling per session; errors, aborts and slow turns always kept (weight 1).
   const ttft = turn.hidden ? ms.first_chunk : (ms.first_paint ?? ms.first_chunk);
   const special = rec.outcome !== 'complete' || (ttft ?? 0) >= cfg.slowMs;

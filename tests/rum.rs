@@ -50,7 +50,7 @@ fn stored(db: &Path) -> Vec<Value> {
         .prepare(
             "SELECT route, outcome, error_kind, chunks, chars, first_chunk_ms, first_dom_ms,
                     first_paint_ms, last_chunk_ms, weight, browser, hidden, stalls_250,
-                    stalls_1000, longest_gap_ms, events
+                    stalls_1000, longest_gap_ms, events, chunk_ms, server_prefill_ms
              FROM turns ORDER BY started_unix_ms",
         )
         .unwrap();
@@ -72,6 +72,9 @@ fn stored(db: &Path) -> Vec<Value> {
             "stalls_1000": r.get::<_, i64>(13)?,
             "longest_gap_ms": r.get::<_, f64>(14)?,
             "events": r.get::<_, i64>(15)?,
+            "chunk_ms": r.get::<_, Option<String>>(16)?
+                .map(|j| serde_json::from_str::<Value>(&j).unwrap()),
+            "server_prefill_ms": r.get::<_, Option<f64>>(17)?,
         }))
     })
     .unwrap()
@@ -356,7 +359,15 @@ fn the_collector_refuses_bad_input_and_keeps_what_it_acknowledged() {
 async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
     let _one = BROWSER.lock().await;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mock = Mock::start(&["--ttft-ms", "120", "--itl-ms", "15", "--jitter-ms", "0"]);
+    let mock = Mock::start(&[
+        "--ttft-ms",
+        "120",
+        "--itl-ms",
+        "15",
+        "--jitter-ms",
+        "0",
+        "--timings",
+    ]);
     // Every request answered 503; every stream held once for 1.2 s.
     let failing = Mock::start(&["--error-rate", "1", "--faults", "http_503"]);
     let stalling = Mock::start(&[
@@ -431,6 +442,7 @@ async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
             .unwrap_or_else(|| panic!("{id} not in the mock's log"))
     };
     let (mut received_gap, mut paint_gap) = (Vec::new(), Vec::new());
+    let (mut chunk_gap_error, mut network) = (Vec::new(), Vec::new());
     for (i, (t, s)) in turns[..n].iter().zip(&seen).enumerate() {
         let server = by_id(&ids[i]);
         assert_eq!(t["outcome"], "complete", "{t}");
@@ -453,6 +465,24 @@ async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
         let server_ttft = f(&server["chunk_times_ms"][0]) - f(&server["t_received_ms"]);
         let first_chunk = f(&t["first_chunk"]);
         received_gap.push(first_chunk - server_ttft);
+        // The server's part as its stream's timings said (the mock's own clock),
+        // and the rest: the network both ways.
+        let prefill = f(&t["server_prefill_ms"]);
+        assert!((prefill - server_ttft).abs() < 0.01, "{t} vs {server}");
+        network.push(first_chunk - prefill);
+        // Each chunk's time: the gaps the server left between its chunks.
+        let at: Vec<f64> = t["chunk_ms"].as_array().unwrap().iter().map(f).collect();
+        let sent: Vec<f64> = server["chunk_times_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(f)
+            .collect();
+        assert_eq!(at.len(), sent.len(), "{t}");
+        assert!((at[0] - first_chunk).abs() <= 0.051, "{t}");
+        for (a, b) in at.windows(2).zip(sent.windows(2)) {
+            chunk_gap_error.push((a[1] - a[0]) - (b[1] - b[0]));
+        }
         // Painted: after the chunk and its DOM change, within a frame of the
         // browser's own paint of the text (Element Timing, same clock).
         let first_paint = f(&t["first_paint"]);
@@ -487,6 +517,11 @@ async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
         "received TTFT - server TTFT: median {rg:.2} ms ({received_gap:.2?}); probe's paint - Element Timing: median {pg:.2} ms ({paint_gap:.2?})"
     );
     assert!((0.0..=6.0).contains(&rg), "{received_gap:?}");
+    // The first turn also opens the connection.
+    assert!(network.iter().all(|n| *n >= 0.0), "{network:?}");
+    assert!((0.0..=6.0).contains(&median(&network)), "{network:?}");
+    let abs_gap_error: Vec<f64> = chunk_gap_error.iter().map(|e: &f64| e.abs()).collect();
+    assert!(median(&abs_gap_error) < 2.0, "{chunk_gap_error:?}");
     assert!((-17.0..=17.0).contains(&pg), "{paint_gap:?}");
     // The abort reached the server; the 503 is an error with its status; the
     // stall is one gap over 1 s, the only gap over 250 ms, as the server sent it.
@@ -531,6 +566,9 @@ async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
         !h["first_chunk"].is_null() && h["first_paint"].is_null() && h["first_dom"].is_null(),
         "{h}"
     );
+    // The stored turns as a client report: a level per group, the bench's
+    // figures from the turns' own times, the painted TTFT's parts adding up.
+    check_report(dir, db, &turns, n);
     // No text left the page: the prompt's canary and the answers' words are in
     // neither the store nor its journal.
     let answer_word = seen[0]["text"]
@@ -551,6 +589,90 @@ async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
         }
     }
     chat.browser.close().await;
+}
+
+/// `collect --report` of the test's turns (`n` complete, an abort with text, a
+/// 503, a stall, a hidden turn), read by `report` and `compare`.
+fn check_report(dir: &Path, db: &Path, turns: &[Value], n: usize) {
+    let path = dir.join("rum-report.json");
+    let out = Command::new(bin())
+        .args(["collect", "--db"])
+        .arg(db)
+        .arg("--report")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    common::assert_schema("client.schema.json", &report, "collect --report");
+    assert_eq!(report["source"], "rum");
+    let all = &report["levels"][0];
+    assert_eq!(all["group"], "all");
+    let total = n as u64 + 4;
+    assert_eq!(
+        (
+            all["sent"].as_u64(),
+            all["ok"].as_u64(),
+            all["errors"].as_u64()
+        ),
+        (Some(total), Some(total - 1), Some(1)),
+        "{all}"
+    );
+    assert_eq!(all["error_kinds"]["http_503"], 1);
+    // The mock sent a token every 15 ms.
+    let itl = f(&all["metrics"]["itl_ms"]["p50"]);
+    assert!((13.0..=17.0).contains(&itl), "ITL p50 {itl}");
+    // The split's received part is the mean first chunk of the turns with every
+    // mark, and the parts add up to the painted mean.
+    let marked: Vec<&Value> = turns
+        .iter()
+        .filter(|t| !t["first_paint"].is_null() && !t["first_dom"].is_null())
+        .collect();
+    let mean = |k: &str| marked.iter().map(|t| f(&t[k])).sum::<f64>() / marked.len() as f64;
+    let split = &all["rum"]["split"];
+    assert!(
+        (f(&split["received_ms"]) - mean("first_chunk")).abs() < 1e-6,
+        "{split}"
+    );
+    assert!(
+        (f(&split["painted_ms"]) - mean("first_paint")).abs() < 1e-6,
+        "{split}"
+    );
+    let parts = f(&split["received_ms"]) + f(&split["main_thread_ms"]) + f(&split["render_ms"]);
+    assert!((parts - f(&split["painted_ms"])).abs() < 1e-6, "{split}");
+    assert_eq!(all["rum"]["hidden_turns"], 1);
+    // Unsampled: a raw file beside it, so compare has intervals.
+    assert!(dir.join("rum-report.raw.jsonl").is_file());
+    let md = Command::new(bin())
+        .args(["report", "--client"])
+        .arg(&path)
+        .args(["--markdown", "-"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains("Real users (") && md.contains("where the painted TTFT went"),
+        "{md}"
+    );
+    let cmp = Command::new(bin())
+        .arg("compare")
+        .arg(&path)
+        .arg(&path)
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let cmp: Value = serde_json::from_slice(&cmp.stdout).unwrap();
+    assert_eq!(cmp["runs"][0]["intervals"], true, "{cmp}");
+    assert_eq!(cmp["runs"][0]["levels"][0]["load"], "all");
 }
 
 /// What core's decoder makes of a fixture: closed events, the events carrying answer

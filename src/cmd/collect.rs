@@ -10,16 +10,21 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 use tokenscope_core::parse::parse_duration;
-use tokenscope_core::rum::summary::{GroupSummary, Quantiles, summarise_all};
+use tokenscope_core::rum::summary::{GroupSummary, Quantiles, StoredTurn, summarise_all};
 
 use crate::collect::store::Store;
 use crate::collect::{CollectOptions, Collector, router, unix_ms};
+use crate::util::rfc3339_of_ms;
 
 /// Collect real users' chat turns from the browser probe.
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
   tokenscope collect --db rum.sqlite --allow-origin https://chat.example.com
   tokenscope collect --db rum.sqlite --summary --since 24h
+  tokenscope collect --db rum.sqlite --report this-week.json --since 7d
+  tokenscope collect --db rum.sqlite --report last-week.json --since 14d --until 7d
+  tokenscope compare last-week.json this-week.json
+  tokenscope report --client this-week.json --html rum.html
 
 The probe posts to a path on your own origin (e.g. /rum) that your proxy forwards to
 this collector's /rum, passing the Origin header on (see docs/rum.md). GET /metrics
@@ -33,9 +38,21 @@ pub struct CollectArgs {
     #[arg(long)]
     pub summary: bool,
 
-    /// With --summary: only turns received within this long (e.g. 24h).
-    #[arg(long, value_name = "DURATION", requires = "summary")]
+    /// Write the stored turns as a client report (`tokenscope.client/1`, a level
+    /// per group: all, each route, each browser) and exit; beside it
+    /// FILE.raw.jsonl when no turn was sampled, for `compare`'s intervals.
+    #[arg(long, value_name = "FILE", conflicts_with = "summary")]
+    pub report: Option<PathBuf>,
+
+    /// With --summary or --report: only turns received since then: a duration
+    /// ago (24h, 7d) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
+
+    /// With --summary or --report: only turns received before then: a duration
+    /// ago (7d) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
 
     /// With --summary: JSON instead of a table.
     #[arg(long, requires = "summary")]
@@ -76,9 +93,13 @@ pub struct CollectArgs {
 
 /// Run the subcommand.
 pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
-    if args.summary {
-        return summary(&args);
+    if args.summary || args.report.is_some() {
+        return read_back(&args);
     }
+    anyhow::ensure!(
+        args.since.is_none() && args.until.is_none(),
+        "--since and --until choose the turns --summary or --report read; the collector itself takes all"
+    );
     let keep = parse_duration(&args.retention).map_err(|e| anyhow::anyhow!("--retention: {e}"))?;
     let mut origins = Vec::new();
     for o in &args.allow_origins {
@@ -132,26 +153,126 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn summary(args: &CollectArgs) -> anyhow::Result<ExitCode> {
+/// `--summary` or `--report`: the stored turns read back.
+fn read_back(args: &CollectArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
         args.db.is_file(),
         "{}: no such turn store (tokenscope collect --db FILE writes one)",
         args.db.display()
     );
+    let now = unix_ms();
     let since = match &args.since {
-        Some(s) => {
-            let d = parse_duration(s).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
-            unix_ms() - d.as_secs_f64() * 1e3
-        }
+        Some(s) => when(s, now).map_err(|e| anyhow::anyhow!("--since {s:?}: {e}"))?,
         None => 0.0,
     };
-    let turns = Store::open_read_only(&args.db)?.turns(since)?;
+    let until = match &args.until {
+        Some(s) => when(s, now).map_err(|e| anyhow::anyhow!("--until {s:?}: {e}"))?,
+        None => f64::INFINITY,
+    };
+    anyhow::ensure!(
+        since < until,
+        "--since is not before --until: no turns between them"
+    );
+    let turns = Store::open_read_only(&args.db)?.turns_between(since, until)?;
+    if let Some(path) = &args.report {
+        return write_report(args, path, &turns, since, until);
+    }
     let groups = summarise_all(&turns);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&groups)?);
     } else {
         print!("{}", table(&groups));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A time given as a duration ago (`7d`) or RFC 3339, as Unix ms.
+fn when(s: &str, now_unix_ms: f64) -> Result<f64, String> {
+    match parse_duration(s) {
+        Ok(d) => Ok(now_unix_ms - d.as_secs_f64() * 1e3),
+        Err(e) if s.contains('T') => {
+            tokenscope_core::parse::rfc3339_ms(s).map_err(|t| format!("{t} (nor a duration: {e})"))
+        }
+        Err(e) => Err(format!("{e}, or an RFC 3339 time (2026-12-01T00:00:00Z)")),
+    }
+}
+
+fn write_report(
+    args: &CollectArgs,
+    path: &std::path::Path,
+    turns: &[StoredTurn],
+    since: f64,
+    until: f64,
+) -> anyhow::Result<ExitCode> {
+    use tokenscope_core::report::raw::RawHeader;
+    use tokenscope_core::rum::report::{ReportOptions, build};
+    anyhow::ensure!(
+        !turns.is_empty(),
+        "{}: no turns in that period: no report written",
+        args.db.display()
+    );
+    let first = turns
+        .iter()
+        .map(|t| t.turn.started_unix_ms)
+        .fold(f64::INFINITY, f64::min);
+    let from = if since > 0.0 { since } else { first };
+    let period = format!(
+        "{}..{}",
+        rfc3339_of_ms(from),
+        if until.is_finite() {
+            rfc3339_of_ms(until)
+        } else {
+            "now".into()
+        }
+    );
+    let r = build(
+        turns,
+        &ReportOptions {
+            source_name: args.db.display().to_string(),
+            period: Some(period),
+            started_at: Some(rfc3339_of_ms(from)),
+            tool_version: tokenscope_core::VERSION.into(),
+        },
+    );
+    let text = r.client.to_json();
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "wrote {} ({} turns, {} levels)",
+        path.display(),
+        turns.len(),
+        r.client.levels.len()
+    );
+    let raw_path = path.with_extension("raw.jsonl");
+    match r.raw {
+        Some(lines) => {
+            let mut out =
+                serde_json::to_string(&RawHeader::new(r.client.source, r.client.config.clone()))?;
+            out.push('\n');
+            for l in &lines {
+                out.push_str(&serde_json::to_string(l)?);
+                out.push('\n');
+            }
+            std::fs::write(&raw_path, out)
+                .with_context(|| format!("writing {}", raw_path.display()))?;
+            eprintln!(
+                "wrote {} (per-turn samples for compare's intervals)",
+                raw_path.display()
+            );
+        }
+        None => {
+            // A raw file left from an earlier, unsampled report would be read
+            // beside this one.
+            if raw_path.is_file() {
+                std::fs::remove_file(&raw_path)
+                    .with_context(|| format!("removing the stale {}", raw_path.display()))?;
+            }
+            eprintln!("no raw file: the turns were sampled (compare gives no intervals)");
+        }
+    }
+    print!(
+        "{}",
+        tokenscope_core::render::client::text_summary(&r.client)
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -114,8 +114,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<()> {
     if let Some(levels) = &args.level {
         let wanted: Vec<String> = levels.split(',').map(|l| l.trim().to_owned()).collect();
         for r in &mut reports {
-            r.levels
-                .retain(|l| wanted.iter().any(|w| *w == l.load().label()));
+            r.levels.retain(|l| wanted.iter().any(|w| *w == l.label()));
         }
         anyhow::ensure!(
             reports.iter().any(|r| !r.levels.is_empty()),

@@ -54,6 +54,12 @@ pub struct MockArgs {
     #[arg(long)]
     pub head_with_first_token: bool,
 
+    /// End each complete stream with llama.cpp's `timings` object (`prompt_ms`:
+    /// the request's arrival to the first token's chunk, by the mock's clock), as
+    /// llama-server does: what a client or the browser probe can split TTFT by.
+    #[arg(long)]
+    pub timings: bool,
+
     #[command(flatten)]
     pub tls: TlsArgs,
 
@@ -251,6 +257,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
             state = state.without_metrics();
         }
         state = state.head_with_first_token(args.head_with_first_token);
+        state = state.with_timings(args.timings);
         state = state.cors_allow_headers(args.cors_allow_headers.as_deref());
         let opts = ServeOptions {
             tls: tls.map(Arc::new),

@@ -31,7 +31,12 @@ const COLUMNS: &str = "received_unix_ms, started_unix_ms, route, browser, outcom
     hidden, restored, weight, paint_method, clamped, chunks, events, chars, paints,
     chunks_merged, stalls_250, stalls_500, stalls_1000, longest_gap_ms,
     longest_paint_gap_ms, input_tokens, output_tokens, headers_ms, first_byte_ms,
-    first_chunk_ms, first_dom_ms, first_paint_ms, last_chunk_ms, last_paint_ms, last_byte_ms";
+    first_chunk_ms, first_dom_ms, first_paint_ms, last_chunk_ms, last_paint_ms, last_byte_ms,
+    chunk_ms, server_prefill_ms";
+
+/// Columns added after the first release, with their types: a store made before
+/// them gains them when it is opened for writing.
+const ADDED: [(&str, &str); 2] = [("chunk_ms", "TEXT"), ("server_prefill_ms", "REAL")];
 
 impl Store {
     /// Opens (or creates) the database at `path`.
@@ -73,11 +78,22 @@ impl Store {
                  output_tokens INTEGER,
                  headers_ms REAL, first_byte_ms REAL, first_chunk_ms REAL,
                  first_dom_ms REAL, first_paint_ms REAL, last_chunk_ms REAL,
-                 last_paint_ms REAL, last_byte_ms REAL
+                 last_paint_ms REAL, last_byte_ms REAL,
+                 chunk_ms TEXT, server_prefill_ms REAL
              );
              CREATE INDEX IF NOT EXISTS turns_received ON turns (received_unix_ms);",
         )
         .map_err(err)?;
+        let have: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('turns')")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(err)?;
+        for (name, kind) in ADDED {
+            if !have.iter().any(|h| h == name) {
+                conn.execute_batch(&format!("ALTER TABLE turns ADD COLUMN {name} {kind}"))
+                    .map_err(err)?;
+            }
+        }
         Ok(Store { conn, path: shown })
     }
 
@@ -120,7 +136,7 @@ impl Store {
         {
             let sql = format!(
                 "INSERT INTO turns ({COLUMNS}) VALUES ({})",
-                vec!["?"; 31].join(", ")
+                vec!["?"; 33].join(", ")
             );
             let mut stmt = tx.prepare_cached(&sql).map_err(err)?;
             for t in turns {
@@ -157,6 +173,9 @@ impl Store {
                     m.last_chunk,
                     m.last_paint,
                     m.last_byte,
+                    (!t.chunk_ms.is_empty())
+                        .then(|| serde_json::to_string(&t.chunk_ms).expect("numbers serialize")),
+                    t.server_prefill_ms,
                 ])
                 .map_err(err)?;
             }
@@ -175,15 +194,27 @@ impl Store {
     }
 
     /// Turns received at or after `since_unix_ms`, oldest first.
+    #[cfg(test)]
     pub fn turns(&self, since_unix_ms: f64) -> Result<Vec<StoredTurn>, StoreError> {
+        self.turns_between(since_unix_ms, f64::INFINITY)
+    }
+
+    /// Turns received in `since_unix_ms..until_unix_ms`, oldest first.
+    pub fn turns_between(
+        &self,
+        since_unix_ms: f64,
+        until_unix_ms: f64,
+    ) -> Result<Vec<StoredTurn>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(&format!(
-                "SELECT {COLUMNS} FROM turns WHERE received_unix_ms >= ?1 ORDER BY id"
+                "SELECT {COLUMNS} FROM turns WHERE received_unix_ms >= ?1 AND received_unix_ms < ?2
+                 ORDER BY id"
             ))
             .map_err(|e| self.err(e))?;
+        let until = until_unix_ms.min(f64::MAX);
         let rows = stmt
-            .query_map([since_unix_ms], |r| {
+            .query_map(params![since_unix_ms, until], |r| {
                 let outcome = match r.get::<_, String>(4)?.as_str() {
                     "aborted" => Outcome::Aborted,
                     "error" => Outcome::Error,
@@ -228,6 +259,12 @@ impl Store {
                             last_paint: r.get(29)?,
                             last_byte: r.get(30)?,
                         },
+                        // A store's own column: written by `insert` only.
+                        chunk_ms: r
+                            .get::<_, Option<String>>(31)?
+                            .and_then(|j| serde_json::from_str(&j).ok())
+                            .unwrap_or_default(),
+                        server_prefill_ms: r.get(32)?,
                     },
                 })
             })
@@ -246,7 +283,8 @@ mod tests {
             "ms":{{"headers":30,"first_byte":31,"first_chunk":31.5,"first_dom":32,"first_paint":{first_paint},"last_chunk":300,"last_paint":310,"last_byte":301}},
             "chunks":10,"events":12,"chars":200,"paints":9,"chunks_merged":1,"stalls_250":0,"stalls_500":0,"stalls_1000":0,
             "longest_gap_ms":40,"longest_paint_gap_ms":45,"outcome":"complete","hidden":false,"restored":false,
-            "paint_method":"raf+task","output_tokens":10,"weight":1}}]}}"#
+            "paint_method":"raf+task","output_tokens":10,"weight":1,
+            "chunk_ms":[31.5,60,90,120,150,180,210,240,270,300],"server_prefill_ms":20.5}}]}}"#
         );
         let b: tokenscope_core::rum::Batch = serde_json::from_str(&batch).unwrap();
         b.turns[0].clone()
@@ -269,5 +307,24 @@ mod tests {
         assert_eq!(s.turns(1500.0).unwrap().len(), 1);
         assert_eq!(s.expire(1500.0).unwrap(), 2);
         assert_eq!(s.turns(0.0).unwrap().len(), 1);
+        assert_eq!(s.turns_between(0.0, 1500.0).unwrap().len(), 0);
+    }
+
+    /// A store made before `chunk_ms` and `server_prefill_ms` gains the columns
+    /// and keeps its turns.
+    #[test]
+    fn an_older_store_gains_the_new_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let s = Store::open(&path).unwrap();
+        s.conn
+            .execute_batch(
+                "ALTER TABLE turns DROP COLUMN chunk_ms; ALTER TABLE turns DROP COLUMN server_prefill_ms;",
+            )
+            .unwrap();
+        drop(s);
+        let mut s = Store::open(&path).unwrap();
+        s.insert(1000.0, "Chrome 131", &[turn(48.0)]).unwrap();
+        assert_eq!(s.turns(0.0).unwrap()[0].turn, turn(48.0));
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
-use tokenscope_core::measure::openai::Api;
+use tokenscope_core::measure::openai::{Api, ServerTimings};
 use tokenscope_core::sim::{FaultAction, StreamWriter};
 use tokio::sync::mpsc;
 
@@ -105,12 +105,28 @@ pub(super) fn sse_stream(
                 FaultAction::Reset => st.reset_next = true,
                 FaultAction::Stall { ms } => st.stall_next = Some(ms),
             }
-        } else if em.finished {
-            out.push_str(&st.writer.finish());
-            st.done = true;
         }
         // Server truth: the moment the chunk is handed to the HTTP layer.
         let t = st.guard.state.clock.now_ms();
+        if em.fault.is_none() && em.finished {
+            let timings = st
+                .guard
+                .log
+                .as_ref()
+                .filter(|_| st.guard.state.timings)
+                .map(|log| {
+                    let first = log.chunk_times_ms.first().copied().unwrap_or(t);
+                    ServerTimings {
+                        prompt_n: Some(log.prompt_tokens),
+                        prompt_ms: Some(first - log.t_received_ms),
+                        predicted_n: Some(st.writer.sent_tokens()),
+                        predicted_ms: Some(t - first),
+                        ..ServerTimings::default()
+                    }
+                });
+            out.push_str(&st.writer.finish_with(timings));
+            st.done = true;
+        }
         if let Some(log) = st.guard.log.as_mut() {
             if em.tokens > 0 {
                 log.chunk_times_ms.push(t);

@@ -30,6 +30,8 @@ pub struct MockState {
     pub(super) metrics_off: bool,
     /// Hold the response head until the first chunk, and send the two together.
     pub(super) head_with_first_token: bool,
+    /// Send llama.cpp's `timings` in each complete stream's last chunk.
+    pub(super) timings: bool,
     /// The prompts seen (`--prefix-cache`).
     pub(super) prefix_cache: Arc<std::sync::Mutex<tokenscope_core::sim::prefix::PrefixCache>>,
     /// `--cors-allow-headers`: what a CORS preflight allows (`None`: whatever it
@@ -79,6 +81,7 @@ impl MockState {
             metrics: Arc::new(ServerMetrics::new()),
             metrics_off: false,
             head_with_first_token: false,
+            timings: false,
             cors_allow_headers: None,
             prefix_cache: Arc::default(),
         })
@@ -102,6 +105,14 @@ impl MockState {
     /// the first body bytes (Go's `net/http` unless the handler flushes first).
     pub fn head_with_first_token(mut self, yes: bool) -> Self {
         self.head_with_first_token = yes;
+        self
+    }
+
+    /// The same server ending each complete stream with llama.cpp's `timings`
+    /// (`prompt_ms`: the request's arrival to its first token's chunk, as the
+    /// mock's log has them; `predicted_ms`: that chunk to the last).
+    pub fn with_timings(mut self, yes: bool) -> Self {
+        self.timings = yes;
         self
     }
 

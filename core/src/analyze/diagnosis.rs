@@ -62,11 +62,11 @@ fn rule_ttft_queueing(c: &ClientReport, who: &str) -> Option<Finding> {
                 format!(
                     "TTFT p50 {} ms at {} -> {} ms at {} ({growth:.1}x), while TPOT p50 grew {tpot_growth:.1}x",
                     fmt_ms(Some(t0)),
-                    first.load().label(),
+                    first.label(),
                     fmt_ms(Some(t1)),
-                    last.load().label()
+                    last.label()
                 ),
-                format!("TTFT p99/p50 at {}: {unstable:.1}", last.load().label()),
+                format!("TTFT p99/p50 at {}: {unstable:.1}", last.label()),
             ],
             advice: "Check TTFT across input tiers (long prompts make prefill the cost) and against concurrency (queueing); chunked prefill or a prefill/decode split helps the first, more replicas or a larger batch the second.".into(),
         })
@@ -88,7 +88,7 @@ fn rule_tpot_grows_with_length(c: &ClientReport, who: &str) -> Option<Finding> {
         if t >= 1.2 * e && t - e >= 1.0 {
             evidence.push(format!(
                 "{}: ITL p50 {} ms for tokens 1-64 -> {} ms for tokens {}+ (+{:.0}%)",
-                l.load().label(),
+                l.label(),
                 fmt_ms(Some(e)),
                 fmt_ms(Some(t)),
                 late.from,
@@ -118,7 +118,7 @@ fn rule_tail_queueing(c: &ClientReport, who: &str) -> Option<Finding> {
             {
                 evidence.push(format!(
                     "{}: {name} p99 {} ms is {:.1}x p50 {} ms",
-                    l.load().label(),
+                    l.label(),
                     fmt_ms(Some(p99)),
                     p99 / p50,
                     fmt_ms(Some(p50))
@@ -146,11 +146,11 @@ fn rule_past_the_knee(c: &ClientReport, who: &str) -> Option<Finding> {
     let lat = last.metrics.e2e_ms.p95? / k.metrics.e2e_ms.p95?.max(1e-9);
     (thr < 1.15 && lat > 1.25).then(|| Finding {
         rule: RuleId::PastTheKnee,
-        title: format!("{who}: beyond {} throughput stays flat while latency climbs", k.load().label()),
+        title: format!("{who}: beyond {} throughput stays flat while latency climbs", k.label()),
         evidence: vec![format!(
             "{} -> {}: output throughput {} -> {} tok/s ({:+.0}%), p95 E2E {} -> {} ms ({:+.0}%)",
-            k.load().label(),
-            last.load().label(),
+            k.label(),
+            last.label(),
             fmt_rate(k.output_tokens_per_s),
             fmt_rate(last.output_tokens_per_s),
             100.0 * (thr - 1.0),
@@ -160,7 +160,7 @@ fn rule_past_the_knee(c: &ClientReport, who: &str) -> Option<Finding> {
         )],
         advice: format!(
             "{} is the most load to promise; added users only queue. Scale out, or raise the server's batch size if memory allows.",
-            k.load().label()
+            k.label()
         ),
     })
 }
@@ -182,7 +182,7 @@ fn rule_failures_grow_with_load(c: &ClientReport, who: &str) -> Option<Finding> 
             .map(|l| {
                 format!(
                     "{}: {:.1}% errors ({}), {:.1}% timeouts",
-                    l.load().label(),
+                    l.label(),
                     100.0 * l.error_rate,
                     if l.error_kinds.is_empty() {
                         "none".to_owned()
@@ -218,7 +218,7 @@ fn rule_rounds_disagree(c: &ClientReport, who: &str) -> Option<Finding> {
                 )
             })
             .collect();
-        evidence.push(format!("{}: {}", l.load().label(), rounds.join("; ")));
+        evidence.push(format!("{}: {}", l.label(), rounds.join("; ")));
     }
     (!evidence.is_empty()).then(|| Finding {
         rule: RuleId::RoundsDisagree,
@@ -287,7 +287,7 @@ fn rule_drift(c: &ClientReport, who: &str) -> Option<Finding> {
             l.drift.iter().filter(|d| d.flagged).map(move |d| {
                 format!(
                     "{}: {} {:+.2} ms/min (95% CI +/- {:.2}), {:+.0}% over the run",
-                    l.load().label(),
+                    l.label(),
                     d.metric,
                     d.slope_ms_per_min,
                     d.slope_ci95_ms_per_min,
@@ -317,7 +317,7 @@ fn rule_server_timing_gap(c: &ClientReport, who: &str) -> Option<Finding> {
         if server > 0.0 && (client / server > 1.25 || server / client > 1.25) {
             evidence.push(format!(
                 "{}: client TPOT p50 {} ms vs the server's own {} ms per token ({:.2}x)",
-                l.load().label(),
+                l.label(),
                 fmt_ms(Some(client)),
                 fmt_ms(Some(server)),
                 client / server
@@ -339,7 +339,7 @@ fn rule_ttft_grows_with_input(clients: &[ClientReport]) -> Option<Finding> {
         .filter_map(|c| {
             let tokens = c.config.input_tokens?;
             let l = c.lowest_level()?;
-            Some((tokens, l.metrics.ttft_ms.p50?, l.load().label()))
+            Some((tokens, l.metrics.ttft_ms.p50?, l.label()))
         })
         .collect();
     tiers.sort_by_key(|t| t.0);

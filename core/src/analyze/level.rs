@@ -425,6 +425,8 @@ impl LevelAccumulator {
             prompt_cache,
             turns,
             server: None,
+            group: None,
+            rum: None,
         }
     }
 }

@@ -27,6 +27,9 @@ pub fn analyze(input: &ReportInput) -> Combined {
     let browser = input.clients.iter().find(|c| c.source == Source::Browser);
     let native = input.clients.iter().find(|c| c.source == Source::Native);
     ttft_sentence(browser, native, &mut verdict);
+    for c in input.clients.iter().filter(|c| c.source == Source::Rum) {
+        rum_sentence(c, &mut verdict);
+    }
     let floor = floor_comparison(input, native.or(browser));
     floor_sentence(input, floor.as_ref(), &mut verdict, &mut notes);
     if let Some(c) = browser.or(native) {
@@ -65,6 +68,50 @@ fn kv_plan(input: &ReportInput) -> Option<crate::analyze::floor::KvPlan> {
 
 /// What users wait for the first token: the browser's painted TTFT where there is
 /// a browser run, else the native one.
+/// Real users' painted TTFT and where it went (the `all` level of a collector's
+/// report).
+fn rum_sentence(c: &ClientReport, verdict: &mut Vec<String>) {
+    let Some(l) = c.levels.iter().find(|l| l.rum.is_some()) else {
+        return;
+    };
+    let (Some(rum), Some(painted)) = (l.rum.as_ref(), l.metrics.rendered_ttft_ms.as_ref()) else {
+        return;
+    };
+    let (Some(p50), Some(p95)) = (painted.get("p50"), painted.get("p95")) else {
+        return;
+    };
+    let mut line = format!(
+        "Real users ({:.0} turns, {}): the first text painted at p50 {} ms, p95 {} ms",
+        rum.turns_weighted,
+        l.label(),
+        fmt_ms(Some(p50)),
+        fmt_ms(Some(p95)),
+    );
+    if let Some(s) = rum.split {
+        let server = match (s.server_ms, s.network_ms) {
+            (Some(srv), Some(net)) => format!(
+                "the server {} ms, network and proxies {} ms",
+                fmt_ms(Some(srv)),
+                fmt_ms(Some(net))
+            ),
+            _ => format!("server and network {} ms", fmt_ms(Some(s.received_ms))),
+        };
+        line.push_str(&format!(
+            "; of the mean {} ms, {server}, the page's main thread {} ms, rendering {} ms",
+            fmt_ms(Some(s.painted_ms)),
+            fmt_ms(Some(s.main_thread_ms)),
+            fmt_ms(Some(s.render_ms)),
+        ));
+    }
+    line.push_str(&format!(
+        "; {:.1}% stalled over 1 s, {:.1}% stopped by the user, {:.1}% failed.",
+        100.0 * rum.stalled_1s_fraction,
+        100.0 * rum.aborted_fraction,
+        100.0 * rum.error_fraction
+    ));
+    verdict.push(line);
+}
+
 fn ttft_sentence(
     browser: Option<&ClientReport>,
     native: Option<&ClientReport>,
@@ -79,7 +126,7 @@ fn ttft_sentence(
         match (rendered, ttft) {
             (Some(r), Some(t)) => verdict.push(format!(
                 "At {}, users wait {} ms for the first token at p95 (user-perceived, painted), of which {} ms is browser rendering and {} ms waiting for the response headers{}.",
-                l.load().label(),
+                l.label(),
                 fmt_ms(Some(r)),
                 fmt_ms(Some((r - t).max(0.0))),
                 fmt_ms(m.time_to_headers_ms.get("p95")),
@@ -87,7 +134,7 @@ fn ttft_sentence(
             )),
             (None, Some(t)) => verdict.push(format!(
                 "At {}, p95 TTFT in the browser is {} ms (no paint times were recorded).",
-                l.load().label(),
+                l.label(),
                 fmt_ms(Some(t))
             )),
             _ => {}
@@ -98,7 +145,7 @@ fn ttft_sentence(
         let m = &l.metrics;
         verdict.push(format!(
             "At {}, p95 TTFT is {} ms ({} ms waiting for the response headers) and TPOT p50 is {} ms; rendering is not included (native client: add a browser run for user-perceived TTFT).",
-            l.load().label(),
+            l.label(),
             fmt_ms(m.ttft_ms.get("p95")),
             fmt_ms(m.time_to_headers_ms.get("p95")),
             fmt_ms(m.tpot_ms.get("p50")),
@@ -170,13 +217,13 @@ fn capacity_sentences(c: &ClientReport, verdict: &mut Vec<String>) {
         let level = &c.levels[k.level_index];
         verdict.push(format!(
             "Throughput stops scaling past {} (the knee): {} tok/s there; beyond it latency grows faster than throughput.",
-            level.load().label(),
+            level.label(),
             fmt_rate(level.output_tokens_per_s)
         ));
     } else if c.levels.len() > 1 {
         verdict.push(format!(
             "No knee within the levels tried (up to {}): latency never grew faster than throughput.",
-            c.levels.last().map(|l| l.load().label()).unwrap_or_default()
+            c.levels.last().map(|l| l.label()).unwrap_or_default()
         ));
     }
     let sent: u64 = c.levels.iter().map(|l| l.sent).sum();
@@ -272,7 +319,7 @@ fn floor_comparison(input: &ReportInput, client: Option<&ClientReport>) -> Optio
     Some(FloorComparison {
         gpu: kernels.adapter.name.clone(),
         tpot_p50_ms: tpot,
-        level: level.load().label(),
+        level: level.label(),
         ratio,
         floor: row,
         source,
@@ -332,7 +379,7 @@ fn compare(native: &ClientReport, browser: &ClientReport) -> Option<Comparison> 
     };
     let (nm, bm) = (&n.metrics, &b.metrics);
     Some(Comparison {
-        level: n.load().label(),
+        level: n.label(),
         stages: vec![
             stage(
                 "time to headers",

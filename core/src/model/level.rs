@@ -420,6 +420,15 @@ pub struct LevelReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub server: Option<LevelServer>,
+    /// The level's name where it is a group of real users' turns rather than a
+    /// load (`all`, `route /api/chat`, `browser Chrome 131`): its label, and what
+    /// `compare` matches levels by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// What real users' turns add (`tokenscope collect --report`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip))]
+    pub rum: Option<super::rum::RumLevel>,
 }
 
 impl LevelReport {
@@ -427,6 +436,12 @@ impl LevelReport {
     #[cfg(feature = "server-view")]
     pub fn server_view(&self) -> Option<&ServerLevel> {
         self.server.as_ref()
+    }
+
+    /// The level's name in tables and comparisons: its group, else its load
+    /// (`c=8`, `5 req/s`).
+    pub fn label(&self) -> String {
+        self.group.clone().unwrap_or_else(|| self.load().label())
     }
 
     /// The level's load.

@@ -13,6 +13,8 @@ pub enum Source {
     Native,
     /// The web page.
     Browser,
+    /// Real users' pages: turns the browser probe sent to `tokenscope collect`.
+    Rum,
 }
 
 impl Source {
@@ -21,6 +23,7 @@ impl Source {
         match self {
             Source::Native => "native",
             Source::Browser => "browser",
+            Source::Rum => "rum",
         }
     }
 }

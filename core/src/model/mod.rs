@@ -10,7 +10,8 @@
 //! - [`client`]: the whole report, the sweep's results, reading it back;
 //! - [`warning`]: typed run warnings; [`transport`]: how the client reached the
 //!   endpoint; `merge`: what a merged report says of its making;
-//! - [`server_view`]: the server view's place in the report.
+//! - [`server_view`]: the server view's place in the report; [`rum`]: what a level
+//!   of real users' turns adds.
 //!
 //! The committed JSON Schema is `schemas/client.schema.json`; a test checks that
 //! what we write validates against it. Readers refuse a document whose major
@@ -21,6 +22,7 @@ pub mod level;
 pub mod load;
 #[cfg(feature = "server-view")]
 pub mod merge;
+pub mod rum;
 pub mod run;
 pub mod server_view;
 pub mod transport;
@@ -36,6 +38,7 @@ pub use level::{
 pub use load::{Arrival, Load, LoadMode, ReasoningDisplay, Source};
 #[cfg(feature = "server-view")]
 pub use merge::{MergeInfo, MergeMethod};
+pub use rum::{RumLevel, TtftSplit};
 pub use run::{Environment, RunConfig, TokenCounting, TraceInfo};
 #[cfg(not(feature = "server-view"))]
 pub use server_view::NoServerView;

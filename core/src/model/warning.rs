@@ -51,6 +51,9 @@ pub enum WarningKind {
     /// TLS certificates were not verified (`bench --insecure`): anyone on the
     /// path could have answered.
     TlsNotVerified,
+    /// Real users' turns were sampled: the figures are weighted estimates and
+    /// there is no raw file (no intervals in `compare`).
+    RumSampled,
     /// A kind this build does not know (written by a newer tokenscope).
     #[serde(other)]
     Unknown,
@@ -79,6 +82,7 @@ impl WarningKind {
             WarningKind::Merged => "merged",
             WarningKind::RemoteWrite => "remote_write",
             WarningKind::TlsNotVerified => "tls_not_verified",
+            WarningKind::RumSampled => "rum_sampled",
             WarningKind::Unknown => "unknown",
         }
     }
@@ -92,6 +96,7 @@ impl WarningKind {
                 | WarningKind::ServerMetricsOff
                 | WarningKind::DeliveryUnmeasured
                 | WarningKind::Merged
+                | WarningKind::RumSampled
         )
     }
 }
@@ -142,6 +147,7 @@ mod tests {
             WarningKind::ServerMetrics,
             WarningKind::ServerMetricsOff,
             WarningKind::TokenMismatch,
+            WarningKind::RumSampled,
         ] {
             let json = serde_json::to_string(&k).unwrap();
             assert_eq!(json, format!("\"{}\"", k.as_str()));

@@ -91,7 +91,7 @@ pub(crate) fn level_table(
         .enumerate()
         .map(|(i, l)| {
             let m = &l.metrics;
-            let label = l.load().label();
+            let label = l.label();
             let mut row = vec![
                 if knee == Some(i) {
                     format!("{label} (knee)")
@@ -164,12 +164,12 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
                         .map(|(k, n)| format!("timeout ({k}): {n}")),
                 )
                 .collect();
-            notes.push(format!("{}: {}", l.load().label(), kinds.join(", ")));
+            notes.push(format!("{}: {}", l.label(), kinds.join(", ")));
         }
         if l.round_spread.rounds_disagree {
             notes.push(format!(
                 "{}: rounds disagree by more than 2x ({}); check warm-up and the environment",
-                l.load().label(),
+                l.label(),
                 l.rounds
                     .iter()
                     .filter(|r| !r.outlier_metrics.is_empty())
@@ -181,7 +181,7 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
         for d in l.drift.iter().filter(|d| d.flagged) {
             notes.push(format!(
                 "{}: {} drifts {:+.2} ms/min (95% CI +/- {:.2}), {:+.0}% over the run",
-                l.load().label(),
+                l.label(),
                 d.metric,
                 d.slope_ms_per_min,
                 d.slope_ci95_ms_per_min,
@@ -193,11 +193,11 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
         Some(k) => notes.push(match k.elasticity_after {
             Some(e) => format!(
                 "knee: {} (after it, p95 E2E grows {e:.1}x faster than throughput)",
-                report.levels[k.level_index].load().label(),
+                report.levels[k.level_index].label(),
             ),
             None => format!(
                 "knee: {} (after it, p95 E2E grows while throughput does not)",
-                report.levels[k.level_index].load().label(),
+                report.levels[k.level_index].label(),
             ),
         }),
         None if report.levels.len() > 1 => {
@@ -209,7 +209,7 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
         notes.push(format!(
             "SLO capacity ({}): {} at {} tok/s, {} req/s",
             c.slos.join(", "),
-            report.levels[c.level_index].load().label(),
+            report.levels[c.level_index].label(),
             fmt_rate(c.output_tokens_per_s),
             fmt_rate(c.requests_per_s)
         ));
@@ -260,6 +260,11 @@ pub fn text_summary(report: &ClientReport) -> String {
                 "\nper conversation turn (ms; cached: prompt tokens from the server's cache):\n",
             );
             out.push_str(&text_table(&h, &rows));
+        }
+        if let Some((h, rows)) = super::rum::rum_rows(report) {
+            let _ = writeln!(out, "\n{}:", super::rum::TITLE);
+            out.push_str(&text_table(&h, &rows));
+            let _ = writeln!(out, "{}", super::rum::NOTE);
         }
     }
     for n in notes(report) {
@@ -317,6 +322,11 @@ pub fn server_markdown(out: &mut String, report: &ClientReport) {
     if let Some((h, rows)) = super::turns::turn_rows(report) {
         out.push_str("\n### Per conversation turn (ms)\n\n");
         out.push_str(&markdown_table(&h, &rows));
+    }
+    if let Some((h, rows)) = super::rum::rum_rows(report) {
+        let _ = writeln!(out, "\n### {}\n", super::rum::TITLE);
+        out.push_str(&markdown_table(&h, &rows));
+        let _ = writeln!(out, "\n{}", super::rum::NOTE);
     }
     if let Some(line) = super::server::source_line(report) {
         let _ = writeln!(out, "\n{line}");

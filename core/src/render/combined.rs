@@ -12,7 +12,7 @@ use crate::report::kernels::KernelReport;
 use crate::report::{ClientReport, Source};
 
 fn level_rows(c: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
-    let browser = c.source == Source::Browser;
+    let browser = matches!(c.source, Source::Browser | Source::Rum);
     crate::render::client::level_table(
         c,
         crate::render::client::LevelColumns {
@@ -389,6 +389,11 @@ fn html_server(o: &mut String, client: &ClientReport) {
         o.push_str("<h3 id=\"turns\">Per conversation turn (ms)</h3>");
         o.push_str(&html_table(&h, &rows));
     }
+    if let Some((h, rows)) = super::rum::rum_rows(client) {
+        let _ = write!(o, "<h3 id=\"rum\">{}</h3>", escape_html(super::rum::TITLE));
+        o.push_str(&html_table(&h, &rows));
+        let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(super::rum::NOTE));
+    }
     if let Some(line) = server::source_line(client) {
         let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(&line));
     }
@@ -517,17 +522,13 @@ fn client_charts(input: &ReportInput, out: &mut Vec<String>) {
         if let Some(l) = client.lowest_level() {
             if let Some(q) = l.quantiles.get("ttft_ms") {
                 series.push((
-                    format!("{} TTFT ({})", client.source.as_str(), l.load().label()),
+                    format!("{} TTFT ({})", client.source.as_str(), l.label()),
                     q.clone(),
                 ));
             }
             if let Some(q) = l.quantiles.get("rendered_ttft_ms") {
                 series.push((
-                    format!(
-                        "{} painted TTFT ({})",
-                        client.source.as_str(),
-                        l.load().label()
-                    ),
+                    format!("{} painted TTFT ({})", client.source.as_str(), l.label()),
                     q.clone(),
                 ));
             }
@@ -550,7 +551,7 @@ fn client_charts(input: &ReportInput, out: &mut Vec<String>) {
             &format!(
                 "ITL (ms), {} client at {}",
                 client.source.as_str(),
-                l.load().label()
+                l.label()
             ),
         ));
     }

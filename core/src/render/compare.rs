@@ -187,12 +187,12 @@ pub fn html_body(c: &Comparison, runs: &[CompareRun<'_>]) -> String {
     let mut charts = vec![throughput_latency_runs(&curves)];
     if let Some(base) = runs.first() {
         for level in &base.report.levels {
-            let load = level.load();
+            let name = level.label();
             let at: Vec<(String, &crate::report::LevelReport)> = runs
                 .iter()
                 .filter_map(|r| {
-                    let l = r.report.levels.iter().find(|l| l.load() == load)?;
-                    Some((format!("{} ({})", r.name, load.label()), l))
+                    let l = r.report.levels.iter().find(|l| l.label() == name)?;
+                    Some((format!("{} ({name})", r.name), l))
                 })
                 .collect();
             if at.len() < 2 {
@@ -204,7 +204,7 @@ pub fn html_body(c: &Comparison, runs: &[CompareRun<'_>]) -> String {
                     .filter_map(|(n, l)| Some((n.as_str(), l.quantiles.get(metric)?.as_slice())))
                     .collect();
                 if series.len() >= 2 {
-                    charts.push(cdf(&series, &format!("{label} at {}", load.label())));
+                    charts.push(cdf(&series, &format!("{label} at {name}")));
                 }
             }
         }

@@ -19,7 +19,7 @@ pub fn connection_notes(report: &ClientReport) -> Vec<String> {
             .map(|(p, n)| format!("{p} {n}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let mut line = format!("{}: protocol {protocols}", l.load().label());
+        let mut line = format!("{}: protocol {protocols}", l.label());
         if let Some(c) = l.connections {
             line.push_str(&format!(
                 "; {} request(s) opened a new connection, {} reused one",

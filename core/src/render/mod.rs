@@ -9,7 +9,8 @@
 //!   its [`glossary`];
 //! - [`charts`]: SVG charts (sweeps, distributions, requests, kernels);
 //! - [`server`]: the server view's tables; [`turns`]: conversations per turn and
-//!   the prefix cache; [`tiers`]: input and output tiers side by side;
+//!   the prefix cache; [`tiers`]: input and output tiers side by side; [`rum`]:
+//!   real users' levels, where their painted TTFT went;
 //! - [`compare`]: runs compared, change by change.
 
 pub mod charts;
@@ -23,6 +24,8 @@ pub mod glossary;
 pub mod history;
 pub mod kernels;
 pub mod kv_plan;
+#[cfg(feature = "server-view")]
+pub mod rum;
 #[cfg(feature = "server-view")]
 pub mod server;
 pub mod table;

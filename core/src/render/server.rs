@@ -67,7 +67,7 @@ pub fn resource_rows(r: &ClientReport) -> Option<Table> {
         .iter()
         .map(|(l, s)| {
             vec![
-                l.load().label(),
+                l.label(),
                 gauge(s, Series::RequestsRunning, 1.0, 1),
                 gauge(s, Series::RequestsWaiting, 1.0, 1),
                 gauge(s, Series::KvCacheUsage, 100.0, 1),
@@ -150,7 +150,7 @@ pub fn stage_rows(r: &ClientReport) -> Option<Table> {
         .map(|(l, s)| {
             let st = s.stages.as_ref();
             let mut row = vec![
-                l.load().label(),
+                l.label(),
                 fmt_ms(st.map(|x| x.client_ttft_ms)),
                 fmt_ms(st.map(|x| x.server_ttft_ms)),
                 fmt_ms(st.map(|x| x.network_and_client_ms)),

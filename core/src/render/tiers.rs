@@ -24,7 +24,7 @@ pub fn tier_rows(done: &[(String, &ClientReport)]) -> (Vec<String>, Vec<Vec<Stri
         let knee = r.sweep.knee.as_ref().map(|k| k.level_index);
         for (i, l) in r.levels.iter().enumerate() {
             let m = &l.metrics;
-            let load = l.load().label();
+            let load = l.label();
             rows.push(vec![
                 tier.clone(),
                 if knee == Some(i) {

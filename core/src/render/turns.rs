@@ -28,7 +28,7 @@ pub fn turn_rows(report: &ClientReport) -> Option<(Vec<String>, Vec<Vec<String>>
         .flat_map(|l| {
             l.turns.iter().map(move |t| {
                 vec![
-                    l.load().label(),
+                    l.label(),
                     t.turn.to_string(),
                     t.sent.to_string(),
                     t.ok.to_string(),
@@ -56,7 +56,7 @@ pub fn cache_notes(report: &ClientReport) -> Vec<String> {
             let f = c.cached_fraction()?;
             Some(format!(
                 "{}: the server served {:.0}% of prompt tokens from its prefix cache ({} of {}, as {} of {} requests said)",
-                l.load().label(),
+                l.label(),
                 100.0 * f,
                 c.cached_tokens,
                 c.prompt_tokens,

@@ -376,11 +376,17 @@ pub fn compare(runs: &[CompareRun<'_>], opts: &CompareOptions) -> Comparison {
     }
 }
 
+/// Two runs' levels that are the same: the same group of real users' turns, or
+/// (outside groups) the same load.
+fn same_level(a: &LevelReport, b: &LevelReport) -> bool {
+    a.group == b.group && (a.group.is_some() || a.load() == b.load())
+}
+
 fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -> RunVsBase {
     let sampled = |r: &CompareRun<'_>| r.raw.map(|raw| samples(r.report, raw));
     let (bs, ns) = (sampled(base), sampled(new));
     let intervals = bs.is_some() && ns.is_some();
-    let label = |l: &LevelReport| l.load().label();
+    let label = |l: &LevelReport| l.label();
     let mut levels = Vec::new();
     for (bi, bl) in base.report.levels.iter().enumerate() {
         let Some((ni, nl)) = new
@@ -388,7 +394,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
             .levels
             .iter()
             .enumerate()
-            .find(|(_, l)| l.load() == bl.load())
+            .find(|(_, l)| same_level(l, bl))
         else {
             continue;
         };
@@ -477,7 +483,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
     let unmatched = |a: &ClientReport, b: &ClientReport| -> Vec<String> {
         a.levels
             .iter()
-            .filter(|l| !b.levels.iter().any(|m| m.load() == l.load()))
+            .filter(|l| !b.levels.iter().any(|m| same_level(m, l)))
             .map(label)
             .collect()
     };

@@ -544,6 +544,8 @@ fn combine(
         prompt_cache: None,
         turns: Vec::new(),
         server: None,
+        group: parts.first().and_then(|l| l.group.clone()),
+        rum: None,
     }
 }
 

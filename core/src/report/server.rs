@@ -96,7 +96,7 @@ impl ScrapeLog {
             {
                 report.warnings.push(ReportWarning::new(
                     WarningKind::TokenMismatch,
-                    token_mismatch(&l.load().label(), t),
+                    token_mismatch(&l.label(), t),
                 ));
             }
         }

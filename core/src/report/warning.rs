@@ -37,7 +37,7 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
                     kind: WarningKind::ClientBound,
                     message: format!(
                         "{}: sends ran late (client lag p95 {:.1} ms, max {:.1} ms): the client, not the server, limited this level",
-                        l.load().label(),
+                        l.label(),
                         p95,
                         lag.max.unwrap_or(p95)
                     ),
@@ -49,7 +49,7 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
                 WarningKind::PromptTokensDiffer,
                 format!(
                     "{}: {} of {} requests' usage.prompt_tokens are not their prompt's counted tokens plus the template's overhead: the server counts differently than the tokenizer used (config.tokens)",
-                    l.load().label(),
+                    l.label(),
                     l.prompt_tokens_differ,
                     l.prompt_tokens_checked
                 ),
@@ -58,11 +58,7 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
         if l.ok == 0 && l.sent > 0 {
             out.push(ReportWarning {
                 kind: WarningKind::NoSuccess,
-                message: format!(
-                    "{}: none of {} requests succeeded",
-                    l.load().label(),
-                    l.sent
-                ),
+                message: format!("{}: none of {} requests succeeded", l.label(), l.sent),
             });
         }
     }

@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod report;
 pub mod summary;
 
 /// The batch format the probe posts.
@@ -20,6 +21,10 @@ pub const MAX_TURNS_PER_BATCH: usize = 500;
 pub const MAX_COUNT: u64 = 1 << 40;
 /// Longest time a turn may report, ms (an hour).
 pub const MAX_MS: f64 = 3.6e6;
+/// Most chunk times a turn carries (`chunk_ms`): the probe stops recording there.
+pub const MAX_CHUNK_TIMES: usize = 1000;
+/// Rounding of `chunk_ms` against the other times (the probe rounds to 0.1 ms).
+const CHUNK_MS_SLACK: f64 = 0.051;
 
 /// What the probe posts: a batch of turns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -138,6 +143,15 @@ pub struct Turn {
     /// Times the probe dropped as impossible.
     #[serde(default)]
     pub clamped: u64,
+    /// Each text chunk's arrival, ms after the `fetch` call (0.1 ms), the first
+    /// [`MAX_CHUNK_TIMES`] of them: the inter-chunk latencies. Empty from a probe
+    /// that did not send them (then the turn has a TTFT but no ITL).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunk_ms: Vec<f64>,
+    /// The server's own time to its first token, from the stream's timings
+    /// (llama.cpp `timings.prompt_ms`), when it sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prefill_ms: Option<f64>,
     /// Turns this one stands for (1 / the sampling rate; 1 for turns always kept).
     pub weight: f64,
 }
@@ -242,6 +256,15 @@ impl Turn {
                 });
             }
         }
+        self.validate_chunks()?;
+        if let Some(v) = self.server_prefill_ms
+            && !(v.is_finite() && (0.0..MAX_MS).contains(&v))
+        {
+            return Err(TurnError::Time {
+                field: "server_prefill_ms",
+                reason: format!("{v} is not in 0..{MAX_MS}"),
+            });
+        }
         if !(self.started_unix_ms.is_finite() && self.started_unix_ms > 0.0) {
             return Err(TurnError::Time {
                 field: "started_unix_ms",
@@ -312,6 +335,43 @@ impl Turn {
         Ok(())
     }
 
+    /// `chunk_ms`: at most [`MAX_CHUNK_TIMES`], no more than `chunks`, in order,
+    /// from the first chunk to the last.
+    fn validate_chunks(&self) -> Result<(), TurnError> {
+        let c = &self.chunk_ms;
+        let bad = |reason: String| {
+            Err(TurnError::Time {
+                field: "chunk_ms",
+                reason,
+            })
+        };
+        if c.len() > MAX_CHUNK_TIMES || c.len() as u64 > self.chunks {
+            return bad(format!(
+                "{} times for {} chunks (at most {MAX_CHUNK_TIMES})",
+                c.len(),
+                self.chunks
+            ));
+        }
+        if c.iter()
+            .any(|v| !(v.is_finite() && (0.0..MAX_MS).contains(v)))
+        {
+            return bad(format!("a time is not in 0..{MAX_MS}"));
+        }
+        if c.windows(2).any(|w| w[1] < w[0]) {
+            return bad("times out of order".into());
+        }
+        let off = |a: Option<f64>, b: Option<&f64>| match (a, b) {
+            (Some(a), Some(b)) => (a - b).abs() > CHUNK_MS_SLACK,
+            _ => false,
+        };
+        if off(self.ms.first_chunk, c.first())
+            || (c.len() as u64 == self.chunks && off(self.ms.last_chunk, c.last()))
+        {
+            return bad("the first or last time is not first_chunk or last_chunk".into());
+        }
+        Ok(())
+    }
+
     /// TTFT as painted less as received: the page's own delay (main thread and
     /// rendering) before the user saw the first text.
     pub fn render_delay_ms(&self) -> Option<f64> {
@@ -349,7 +409,7 @@ pub fn browser_family(user_agent: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn turn() -> Turn {
@@ -384,6 +444,8 @@ mod tests {
             output_tokens: Some(20),
             input_tokens: None,
             clamped: 0,
+            chunk_ms: Vec::new(),
+            server_prefill_ms: None,
             weight: 1.0,
         }
     }
@@ -409,6 +471,14 @@ mod tests {
         bad(|t| t.weight = 0.5, "weight");
         bad(|t| t.started_unix_ms = f64::INFINITY, "started_unix_ms");
         bad(|t| t.chars = u64::MAX, "a count");
+        bad(|t| t.chunk_ms = vec![41.0, 30.0], "chunk_ms");
+        bad(|t| t.chunk_ms = vec![45.0, 50.0], "chunk_ms");
+        bad(|t| t.chunk_ms = vec![41.0; 21], "chunk_ms");
+        bad(|t| t.server_prefill_ms = Some(-3.0), "server_prefill_ms");
+        let mut ok = turn();
+        ok.chunk_ms = (0..20).map(|i| 41.0 + f64::from(i) * 18.9).collect();
+        ok.chunk_ms[19] = 400.0;
+        assert_eq!(ok.validate(), Ok(()));
     }
 
     #[test]

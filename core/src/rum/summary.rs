@@ -118,23 +118,34 @@ pub const MAX_GROUPS: usize = 50;
 /// All turns, then each route, then each browser family (each sorted by name; at
 /// most [`MAX_GROUPS`] of each, those with the most turns).
 pub fn summarise_all(turns: &[StoredTurn]) -> Vec<GroupSummary> {
+    groups(turns)
+        .iter()
+        .map(|(name, group)| summarise(name, group))
+        .collect()
+}
+
+/// The groups a collector reports: `all`, then `route R` for each route, then
+/// `browser B` for each browser family (each kind sorted by name; at most
+/// [`MAX_GROUPS`] of each, those with the most turns).
+pub fn groups(turns: &[StoredTurn]) -> Vec<(String, Vec<&StoredTurn>)> {
     use std::collections::BTreeMap;
-    let all: Vec<&StoredTurn> = turns.iter().collect();
-    let mut out = vec![summarise("all", &all)];
+    let mut out = vec![("all".to_owned(), turns.iter().collect())];
     let mut routes: BTreeMap<&str, Vec<&StoredTurn>> = BTreeMap::new();
     let mut browsers: BTreeMap<&str, Vec<&StoredTurn>> = BTreeMap::new();
     for t in turns {
         routes.entry(&t.turn.route).or_default().push(t);
         browsers.entry(&t.browser).or_default().push(t);
     }
-    for (kind, groups) in [("route", routes), ("browser", browsers)] {
-        let mut largest: Vec<(&str, Vec<&StoredTurn>)> = groups.into_iter().collect();
+    for (kind, by_name) in [("route", routes), ("browser", browsers)] {
+        let mut largest: Vec<(&str, Vec<&StoredTurn>)> = by_name.into_iter().collect();
         largest.sort_by_key(|(_, g)| std::cmp::Reverse(g.len()));
         largest.truncate(MAX_GROUPS);
         largest.sort_by(|a, b| a.0.cmp(b.0));
-        for (name, group) in largest {
-            out.push(summarise(&format!("{kind} {name}"), &group));
-        }
+        out.extend(
+            largest
+                .into_iter()
+                .map(|(name, g)| (format!("{kind} {name}"), g)),
+        );
     }
     out
 }

@@ -3,7 +3,9 @@
 //! of a stream.
 
 use super::FaultKind;
-use crate::measure::openai::{Api, CompletionTokensDetails, PromptTokensDetails, Usage, encode};
+use crate::measure::openai::{
+    Api, CompletionTokensDetails, PromptTokensDetails, ServerTimings, Usage, encode,
+};
 use crate::rng::Rng;
 
 /// Formats one request's stream: the same bytes `tokenscope mock` and the page's
@@ -174,6 +176,12 @@ impl StreamWriter {
 
     /// The end of a complete stream: `finish_reason`, usage (when asked) and `[DONE]`.
     pub fn finish(&mut self) -> String {
+        self.finish_with(None)
+    }
+
+    /// [`Self::finish`], with llama.cpp's `timings` in a chunk of their own
+    /// before `[DONE]` when given.
+    pub fn finish_with(&mut self, timings: Option<ServerTimings>) -> String {
         let mut out = encode::finish_event(self.api, self.id, &self.model, "length", 0);
         if self.include_usage {
             let usage = Usage {
@@ -192,6 +200,12 @@ impl StreamWriter {
                 &self.model,
                 &usage,
                 0,
+            ));
+        }
+        if let Some(t) = timings {
+            out.push_str(&format!(
+                "data: {{\"choices\":[],\"timings\":{}}}\n\n",
+                serde_json::to_string(&t).expect("timings serialize")
             ));
         }
         out.push_str(encode::DONE_EVENT);

@@ -102,7 +102,7 @@ pub fn Charts(props: &ChartsProps) -> Html {
         html! {
             <button type="button" class={classes!((i == props.view_level).then_some("active"))}
                 aria-pressed={(i == props.view_level).to_string()}
-                onclick={Callback::from(move |_: MouseEvent| cb.emit(i))}>{ l.load().label() }</button>
+                onclick={Callback::from(move |_: MouseEvent| cb.emit(i))}>{ l.label() }</button>
         }
     });
     html! {

@@ -40,7 +40,7 @@ pub fn LevelTable(props: &LevelTableProps) -> Html {
         let knee = props.knee == Some(i);
         html! {
             <tr class={classes!(knee.then_some("knee"))}>
-                <th scope="row">{ l.load().label() }{ if knee { " (knee)" } else { "" } }</th>
+                <th scope="row">{ l.label() }{ if knee { " (knee)" } else { "" } }</th>
                 <td>{ l.sent }</td><td>{ l.ok }</td><td>{ l.errors }</td><td>{ l.timeouts }</td>
                 <td>{ p(&m.ttft_ms, "p50") }</td><td>{ p(&m.ttft_ms, "p95") }</td>
                 <td class="painted">{ opt(m.rendered_ttft_ms.as_ref(), "p50") }</td>
@@ -71,7 +71,7 @@ pub fn LevelTable(props: &LevelTableProps) -> Html {
         };
         html! {
             <tr>
-                <th scope="row">{ l.load().label() }</th>
+                <th scope="row">{ l.label() }</th>
                 <td>{ p(&m.time_to_headers_ms, "p50") }</td>
                 <td>{ p(&m.time_to_first_byte_ms, "p50") }</td>
                 <td>{ p(&m.ttft_ms, "p50") }</td>

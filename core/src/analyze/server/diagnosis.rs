@@ -53,7 +53,7 @@ fn rule_kv_cache_full(c: &ClientReport, who: &str) -> Option<Finding> {
             (preempted > 0.0 || waiting >= 1.0).then(|| {
                 format!(
                     "{}: KV cache up to {:.0}% used (mean {:.0}%), {preempted:.0} preemptions, {waiting:.1} requests waiting on average",
-                    l.load().label(),
+                    l.label(),
                     kv_max * 100.0,
                     kv_mean * 100.0
                 )
@@ -80,7 +80,7 @@ fn rule_gpu_idle(c: &ClientReport, who: &str) -> Option<Finding> {
             (util < GPU_IDLE && slow).then(|| {
                 format!(
                     "{}: GPU utilisation {:.0}% on average while TTFT p50 is {} ms ({:.1}x the lowest load's), {waiting:.1} requests waiting",
-                    l.load().label(),
+                    l.label(),
                     util * 100.0,
                     fmt_ms(Some(ttft)),
                     ttft / base.max(1e-9)
@@ -99,7 +99,7 @@ fn rule_gpu_idle(c: &ClientReport, who: &str) -> Option<Finding> {
 /// Requests waiting on the server grow level over level: past capacity.
 fn rule_queue_grows(c: &ClientReport, who: &str) -> Option<Finding> {
     let waits: Vec<(String, f64)> = server_levels(c)
-        .filter_map(|(l, s)| Some((l.load().label(), s.gauge(Series::RequestsWaiting)?.0)))
+        .filter_map(|(l, s)| Some((l.label(), s.gauge(Series::RequestsWaiting)?.0)))
         .collect();
     if waits.len() < 3 {
         return None;
@@ -140,7 +140,7 @@ fn rule_client_far_above_server(c: &ClientReport, who: &str) -> Option<Finding> 
                 .then(|| {
                     format!(
                         "{}: client TTFT {} ms (mean) vs the server's own {} ms: {} ms between them",
-                        l.load().label(),
+                        l.label(),
                         fmt_ms(Some(st.client_ttft_ms)),
                         fmt_ms(Some(st.server_ttft_ms)),
                         fmt_ms(Some(gap))
@@ -180,7 +180,7 @@ fn rule_prefix_cache_low(c: &ClientReport, who: &str) -> Option<Finding> {
             (asked > 0.0 && rate < PREFIX_HIT_LOW).then(|| {
                 format!(
                     "{}: prefix-cache hit rate {:.0}% ({hits:.0} of {asked:.0} prompt tokens) while {repeats}",
-                    l.load().label(),
+                    l.label(),
                     rate * 100.0,
                 )
             })

@@ -67,7 +67,7 @@ pub fn throughput_latency_runs(runs: &[RunCurve<'_>]) -> String {
             for (p, (x, y)) in pts.iter().zip(&px) {
                 let tip = format!(
                     "{name}, {}: {label} {} ms at {} tokens/s",
-                    p.2.load().label(),
+                    p.2.label(),
                     fmt_num(p.1),
                     fmt_num(p.0)
                 );
@@ -84,7 +84,7 @@ pub fn throughput_latency_runs(runs: &[RunCurve<'_>]) -> String {
                 r#"<circle cx="{}" cy="{}" r="8" fill="none" stroke="{color}" stroke-width="2"><title>{}</title></circle>"#,
                 f(x),
                 f(y),
-                escape_html(&format!("{name}: knee at {}", l.load().label()))
+                escape_html(&format!("{name}: knee at {}", l.label()))
             );
         }
         items.push(((*name).to_owned(), color, Dash::Solid));

@@ -84,7 +84,7 @@ pub fn throughput_latency(levels: &[LevelReport], knee: Option<&Knee>, slos: &[S
                 color,
                 &format!(
                     "{}: {} {} ms at {} tokens/s",
-                    l.load().label(),
+                    l.label(),
                     name,
                     fmt_num(p.1),
                     fmt_num(p.0)
@@ -103,7 +103,7 @@ pub fn throughput_latency(levels: &[LevelReport], knee: Option<&Knee>, slos: &[S
         svg.text(
             plot.sx(x),
             plot.sy(top) - 8.0,
-            &l.load().label(),
+            &l.label(),
             10.0,
             Anchor::Middle,
             TEXT,
@@ -134,7 +134,7 @@ fn describe(levels: &[LevelReport], n_points: usize, knee: Option<&Knee>) -> Str
                 " The knee is at {}.",
                 levels
                     .get(k.level_index)
-                    .map_or_else(|| "?".into(), |l| l.load().label())
+                    .map_or_else(|| "?".into(), |l| l.label())
             ),
             None => " No knee was found.".into(),
         }
@@ -187,13 +187,13 @@ fn knee_marker(svg: &mut Svg, plot: &Plot, levels: &[LevelReport], k: &Knee) {
             f(y),
             escape_html(&format!(
                 "knee at {}: past it p95 E2E grows faster than throughput",
-                l.load().label()
+                l.label()
             ))
         );
         svg.text(
             x + 10.0,
             y + 14.0,
-            &format!("knee ({})", l.load().label()),
+            &format!("knee ({})", l.label()),
             11.0,
             Anchor::Start,
             TEXT,
@@ -244,7 +244,7 @@ pub fn ttft_stages(levels: &[LevelReport]) -> String {
         svg.text(
             plot.left - 8.0,
             y + 4.0,
-            &l.load().label(),
+            &l.label(),
             11.0,
             Anchor::End,
             TEXT,
@@ -267,7 +267,7 @@ pub fn ttft_stages(levels: &[LevelReport]) -> String {
                 y,
                 5.0,
                 color,
-                &format!("{}: {name} p50 {} ms", l.load().label(), fmt_num(*v)),
+                &format!("{}: {name} p50 {} ms", l.label(), fmt_num(*v)),
             );
         }
     }
@@ -290,13 +290,7 @@ pub fn tpot_vs_floor(levels: &[LevelReport], floor_ms: f64, gpu: &str) -> String
     let title = format!("TPOT against the bandwidth floor of {gpu}");
     let rows: Vec<(String, f64, Option<f64>)> = levels
         .iter()
-        .filter_map(|l| {
-            Some((
-                l.load().label(),
-                l.metrics.tpot_ms.p50?,
-                l.metrics.tpot_ms.p95,
-            ))
-        })
+        .filter_map(|l| Some((l.label(), l.metrics.tpot_ms.p50?, l.metrics.tpot_ms.p95)))
         .filter(|r| r.1.is_finite())
         .collect();
     if rows.is_empty() || !floor_ms.is_finite() || floor_ms <= 0.0 {
