@@ -193,6 +193,134 @@ fn the_probe_is_small_and_its_builds_are_current() {
     }
 }
 
+/// `collect --otlp`: the turns a browser posted reach an OTLP/HTTP receiver (a
+/// loopback one here) as OpenTelemetry's own OTLP types read them: weighted counts,
+/// every interval and once more at shutdown, with the configured header, which
+/// never reaches the collector's output.
+#[test]
+fn the_collector_exports_its_figures_as_otlp() {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    use std::sync::{Arc, Mutex};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let got: Arc<Mutex<Vec<(Option<String>, Vec<u8>)>>> = Arc::default();
+    let receiver = {
+        let got = Arc::clone(&got);
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/metrics",
+                axum::routing::post(
+                    move |h: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                        let auth = h
+                            .get("authorization")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
+                        got.lock().unwrap().push((auth, body.to_vec()));
+                        axum::http::StatusCode::OK
+                    },
+                ),
+            );
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            tokio::spawn(async move { axum::serve(l, app).await });
+            format!("http://{addr}/v1/metrics")
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin())
+        .args(["collect", "--port", "0", "--db"])
+        .arg(dir.path().join("rum.sqlite"))
+        .args(["--otlp", &receiver, "--otlp-interval", "1s"])
+        .args(["--otlp-header", "Authorization=Bearer otlp-s3cret-token"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let seed = std::fs::read(repo().join("fuzz/seeds/rum_batch/two-turns.json")).unwrap();
+    let status = rt.block_on(async {
+        reqwest::Client::new()
+            .post(&url)
+            .header("user-agent", "Mozilla/5.0 Chrome/131.0.0.0 Safari/537.36")
+            .body(seed)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert_eq!(status, 202);
+    // An export a second: wait for one made after the batch.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let decode = |b: &[u8]| serde_json::from_slice::<ExportMetricsServiceRequest>(b).unwrap();
+    let has_turns = |r: &ExportMetricsServiceRequest| {
+        r.resource_metrics[0].scope_metrics[0]
+            .metrics
+            .iter()
+            .any(|m| m.name == "gen_ai.client.operation.time_to_first_chunk")
+    };
+    while !got
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(_, b)| has_turns(&decode(b)))
+    {
+        assert!(Instant::now() < deadline, "no export with the turns");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("OTLP: ") && stderr.contains("exports sent, 0 failed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+    let got = got.lock().unwrap();
+    assert!(got.len() >= 2, "{} exports", got.len());
+    assert!(
+        got.iter()
+            .all(|(a, _)| a.as_deref() == Some("Bearer otlp-s3cret-token"))
+    );
+    // The last (the shutdown's) has both turns of the seed: one with a first chunk
+    // (121.2 ms) and 23 gaps, one a 503 with none.
+    let r = decode(&got.last().unwrap().1);
+    let metrics = &r.resource_metrics[0].scope_metrics[0].metrics;
+    let hist = |n: &str| match &metrics.iter().find(|m| m.name == n).unwrap().data {
+        Some(Data::Histogram(h)) => h.data_points[0].clone(),
+        _ => panic!("{n} is not a histogram"),
+    };
+    let ttfc = hist("gen_ai.client.operation.time_to_first_chunk");
+    assert_eq!(ttfc.count, 1);
+    assert!((ttfc.sum.unwrap() - 0.1212).abs() < 1e-9, "{ttfc:?}");
+    assert_eq!(
+        hist("gen_ai.client.operation.time_per_output_chunk").count,
+        23
+    );
+    assert_eq!(hist("tokenscope.rum.time_to_first_paint").count, 1);
+    let attr = |k: &str| {
+        ttfc.attributes
+            .iter()
+            .find(|a| a.key == k)
+            .and_then(|a| a.value.clone())
+            .map(|v| format!("{v:?}"))
+            .unwrap_or_default()
+    };
+    assert!(
+        attr("user_agent.name").contains("Chrome"),
+        "{:?}",
+        ttfc.attributes
+    );
+    assert!(attr("http.route").contains("/v1/chat/completions"));
+}
+
 /// The intake: garbage, oversize, a wrong origin, a missing key and a flood are
 /// refused with their status and counted; good turns in a batch with bad ones are
 /// kept; and a collector killed with SIGKILL loses nothing it acknowledged.

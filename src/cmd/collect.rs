@@ -12,8 +12,9 @@ use clap::Args;
 use tokenscope_core::parse::parse_duration;
 use tokenscope_core::rum::summary::{GroupSummary, Quantiles, StoredTurn, summarise_all};
 
+use crate::collect::otlp::{self, OtlpTarget};
 use crate::collect::store::Store;
-use crate::collect::{CollectOptions, Collector, router, unix_ms};
+use crate::collect::{CollectOptions, Collector, router, unix_ms, unix_ns};
 use crate::util::rfc3339_of_ms;
 
 /// Collect real users' chat turns from the browser probe.
@@ -89,6 +90,27 @@ pub struct CollectArgs {
     /// Delete turns older than this (checked at start and hourly).
     #[arg(long, default_value = "30d", value_name = "DURATION")]
     pub retention: String,
+
+    /// Also send the live figures as OTLP/HTTP JSON to this metrics URL (an
+    /// OpenTelemetry Collector: http://localhost:4318/v1/metrics) every
+    /// --otlp-interval and at shutdown.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+
+    /// How often --otlp sends.
+    #[arg(
+        long,
+        default_value = "60s",
+        value_name = "DURATION",
+        requires = "otlp"
+    )]
+    pub otlp_interval: String,
+
+    /// A header --otlp sends (repeat for more), e.g. Authorization=Bearer ...:
+    /// sent, never printed.
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE", requires = "otlp",
+          value_parser = crate::collect::otlp::parse_header)]
+    pub otlp_headers: Vec<(String, String)>,
 }
 
 /// Run the subcommand.
@@ -109,6 +131,20 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
             )
         })?);
     }
+    let otlp = match &args.otlp {
+        Some(u) => {
+            let (url, _) =
+                crate::util::parse_base_url(u).map_err(|e| anyhow::anyhow!("--otlp: {e}"))?;
+            let every = parse_duration(&args.otlp_interval)
+                .map_err(|e| anyhow::anyhow!("--otlp-interval: {e}"))?;
+            anyhow::ensure!(
+                every >= Duration::from_secs(1),
+                "--otlp-interval: at least 1s"
+            );
+            Some((url, every))
+        }
+        None => None,
+    };
     let store = Store::open(&args.db)?;
     let collector = Collector::new(
         store,
@@ -143,14 +179,74 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         });
+        let exporter = otlp.map(|(url, every)| {
+            let target = OtlpTarget {
+                url,
+                headers: args.otlp_headers.clone(),
+                instance: format!("{origin} pid {}", std::process::id()),
+            };
+            Exporter::spawn(collector.clone(), target, every)
+        });
         let app = router(collector).into_make_service_with_connect_info::<SocketAddr>();
         tokio::select! {
             r = axum::serve(listener, app) => r.context("the collector failed")?,
             _ = tokio::signal::ctrl_c() => {}
         }
+        if let Some(e) = exporter {
+            e.stop().await;
+        }
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--otlp`: sends every interval, and once more when stopped.
+struct Exporter {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Exporter {
+    fn spawn(c: std::sync::Arc<Collector>, target: OtlpTarget, every: Duration) -> Exporter {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let start_ns = unix_ns();
+            let (mut sent, mut failed) = (0u64, 0u64);
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                let last = tokio::select! {
+                    _ = ticks.tick() => false,
+                    _ = &mut stopped => true,
+                };
+                let body = c.otlp_request(start_ns, unix_ns(), &target.instance);
+                match otlp::send(&client, &target, &body).await {
+                    Ok(()) => sent += 1,
+                    Err(why) => {
+                        failed += 1;
+                        // Said once, then counted: a backend that is down must not
+                        // flood the log.
+                        if failed == 1 {
+                            let url = crate::util::redact_url(&target.url);
+                            eprintln!(
+                                "warning: OTLP export to {url} failed: {why} (retrying every interval)"
+                            );
+                        }
+                    }
+                }
+                if last {
+                    eprintln!("OTLP: {sent} exports sent, {failed} failed");
+                    return;
+                }
+            }
+        });
+        Exporter { stop, task }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
 }
 
 /// `--summary` or `--report`: the stored turns read back.

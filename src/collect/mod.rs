@@ -4,6 +4,7 @@
 
 pub mod intake;
 pub mod metrics;
+pub mod otlp;
 pub mod store;
 
 use std::net::SocketAddr;
@@ -63,6 +64,23 @@ impl Collector {
             .map_err(|_| anyhow::anyhow!("store lock"))?;
         Ok(store.expire(unix_ms() - keep_ms)?)
     }
+}
+
+impl Collector {
+    /// The live figures as an OTLP/HTTP JSON request (`--otlp`).
+    pub fn otlp_request(&self, start_ns: u64, now_ns: u64, instance: &str) -> serde_json::Value {
+        match self.metrics.lock() {
+            Ok(m) => otlp::request(&m, start_ns, now_ns, instance),
+            Err(p) => otlp::request(&p.into_inner(), start_ns, now_ns, instance),
+        }
+    }
+}
+
+/// Nanoseconds since the Unix epoch.
+pub fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Milliseconds since the Unix epoch.
