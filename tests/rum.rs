@@ -204,7 +204,9 @@ fn the_collector_exports_its_figures_as_otlp() {
     use std::sync::{Arc, Mutex};
     let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let got: Arc<Mutex<Vec<(Option<String>, Vec<u8>)>>> = Arc::default();
+    /// Each export's Authorization header and body.
+    type Received = Arc<Mutex<Vec<(Option<String>, Vec<u8>)>>>;
+    let got: Received = Arc::default();
     let receiver = {
         let got = Arc::clone(&got);
         rt.block_on(async move {
