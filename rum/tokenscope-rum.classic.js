@@ -39,6 +39,7 @@ return tap(input, init);
 fetch[MARK] = true;
 window.fetch = fetch;
 if (window.EventSource) window.EventSource = tapEventSource(window.EventSource);
+if (window.WebSocket) window.WebSocket = tapWebSocket(window.WebSocket);
 addEventListener('visibilitychange', () => {
 if (document.visibilityState === 'hidden') {
 active.forEach((t) => (t.hidden = true));
@@ -115,7 +116,7 @@ return Math.min(hi, Math.max(lo, Number(v) || 0));
 function routeOf(url) {
 let u;
 try { u = new URL(url, location.href); } catch (_) { return ':other'; }
-if (!/^https?:$/.test(u.protocol)) return ':other';
+if (!/^(https?|wss?):$/.test(u.protocol)) return ':other';
 return u.pathname.split('/').map((s) =>
 s === '' || (/^[a-z][a-z0-9_]{0,23}$/i.test(s) && !/\d{3}/.test(s)) ? s : ':id').join('/');
 }
@@ -215,6 +216,41 @@ return es;
 EventSource.prototype = PageEventSource.prototype;
 Object.setPrototypeOf(EventSource, PageEventSource);
 return EventSource;
+}
+function tapWebSocket(PageWebSocket) {
+function WebSocket(url, protocols) {
+const ws = protocols === undefined ? new PageWebSocket(url) : new PageWebSocket(url, protocols);
+guard(() => {
+const u = absolute(url);
+if (!cfg.streams.some((m) => m(u))) return;
+let turn = null;
+const live = () => turn && !turn.done;
+const send = ws.send;
+ws.send = function (data) {
+guard(() => {
+if (live()) end(turn, turn.finishing ? 'complete' : 'aborted');
+turn = newTurn(u, now());
+track(turn);
+});
+return send.call(ws, data);
+};
+ws.addEventListener('message', (e) => guard(() => {
+if (!live() || typeof e.data !== 'string') return;
+const at = now() - turn.t0;
+if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
+turn.ms.last_byte = at;
+onEvent(turn, e.data.replace(/^data: ?/, ''), at);
+if (turn.ended) finish(turn);
+}));
+ws.addEventListener('close', () => guard(() => {
+if (live()) end(turn, turn.finishing ? 'complete' : 'error', 'network');
+}));
+});
+return ws;
+}
+WebSocket.prototype = PageWebSocket.prototype;
+Object.setPrototypeOf(WebSocket, PageWebSocket);
+return WebSocket;
 }
 function withTraceparent(input, init) {
 const hex = (n) => Array.from(crypto.getRandomValues(new Uint8Array(n)),
@@ -327,12 +363,14 @@ if (last && ndjson && buf.trim()) onEvent(turn, buf, t);
 }
 function onEvent(turn, data, t) {
 turn.events++;
-if (data === '[DONE]') return;
+if (data === '[DONE]') { turn.ended = true; return; }
 let o;
 try { o = JSON.parse(data); } catch (_) { return; }
 if (!o || typeof o !== 'object') return;
 if (o.error || o.type === 'error') { turn.outcome = 'error'; turn.error_kind = 'stream'; }
 const c = o.choices && o.choices[0];
+if (c && c.finish_reason) turn.finishing = true;
+if (o.type === 'message_stop' || o.type === 'finish') turn.ended = true;
 const d = o.delta || {};
 const text = (c && ((c.delta && c.delta.content) || c.text))
 || (o.type === 'content_block_delta' && d.text)

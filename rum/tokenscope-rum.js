@@ -53,6 +53,7 @@ export function init(options) {
   fetch[MARK] = true;
   window.fetch = fetch;
   if (window.EventSource) window.EventSource = tapEventSource(window.EventSource);
+  if (window.WebSocket) window.WebSocket = tapWebSocket(window.WebSocket);
   addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'hidden') {
       active.forEach((t) => (t.hidden = true));
@@ -136,13 +137,13 @@ function clamp(v, lo, hi) {
   return Math.min(hi, Math.max(lo, Number(v) || 0));
 }
 
-// A URL's route template: only http(s), no origin, no query; a segment that is not
+// A URL's route template: only http(s) and ws(s), no origin, no query; a segment that is not
 // a short plain word (letters, digits, `_`; under 3 digits) becomes `:id`, so
 // slugs, ids and encoded text never leave the page.
 function routeOf(url) {
   let u;
   try { u = new URL(url, location.href); } catch (_) { return ':other'; }
-  if (!/^https?:$/.test(u.protocol)) return ':other';
+  if (!/^(https?|wss?):$/.test(u.protocol)) return ':other';
   return u.pathname.split('/').map((s) =>
     s === '' || (/^[a-z][a-z0-9_]{0,23}$/i.test(s) && !/\d{3}/.test(s)) ? s : ':id').join('/');
 }
@@ -252,6 +253,48 @@ function tapEventSource(PageEventSource) {
   EventSource.prototype = PageEventSource.prototype;
   Object.setPrototypeOf(EventSource, PageEventSource);
   return EventSource;
+}
+
+// WebSocket: one socket carries many turns. A turn starts when the app sends a
+// message and ends at the answer's last event (`[DONE]`, Anthropic's
+// message_stop, the AI SDK's finish), or else at the app's next message or the
+// socket's close: complete if a finish_reason had come, aborted or failed if not.
+// Each text message is one event, parsed as an SSE event's data (a `data: `
+// prefix is taken off).
+function tapWebSocket(PageWebSocket) {
+  function WebSocket(url, protocols) {
+    const ws = protocols === undefined ? new PageWebSocket(url) : new PageWebSocket(url, protocols);
+    guard(() => {
+      const u = absolute(url);
+      if (!cfg.streams.some((m) => m(u))) return;
+      let turn = null;
+      const live = () => turn && !turn.done;
+      const send = ws.send;
+      ws.send = function (data) {
+        guard(() => {
+          if (live()) end(turn, turn.finishing ? 'complete' : 'aborted');
+          turn = newTurn(u, now());
+          track(turn);
+        });
+        return send.call(ws, data);
+      };
+      ws.addEventListener('message', (e) => guard(() => {
+        if (!live() || typeof e.data !== 'string') return;
+        const at = now() - turn.t0;
+        if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
+        turn.ms.last_byte = at;
+        onEvent(turn, e.data.replace(/^data: ?/, ''), at);
+        if (turn.ended) finish(turn);
+      }));
+      ws.addEventListener('close', () => guard(() => {
+        if (live()) end(turn, turn.finishing ? 'complete' : 'error', 'network');
+      }));
+    });
+    return ws;
+  }
+  WebSocket.prototype = PageWebSocket.prototype;
+  Object.setPrototypeOf(WebSocket, PageWebSocket);
+  return WebSocket;
 }
 
 function withTraceparent(input, init) {
@@ -384,12 +427,14 @@ function parser(turn, sse, ndjson) {
 // Anthropic messages and the AI SDK's UI message stream; `usage` when given.
 function onEvent(turn, data, t) {
   turn.events++;
-  if (data === '[DONE]') return;
+  if (data === '[DONE]') { turn.ended = true; return; }
   let o;
   try { o = JSON.parse(data); } catch (_) { return; }
   if (!o || typeof o !== 'object') return;
   if (o.error || o.type === 'error') { turn.outcome = 'error'; turn.error_kind = 'stream'; }
   const c = o.choices && o.choices[0];
+  if (c && c.finish_reason) turn.finishing = true;
+  if (o.type === 'message_stop' || o.type === 'finish') turn.ended = true;
   const d = o.delta || {};
   const text = (c && ((c.delta && c.delta.content) || c.text))
     || (o.type === 'content_block_delta' && d.text)

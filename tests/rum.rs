@@ -119,6 +119,21 @@ impl ChatPage {
         )
         .unwrap();
         std::fs::write(dir.path().join("index.html"), "<!doctype html>").unwrap();
+        let preact = repo().join("tests/fixtures/rum/preact");
+        for sub in ["", "diff"] {
+            std::fs::create_dir_all(dir.path().join("preact").join(sub)).unwrap();
+            for e in std::fs::read_dir(preact.join(sub)).unwrap() {
+                let path = e.unwrap().path();
+                if path.extension().is_some_and(|x| x == "js") {
+                    let to = dir
+                        .path()
+                        .join("preact")
+                        .join(sub)
+                        .join(path.file_name().unwrap());
+                    std::fs::copy(&path, to).unwrap();
+                }
+            }
+        }
         let serve = Serve::start_dir(dir.path(), &[]);
         let db = dir.path().join("rum.sqlite");
         let (collector, collect_url) = collector(&db, &["--allow-origin", &serve.origin()]);
@@ -803,6 +818,84 @@ fn check_report(dir: &Path, db: &Path, turns: &[Value], n: usize) {
     let cmp: Value = serde_json::from_slice(&cmp.stdout).unwrap();
     assert_eq!(cmp["runs"][0]["intervals"], true, "{cmp}");
     assert_eq!(cmp["runs"][0]["levels"][0]["load"], "all");
+}
+
+/// The probe follows a chat over a WebSocket (one socket, a turn per message the
+/// app sends, ended by the answer's `[DONE]`) and a chat UI that renders through
+/// Preact's batched setState: received TTFT by the mock's log, every chunk, the
+/// paint after the DOM change and within a frame of the browser's Element Timing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn the_probe_follows_websocket_and_framework_rendered_turns() {
+    let _one = BROWSER.lock().await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mock = Mock::start(&["--ttft-ms", "120", "--itl-ms", "15", "--jitter-ms", "0"]);
+    let chat = ChatPage::open(&mock.url).await;
+    let n = 4;
+    let mut seen = Vec::new();
+    for (kind, call) in [("ws", "sendWs"), ("preact", "sendPreact")] {
+        for i in 0..n {
+            let s = chat
+                .browser
+                .js(&format!("return await window.{call}('{kind}-{i}')"))
+                .await;
+            assert_eq!(s["outcome"], "complete", "{s}");
+            seen.push(s);
+        }
+    }
+    let paints = chat.browser.js("return window.paints").await;
+    chat.browser
+        .js("window.tokenscope.flush(); return true")
+        .await;
+    let turns = wait_for_turns(&chat.db, 2 * n);
+    assert_eq!(turns.len(), 2 * n, "{turns:#?}");
+    let ids: Vec<String> = seen
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    let log = mock.log_records_for(&ids);
+    for (kind, range) in [("ws", 0..n), ("preact", n..2 * n)] {
+        let (mut received_gap, mut paint_gap) = (Vec::new(), Vec::new());
+        for i in range {
+            let (t, s) = (&turns[i], &seen[i]);
+            let server = log.iter().find(|r| r["request_id"] == s["id"]).unwrap();
+            assert_eq!(t["outcome"], "complete", "{kind}: {t}");
+            assert_eq!(
+                t["route"],
+                if kind == "ws" {
+                    "/v1/chat/ws"
+                } else {
+                    "/v1/chat/completions"
+                }
+            );
+            assert_eq!(
+                t["chars"].as_u64().unwrap(),
+                s["text"].as_str().unwrap().encode_utf16().count() as u64,
+                "{kind}: {t} vs {s}"
+            );
+            assert_eq!(
+                t["chunks"].as_u64().unwrap(),
+                server["chunk_times_ms"].as_array().unwrap().len() as u64,
+                "{kind}: {t} vs {server}"
+            );
+            let server_ttft = f(&server["chunk_times_ms"][0]) - f(&server["t_received_ms"]);
+            received_gap.push(f(&t["first_chunk"]) - server_ttft);
+            assert!(
+                f(&t["first_paint"]) >= f(&t["first_dom"])
+                    && f(&t["first_dom"]) >= f(&t["first_chunk"]),
+                "{kind}: {t}"
+            );
+            let et = f(&paints[s["id"].as_str().unwrap()]) - f(&s["t0"]);
+            paint_gap.push(f(&t["first_paint"]) - et);
+        }
+        let (rg, pg) = (median(&received_gap), median(&paint_gap));
+        eprintln!(
+            "{kind}: received TTFT - server TTFT: median {rg:.2} ms ({received_gap:.2?}); probe's paint - Element Timing: median {pg:.2} ms ({paint_gap:.2?})"
+        );
+        assert!((0.0..=6.0).contains(&rg), "{kind}: {received_gap:?}");
+        assert!((-17.0..=17.0).contains(&pg), "{kind}: {paint_gap:?}");
+    }
+    chat.browser.close().await;
 }
 
 /// What core's decoder makes of a fixture: closed events, the events carrying answer

@@ -30,6 +30,7 @@ mod metrics;
 pub mod server;
 mod state;
 pub mod tls;
+mod ws;
 
 use answer::{non_streaming, sse_stream};
 use engine::EngineMsg;
@@ -45,6 +46,7 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/models", get(models).options(preflight))
         .route("/v1/chat/completions", post(chat).options(preflight))
         .route("/v1/completions", post(completions).options(preflight))
+        .route("/v1/chat/ws", get(ws::chat_ws))
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(server_metrics))
         .route("/tokenize", post(tokenize).options(preflight))
