@@ -25,7 +25,7 @@ export interface Probe {
   flush(): void;
 }
 
-/** Starts the probe (wraps `fetch`); later calls return the same handle. */
+/** Starts the probe (wraps `fetch`, `EventSource` and `WebSocket`); later calls return the same handle. */
 export function init(options: Options): Probe;
 /** Sends the queued turns now. */
 export function flush(): void;

@@ -790,6 +790,9 @@ fn check_report(dir: &Path, db: &Path, turns: &[Value], n: usize) {
     let parts = f(&split["received_ms"]) + f(&split["main_thread_ms"]) + f(&split["render_ms"]);
     assert!((parts - f(&split["painted_ms"])).abs() < 1e-6, "{split}");
     assert_eq!(all["rum"]["hidden_turns"], 1);
+    eprintln!(
+        "collect --report, level all: ITL p50 {itl:.2} ms (the mock: 15), split {split}"
+    );
     // Unsampled: a raw file beside it, so compare has intervals.
     assert!(dir.join("rum-report.raw.jsonl").is_file());
     let md = Command::new(bin())
