@@ -14,6 +14,8 @@ let queue = [];
 let inFlight = false;
 let timer = 0;
 let restored = false;
+let lastInput = -1e9;
+const frames = [];
 const active = new Set();
 const now = () => performance.now();
 /** Starts the probe (once; later calls, or a second copy, return the same handle). */
@@ -33,13 +35,15 @@ traceUrls: (o.traceUrls || []).map(matcher),
 };
 sampled = Math.random() < cfg.sampleRate;
 pageFetch = window.fetch;
-const fetch = function fetch(input, init) {
+if (o.patch !== false) {
+const patched = function fetch(input, init) {
 return tap(input, init);
 };
-fetch[MARK] = true;
-window.fetch = fetch;
+patched[MARK] = true;
+window.fetch = patched;
 if (window.EventSource) window.EventSource = tapEventSource(window.EventSource);
 if (window.WebSocket) window.WebSocket = tapWebSocket(window.WebSocket);
+}
 addEventListener('visibilitychange', () => {
 if (document.visibilityState === 'hidden') {
 active.forEach((t) => (t.hidden = true));
@@ -48,6 +52,21 @@ flush(true);
 }, true);
 addEventListener('pagehide', () => flush(true), true);
 addEventListener('pageshow', (e) => { if (e.persisted) restored = true; }, true);
+const input = (e) => { if (e.isTrusted) lastInput = e.timeStamp; };
+addEventListener('click', input, true);
+addEventListener('keydown', input, true);
+guard(() => {
+const types = PerformanceObserver.supportedEntryTypes || [];
+const type = types.includes('long-animation-frame') ? 'long-animation-frame'
+: types.includes('longtask') ? 'longtask' : null;
+if (!type) return;
+new PerformanceObserver((list) => {
+for (const e of list.getEntries()) {
+frames.push([e.startTime, e.duration, e.blockingDuration ?? Math.max(0, e.duration - 50)]);
+}
+if (frames.length > 100) frames.splice(0, frames.length - 100);
+}).observe({ type });
+});
 return handle;
 }
 /** Sends what is queued now (the probe also does on a timer and when the page hides). */
@@ -72,7 +91,10 @@ return;
 }
 }
 }
-const handle = { init, flush };
+function fetch(input, init) {
+return cfg ? tap(input, init) : (pageFetch || window.fetch).call(window, input, init);
+}
+const handle = { init, flush, fetch };
 function beacon(body) {
 try {
 return !!(navigator.sendBeacon && navigator.sendBeacon(cfg.collector, body));
@@ -276,6 +298,7 @@ hidden: document.visibilityState === 'hidden',
 restored,
 paint_method: 'raf+task',
 lastChunk: null, lastPaint: null, pending: false, observer: null,
+input: t0 - lastInput < 1000 ? t0 - lastInput : undefined,
 };
 }
 function track(turn) {
@@ -472,6 +495,14 @@ if (turn.error_kind) rec.error_kind = turn.error_kind;
 if (turn.output_tokens !== undefined) rec.output_tokens = turn.output_tokens;
 if (turn.input_tokens !== undefined) rec.input_tokens = turn.input_tokens;
 if (turn.server_prefill_ms !== undefined) rec.server_prefill_ms = turn.server_prefill_ms;
+if (turn.input >= 0) rec.input_to_fetch_ms = round(turn.input);
+const endAt = turn.t0 + (ms.last_paint ?? ms.last_byte ?? ms.last_chunk ?? 0);
+rec.long_frames = 0;
+rec.blocking_ms = 0;
+for (const [start, dur, blocking] of frames) {
+if (start < endAt && start + dur > turn.t0) { rec.long_frames++; rec.blocking_ms += blocking; }
+}
+rec.blocking_ms = round(rec.blocking_ms);
 for (const k of ['headers', 'first_byte', 'first_chunk', 'first_dom', 'first_paint', 'last_chunk', 'last_paint', 'last_byte']) {
 const v = ms[k];
 if (v === undefined || (turn.hidden && /dom|paint/.test(k))) continue;
@@ -489,5 +520,5 @@ if (!timer) timer = setTimeout(flush, cfg.flushMs);
 function round(v) {
 return Math.round(v * 1000) / 1000;
 }
-window.tokenscope = { init, flush };
+window.tokenscope = { init, flush, fetch };
 })();

@@ -18,14 +18,19 @@ export interface Options {
   route?: (url: string) => string;
   /** Stream URLs that may receive a W3C `traceparent` header. Default: none. */
   traceUrls?: UrlPattern[];
+  /** Wrap the globals (`fetch`, `EventSource`, `WebSocket`); `false`: leave them, and pass `fetch` below to your SDK. Default true. */
+  patch?: boolean;
 }
 
 export interface Probe {
   init(options: Options): Probe;
   flush(): void;
+  fetch: typeof globalThis.fetch;
 }
 
 /** Starts the probe (wraps `fetch`, `EventSource` and `WebSocket`); later calls return the same handle. */
 export function init(options: Options): Probe;
 /** Sends the queued turns now. */
 export function flush(): void;
+/** A `fetch` for an SDK's `fetch` option (OpenAI, Anthropic, the AI SDK): the probe's tap without patching globals. */
+export declare const fetch: typeof globalThis.fetch;

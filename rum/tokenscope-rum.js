@@ -26,6 +26,8 @@ let queue = [];
 let inFlight = false;
 let timer = 0;
 let restored = false;
+let lastInput = -1e9;
+const frames = [];
 const active = new Set();
 const now = () => performance.now();
 
@@ -47,13 +49,17 @@ export function init(options) {
   };
   sampled = Math.random() < cfg.sampleRate;
   pageFetch = window.fetch;
-  const fetch = function fetch(input, init) {
-    return tap(input, init);
-  };
-  fetch[MARK] = true;
-  window.fetch = fetch;
-  if (window.EventSource) window.EventSource = tapEventSource(window.EventSource);
-  if (window.WebSocket) window.WebSocket = tapWebSocket(window.WebSocket);
+  // `patch: false` leaves the globals alone: the app hands `tokenscope.fetch` to
+  // its SDK instead (only those requests are seen).
+  if (o.patch !== false) {
+    const patched = function fetch(input, init) {
+      return tap(input, init);
+    };
+    patched[MARK] = true;
+    window.fetch = patched;
+    if (window.EventSource) window.EventSource = tapEventSource(window.EventSource);
+    if (window.WebSocket) window.WebSocket = tapWebSocket(window.WebSocket);
+  }
   addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'hidden') {
       active.forEach((t) => (t.hidden = true));
@@ -62,6 +68,24 @@ export function init(options) {
   }, true);
   addEventListener('pagehide', () => flush(true), true);
   addEventListener('pageshow', (e) => { if (e.persisted) restored = true; }, true);
+  // The user's last click or key (the event's own time: its input delay counts).
+  const input = (e) => { if (e.isTrusted) lastInput = e.timeStamp; };
+  addEventListener('click', input, true);
+  addEventListener('keydown', input, true);
+  // Frames the main thread held up: long animation frames (their blocking time),
+  // or long tasks where the browser has no LoAF.
+  guard(() => {
+    const types = PerformanceObserver.supportedEntryTypes || [];
+    const type = types.includes('long-animation-frame') ? 'long-animation-frame'
+      : types.includes('longtask') ? 'longtask' : null;
+    if (!type) return;
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        frames.push([e.startTime, e.duration, e.blockingDuration ?? Math.max(0, e.duration - 50)]);
+      }
+      if (frames.length > 100) frames.splice(0, frames.length - 100);
+    }).observe({ type });
+  });
   return handle;
 }
 
@@ -88,7 +112,14 @@ export function flush(leaving) {
   }
 }
 
-const handle = { init, flush };
+// A `fetch` for an SDK's `fetch` option (`new OpenAI({ fetch: tokenscope.fetch })`,
+// the AI SDK's transports, Anthropic's client): the same tap as the patched global,
+// for teams that start the probe with `patch: false`. Before `init`, the browser's.
+export function fetch(input, init) {
+  return cfg ? tap(input, init) : (pageFetch || window.fetch).call(window, input, init);
+}
+
+const handle = { init, flush, fetch };
 
 function beacon(body) {
   try {
@@ -323,6 +354,8 @@ function newTurn(url, t0) {
     restored,
     paint_method: 'raf+task',
     lastChunk: null, lastPaint: null, pending: false, observer: null,
+    // The user's click or key that sent it, when within a second.
+    input: t0 - lastInput < 1000 ? t0 - lastInput : undefined,
   };
 }
 
@@ -546,6 +579,15 @@ function close(turn) {
   if (turn.output_tokens !== undefined) rec.output_tokens = turn.output_tokens;
   if (turn.input_tokens !== undefined) rec.input_tokens = turn.input_tokens;
   if (turn.server_prefill_ms !== undefined) rec.server_prefill_ms = turn.server_prefill_ms;
+  if (turn.input >= 0) rec.input_to_fetch_ms = round(turn.input);
+  // Long frames that overlapped the turn, and the time they blocked input.
+  const endAt = turn.t0 + (ms.last_paint ?? ms.last_byte ?? ms.last_chunk ?? 0);
+  rec.long_frames = 0;
+  rec.blocking_ms = 0;
+  for (const [start, dur, blocking] of frames) {
+    if (start < endAt && start + dur > turn.t0) { rec.long_frames++; rec.blocking_ms += blocking; }
+  }
+  rec.blocking_ms = round(rec.blocking_ms);
   for (const k of ['headers', 'first_byte', 'first_chunk', 'first_dom', 'first_paint', 'last_chunk', 'last_paint', 'last_byte']) {
     const v = ms[k];
     // A hidden page paints nothing: its paint times are dropped, its network kept.

@@ -50,7 +50,8 @@ fn stored(db: &Path) -> Vec<Value> {
         .prepare(
             "SELECT route, outcome, error_kind, chunks, chars, first_chunk_ms, first_dom_ms,
                     first_paint_ms, last_chunk_ms, weight, browser, hidden, stalls_250,
-                    stalls_1000, longest_gap_ms, events, chunk_ms, server_prefill_ms
+                    stalls_1000, longest_gap_ms, events, chunk_ms, server_prefill_ms,
+                    input_to_fetch_ms, long_frames, blocking_ms
              FROM turns ORDER BY started_unix_ms",
         )
         .unwrap();
@@ -75,6 +76,9 @@ fn stored(db: &Path) -> Vec<Value> {
             "chunk_ms": r.get::<_, Option<String>>(16)?
                 .map(|j| serde_json::from_str::<Value>(&j).unwrap()),
             "server_prefill_ms": r.get::<_, Option<f64>>(17)?,
+            "input_to_fetch_ms": r.get::<_, Option<f64>>(18)?,
+            "long_frames": r.get::<_, i64>(19)?,
+            "blocking_ms": r.get::<_, f64>(20)?,
         }))
     })
     .unwrap()
@@ -182,7 +186,7 @@ fn the_probe_is_small_and_its_builds_are_current() {
         );
         classic.push('\n');
     }
-    classic.push_str("window.tokenscope = { init, flush };\n})();\n");
+    classic.push_str("window.tokenscope = { init, flush, fetch };\n})();\n");
     for (file, want) in [
         ("tokenscope-rum.min.js", &min),
         ("tokenscope-rum.classic.js", &classic),
@@ -790,9 +794,7 @@ fn check_report(dir: &Path, db: &Path, turns: &[Value], n: usize) {
     let parts = f(&split["received_ms"]) + f(&split["main_thread_ms"]) + f(&split["render_ms"]);
     assert!((parts - f(&split["painted_ms"])).abs() < 1e-6, "{split}");
     assert_eq!(all["rum"]["hidden_turns"], 1);
-    eprintln!(
-        "collect --report, level all: ITL p50 {itl:.2} ms (the mock: 15), split {split}"
-    );
+    eprintln!("collect --report, level all: ITL p50 {itl:.2} ms (the mock: 15), split {split}");
     // Unsampled: a raw file beside it, so compare has intervals.
     assert!(dir.join("rum-report.raw.jsonl").is_file());
     let md = Command::new(bin())
@@ -846,12 +848,54 @@ async fn the_probe_follows_websocket_and_framework_rendered_turns() {
             seen.push(s);
         }
     }
+    // A turn a real click sent, and one whose app held the main thread 200 ms
+    // before showing the first text.
+    chat.browser
+        .client
+        .find(fantoccini::Locator::Css("#send"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let clicked = chat.browser.js("return await window.clickTurn").await;
+    let blocked = chat
+        .browser
+        .js("return await window.send('block-0', { blockMs: 200 })")
+        .await;
+    assert_eq!(blocked["outcome"], "complete", "{blocked}");
     let paints = chat.browser.js("return window.paints").await;
     chat.browser
         .js("window.tokenscope.flush(); return true")
         .await;
-    let turns = wait_for_turns(&chat.db, 2 * n);
-    assert_eq!(turns.len(), 2 * n, "{turns:#?}");
+    let turns = wait_for_turns(&chat.db, 2 * n + 2);
+    assert_eq!(turns.len(), 2 * n + 2, "{turns:#?}");
+    // The click's time to the fetch, as the page saw it (its handler ran send at
+    // once): the probe's is the same, a statement or two later.
+    let click = &turns[2 * n];
+    let page_view = f(&clicked["t0"]) - f(&clicked["clickTimeStamp"]);
+    let probe_view = f(&click["input_to_fetch_ms"]);
+    eprintln!("click to fetch: the probe {probe_view:.2} ms, the page {page_view:.2} ms");
+    assert!(
+        probe_view >= page_view && probe_view - page_view < 2.0,
+        "{click} vs the page's {page_view}"
+    );
+    assert!(
+        turns[..2 * n]
+            .iter()
+            .all(|t| t["input_to_fetch_ms"].is_null())
+    );
+    // The app's 200 ms: the main thread's part of the painted TTFT, and a long
+    // frame that blocked input.
+    let b = &turns[2 * n + 1];
+    let main_thread = f(&b["first_dom"]) - f(&b["first_chunk"]);
+    eprintln!(
+        "blocked turn: main thread {main_thread:.1} ms, long frames {}, blocking {} ms",
+        b["long_frames"], b["blocking_ms"]
+    );
+    assert!((200.0..260.0).contains(&main_thread), "{b}");
+    assert!(b["long_frames"].as_u64().unwrap() >= 1, "{b}");
+    assert!(f(&b["blocking_ms"]) >= 100.0, "{b}");
     let ids: Vec<String> = seen
         .iter()
         .map(|s| s["id"].as_str().unwrap().to_owned())

@@ -32,11 +32,17 @@ const COLUMNS: &str = "received_unix_ms, started_unix_ms, route, browser, outcom
     chunks_merged, stalls_250, stalls_500, stalls_1000, longest_gap_ms,
     longest_paint_gap_ms, input_tokens, output_tokens, headers_ms, first_byte_ms,
     first_chunk_ms, first_dom_ms, first_paint_ms, last_chunk_ms, last_paint_ms, last_byte_ms,
-    chunk_ms, server_prefill_ms";
+    chunk_ms, server_prefill_ms, input_to_fetch_ms, long_frames, blocking_ms";
 
 /// Columns added after the first release, with their types: a store made before
 /// them gains them when it is opened for writing.
-const ADDED: [(&str, &str); 2] = [("chunk_ms", "TEXT"), ("server_prefill_ms", "REAL")];
+const ADDED: [(&str, &str); 5] = [
+    ("chunk_ms", "TEXT"),
+    ("server_prefill_ms", "REAL"),
+    ("input_to_fetch_ms", "REAL"),
+    ("long_frames", "INTEGER NOT NULL DEFAULT 0"),
+    ("blocking_ms", "REAL NOT NULL DEFAULT 0"),
+];
 
 impl Store {
     /// Opens (or creates) the database at `path`.
@@ -79,7 +85,8 @@ impl Store {
                  headers_ms REAL, first_byte_ms REAL, first_chunk_ms REAL,
                  first_dom_ms REAL, first_paint_ms REAL, last_chunk_ms REAL,
                  last_paint_ms REAL, last_byte_ms REAL,
-                 chunk_ms TEXT, server_prefill_ms REAL
+                 chunk_ms TEXT, server_prefill_ms REAL, input_to_fetch_ms REAL,
+                 long_frames INTEGER NOT NULL DEFAULT 0, blocking_ms REAL NOT NULL DEFAULT 0
              );
              CREATE INDEX IF NOT EXISTS turns_received ON turns (received_unix_ms);",
         )
@@ -136,7 +143,7 @@ impl Store {
         {
             let sql = format!(
                 "INSERT INTO turns ({COLUMNS}) VALUES ({})",
-                vec!["?"; 33].join(", ")
+                vec!["?"; 36].join(", ")
             );
             let mut stmt = tx.prepare_cached(&sql).map_err(err)?;
             for t in turns {
@@ -176,6 +183,9 @@ impl Store {
                     (!t.chunk_ms.is_empty())
                         .then(|| serde_json::to_string(&t.chunk_ms).expect("numbers serialize")),
                     t.server_prefill_ms,
+                    t.input_to_fetch_ms,
+                    t.long_frames as i64,
+                    t.blocking_ms,
                 ])
                 .map_err(err)?;
             }
@@ -265,6 +275,9 @@ impl Store {
                             .and_then(|j| serde_json::from_str(&j).ok())
                             .unwrap_or_default(),
                         server_prefill_ms: r.get(32)?,
+                        input_to_fetch_ms: r.get(33)?,
+                        long_frames: n(34)?,
+                        blocking_ms: r.get(35)?,
                     },
                 })
             })
@@ -319,7 +332,9 @@ mod tests {
         let s = Store::open(&path).unwrap();
         s.conn
             .execute_batch(
-                "ALTER TABLE turns DROP COLUMN chunk_ms; ALTER TABLE turns DROP COLUMN server_prefill_ms;",
+                "ALTER TABLE turns DROP COLUMN chunk_ms; ALTER TABLE turns DROP COLUMN server_prefill_ms;
+                 ALTER TABLE turns DROP COLUMN input_to_fetch_ms; ALTER TABLE turns DROP COLUMN long_frames;
+                 ALTER TABLE turns DROP COLUMN blocking_ms;",
             )
             .unwrap();
         drop(s);

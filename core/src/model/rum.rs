@@ -43,6 +43,16 @@ pub struct RumLevel {
     pub clamped_times: u64,
     /// Turns by how their paint was measured (`raf+task`).
     pub paint_methods: BTreeMap<String, u64>,
+    /// The user's click or key to the `fetch` call, weighted mean over the turns
+    /// a click or key sent (ms): before the TTFT starts counting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_to_fetch_ms: Option<f64>,
+    /// Turns during which a long animation frame (or long task) ran (weighted share).
+    #[serde(default)]
+    pub long_frame_fraction: f64,
+    /// The input-blocking time of those frames per turn, weighted mean (ms).
+    #[serde(default)]
+    pub blocking_ms: f64,
 }
 
 /// The painted TTFT taken apart, as weighted means over the turns that have each

@@ -11,8 +11,10 @@ pub const TITLE: &str = "Real users: where the painted TTFT went (weighted means
 /// What the parts mean, under the table.
 pub const NOTE: &str = "painted = received + main thread + render; received = server + network \
 (the server's part from its stream's timings, when every turn had them). Means add up; \
-percentiles do not. Stalled: a gap between text chunks over 1 s. Hidden: turns while the \
-page was hidden (no paint times).";
+percentiles do not. Input to fetch: the user's click or key to the request (before the TTFT \
+starts; turns a click or key sent). Blocking: long frames' input-blocking time per turn. \
+Stalled: a gap between text chunks over 1 s. Hidden: turns while the page was hidden (no \
+paint times).";
 
 /// The table: headers and one row per level that has real users' turns; `None`
 /// when no level has.
@@ -28,6 +30,8 @@ pub fn rum_rows(report: &ClientReport) -> Option<(Vec<String>, Vec<Vec<String>>)
         "network",
         "main thread",
         "render",
+        "input to fetch",
+        "blocking",
         "stalled",
         "aborted",
         "failed",
@@ -59,6 +63,8 @@ pub fn rum_rows(report: &ClientReport) -> Option<(Vec<String>, Vec<Vec<String>>)
                 fmt_ms(s.and_then(|s| s.network_ms)),
                 fmt_ms(s.map(|s| s.main_thread_ms)),
                 fmt_ms(s.map(|s| s.render_ms)),
+                fmt_ms(r.input_to_fetch_ms),
+                fmt_ms(Some(r.blocking_ms)),
                 pct(r.stalled_1s_fraction),
                 pct(r.aborted_fraction),
                 pct(r.error_fraction),

@@ -152,6 +152,16 @@ pub struct Turn {
     /// (llama.cpp `timings.prompt_ms`), when it sent them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_prefill_ms: Option<f64>,
+    /// The user's click or key that sent the turn, ms before the `fetch` call (its
+    /// event's time, so the browser's input delay is in it), when within 1 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_to_fetch_ms: Option<f64>,
+    /// Long animation frames (or long tasks) that overlapped the turn.
+    #[serde(default)]
+    pub long_frames: u64,
+    /// The time they blocked input (LoAF `blockingDuration`), ms.
+    #[serde(default)]
+    pub blocking_ms: f64,
     /// Turns this one stands for (1 / the sampling rate; 1 for turns always kept).
     pub weight: f64,
 }
@@ -257,13 +267,19 @@ impl Turn {
             }
         }
         self.validate_chunks()?;
-        if let Some(v) = self.server_prefill_ms
-            && !(v.is_finite() && (0.0..MAX_MS).contains(&v))
-        {
-            return Err(TurnError::Time {
-                field: "server_prefill_ms",
-                reason: format!("{v} is not in 0..{MAX_MS}"),
-            });
+        for (field, v) in [
+            ("server_prefill_ms", self.server_prefill_ms),
+            ("input_to_fetch_ms", self.input_to_fetch_ms),
+            ("blocking_ms", Some(self.blocking_ms)),
+        ] {
+            if let Some(v) = v
+                && !(v.is_finite() && (0.0..MAX_MS).contains(&v))
+            {
+                return Err(TurnError::Time {
+                    field,
+                    reason: format!("{v} is not in 0..{MAX_MS}"),
+                });
+            }
         }
         if !(self.started_unix_ms.is_finite() && self.started_unix_ms > 0.0) {
             return Err(TurnError::Time {
@@ -326,6 +342,7 @@ impl Turn {
             self.stalls_500,
             self.stalls_1000,
             self.clamped,
+            self.long_frames,
             self.output_tokens.unwrap_or(0),
             self.input_tokens.unwrap_or(0),
         ];
@@ -446,6 +463,9 @@ pub(crate) mod tests {
             clamped: 0,
             chunk_ms: Vec::new(),
             server_prefill_ms: None,
+            input_to_fetch_ms: None,
+            long_frames: 0,
+            blocking_ms: 0.0,
             weight: 1.0,
         }
     }
@@ -475,6 +495,11 @@ pub(crate) mod tests {
         bad(|t| t.chunk_ms = vec![45.0, 50.0], "chunk_ms");
         bad(|t| t.chunk_ms = vec![41.0; 21], "chunk_ms");
         bad(|t| t.server_prefill_ms = Some(-3.0), "server_prefill_ms");
+        bad(
+            |t| t.input_to_fetch_ms = Some(f64::NAN),
+            "input_to_fetch_ms",
+        );
+        bad(|t| t.blocking_ms = -1.0, "blocking_ms");
         let mut ok = turn();
         ok.chunk_ms = (0..20).map(|i| 41.0 + f64::from(i) * 18.9).collect();
         ok.chunk_ms[19] = 400.0;

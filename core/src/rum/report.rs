@@ -305,7 +305,22 @@ pub fn rum_level(turns: &[&StoredTurn]) -> RumLevel {
         restored_turns: turns.iter().filter(|t| t.turn.restored).count() as u64,
         clamped_times: turns.iter().map(|t| t.turn.clamped).sum(),
         paint_methods,
+        input_to_fetch_ms: weighted_mean(turns, |t| t.input_to_fetch_ms),
+        long_frame_fraction: share(&|t| t.long_frames > 0),
+        blocking_ms: weighted_mean(turns, |t| Some(t.blocking_ms)).unwrap_or(0.0),
     }
+}
+
+/// The weighted mean of `f` over the turns that have it.
+fn weighted_mean(turns: &[&StoredTurn], f: impl Fn(&Turn) -> Option<f64>) -> Option<f64> {
+    let (mut sum, mut w) = (0.0, 0.0);
+    for t in turns {
+        if let Some(v) = f(&t.turn) {
+            sum += t.turn.weight * v;
+            w += t.turn.weight;
+        }
+    }
+    (w > 0.0).then(|| sum / w)
 }
 
 /// A turn with its first chunk, first DOM change and first paint, ms.
