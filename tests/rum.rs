@@ -111,6 +111,11 @@ struct ChatPage {
 
 impl ChatPage {
     async fn open(api: &str) -> ChatPage {
+        Self::open_with(api, "").await
+    }
+
+    /// The page with `query` added to its URL (`&patch=0`).
+    async fn open_with(api: &str, query: &str) -> ChatPage {
         let dir = tempfile::tempdir().unwrap();
         std::fs::copy(
             repo().join("rum/tokenscope-rum.min.js"),
@@ -143,7 +148,7 @@ impl ChatPage {
         let (collector, collect_url) = collector(&db, &["--allow-origin", &serve.origin()]);
         let browser = Browser::start(&[]).await;
         let page = format!(
-            "{}/chat.html?api={api}&collector={collect_url}",
+            "{}/chat.html?api={api}&collector={collect_url}{query}",
             serve.origin()
         );
         browser.client.goto(&page).await.unwrap();
@@ -942,6 +947,47 @@ async fn the_probe_follows_websocket_and_framework_rendered_turns() {
         assert!((0.0..=6.0).contains(&rg), "{kind}: {received_gap:?}");
         assert!((-17.0..=17.0).contains(&pg), "{kind}: {paint_gap:?}");
     }
+    chat.browser.close().await;
+}
+
+/// `init({patch: false})`: the globals stay the browser's own, a request made
+/// with the app's plain `fetch` is not seen, one made with `tokenscope.fetch` (what
+/// an SDK's `fetch` option is given) is a turn like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn without_patching_only_what_the_sdk_is_given_is_seen() {
+    let _one = BROWSER.lock().await;
+    let mock = Mock::start(&["--ttft-ms", "40", "--itl-ms", "5", "--jitter-ms", "0"]);
+    let chat = ChatPage::open_with(&mock.url, "&patch=0").await;
+    let native = chat
+        .browser
+        .js("return [window.fetch, window.EventSource, window.WebSocket].every((f) => /\\[native code\\]/.test(Function.prototype.toString.call(f)))")
+        .await;
+    assert_eq!(native, true, "a global was patched");
+    let plain = chat.browser.js("return await window.send('plain-0')").await;
+    let sdk = chat
+        .browser
+        .js("return await window.send('sdk-0', { viaSdk: true })")
+        .await;
+    assert_eq!(
+        (&plain["outcome"], &sdk["outcome"]),
+        (&"complete".into(), &"complete".into())
+    );
+    chat.browser
+        .js("window.tokenscope.flush(); return true")
+        .await;
+    let turns = wait_for_turns(&chat.db, 1);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let turns = if turns.len() == 1 {
+        stored(&chat.db)
+    } else {
+        turns
+    };
+    assert_eq!(turns.len(), 1, "{turns:#?}");
+    assert_eq!(
+        turns[0]["chars"].as_u64().unwrap(),
+        sdk["text"].as_str().unwrap().encode_utf16().count() as u64
+    );
     chat.browser.close().await;
 }
 
