@@ -15,6 +15,8 @@ let inFlight = false;
 let timer = 0;
 let restored = false;
 let lastInput = -1e9;
+let elementTiming = false;
+const watching = new Set();
 const frames = [];
 const active = new Set();
 const now = () => performance.now();
@@ -32,6 +34,7 @@ slowMs: o.slowMs ?? 2000,
 flushMs: o.flushMs ?? 5000,
 route: o.route || routeOf,
 traceUrls: (o.traceUrls || []).map(matcher),
+paint: o.paint === 'frame' ? 'frame' : 'best',
 };
 sampled = Math.random() < cfg.sampleRate;
 pageFetch = window.fetch;
@@ -52,6 +55,20 @@ flush(true);
 }, true);
 addEventListener('pagehide', () => flush(true), true);
 addEventListener('pageshow', (e) => { if (e.persisted) restored = true; }, true);
+guard(() => {
+if (cfg.paint !== 'best' || !(PerformanceObserver.supportedEntryTypes || []).includes('element')) return;
+elementTiming = true;
+new PerformanceObserver((list) => guard(() => {
+for (const e of list.getEntries()) {
+const at = e.renderTime || e.loadTime;
+if (!at || !e.element) continue;
+for (const turn of watching) {
+const t = at - turn.t0;
+if (turn.etPaint === undefined && t >= turn.ms.first_chunk && containerOf(turn).contains(e.element)) turn.etPaint = t;
+}
+}
+})).observe({ type: 'element' });
+});
 const input = (e) => { if (e.isTrusted) lastInput = e.timeStamp; };
 addEventListener('click', input, true);
 addEventListener('keydown', input, true);
@@ -435,9 +452,16 @@ if (typeof c === 'string') return document.querySelector(c) || document.body;
 return c;
 }
 function observe(turn) {
-const mo = new MutationObserver(() => guard(() => {
+const mo = new MutationObserver((records) => guard(() => {
 const t = now() - turn.t0;
 if (turn.ms.first_dom === undefined) turn.ms.first_dom = t;
+if (elementTiming && turn.ms.first_paint === undefined) {
+for (const r of records) {
+for (const n of r.addedNodes) {
+if (n.nodeType === 1 && !n.hasAttribute('elementtiming')) n.setAttribute('elementtiming', 'tokenscope');
+}
+}
+}
 if (turn.pending || turn.closed) return;
 turn.pending = true;
 const chunks = turn.unpainted || 0;
@@ -450,6 +474,7 @@ ch.port2.postMessage(0);
 }));
 mo.observe(containerOf(turn), { childList: true, subtree: true, characterData: true });
 turn.observer = mo;
+watching.add(turn);
 }
 function painted(turn, chunks) {
 const t = now() - turn.t0;
@@ -476,7 +501,13 @@ if (turn.closed) return;
 turn.closed = true;
 clearTimeout(turn.expiry);
 if (turn.observer) turn.observer.disconnect();
+watching.delete(turn);
 const ms = turn.ms;
+if (turn.etPaint >= (ms.first_dom ?? 0)) {
+ms.first_paint = turn.etPaint;
+ms.last_paint = Math.max(ms.last_paint ?? 0, turn.etPaint);
+turn.paint_method = 'element';
+}
 const rec = {
 route: turn.route,
 started_unix_ms: turn.started_unix_ms,

@@ -27,6 +27,8 @@ let inFlight = false;
 let timer = 0;
 let restored = false;
 let lastInput = -1e9;
+let elementTiming = false;
+const watching = new Set();
 const frames = [];
 const active = new Set();
 const now = () => performance.now();
@@ -46,6 +48,9 @@ export function init(options) {
     flushMs: o.flushMs ?? 5000,
     route: o.route || routeOf,
     traceUrls: (o.traceUrls || []).map(matcher),
+    // 'best': Element Timing where the browser has it, else the next frame;
+    // 'frame': the next frame everywhere (the same method across browsers).
+    paint: o.paint === 'frame' ? 'frame' : 'best',
   };
   sampled = Math.random() < cfg.sampleRate;
   pageFetch = window.fetch;
@@ -68,6 +73,23 @@ export function init(options) {
   }, true);
   addEventListener('pagehide', () => flush(true), true);
   addEventListener('pageshow', (e) => { if (e.persisted) restored = true; }, true);
+  // Element Timing: the browser's own paint time of the answer's first text, for
+  // the turn whose container holds the element (the app's elementtiming
+  // attributes, or the probe's on blocks inserted before the first paint).
+  guard(() => {
+    if (cfg.paint !== 'best' || !(PerformanceObserver.supportedEntryTypes || []).includes('element')) return;
+    elementTiming = true;
+    new PerformanceObserver((list) => guard(() => {
+      for (const e of list.getEntries()) {
+        const at = e.renderTime || e.loadTime;
+        if (!at || !e.element) continue;
+        for (const turn of watching) {
+          const t = at - turn.t0;
+          if (turn.etPaint === undefined && t >= turn.ms.first_chunk && containerOf(turn).contains(e.element)) turn.etPaint = t;
+        }
+      }
+    })).observe({ type: 'element' });
+  });
   // The user's last click or key (the event's own time: its input delay counts).
   const input = (e) => { if (e.isTrusted) lastInput = e.timeStamp; };
   addEventListener('click', input, true);
@@ -515,9 +537,16 @@ function containerOf(turn) {
 // Paint: the first DOM change after the first chunk, then the next frame (rAF,
 // then a task: the frame has been produced by then).
 function observe(turn) {
-  const mo = new MutationObserver(() => guard(() => {
+  const mo = new MutationObserver((records) => guard(() => {
     const t = now() - turn.t0;
     if (turn.ms.first_dom === undefined) turn.ms.first_dom = t;
+    if (elementTiming && turn.ms.first_paint === undefined) {
+      for (const r of records) {
+        for (const n of r.addedNodes) {
+          if (n.nodeType === 1 && !n.hasAttribute('elementtiming')) n.setAttribute('elementtiming', 'tokenscope');
+        }
+      }
+    }
     if (turn.pending || turn.closed) return;
     turn.pending = true;
     const chunks = turn.unpainted || 0;
@@ -530,6 +559,7 @@ function observe(turn) {
   }));
   mo.observe(containerOf(turn), { childList: true, subtree: true, characterData: true });
   turn.observer = mo;
+  watching.add(turn);
 }
 
 function painted(turn, chunks) {
@@ -560,7 +590,13 @@ function close(turn) {
   turn.closed = true;
   clearTimeout(turn.expiry);
   if (turn.observer) turn.observer.disconnect();
+  watching.delete(turn);
   const ms = turn.ms;
+  if (turn.etPaint >= (ms.first_dom ?? 0)) {
+    ms.first_paint = turn.etPaint;
+    ms.last_paint = Math.max(ms.last_paint ?? 0, turn.etPaint);
+    turn.paint_method = 'element';
+  }
   const rec = {
     route: turn.route,
     started_unix_ms: turn.started_unix_ms,
