@@ -24,7 +24,7 @@ const now = () => performance.now();
 function init(options) {
 if (cfg || typeof window === 'undefined' || !window.fetch || window.fetch[MARK]) return handle;
 const o = options || {};
-if (!o.collector) throw new Error('tokenscope.init: `collector` (a URL path) is required');
+if (!o.collector) throw new Error('tokenscope.init: collector (a URL path) is required');
 cfg = {
 collector: o.collector,
 streams: (o.streams || []).map(matcher),
@@ -56,7 +56,7 @@ flush(true);
 addEventListener('pagehide', () => flush(true), true);
 addEventListener('pageshow', (e) => { if (e.persisted) restored = true; }, true);
 guard(() => {
-if (cfg.paint !== 'best' || !(PerformanceObserver.supportedEntryTypes || []).includes('element')) return;
+if (cfg.paint !== 'best' || !entryTypes().includes('element')) return;
 elementTiming = true;
 new PerformanceObserver((list) => guard(() => {
 for (const e of list.getEntries()) {
@@ -73,9 +73,8 @@ const input = (e) => { if (e.isTrusted) lastInput = e.timeStamp; };
 addEventListener('click', input, true);
 addEventListener('keydown', input, true);
 guard(() => {
-const types = PerformanceObserver.supportedEntryTypes || [];
-const type = types.includes('long-animation-frame') ? 'long-animation-frame'
-: types.includes('longtask') ? 'longtask' : null;
+const types = entryTypes();
+const type = ['long-animation-frame', 'longtask'].find((x) => types.includes(x));
 if (!type) return;
 new PerformanceObserver((list) => {
 for (const e of list.getEntries()) {
@@ -199,8 +198,11 @@ end(turn, isAbort(err) || (signal && signal.aborted) ? 'aborted' : 'error', 'net
 throw err;
 });
 }
+function entryTypes() {
+return PerformanceObserver.supportedEntryTypes || [];
+}
 function guard(f) {
-try { f(); } catch (_) { /* the probe's loss, never the app's */ }
+try { f(); } catch (_) { /* dropped */ }
 }
 function watchResponse(res, turn) {
 const type = res.headers.get('content-type') || '';
@@ -377,7 +379,7 @@ let buf = '';
 let data = null;
 let cr = false;
 return (text, t, last) => {
-if (!sse && !ndjson) { if (text) onText(turn, text.length, t); return; }
+if (!sse && !ndjson) { if (text) onText(turn, text, t); return; }
 if (cr && text[0] === '\n') text = text.slice(1);
 cr = false;
 buf += text;
@@ -425,11 +427,11 @@ if (out !== undefined) turn.output_tokens = out;
 const inp = u.prompt_tokens ?? u.input_tokens;
 if (inp !== undefined) turn.input_tokens = inp;
 }
-if (typeof text === 'string' && text) onText(turn, text.length, t);
+if (typeof text === 'string' && text) onText(turn, text, t);
 }
-function onText(turn, n, t) {
+function onText(turn, text, t) {
 turn.chunks++;
-turn.chars += n;
+turn.chars += text.length;
 if (turn.lastChunk !== null) {
 const gap = t - turn.lastChunk;
 turn.longestGap = Math.max(turn.longestGap, gap);
@@ -440,13 +442,14 @@ turn.ms.last_chunk = t;
 if (turn.chunkMs.length < MAX_CHUNK_TIMES) turn.chunkMs.push(Math.round(t * 10) / 10);
 if (turn.ms.first_chunk === undefined) {
 turn.ms.first_chunk = t;
+if (!cfg.container) turn.head = text.trim().slice(0, 16);
 observe(turn);
 }
 turn.unpainted = (turn.unpainted || 0) + 1;
 }
 function containerOf(turn) {
 const c = cfg.container;
-if (!c) return document.body;
+if (!c) return turn.box || document.body;
 if (typeof c === 'function') return c(turn.route) || document.body;
 if (typeof c === 'string') return document.querySelector(c) || document.body;
 return c;
@@ -454,6 +457,16 @@ return c;
 function observe(turn) {
 const mo = new MutationObserver((records) => guard(() => {
 const t = now() - turn.t0;
+if (turn.head && !turn.box) {
+for (const r of records) {
+for (const n of r.type === 'characterData' ? [r.target] : r.addedNodes) {
+if (!turn.box && (n.nodeType === 3 ? n.data : n.textContent || '').includes(turn.head)) {
+turn.box = n.nodeType === 3 ? n.parentElement : n;
+}
+}
+}
+if (!turn.box) return;
+}
 if (turn.ms.first_dom === undefined) turn.ms.first_dom = t;
 if (elementTiming && turn.ms.first_paint === undefined) {
 for (const r of records) {
@@ -534,7 +547,7 @@ for (const [start, dur, blocking] of frames) {
 if (start < endAt && start + dur > turn.t0) { rec.long_frames++; rec.blocking_ms += blocking; }
 }
 rec.blocking_ms = round(rec.blocking_ms);
-for (const k of ['headers', 'first_byte', 'first_chunk', 'first_dom', 'first_paint', 'last_chunk', 'last_paint', 'last_byte']) {
+for (const k of Object.keys(ms)) {
 const v = ms[k];
 if (v === undefined || (turn.hidden && /dom|paint/.test(k))) continue;
 if (!(v >= 0 && v < 3.6e6)) { rec.clamped = (rec.clamped || 0) + 1; continue; }

@@ -6,7 +6,7 @@ export interface Options {
   collector: string;
   /** Chat stream URLs; empty: any response typed text/event-stream or NDJSON. */
   streams?: UrlPattern[];
-  /** The answer's container (a selector, an element, or a function of the route); default: the body. */
+  /** The answer's container (a selector, an element, or a function of the route); default: found per turn as the element that first shows the answer's text. */
   container?: string | Element | ((route: string) => Element | null);
   /** Share of sessions whose ordinary turns are sent (0..1, default 1); errors, aborts and slow turns always are. */
   sampleRate?: number;

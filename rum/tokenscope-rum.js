@@ -37,7 +37,7 @@ const now = () => performance.now();
 export function init(options) {
   if (cfg || typeof window === 'undefined' || !window.fetch || window.fetch[MARK]) return handle;
   const o = options || {};
-  if (!o.collector) throw new Error('tokenscope.init: `collector` (a URL path) is required');
+  if (!o.collector) throw new Error('tokenscope.init: collector (a URL path) is required');
   cfg = {
     collector: o.collector,
     streams: (o.streams || []).map(matcher),
@@ -77,7 +77,7 @@ export function init(options) {
   // the turn whose container holds the element (the app's elementtiming
   // attributes, or the probe's on blocks inserted before the first paint).
   guard(() => {
-    if (cfg.paint !== 'best' || !(PerformanceObserver.supportedEntryTypes || []).includes('element')) return;
+    if (cfg.paint !== 'best' || !entryTypes().includes('element')) return;
     elementTiming = true;
     new PerformanceObserver((list) => guard(() => {
       for (const e of list.getEntries()) {
@@ -97,9 +97,8 @@ export function init(options) {
   // Frames the main thread held up: long animation frames (their blocking time),
   // or long tasks where the browser has no LoAF.
   guard(() => {
-    const types = PerformanceObserver.supportedEntryTypes || [];
-    const type = types.includes('long-animation-frame') ? 'long-animation-frame'
-      : types.includes('longtask') ? 'longtask' : null;
+    const types = entryTypes();
+    const type = ['long-animation-frame', 'longtask'].find((x) => types.includes(x));
     if (!type) return;
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
@@ -243,8 +242,13 @@ function tap(input, init) {
   });
 }
 
+function entryTypes() {
+  return PerformanceObserver.supportedEntryTypes || [];
+}
+
 function guard(f) {
-  try { f(); } catch (_) { /* the probe's loss, never the app's */ }
+  // A failure is the probe's loss, never the app's.
+  try { f(); } catch (_) { /* dropped */ }
 }
 
 function watchResponse(res, turn) {
@@ -453,7 +457,7 @@ function parser(turn, sse, ndjson) {
   let data = null;
   let cr = false;
   return (text, t, last) => {
-    if (!sse && !ndjson) { if (text) onText(turn, text.length, t); return; }
+    if (!sse && !ndjson) { if (text) onText(turn, text, t); return; }
     if (cr && text[0] === '\n') text = text.slice(1);
     cr = false;
     buf += text;
@@ -505,12 +509,12 @@ function onEvent(turn, data, t) {
     const inp = u.prompt_tokens ?? u.input_tokens;
     if (inp !== undefined) turn.input_tokens = inp;
   }
-  if (typeof text === 'string' && text) onText(turn, text.length, t);
+  if (typeof text === 'string' && text) onText(turn, text, t);
 }
 
-function onText(turn, n, t) {
+function onText(turn, text, t) {
   turn.chunks++;
-  turn.chars += n;
+  turn.chars += text.length;
   if (turn.lastChunk !== null) {
     const gap = t - turn.lastChunk;
     turn.longestGap = Math.max(turn.longestGap, gap);
@@ -521,6 +525,9 @@ function onText(turn, n, t) {
   if (turn.chunkMs.length < MAX_CHUNK_TIMES) turn.chunkMs.push(Math.round(t * 10) / 10);
   if (turn.ms.first_chunk === undefined) {
     turn.ms.first_chunk = t;
+    // Without a configured container, the answer is where this text shows up:
+    // its first characters are kept (in memory only) to recognise it.
+    if (!cfg.container) turn.head = text.trim().slice(0, 16);
     observe(turn);
   }
   turn.unpainted = (turn.unpainted || 0) + 1;
@@ -528,7 +535,7 @@ function onText(turn, n, t) {
 
 function containerOf(turn) {
   const c = cfg.container;
-  if (!c) return document.body;
+  if (!c) return turn.box || document.body;
   if (typeof c === 'function') return c(turn.route) || document.body;
   if (typeof c === 'string') return document.querySelector(c) || document.body;
   return c;
@@ -539,6 +546,18 @@ function containerOf(turn) {
 function observe(turn) {
   const mo = new MutationObserver((records) => guard(() => {
     const t = now() - turn.t0;
+    if (turn.head && !turn.box) {
+      // The first change that shows the answer's first text (new nodes, or a text
+      // node's new data), not a spinner's or a clock's.
+      for (const r of records) {
+        for (const n of r.type === 'characterData' ? [r.target] : r.addedNodes) {
+          if (!turn.box && (n.nodeType === 3 ? n.data : n.textContent || '').includes(turn.head)) {
+            turn.box = n.nodeType === 3 ? n.parentElement : n;
+          }
+        }
+      }
+      if (!turn.box) return;
+    }
     if (turn.ms.first_dom === undefined) turn.ms.first_dom = t;
     if (elementTiming && turn.ms.first_paint === undefined) {
       for (const r of records) {
@@ -624,7 +643,8 @@ function close(turn) {
     if (start < endAt && start + dur > turn.t0) { rec.long_frames++; rec.blocking_ms += blocking; }
   }
   rec.blocking_ms = round(rec.blocking_ms);
-  for (const k of ['headers', 'first_byte', 'first_chunk', 'first_dom', 'first_paint', 'last_chunk', 'last_paint', 'last_byte']) {
+  // turn.ms holds only the times a turn sends (headers ... last_byte).
+  for (const k of Object.keys(ms)) {
     const v = ms[k];
     // A hidden page paints nothing: its paint times are dropped, its network kept.
     if (v === undefined || (turn.hidden && /dom|paint/.test(k))) continue;

@@ -1086,6 +1086,47 @@ async fn without_patching_only_what_the_sdk_is_given_is_seen() {
     chat.browser.close().await;
 }
 
+/// No container configured: the probe finds the answer as the first DOM change
+/// that shows its first text, not a status line that changes every 5 ms; the app
+/// renders 40 ms after the text arrives, so the main thread's part is the app's 40
+/// ms, not the spinner's next tick, and the paint is the answer's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn without_a_container_the_probe_finds_the_answer() {
+    let _one = BROWSER.lock().await;
+    let mock = Mock::start(&["--ttft-ms", "60", "--itl-ms", "10", "--jitter-ms", "0"]);
+    let chat = ChatPage::open_with(&mock.url, "&container=&spinner=1").await;
+    let mut seen = Vec::new();
+    for i in 0..3 {
+        let s = chat
+            .browser
+            .js(&format!(
+                "return await window.send('auto-{i}', {{ renderAfterMs: 40 }})"
+            ))
+            .await;
+        assert_eq!(s["outcome"], "complete", "{s}");
+        seen.push(s);
+    }
+    let paints = chat.browser.js("return window.paints").await;
+    chat.browser
+        .js("window.tokenscope.flush(); return true")
+        .await;
+    let turns = wait_for_turns(&chat.db, 3);
+    assert_eq!(turns.len(), 3, "{turns:#?}");
+    for (t, s) in turns.iter().zip(&seen) {
+        let main_thread = f(&t["first_dom"]) - f(&t["first_chunk"]);
+        let et = f(&paints[s["id"].as_str().unwrap()]) - f(&s["t0"]);
+        eprintln!(
+            "auto container: main thread {main_thread:.1} ms, paint - Element Timing {:.2} ms",
+            f(&t["first_paint"]) - et
+        );
+        assert!((40.0..80.0).contains(&main_thread), "{t}");
+        assert_eq!(t["paint_method"], "element", "{t}");
+        assert!((-1.0..=0.0).contains(&(f(&t["first_paint"]) - et)), "{t}");
+    }
+    chat.browser.close().await;
+}
+
 /// What core's decoder makes of a fixture: closed events, the events carrying answer
 /// text, its UTF-16 length, and whether an error object came in the stream. (An
 /// event the stream ends inside is not an event for the probe, which follows the
