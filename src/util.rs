@@ -129,6 +129,34 @@ fn model_name_for(path: &std::path::Path) -> String {
         .unwrap_or_else(|| "custom".into())
 }
 
+/// An error and its causes, `: `-joined (reqwest's own message alone is "error
+/// sending request"; the cause says "Connection refused").
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// Ok for a 2xx answer to a push (remote write, OTLP); else `HTTP <status> <the
+/// first 200 characters of its body>`.
+pub async fn accepted(resp: reqwest::Response) -> Result<(), String> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let text = resp.text().await.unwrap_or_default();
+    let text: String = text.trim().chars().take(200).collect();
+    Err(format!("HTTP {status} {text}").trim_end().to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     /// `--start-at`'s parser against the times this module writes.

@@ -7,7 +7,7 @@
 //! on is spelled out in the test.
 
 use crate::analyze::level::{LevelAccumulator, LevelOptions};
-use crate::measure::openai::{Api, Usage};
+use crate::measure::openai::Usage;
 use crate::measure::record::{ErrorKind, Outcome, RequestRecord, TimeoutPhase};
 use crate::model::{
     CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, LoadMode, RunConfig, Source,
@@ -96,42 +96,16 @@ fn with_outcome(t0_ms: f64, outcome: Outcome) -> RequestRecord {
 /// concurrency `levels`, 1 round, no warm-up, 64 prompt and 16 output tokens.
 pub fn run_config(levels: &[u32]) -> RunConfig {
     RunConfig {
-        url: "http://127.0.0.1:1/v1".into(),
-        api: Api::Chat,
-        model: "m".into(),
-        mode: LoadMode::Concurrency,
         levels: levels.iter().map(|&c| f64::from(c)).collect(),
-        arrival: None,
-        requests_per_level: None,
-        duration_per_level_s: None,
-        rounds: 1,
-        warmup_requests: 0,
         input_tokens: Some(64),
-        prompts_file: None,
-        label: None,
-        prompts_hash: None,
         max_tokens: 16,
-        ignore_eos: false,
-        min_tokens: None,
-        context_window: None,
-        arrival_cv: None,
-        ramp_s: None,
-        shared_prefix_tokens: None,
-        conversation: None,
-        shard: None,
-        reasoning_display: None,
         timeout_s: 60.0,
-        slos: Vec::new(),
-        stall_threshold_ms: crate::measure::metrics::DEFAULT_STALL_THRESHOLD_MS,
         seed: 1,
-        snapshot_interval_s: None,
-        sample_cap: None,
-        server_metrics_url: None,
-        gpu_metrics_url: None,
-        distinct_prompts: None,
-        scrape_interval_s: None,
-        trace: None,
-        tokens: None,
+        ..RunConfig::unset(
+            "http://127.0.0.1:1/v1".into(),
+            "m".into(),
+            LoadMode::Concurrency,
+        )
     }
 }
 

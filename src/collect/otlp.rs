@@ -138,23 +138,12 @@ pub async fn send(
     for (k, v) in &target.headers {
         req = req.header(k, v);
     }
-    let resp = req.body(body.to_string()).send().await.map_err(|e| {
-        let e = e.without_url();
-        let mut s = e.to_string();
-        let mut cause = std::error::Error::source(&e);
-        while let Some(c) = cause {
-            s.push_str(&format!(": {c}"));
-            cause = c.source();
-        }
-        s
-    })?;
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(());
-    }
-    let text = resp.text().await.unwrap_or_default();
-    let text: String = text.trim().chars().take(200).collect();
-    Err(format!("HTTP {status} {text}").trim_end().to_owned())
+    let resp = req
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| crate::util::error_chain(&e.without_url()))?;
+    crate::util::accepted(resp).await
 }
 
 /// Parses `--otlp-header NAME=VALUE`.

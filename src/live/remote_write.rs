@@ -129,31 +129,9 @@ impl Pusher {
             .send()
             .await
             // The error without its URL: that one may carry credentials.
-            .map_err(|e| error_chain(&e.without_url()))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let text = resp.text().await.unwrap_or_default();
-        let text: String = text.trim().chars().take(200).collect();
-        Err(format!("HTTP {status} {text}").trim_end().to_owned())
+            .map_err(|e| crate::util::error_chain(&e.without_url()))?;
+        crate::util::accepted(resp).await
     }
-}
-
-/// An error and its causes, `: `-joined (reqwest's own message alone is "error
-/// sending request"; the cause says "Connection refused").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = c.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -201,6 +201,50 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// A configuration of the chat API at `url` with `model` and nothing else set:
+    /// no levels, one round, no prompt size, no timeout, no SLOs. The base callers
+    /// set what they know on (`RunConfig { levels, ..RunConfig::unset(..) }`).
+    pub fn unset(url: String, model: String, mode: LoadMode) -> Self {
+        Self {
+            url,
+            api: Api::Chat,
+            model,
+            mode,
+            levels: Vec::new(),
+            arrival: None,
+            requests_per_level: None,
+            duration_per_level_s: None,
+            rounds: 1,
+            warmup_requests: 0,
+            input_tokens: None,
+            prompts_file: None,
+            label: None,
+            prompts_hash: None,
+            max_tokens: 0,
+            ignore_eos: false,
+            min_tokens: None,
+            context_window: None,
+            arrival_cv: None,
+            ramp_s: None,
+            shared_prefix_tokens: None,
+            conversation: None,
+            shard: None,
+            reasoning_display: None,
+            timeout_s: 0.0,
+            slos: Vec::new(),
+            stall_threshold_ms: crate::measure::metrics::DEFAULT_STALL_THRESHOLD_MS,
+            seed: 0,
+            snapshot_interval_s: None,
+            sample_cap: None,
+            server_metrics_url: None,
+            gpu_metrics_url: None,
+            distinct_prompts: None,
+            scrape_interval_s: None,
+            trace: None,
+            tokens: None,
+        }
+    }
+
     /// The load of level `index` of the plan (`levels` read by `mode`).
     pub fn level_load(&self, index: usize) -> Option<Load> {
         let value = *self.levels.get(index)?;
