@@ -1036,9 +1036,10 @@ async fn the_probe_follows_websocket_and_framework_rendered_turns() {
         );
         assert!((0.0..=6.0).contains(&rg), "{kind}: {received_gap:?}");
         // The same time, less the few statements between the app's t0 and its
-        // fetch or send (the probe's t0), on 0.1 ms clocks.
+        // fetch or send (the probe's t0; up to 1 ms for a first, cold call), on
+        // 0.1 ms clocks.
         assert!(
-            paint_gap.iter().all(|g| (-1.0..=0.0).contains(g)),
+            paint_gap.iter().all(|g| (-2.0..=0.0).contains(g)),
             "{kind}: {paint_gap:?}"
         );
     }
@@ -1122,7 +1123,7 @@ async fn without_a_container_the_probe_finds_the_answer() {
         );
         assert!((40.0..80.0).contains(&main_thread), "{t}");
         assert_eq!(t["paint_method"], "element", "{t}");
-        assert!((-1.0..=0.0).contains(&(f(&t["first_paint"]) - et)), "{t}");
+        assert!((-2.0..=0.0).contains(&(f(&t["first_paint"]) - et)), "{t}");
     }
     chat.browser.close().await;
 }

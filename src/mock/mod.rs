@@ -46,7 +46,7 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/models", get(models).options(preflight))
         .route("/v1/chat/completions", post(chat).options(preflight))
         .route("/v1/completions", post(completions).options(preflight))
-        .route("/v1/chat/ws", get(ws::chat_ws))
+        .route("/v1/chat/ws", get(chat_ws))
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(server_metrics))
         .route("/tokenize", post(tokenize).options(preflight))
@@ -160,6 +160,24 @@ async fn chat(
     let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
     let via = Via::new(conn.map(|c| c.0), version, &uri);
     handle(s, Api::Chat, t, via, headers, body).await
+}
+
+/// `GET /v1/chat/ws`: the chat API over a WebSocket (`ws`), each message answered
+/// by [`handle`] as a `POST /v1/chat/completions` would be.
+async fn chat_ws(
+    State(s): State<MockState>,
+    conn: Option<axum::Extension<ConnInfo>>,
+    uri: axum::http::Uri,
+    upgrade: axum::extract::ws::WebSocketUpgrade,
+) -> Response {
+    let conn = conn.map(|c| c.0);
+    upgrade.on_upgrade(move |socket| {
+        let state = s.clone();
+        ws::serve(s, socket, move |t, headers, body| {
+            let via = Via::new(conn, Version::HTTP_11, &uri);
+            handle(state.clone(), Api::Chat, t, via, headers, body)
+        })
+    })
 }
 
 async fn completions(

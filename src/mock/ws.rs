@@ -6,27 +6,23 @@
 //! the same engine, logged the same way. One answer at a time per socket; a
 //! client that closes the socket mid-answer disconnects it (the log says so).
 
+use std::future::Future;
+
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::http::{HeaderMap, HeaderValue, Version};
+use axum::extract::ws::{Message, WebSocket};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use futures_util::StreamExt as _;
-use tokenscope_core::measure::openai::Api;
 
-use super::{ConnInfo, MockState, Via, handle};
+use super::state::MockState;
 
-pub(super) async fn chat_ws(
-    State(s): State<MockState>,
-    conn: Option<axum::Extension<ConnInfo>>,
-    uri: axum::http::Uri,
-    ws: WebSocketUpgrade,
-) -> Response {
-    let conn = conn.map(|c| c.0);
-    ws.on_upgrade(move |socket| serve(s, conn, uri, socket))
-}
-
-async fn serve(s: MockState, conn: Option<ConnInfo>, uri: axum::http::Uri, mut socket: WebSocket) {
+/// Serves one socket: each request message answered by `answer(t_received,
+/// headers, body)` (the HTTP API's handler), its SSE events sent as messages.
+pub(super) async fn serve<F, Fut>(s: MockState, mut socket: WebSocket, answer: F)
+where
+    F: Fn(f64, HeaderMap, Bytes) -> Fut,
+    Fut: Future<Output = Response>,
+{
     while let Some(Ok(msg)) = socket.recv().await {
         let text = match msg {
             Message::Text(t) => t,
@@ -42,9 +38,8 @@ async fn serve(s: MockState, conn: Option<ConnInfo>, uri: axum::http::Uri, mut s
         if let Some(v) = id.and_then(|id| HeaderValue::from_str(&id).ok()) {
             headers.insert("x-request-id", v);
         }
-        let via = Via::new(conn, Version::HTTP_11, &uri);
         let body = Bytes::copy_from_slice(text.as_bytes());
-        let resp = handle(s.clone(), Api::Chat, t_received, via, headers, body).await;
+        let resp = answer(t_received, headers, body).await;
         if !resp.status().is_success() {
             let status = resp.status().as_u16();
             let msg =
