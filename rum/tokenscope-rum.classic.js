@@ -20,7 +20,6 @@ const watching = new Set();
 const frames = [];
 const active = new Set();
 const now = () => performance.now();
-/** Starts the probe (once; later calls, or a second copy, return the same handle). */
 function init(options) {
 if (cfg || typeof window === 'undefined' || !window.fetch || window.fetch[MARK]) return handle;
 const o = options || {};
@@ -29,12 +28,13 @@ cfg = {
 collector: o.collector,
 streams: (o.streams || []).map(matcher),
 container: o.container || null,
-sampleRate: ((r) => (r > 0 ? Math.max(r, 1e-4) : 0))(clamp(o.sampleRate ?? 1, 0, 1)),
+sampleRate: ((r) => (r > 0 ? Math.max(r, 1e-4) : 0))(Math.min(1, Math.max(0, Number(o.sampleRate ?? 1) || 0))),
 slowMs: o.slowMs ?? 2000,
 flushMs: o.flushMs ?? 5000,
 route: o.route || routeOf,
 traceUrls: (o.traceUrls || []).map(matcher),
 paint: o.paint === 'frame' ? 'frame' : 'best',
+wsTurn: o.wsTurn || ((d) => typeof d === 'string' && /"(messages|prompt|input)"/.test(d)),
 };
 sampled = Math.random() < cfg.sampleRate;
 pageFetch = window.fetch;
@@ -44,8 +44,8 @@ return tap(input, init);
 };
 patched[MARK] = true;
 window.fetch = patched;
-if (window.EventSource) window.EventSource = tapEventSource(window.EventSource);
-if (window.WebSocket) window.WebSocket = tapWebSocket(window.WebSocket);
+if (window.EventSource) window.EventSource = tapped(window.EventSource, tapEventSource);
+if (window.WebSocket) window.WebSocket = tapped(window.WebSocket, tapWebSocket);
 }
 addEventListener('visibilitychange', () => {
 if (document.visibilityState === 'hidden') {
@@ -64,7 +64,8 @@ const at = e.renderTime || e.loadTime;
 if (!at || !e.element) continue;
 for (const turn of watching) {
 const t = at - turn.t0;
-if (turn.etPaint === undefined && t >= turn.ms.first_chunk && containerOf(turn).contains(e.element)) turn.etPaint = t;
+const box = containerOf(turn);
+if (turn.etPaint === undefined && t >= turn.ms.first_chunk && box && box.contains(e.element)) turn.etPaint = t;
 }
 }
 })).observe({ type: 'element' });
@@ -85,7 +86,6 @@ if (frames.length > 100) frames.splice(0, frames.length - 100);
 });
 return handle;
 }
-/** Sends what is queued now (the probe also does on a timer and when the page hides). */
 function flush(leaving) {
 clearTimeout(timer);
 timer = 0;
@@ -148,9 +148,6 @@ if (p instanceof RegExp) return (u) => { p.lastIndex = 0; return p.test(u); };
 if (typeof p === 'function') return p;
 return (u) => u.includes(String(p));
 }
-function clamp(v, lo, hi) {
-return Math.min(hi, Math.max(lo, Number(v) || 0));
-}
 function routeOf(url) {
 let u;
 try { u = new URL(url, location.href); } catch (_) { return ':other'; }
@@ -170,9 +167,7 @@ let signal = null;
 try {
 const url = absolute(input);
 const wanted = cfg.streams.some((m) => m(url));
-if (wanted && cfg.traceUrls.some((m) => m(url))) {
-({ input, init } = withTraceparent(input, init));
-}
+if (wanted && cfg.traceUrls.some((m) => m(url))) guard(() => ({ input, init } = withTraceparent(input, init)));
 signal = (init && init.signal) || (input instanceof Request ? input.signal : null);
 turn = newTurn(url, now());
 turn.wanted = wanted;
@@ -230,17 +225,26 @@ turn.outcome = outcome;
 if (outcome === 'error') turn.error_kind = kind;
 finish(turn);
 }
-function tapEventSource(PageEventSource) {
-function EventSource(url, init) {
-const es = new PageEventSource(url, init);
+function tapped(Page, on) {
+function Tapped(url) {
+const o = Reflect.construct(Page, arguments, new.target || Tapped);
 guard(() => {
 const u = absolute(url);
-if (!cfg.streams.some((m) => m(u))) return;
+if (cfg.streams.some((m) => m(u))) on(o, u);
+});
+return o;
+}
+Tapped.prototype = Page.prototype;
+Object.setPrototypeOf(Tapped, Page);
+return Tapped;
+}
+function tapEventSource(es, u) {
 const turn = newTurn(u, now());
 track(turn);
 const t = () => now() - turn.t0;
-es.addEventListener('open', () => { turn.ms.headers = t(); });
+es.addEventListener('open', () => { if (!turn.done) turn.ms.headers = t(); });
 es.addEventListener('message', (e) => guard(() => {
+if (turn.done) return;
 const at = t();
 if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
 turn.ms.last_byte = at;
@@ -251,24 +255,14 @@ if (turn.chunks) finish(turn); else end(turn, 'error', 'network');
 }));
 const close = es.close;
 es.close = function () { guard(() => finish(turn)); return close.call(es); };
-});
-return es;
 }
-EventSource.prototype = PageEventSource.prototype;
-Object.setPrototypeOf(EventSource, PageEventSource);
-return EventSource;
-}
-function tapWebSocket(PageWebSocket) {
-function WebSocket(url, protocols) {
-const ws = protocols === undefined ? new PageWebSocket(url) : new PageWebSocket(url, protocols);
-guard(() => {
-const u = absolute(url);
-if (!cfg.streams.some((m) => m(u))) return;
+function tapWebSocket(ws, u) {
 let turn = null;
 const live = () => turn && !turn.done;
 const send = ws.send;
 ws.send = function (data) {
 guard(() => {
+if (!cfg.wsTurn(data)) return;
 if (live()) end(turn, turn.finishing ? 'complete' : 'aborted');
 turn = newTurn(u, now());
 track(turn);
@@ -282,27 +276,25 @@ if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
 turn.ms.last_byte = at;
 onEvent(turn, e.data.replace(/^data: ?/, ''), at);
 if (turn.ended) finish(turn);
+else if (turn.finishing) {
+const t = turn;
+clearTimeout(t.fin);
+t.fin = setTimeout(() => finish(t), 1000);
+}
 }));
 ws.addEventListener('close', () => guard(() => {
 if (live()) end(turn, turn.finishing ? 'complete' : 'error', 'network');
 }));
-});
-return ws;
-}
-WebSocket.prototype = PageWebSocket.prototype;
-Object.setPrototypeOf(WebSocket, PageWebSocket);
-return WebSocket;
 }
 function withTraceparent(input, init) {
-const hex = (n) => Array.from(crypto.getRandomValues(new Uint8Array(n)),
-(b) => b.toString(16).padStart(2, '0')).join('');
-const tp = `00-${hex(16)}-${hex(8)}-01`;
+const hex = () => crypto.randomUUID().replace(/-/g, '');
+const tp = `00-${hex()}-${hex().slice(16)}-01`;
 const headers = new Headers((init && init.headers) || (input instanceof Request ? input.headers : undefined));
 if (!headers.has('traceparent')) headers.set('traceparent', tp);
 return { input, init: { ...(init || {}), headers } };
 }
 function isAbort(e) {
-return !!e && e.name === 'AbortError';
+return e && e.name === 'AbortError';
 }
 function newTurn(url, t0) {
 return {
@@ -449,7 +441,7 @@ turn.unpainted = (turn.unpainted || 0) + 1;
 }
 function containerOf(turn) {
 const c = cfg.container;
-if (!c) return turn.box || document.body;
+if (!c) return turn.box;
 if (typeof c === 'function') return c(turn.route) || document.body;
 if (typeof c === 'string') return document.querySelector(c) || document.body;
 return c;
@@ -471,7 +463,8 @@ if (turn.ms.first_dom === undefined) turn.ms.first_dom = t;
 if (elementTiming && turn.ms.first_paint === undefined) {
 for (const r of records) {
 for (const n of r.addedNodes) {
-if (n.nodeType === 1 && !n.hasAttribute('elementtiming')) n.setAttribute('elementtiming', 'tokenscope');
+const box = containerOf(turn);
+if (n.nodeType === 1 && !n.hasAttribute('elementtiming') && box && box.contains(n)) n.setAttribute('elementtiming', 'tokenscope');
 }
 }
 }
@@ -485,7 +478,7 @@ ch.port1.onmessage = () => { ch.port1.close(); guard(() => painted(turn, chunks)
 ch.port2.postMessage(0);
 });
 }));
-mo.observe(containerOf(turn), { childList: true, subtree: true, characterData: true });
+mo.observe(containerOf(turn) || document.body, { childList: true, subtree: true, characterData: true });
 turn.observer = mo;
 watching.add(turn);
 }
@@ -541,19 +534,19 @@ if (turn.input_tokens !== undefined) rec.input_tokens = turn.input_tokens;
 if (turn.server_prefill_ms !== undefined) rec.server_prefill_ms = turn.server_prefill_ms;
 if (turn.input >= 0) rec.input_to_fetch_ms = round(turn.input);
 const endAt = turn.t0 + (ms.last_paint ?? ms.last_byte ?? ms.last_chunk ?? 0);
-rec.long_frames = 0;
-rec.blocking_ms = 0;
+let n = 0;
+let blocked = 0;
 for (const [start, dur, blocking] of frames) {
-if (start < endAt && start + dur > turn.t0) { rec.long_frames++; rec.blocking_ms += blocking; }
+if (start < endAt && start + dur > turn.t0) { n++; blocked += blocking; }
 }
-rec.blocking_ms = round(rec.blocking_ms);
+if (n) { rec.long_frames = n; rec.blocking_ms = round(blocked); }
 for (const k of Object.keys(ms)) {
 const v = ms[k];
 if (v === undefined || (turn.hidden && /dom|paint/.test(k))) continue;
 if (!(v >= 0 && v < 3.6e6)) { rec.clamped = (rec.clamped || 0) + 1; continue; }
 rec.ms[k] = round(v);
 }
-if (turn.chunkMs.length && rec.ms.first_chunk !== undefined) rec.chunk_ms = turn.chunkMs;
+if (turn.chunkMs.length && rec.ms.first_chunk !== undefined) rec.chunk_ms = turn.chunkMs.slice();
 const ttft = turn.hidden ? ms.first_chunk : (ms.first_paint ?? ms.first_chunk);
 const special = rec.outcome !== 'complete' || (ttft ?? 0) >= cfg.slowMs;
 if (!special && !sampled) return;

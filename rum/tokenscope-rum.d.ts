@@ -20,6 +20,8 @@ export interface Options {
   traceUrls?: UrlPattern[];
   /** Wrap the globals (`fetch`, `EventSource`, `WebSocket`); `false`: leave them, and pass `fetch` below to your SDK. Default true. */
   patch?: boolean;
+  /** Which messages an app sends on a stream WebSocket are chat requests (start a turn); default: a string naming "messages", "prompt" or "input". */
+  wsTurn?: (data: unknown) => boolean;
 }
 
 export interface Probe {

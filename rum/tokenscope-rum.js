@@ -33,7 +33,7 @@ const frames = [];
 const active = new Set();
 const now = () => performance.now();
 
-/** Starts the probe (once; later calls, or a second copy, return the same handle). */
+// Starts the probe (once; later calls, or a second copy, return the same handle).
 export function init(options) {
   if (cfg || typeof window === 'undefined' || !window.fetch || window.fetch[MARK]) return handle;
   const o = options || {};
@@ -43,7 +43,7 @@ export function init(options) {
     streams: (o.streams || []).map(matcher),
     container: o.container || null,
     // Weights stay within the collector's 1..10,000.
-    sampleRate: ((r) => (r > 0 ? Math.max(r, 1e-4) : 0))(clamp(o.sampleRate ?? 1, 0, 1)),
+    sampleRate: ((r) => (r > 0 ? Math.max(r, 1e-4) : 0))(Math.min(1, Math.max(0, Number(o.sampleRate ?? 1) || 0))),
     slowMs: o.slowMs ?? 2000,
     flushMs: o.flushMs ?? 5000,
     route: o.route || routeOf,
@@ -51,6 +51,7 @@ export function init(options) {
     // 'best': Element Timing where the browser has it, else the next frame;
     // 'frame': the next frame everywhere (the same method across browsers).
     paint: o.paint === 'frame' ? 'frame' : 'best',
+    wsTurn: o.wsTurn || ((d) => typeof d === 'string' && /"(messages|prompt|input)"/.test(d)),
   };
   sampled = Math.random() < cfg.sampleRate;
   pageFetch = window.fetch;
@@ -62,8 +63,8 @@ export function init(options) {
     };
     patched[MARK] = true;
     window.fetch = patched;
-    if (window.EventSource) window.EventSource = tapEventSource(window.EventSource);
-    if (window.WebSocket) window.WebSocket = tapWebSocket(window.WebSocket);
+    if (window.EventSource) window.EventSource = tapped(window.EventSource, tapEventSource);
+    if (window.WebSocket) window.WebSocket = tapped(window.WebSocket, tapWebSocket);
   }
   addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'hidden') {
@@ -85,7 +86,8 @@ export function init(options) {
         if (!at || !e.element) continue;
         for (const turn of watching) {
           const t = at - turn.t0;
-          if (turn.etPaint === undefined && t >= turn.ms.first_chunk && containerOf(turn).contains(e.element)) turn.etPaint = t;
+          const box = containerOf(turn);
+          if (turn.etPaint === undefined && t >= turn.ms.first_chunk && box && box.contains(e.element)) turn.etPaint = t;
         }
       }
     })).observe({ type: 'element' });
@@ -110,7 +112,7 @@ export function init(options) {
   return handle;
 }
 
-/** Sends what is queued now (the probe also does on a timer and when the page hides). */
+// Sends what is queued now (the probe also does on a timer and when the page hides).
 export function flush(leaving) {
   clearTimeout(timer);
   timer = 0;
@@ -185,10 +187,6 @@ function matcher(p) {
   return (u) => u.includes(String(p));
 }
 
-function clamp(v, lo, hi) {
-  return Math.min(hi, Math.max(lo, Number(v) || 0));
-}
-
 // A URL's route template: only http(s) and ws(s), no origin, no query; a segment that is not
 // a short plain word (letters, digits, `_`; under 3 digits) becomes `:id`, so
 // slugs, ids and encoded text never leave the page.
@@ -213,9 +211,7 @@ function tap(input, init) {
   try {
     const url = absolute(input);
     const wanted = cfg.streams.some((m) => m(url));
-    if (wanted && cfg.traceUrls.some((m) => m(url))) {
-      ({ input, init } = withTraceparent(input, init));
-    }
+    if (wanted && cfg.traceUrls.some((m) => m(url))) guard(() => ({ input, init } = withTraceparent(input, init)));
     signal = (init && init.signal) || (input instanceof Request ? input.signal : null);
     turn = newTurn(url, now());
     turn.wanted = wanted;
@@ -280,91 +276,95 @@ function end(turn, outcome, kind) {
   finish(turn);
 }
 
-// EventSource: the same turn, from the constructor to close() (or the first
-// error: the browser would reconnect, which a chat answer does not want).
-// Only unnamed (`message`) events are seen, as the app's onmessage sees them.
-function tapEventSource(PageEventSource) {
-  function EventSource(url, init) {
-    const es = new PageEventSource(url, init);
+// A constructor that builds the page's own object (a subclass's too: new.target)
+// and, for a stream URL, hands it to `on`.
+function tapped(Page, on) {
+  function Tapped(url) {
+    const o = Reflect.construct(Page, arguments, new.target || Tapped);
     guard(() => {
       const u = absolute(url);
-      if (!cfg.streams.some((m) => m(u))) return;
-      const turn = newTurn(u, now());
-      track(turn);
-      const t = () => now() - turn.t0;
-      es.addEventListener('open', () => { turn.ms.headers = t(); });
-      es.addEventListener('message', (e) => guard(() => {
-        const at = t();
-        if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
-        turn.ms.last_byte = at;
-        onEvent(turn, e.data, at);
-      }));
-      es.addEventListener('error', () => guard(() => {
-        if (turn.chunks) finish(turn); else end(turn, 'error', 'network');
-      }));
-      const close = es.close;
-      es.close = function () { guard(() => finish(turn)); return close.call(es); };
+      if (cfg.streams.some((m) => m(u))) on(o, u);
     });
-    return es;
+    return o;
   }
-  EventSource.prototype = PageEventSource.prototype;
-  Object.setPrototypeOf(EventSource, PageEventSource);
-  return EventSource;
+  Tapped.prototype = Page.prototype;
+  Object.setPrototypeOf(Tapped, Page);
+  return Tapped;
+}
+
+// EventSource: the same turn, from the constructor to close() (or the first
+// error: the browser would reconnect, which a chat answer does not want; what a
+// reconnection brings is not the turn's). Only unnamed (`message`) events are
+// seen, as the app's onmessage sees them.
+function tapEventSource(es, u) {
+  const turn = newTurn(u, now());
+  track(turn);
+  const t = () => now() - turn.t0;
+  es.addEventListener('open', () => { if (!turn.done) turn.ms.headers = t(); });
+  es.addEventListener('message', (e) => guard(() => {
+    if (turn.done) return;
+    const at = t();
+    if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
+    turn.ms.last_byte = at;
+    onEvent(turn, e.data, at);
+  }));
+  es.addEventListener('error', () => guard(() => {
+    if (turn.chunks) finish(turn); else end(turn, 'error', 'network');
+  }));
+  const close = es.close;
+  es.close = function () { guard(() => finish(turn)); return close.call(es); };
 }
 
 // WebSocket: one socket carries many turns. A turn starts when the app sends a
-// message and ends at the answer's last event (`[DONE]`, Anthropic's
-// message_stop, the AI SDK's finish), or else at the app's next message or the
-// socket's close: complete if a finish_reason had come, aborted or failed if not.
-// Each text message is one event, parsed as an SSE event's data (a `data: `
-// prefix is taken off).
-function tapWebSocket(PageWebSocket) {
-  function WebSocket(url, protocols) {
-    const ws = protocols === undefined ? new PageWebSocket(url) : new PageWebSocket(url, protocols);
+// chat request (`wsTurn`: by default a string naming `messages`, `prompt` or
+// `input`; heartbeats, acks and audio frames are not turns) and ends at the
+// answer's last event (`[DONE]`, Anthropic's message_stop, the AI SDK's finish),
+// a second after a finish_reason with nothing more, or else at the app's next
+// request or the socket's close (aborted or failed). Each text message is one
+// event, parsed as an SSE event's data (a `data: ` prefix is taken off).
+function tapWebSocket(ws, u) {
+  let turn = null;
+  const live = () => turn && !turn.done;
+  const send = ws.send;
+  ws.send = function (data) {
     guard(() => {
-      const u = absolute(url);
-      if (!cfg.streams.some((m) => m(u))) return;
-      let turn = null;
-      const live = () => turn && !turn.done;
-      const send = ws.send;
-      ws.send = function (data) {
-        guard(() => {
-          if (live()) end(turn, turn.finishing ? 'complete' : 'aborted');
-          turn = newTurn(u, now());
-          track(turn);
-        });
-        return send.call(ws, data);
-      };
-      ws.addEventListener('message', (e) => guard(() => {
-        if (!live() || typeof e.data !== 'string') return;
-        const at = now() - turn.t0;
-        if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
-        turn.ms.last_byte = at;
-        onEvent(turn, e.data.replace(/^data: ?/, ''), at);
-        if (turn.ended) finish(turn);
-      }));
-      ws.addEventListener('close', () => guard(() => {
-        if (live()) end(turn, turn.finishing ? 'complete' : 'error', 'network');
-      }));
+      if (!cfg.wsTurn(data)) return;
+      if (live()) end(turn, turn.finishing ? 'complete' : 'aborted');
+      turn = newTurn(u, now());
+      track(turn);
     });
-    return ws;
-  }
-  WebSocket.prototype = PageWebSocket.prototype;
-  Object.setPrototypeOf(WebSocket, PageWebSocket);
-  return WebSocket;
+    return send.call(ws, data);
+  };
+  ws.addEventListener('message', (e) => guard(() => {
+    if (!live() || typeof e.data !== 'string') return;
+    const at = now() - turn.t0;
+    if (turn.ms.first_byte === undefined) turn.ms.first_byte = at;
+    turn.ms.last_byte = at;
+    onEvent(turn, e.data.replace(/^data: ?/, ''), at);
+    if (turn.ended) finish(turn);
+    else if (turn.finishing) {
+      const t = turn;
+      clearTimeout(t.fin);
+      t.fin = setTimeout(() => finish(t), 1000);
+    }
+  }));
+  ws.addEventListener('close', () => guard(() => {
+    if (live()) end(turn, turn.finishing ? 'complete' : 'error', 'network');
+  }));
 }
 
 function withTraceparent(input, init) {
-  const hex = (n) => Array.from(crypto.getRandomValues(new Uint8Array(n)),
-    (b) => b.toString(16).padStart(2, '0')).join('');
-  const tp = `00-${hex(16)}-${hex(8)}-01`;
+  // Random trace and span ids (UUIDs' hex digits: on https and localhost pages;
+  // elsewhere no traceparent, the turn still measured).
+  const hex = () => crypto.randomUUID().replace(/-/g, '');
+  const tp = `00-${hex()}-${hex().slice(16)}-01`;
   const headers = new Headers((init && init.headers) || (input instanceof Request ? input.headers : undefined));
   if (!headers.has('traceparent')) headers.set('traceparent', tp);
   return { input, init: { ...(init || {}), headers } };
 }
 
 function isAbort(e) {
-  return !!e && e.name === 'AbortError';
+  return e && e.name === 'AbortError';
 }
 
 function newTurn(url, t0) {
@@ -533,9 +533,10 @@ function onText(turn, text, t) {
   turn.unpainted = (turn.unpainted || 0) + 1;
 }
 
+// The answer's container; none found yet: undefined.
 function containerOf(turn) {
   const c = cfg.container;
-  if (!c) return turn.box || document.body;
+  if (!c) return turn.box;
   if (typeof c === 'function') return c(turn.route) || document.body;
   if (typeof c === 'string') return document.querySelector(c) || document.body;
   return c;
@@ -562,7 +563,8 @@ function observe(turn) {
     if (elementTiming && turn.ms.first_paint === undefined) {
       for (const r of records) {
         for (const n of r.addedNodes) {
-          if (n.nodeType === 1 && !n.hasAttribute('elementtiming')) n.setAttribute('elementtiming', 'tokenscope');
+          const box = containerOf(turn);
+          if (n.nodeType === 1 && !n.hasAttribute('elementtiming') && box && box.contains(n)) n.setAttribute('elementtiming', 'tokenscope');
         }
       }
     }
@@ -576,7 +578,7 @@ function observe(turn) {
       ch.port2.postMessage(0);
     });
   }));
-  mo.observe(containerOf(turn), { childList: true, subtree: true, characterData: true });
+  mo.observe(containerOf(turn) || document.body, { childList: true, subtree: true, characterData: true });
   turn.observer = mo;
   watching.add(turn);
 }
@@ -637,12 +639,13 @@ function close(turn) {
   if (turn.input >= 0) rec.input_to_fetch_ms = round(turn.input);
   // Long frames that overlapped the turn, and the time they blocked input.
   const endAt = turn.t0 + (ms.last_paint ?? ms.last_byte ?? ms.last_chunk ?? 0);
-  rec.long_frames = 0;
-  rec.blocking_ms = 0;
+  let n = 0;
+  let blocked = 0;
   for (const [start, dur, blocking] of frames) {
-    if (start < endAt && start + dur > turn.t0) { rec.long_frames++; rec.blocking_ms += blocking; }
+    if (start < endAt && start + dur > turn.t0) { n++; blocked += blocking; }
   }
-  rec.blocking_ms = round(rec.blocking_ms);
+  // Sent when there were some (a browser without LoAF or long tasks sends none).
+  if (n) { rec.long_frames = n; rec.blocking_ms = round(blocked); }
   // turn.ms holds only the times a turn sends (headers ... last_byte).
   for (const k of Object.keys(ms)) {
     const v = ms[k];
@@ -651,7 +654,7 @@ function close(turn) {
     if (!(v >= 0 && v < 3.6e6)) { rec.clamped = (rec.clamped || 0) + 1; continue; }
     rec.ms[k] = round(v);
   }
-  if (turn.chunkMs.length && rec.ms.first_chunk !== undefined) rec.chunk_ms = turn.chunkMs;
+  if (turn.chunkMs.length && rec.ms.first_chunk !== undefined) rec.chunk_ms = turn.chunkMs.slice();
   // Sampling per session; errors, aborts and slow turns always kept (weight 1).
   const ttft = turn.hidden ? ms.first_chunk : (ms.first_paint ?? ms.first_chunk);
   const special = rec.outcome !== 'complete' || (ttft ?? 0) >= cfg.slowMs;

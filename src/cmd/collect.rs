@@ -183,7 +183,7 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
             let target = OtlpTarget {
                 url,
                 headers: args.otlp_headers.clone(),
-                instance: format!("{origin} pid {}", std::process::id()),
+                instance: instance_id(),
             };
             Exporter::spawn(collector.clone(), target, every)
         });
@@ -198,6 +198,16 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// This process among collectors: the host's name, the pid, and when it started
+/// (replicas in containers share pids and bind addresses).
+fn instance_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map_or_else(|| "host".to_string(), |h| h.trim().to_string());
+    format!("{host}-{}-{:x}", std::process::id(), unix_ns())
 }
 
 /// `--otlp`: sends every interval, and once more when stopped.

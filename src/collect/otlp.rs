@@ -7,9 +7,9 @@
 //! The received side under GenAI's names (`gen_ai.client.operation.time_to_first_chunk`,
 //! `gen_ai.client.operation.time_per_output_chunk`), the painted side under
 //! `tokenscope.rum.*`. OTLP bucket counts are integers and a turn counts by its
-//! (fractional) weight: each bucket's running total is rounded, so the counts add
-//! up to the rounded total and no bucket drifts. A failed send is said once and
-//! counted; cumulative series mean the next send carries everything.
+//! (fractional) weight: each bucket's weight is rounded on its own, so no bucket's
+//! count ever goes down between exports (the count is their sum). A failed send is
+//! said once and counted; cumulative series mean the next send carries everything.
 
 use std::time::Duration;
 
@@ -54,23 +54,16 @@ pub fn request(metrics: &Metrics, start_ns: u64, now_ns: u64, instance: &str) ->
             .filter(|(_, s)| s.histograms[i].count > 0.0)
             .map(|((route, browser), s)| {
                 let h = &s.histograms[i];
-                let (mut acc, mut prev) = (0.0, 0u64);
-                let counts: Vec<String> = h
-                    .buckets
-                    .iter()
-                    .map(|w| {
-                        acc += w;
-                        let total = acc.round() as u64;
-                        let n = total.saturating_sub(prev);
-                        prev = total;
-                        n.to_string()
-                    })
-                    .collect();
+                // Each bucket's weight rounded on its own: a bucket's count never
+                // goes down from one export to the next (cumulative series).
+                let rounded: Vec<u64> = h.buckets.iter().map(|w| w.round() as u64).collect();
+                let total: u64 = rounded.iter().sum();
+                let counts: Vec<String> = rounded.iter().map(u64::to_string).collect();
                 json!({
                     "attributes": attrs(route, browser),
                     "startTimeUnixNano": start,
                     "timeUnixNano": now,
-                    "count": prev.to_string(),
+                    "count": total.to_string(),
                     "sum": h.sum,
                     "bucketCounts": counts,
                     "explicitBounds": h.bounds_s,
@@ -199,7 +192,7 @@ mod tests {
         };
         let p = &ttfc.data_points[0];
         assert_eq!(ttfc.aggregation_temporality, 2);
-        // 90 ms at weight 3.5 and 700 ms at weight 1: 4.5 rounds to 5 (even-away).
+        // 90 ms at weight 3.5 (rounds to 4) and 700 ms at weight 1.
         assert_eq!(p.count, 5);
         assert_eq!(p.bucket_counts.iter().sum::<u64>(), p.count);
         let le_0_1 = p.explicit_bounds.iter().position(|b| *b == 0.1).unwrap();
@@ -211,8 +204,8 @@ mod tests {
         else {
             panic!("not a histogram")
         };
-        // Two gaps (20 and 40 ms) of weight 3.5: 7.
-        assert_eq!(tpoc.data_points[0].count, 7);
+        // Two gaps (20 and 40 ms, buckets of their own) of weight 3.5: 4 each.
+        assert_eq!(tpoc.data_points[0].count, 8);
         let Some(Data::Sum(turns)) = &by_name("tokenscope.rum.turns").data else {
             panic!("not a sum")
         };
@@ -238,6 +231,42 @@ mod tests {
             .map(|a| a.key.as_str())
             .collect();
         assert!(res.contains(&"service.instance.id"), "{res:?}");
+    }
+
+    /// With fractional weights a bucket's count never goes down as turns come in
+    /// (a running total rounded would take one from the bucket above).
+    #[test]
+    fn bucket_counts_only_grow() {
+        let turn = |first_chunk: f64| {
+            format!(
+                r#"{{"route":"/a","started_unix_ms":1.7e12,"ms":{{"first_chunk":{first_chunk}}},"chunks":1,"events":1,
+                "chars":2,"paints":0,"chunks_merged":0,"stalls_250":0,"stalls_500":0,"stalls_1000":0,"longest_gap_ms":0,
+                "longest_paint_gap_ms":0,"outcome":"complete","hidden":false,"restored":false,"paint_method":"raf+task",
+                "weight":3.3333}}"#
+            )
+        };
+        let mut m = Metrics::default();
+        let mut last: Vec<u64> = Vec::new();
+        for first_chunk in [0.5, 3.0, 0.5, 3.0, 0.5, 0.5] {
+            let b: tokenscope_core::rum::Batch = serde_json::from_str(&format!(
+                r#"{{"schema":"tokenscope.rum/1","turns":[{}]}}"#,
+                turn(first_chunk)
+            ))
+            .unwrap();
+            m.accepted("Chrome 131", &b.turns, 0);
+            let r: ExportMetricsServiceRequest =
+                serde_json::from_value(request(&m, 1, 2, "c")).unwrap();
+            let Some(Data::Histogram(h)) = &r.resource_metrics[0].scope_metrics[0].metrics[0].data
+            else {
+                panic!("not a histogram")
+            };
+            let now = h.data_points[0].bucket_counts.clone();
+            assert!(
+                last.is_empty() || now.iter().zip(&last).all(|(n, l)| n >= l),
+                "{last:?} -> {now:?}"
+            );
+            last = now;
+        }
     }
 
     #[test]

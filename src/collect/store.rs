@@ -34,15 +34,22 @@ const COLUMNS: &str = "received_unix_ms, started_unix_ms, route, browser, outcom
     first_chunk_ms, first_dom_ms, first_paint_ms, last_chunk_ms, last_paint_ms, last_byte_ms,
     chunk_ms, server_prefill_ms, input_to_fetch_ms, long_frames, blocking_ms";
 
-/// Columns added after the first release, with their types: a store made before
-/// them gains them when it is opened for writing.
-const ADDED: [(&str, &str); 5] = [
-    ("chunk_ms", "TEXT"),
-    ("server_prefill_ms", "REAL"),
-    ("input_to_fetch_ms", "REAL"),
-    ("long_frames", "INTEGER NOT NULL DEFAULT 0"),
-    ("blocking_ms", "REAL NOT NULL DEFAULT 0"),
+/// Columns added after the first release, with their types and what a turn
+/// stored before them reads as: a store made before them gains them when it is
+/// opened for writing, and reads as if it had them when opened to read.
+const ADDED: [(&str, &str, &str); 5] = [
+    ("chunk_ms", "TEXT", "NULL"),
+    ("server_prefill_ms", "REAL", "NULL"),
+    ("input_to_fetch_ms", "REAL", "NULL"),
+    ("long_frames", "INTEGER NOT NULL DEFAULT 0", "0"),
+    ("blocking_ms", "REAL NOT NULL DEFAULT 0", "0"),
 ];
+
+/// The `turns` table's column names.
+fn column_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    conn.prepare("SELECT name FROM pragma_table_info('turns')")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+}
 
 impl Store {
     /// Opens (or creates) the database at `path`.
@@ -91,11 +98,8 @@ impl Store {
              CREATE INDEX IF NOT EXISTS turns_received ON turns (received_unix_ms);",
         )
         .map_err(err)?;
-        let have: Vec<String> = conn
-            .prepare("SELECT name FROM pragma_table_info('turns')")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-            .map_err(err)?;
-        for (name, kind) in ADDED {
+        let have = column_names(&conn).map_err(err)?;
+        for (name, kind, _) in ADDED {
             if !have.iter().any(|h| h == name) {
                 conn.execute_batch(&format!("ALTER TABLE turns ADD COLUMN {name} {kind}"))
                     .map_err(err)?;
@@ -215,11 +219,23 @@ impl Store {
         since_unix_ms: f64,
         until_unix_ms: f64,
     ) -> Result<Vec<StoredTurn>, StoreError> {
+        // A store from before a column (opened read-only, so not migrated) reads
+        // that column's default.
+        let have = column_names(&self.conn).map_err(|e| self.err(e))?;
+        let columns: Vec<String> = COLUMNS
+            .split(',')
+            .map(str::trim)
+            .map(|c| match ADDED.iter().find(|a| a.0 == c) {
+                Some((_, _, default)) if !have.iter().any(|h| h == c) => default.to_string(),
+                _ => c.to_string(),
+            })
+            .collect();
         let mut stmt = self
             .conn
             .prepare(&format!(
-                "SELECT {COLUMNS} FROM turns WHERE received_unix_ms >= ?1 AND received_unix_ms < ?2
-                 ORDER BY id"
+                "SELECT {} FROM turns WHERE received_unix_ms >= ?1 AND received_unix_ms < ?2
+                 ORDER BY id",
+                columns.join(", ")
             ))
             .map_err(|e| self.err(e))?;
         let until = until_unix_ms.min(f64::MAX);
@@ -337,9 +353,29 @@ mod tests {
                  ALTER TABLE turns DROP COLUMN blocking_ms;",
             )
             .unwrap();
+        let mut old = turn(48.0);
+        (old.chunk_ms, old.server_prefill_ms) = (Vec::new(), None);
+        // A turn stored by the older collector.
+        s.conn
+            .execute_batch(
+                "INSERT INTO turns (received_unix_ms, started_unix_ms, route, browser, outcome,
+                 hidden, restored, weight, paint_method, clamped, chunks, events, chars, paints,
+                 chunks_merged, stalls_250, stalls_500, stalls_1000, longest_gap_ms,
+                 longest_paint_gap_ms, output_tokens, headers_ms, first_byte_ms, first_chunk_ms,
+                 first_dom_ms, first_paint_ms, last_chunk_ms, last_paint_ms, last_byte_ms)
+                 VALUES (500, 1.7e12, '/v1/chat/completions', 'Chrome 131', 'complete', 0, 0, 1,
+                 'raf+task', 0, 10, 12, 200, 9, 1, 0, 0, 0, 40, 45, 10, 30, 31, 31.5, 32, 48, 300,
+                 310, 301)",
+            )
+            .unwrap();
         drop(s);
+        // Read as it is (no migration), then migrated by a writer.
+        let r = Store::open_read_only(&path).unwrap();
+        assert_eq!(r.turns(0.0).unwrap()[0].turn, old);
+        drop(r);
         let mut s = Store::open(&path).unwrap();
         s.insert(1000.0, "Chrome 131", &[turn(48.0)]).unwrap();
-        assert_eq!(s.turns(0.0).unwrap()[0].turn, turn(48.0));
+        let all = s.turns(0.0).unwrap();
+        assert_eq!((&all[0].turn, &all[1].turn), (&old, &turn(48.0)));
     }
 }

@@ -4,7 +4,8 @@
 //! for the `x-request-id` header); the answer comes back as one text message per
 //! SSE event the HTTP API would have sent (its `data`, ending with `[DONE]`), from
 //! the same engine, logged the same way. One answer at a time per socket; a
-//! client that closes the socket mid-answer disconnects it (the log says so).
+//! client that closes the socket mid-answer disconnects it (the log says so). A
+//! heartbeat, `{"type":"ping"}`, is answered `{"type":"pong"}`.
 
 use std::future::Future;
 
@@ -29,6 +30,16 @@ where
             Message::Close(_) => return,
             _ => continue,
         };
+        if text.as_str().replace(' ', "") == r#"{"type":"ping"}"# {
+            if socket
+                .send(Message::Text(r#"{"type":"pong"}"#.into()))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            continue;
+        }
         let t_received = s.clock.now_ms();
         let mut headers = HeaderMap::new();
         headers.insert("content-type", HeaderValue::from_static("application/json"));

@@ -17,6 +17,11 @@ pub fn diagnose(input: &ReportInput) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in &input.clients {
         let who = c.source.as_str();
+        // Real users' levels are groups (all, routes, browsers), not loads: the
+        // rules that compare levels as load grows do not apply.
+        if c.source == Source::Rum {
+            continue;
+        }
         out.extend(rule_ttft_queueing(c, who));
         out.extend(rule_tpot_grows_with_length(c, who));
         out.extend(rule_tail_queueing(c, who));
@@ -30,6 +35,7 @@ pub fn diagnose(input: &ReportInput) -> Vec<Finding> {
         #[cfg(feature = "server-view")]
         out.extend(crate::analyze::server::diagnosis::diagnose(c, who));
     }
+    // (Real users' reports have no input tier: this rule passes them by.)
     out.extend(rule_ttft_grows_with_input(&input.clients));
     out
 }

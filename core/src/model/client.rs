@@ -148,8 +148,12 @@ impl ClientReport {
         self.server.as_ref()
     }
 
-    /// The lowest-load level with successes (where batch-1 decode is measured).
+    /// The lowest-load level with successes (where batch-1 decode is measured);
+    /// for real users' levels (groups, not loads), the one of all turns.
     pub fn lowest_level(&self) -> Option<&LevelReport> {
+        if let Some(all) = self.levels.iter().find(|l| l.group.is_some()) {
+            return (all.ok > 0).then_some(all);
+        }
         self.levels
             .iter()
             .filter(|l| l.ok > 0)

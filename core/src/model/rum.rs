@@ -67,11 +67,14 @@ pub struct TtftSplit {
     /// plus the network and proxies both ways.
     pub received_ms: f64,
     /// The server's own time to the first token, from its stream's timings
-    /// (llama.cpp `timings.prompt_ms`), when every turn here had it.
+    /// (llama.cpp `timings.prompt_ms`), over the turns that carried it.
     pub server_ms: Option<f64>,
-    /// `received_ms - server_ms`: network, proxies, queueing in front of the
-    /// server, when `server_ms` is known.
+    /// Received less the server's part over those same turns: network, proxies,
+    /// queueing in front of the server.
     pub network_ms: Option<f64>,
+    /// The turns (weighted) behind `server_ms` and `network_ms`.
+    #[serde(default)]
+    pub server_turns: f64,
     /// First chunk to the first change of the answer's DOM: the app's own code
     /// on the main thread (parsing, state, scheduling its render).
     pub main_thread_ms: f64,

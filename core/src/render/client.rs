@@ -200,7 +200,8 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
                 report.levels[k.level_index].label(),
             ),
         }),
-        None if report.levels.len() > 1 => {
+        // Real users' levels are groups, not a sweep: no knee to look for.
+        None if report.levels.len() > 1 && report.levels.iter().all(|l| l.group.is_none()) => {
             notes.push("knee: not reached (latency never grew faster than throughput)".into())
         }
         None => {}

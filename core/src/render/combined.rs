@@ -507,7 +507,8 @@ fn ratio_label(r: f64) -> String {
 /// curve, the TTFT CDF at the lowest load (native vs browser, network vs painted),
 /// and the first client's ITL histogram.
 fn client_charts(input: &ReportInput, out: &mut Vec<String>) {
-    for client in &input.clients {
+    // A sweep's curve (real users' levels are groups, not loads).
+    for client in input.clients.iter().filter(|c| c.source != Source::Rum) {
         if client.levels.len() > 1 {
             out.push(crate::render::charts::throughput_latency(
                 &client.levels,

@@ -10,7 +10,7 @@ pub const TITLE: &str = "Real users: where the painted TTFT went (weighted means
 
 /// What the parts mean, under the table.
 pub const NOTE: &str = "painted = received + main thread + render; received = server + network \
-(the server's part from its stream's timings, when every turn had them). Means add up; \
+(both over the turns whose stream carried the server's timings). Means add up; \
 percentiles do not. Input to fetch: the user's click or key to the request (before the TTFT \
 starts; turns a click or key sent). Blocking: long frames' input-blocking time per turn. \
 Stalled: a gap between text chunks over 1 s. Hidden: turns while the page was hidden (no \

@@ -378,7 +378,7 @@ pub fn compare(runs: &[CompareRun<'_>], opts: &CompareOptions) -> Comparison {
 
 /// Two runs' levels that are the same: the same group of real users' turns, or
 /// (outside groups) the same load.
-fn same_level(a: &LevelReport, b: &LevelReport) -> bool {
+pub(crate) fn same_level(a: &LevelReport, b: &LevelReport) -> bool {
     a.group == b.group && (a.group.is_some() || a.load() == b.load())
 }
 

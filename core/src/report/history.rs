@@ -236,17 +236,18 @@ pub fn history(
     let pairs: Vec<Option<super::compare::Comparison>> = (0..runs.len())
         .map(|i| (i > 0).then(|| compare(&[runs[i - 1], runs[i]], opts)))
         .collect();
-    // Every load any run ran, in the order first met.
-    let mut loads = Vec::new();
+    // Every level any run ran (a load, or a group of real users' turns), in the
+    // order first met; one of each.
+    let mut loads: Vec<&LevelReport> = Vec::new();
     for r in runs {
         for l in &r.report.levels {
-            if !loads.contains(&l.load()) {
-                loads.push(l.load());
+            if !loads.iter().any(|m| super::compare::same_level(m, l)) {
+                loads.push(l);
             }
         }
     }
     let mut series = Vec::new();
-    for load in &loads {
+    for load in loads {
         for metric in metrics {
             let mut direction = Direction::LowerIsBetter;
             let mut points = Vec::new();
@@ -256,7 +257,7 @@ pub fn history(
                     .levels
                     .iter()
                     .enumerate()
-                    .find(|(_, l)| l.load() == *load)
+                    .find(|(_, l)| super::compare::same_level(l, load))
                 else {
                     continue;
                 };
@@ -315,6 +316,50 @@ pub fn history(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Real users' reports of two weeks: their groups line up by name (their
+    /// rates differ), one series per group, each with both weeks.
+    #[test]
+    fn real_users_reports_line_up_by_group() {
+        use crate::rum::report::{ReportOptions, build};
+        use crate::rum::summary::StoredTurn;
+        let week = |n: usize, ttft: f64| {
+            let turns: Vec<StoredTurn> = (0..n)
+                .map(|i| {
+                    let mut turn = crate::rum::tests::turn();
+                    turn.started_unix_ms += i as f64 * 60_000.0;
+                    turn.ms.first_chunk = Some(ttft);
+                    StoredTurn {
+                        turn,
+                        browser: "Chrome 131".into(),
+                    }
+                })
+                .collect();
+            build(&turns, &ReportOptions::default()).client
+        };
+        let (a, b) = (week(5, 40.0), week(9, 45.0));
+        assert_ne!(a.levels[0].load(), b.levels[0].load());
+        let run = |name, report| CompareRun {
+            name,
+            report,
+            raw: None,
+            kernels: None,
+        };
+        let runs = [run("a", &a), run("b", &b)];
+        let h = history(
+            &runs,
+            &["ttft_ms:p50".to_string()],
+            Order::Given,
+            &CompareOptions::default(),
+        );
+        let loads: Vec<&str> = h.series.iter().map(|s| s.load.as_str()).collect();
+        assert_eq!(
+            loads,
+            ["all", "route /v1/chat/completions", "browser Chrome 131"]
+        );
+        assert!(h.series.iter().all(|s| s.points.len() == 2), "{h:?}");
+        assert!(h.series[0].points[1].vs_previous.is_some(), "{h:?}");
+    }
 
     #[test]
     fn labels_sort_as_versions() {

@@ -295,7 +295,8 @@ fn weighted_mean(turns: &[&StoredTurn], f: impl Fn(&Turn) -> Option<f64>) -> Opt
 type Marked<'a> = (&'a Turn, f64, f64, f64);
 
 /// Weighted means of the painted TTFT's parts over the turns that have every
-/// mark; the server's part only when each of them carried the server's timing.
+/// mark; the server's part and the network's over those of them that carried
+/// the server's timing.
 fn split(turns: &[&StoredTurn]) -> Option<TtftSplit> {
     let marked: Vec<Marked<'_>> = turns
         .iter()
@@ -310,17 +311,24 @@ fn split(turns: &[&StoredTurn]) -> Option<TtftSplit> {
     }
     let mean =
         |f: &dyn Fn(&Marked<'_>) -> f64| marked.iter().map(|m| m.0.weight * f(m)).sum::<f64>() / w;
-    let received_ms = mean(&|m| m.1);
-    let server_ms = marked
-        .iter()
-        .all(|m| m.0.server_prefill_ms.is_some())
-        .then(|| mean(&|m| m.0.server_prefill_ms.unwrap_or(0.0)));
+    // The server's part, and the network's, over the turns whose stream said
+    // the server's time (an aborted answer or another backend may not).
+    let (mut server, mut network, mut server_turns) = (0.0, 0.0, 0.0);
+    for m in &marked {
+        if let Some(s) = m.0.server_prefill_ms {
+            server += m.0.weight * s;
+            network += m.0.weight * (m.1 - s);
+            server_turns += m.0.weight;
+        }
+    }
+    let known = server_turns > 0.0;
     Some(TtftSplit {
         turns: w,
         painted_ms: mean(&|m| m.3),
-        received_ms,
-        server_ms,
-        network_ms: server_ms.map(|s| received_ms - s),
+        received_ms: mean(&|m| m.1),
+        server_ms: known.then(|| server / server_turns),
+        network_ms: known.then(|| network / server_turns),
+        server_turns,
         // The first DOM change may come before the first chunk is counted (the
         // app rendered a placeholder): then the main thread's part is 0 and the
         // render's starts at the chunk.
@@ -440,13 +448,24 @@ mod tests {
     }
 
     #[test]
-    fn the_server_part_is_given_only_when_every_turn_had_it() {
+    fn the_server_part_is_over_the_turns_that_had_it() {
         let a = stored("/a", "Chrome 131", 100.0, 1.0);
-        let mut b = stored("/a", "Chrome 131", 100.0, 1.0);
+        let mut b = stored("/a", "Chrome 131", 300.0, 1.0);
         b.turn.server_prefill_ms = None;
-        let level = rum_level(&[&a, &b]);
-        let s = level.split.unwrap();
-        assert_eq!((s.server_ms, s.network_ms), (None, None));
-        assert_eq!(s.received_ms, 100.0);
+        let s = rum_level(&[&a, &b]).split.unwrap();
+        // a: 100 received, 70 server; b has no server timing.
+        assert_eq!(
+            (s.server_ms, s.network_ms, s.server_turns),
+            (Some(70.0), Some(30.0), 1.0)
+        );
+        assert_eq!((s.received_ms, s.turns), (200.0, 2.0));
+        b.turn.server_prefill_ms = None;
+        let mut c = a.clone();
+        c.turn.server_prefill_ms = None;
+        let s = rum_level(&[&c]).split.unwrap();
+        assert_eq!(
+            (s.server_ms, s.network_ms, s.server_turns),
+            (None, None, 0.0)
+        );
     }
 }
