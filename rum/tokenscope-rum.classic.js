@@ -458,6 +458,8 @@ turn.box = n.nodeType === 3 ? n.parentElement : n;
 }
 }
 if (!turn.box) return;
+mo.disconnect();
+mo.observe(turn.box.parentElement || turn.box, opts);
 }
 if (turn.ms.first_dom === undefined) turn.ms.first_dom = t;
 if (elementTiming && turn.ms.first_paint === undefined) {
@@ -478,7 +480,8 @@ ch.port1.onmessage = () => { ch.port1.close(); guard(() => painted(turn, chunks)
 ch.port2.postMessage(0);
 });
 }));
-mo.observe(containerOf(turn) || document.body, { childList: true, subtree: true, characterData: true });
+const opts = { childList: true, subtree: true, characterData: true };
+mo.observe(containerOf(turn) || document.body, opts);
 turn.observer = mo;
 watching.add(turn);
 }

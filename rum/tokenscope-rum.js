@@ -558,6 +558,9 @@ function observe(turn) {
         }
       }
       if (!turn.box) return;
+      // From here on only the answer's part of the page (its block and siblings).
+      mo.disconnect();
+      mo.observe(turn.box.parentElement || turn.box, opts);
     }
     if (turn.ms.first_dom === undefined) turn.ms.first_dom = t;
     if (elementTiming && turn.ms.first_paint === undefined) {
@@ -578,7 +581,8 @@ function observe(turn) {
       ch.port2.postMessage(0);
     });
   }));
-  mo.observe(containerOf(turn) || document.body, { childList: true, subtree: true, characterData: true });
+  const opts = { childList: true, subtree: true, characterData: true };
+  mo.observe(containerOf(turn) || document.body, opts);
   turn.observer = mo;
   watching.add(turn);
 }

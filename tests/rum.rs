@@ -1043,6 +1043,22 @@ async fn the_probe_follows_websocket_and_framework_rendered_turns() {
             "{kind}: {paint_gap:?}"
         );
     }
+    // The mock's WebSocket answers a whole (`"stream": false`) request as one
+    // message: the chat completion.
+    let whole = chat
+        .browser
+        .js(&format!(
+            "return await new Promise((ok) => {{
+               const s = new WebSocket('{}'.replace(/^http/, 'ws') + '/chat/ws');
+               s.onopen = () => s.send(JSON.stringify({{ model: 'm', stream: false, max_tokens: 3,
+                 messages: [{{ role: 'user', content: 'hi' }}] }}));
+               s.onmessage = (e) => {{ ok(e.data); s.close(); }};
+             }})",
+            mock.url
+        ))
+        .await;
+    let whole: Value = serde_json::from_str(whole.as_str().unwrap()).unwrap();
+    assert_eq!(whole["object"], "chat.completion", "{whole}");
     chat.browser.close().await;
 }
 

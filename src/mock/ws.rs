@@ -69,7 +69,7 @@ where
                 return;
             };
             buf.push_str(&String::from_utf8_lossy(&bytes));
-            while let Some(end) = buf.find("\n\n") {
+            while let Some(end) = buf.find("\n\n").filter(|_| buf.starts_with("data: ")) {
                 let event: String = buf.drain(..end + 2).collect();
                 for data in event.lines().filter_map(|l| l.strip_prefix("data: ")) {
                     if socket
@@ -82,6 +82,10 @@ where
                     }
                 }
             }
+        }
+        // A whole answer (`"stream": false`): one message.
+        if !buf.trim().is_empty() && socket.send(Message::Text(buf.into())).await.is_err() {
+            return;
         }
     }
 }
