@@ -948,18 +948,23 @@ async fn page_sends_extra_headers_and_explains_a_cors_refusal() {
     }
     let level = &report["levels"][0];
     assert_eq!(level["protocols"]["http/1.1"], 6, "{level}");
-    assert!(f(&level["connections"]["new"]) >= 1.0, "{level}");
+    // Every request is counted once, as opening its connection or reusing one.
+    // (The extra headers make each request CORS-preflighted, and a preflight can
+    // open the connection its request then finds ready: all six may be reused.)
     assert_eq!(
         f(&level["connections"]["new"]) + f(&level["connections"]["reused"]),
         6.0,
         "{level}"
     );
-    assert!(
-        level["metrics"]["connection_setup_ms"]["p50"]
-            .as_f64()
-            .unwrap()
-            >= 0.0
-    );
+    if f(&level["connections"]["new"]) >= 1.0 {
+        assert!(
+            level["metrics"]["connection_setup_ms"]["p50"]
+                .as_f64()
+                .unwrap()
+                >= 0.0,
+            "{level}"
+        );
+    }
 
     // A preflight that refuses them: the run fails, the headers named.
     let strict = Mock::start(&["--cors-allow-headers", "authorization,content-type"]);
