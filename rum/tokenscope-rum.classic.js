@@ -37,7 +37,7 @@ paint: o.paint === 'frame' ? 'frame' : 'best',
 wsTurn: o.wsTurn || ((d) => typeof d === 'string' && /"(messages|prompt|input)"/.test(d)),
 };
 sampled = Math.random() < cfg.sampleRate;
-pageFetch = window.fetch;
+pageFetch = o.fetch || window.fetch;
 if (o.patch !== false) {
 const patched = function fetch(input, init) {
 return tap(input, init);

@@ -20,6 +20,8 @@ export interface Options {
   traceUrls?: UrlPattern[];
   /** Wrap the globals (`fetch`, `EventSource`, `WebSocket`); `false`: leave them, and pass `fetch` below to your SDK. Default true. */
   patch?: boolean;
+  /** The `fetch` the probe sends through (the app's requests it taps, and its beacons); default: the page's `fetch` at `init`. */
+  fetch?: typeof globalThis.fetch;
   /** Which messages an app sends on a stream WebSocket are chat requests (start a turn); default: a string naming "messages", "prompt" or "input". */
   wsTurn?: (data: unknown) => boolean;
 }

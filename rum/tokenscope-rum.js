@@ -54,7 +54,7 @@ export function init(options) {
     wsTurn: o.wsTurn || ((d) => typeof d === 'string' && /"(messages|prompt|input)"/.test(d)),
   };
   sampled = Math.random() < cfg.sampleRate;
-  pageFetch = window.fetch;
+  pageFetch = o.fetch || window.fetch;
   // `patch: false` leaves the globals alone: the app hands `tokenscope.fetch` to
   // its SDK instead (only those requests are seen).
   if (o.patch !== false) {

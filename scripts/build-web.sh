@@ -10,7 +10,9 @@
 # (web-gpu/, tokenscope_gpu: the kernel harness on WebGPU) is imported by boot.js's
 # window.tokenscopeGpu() only when the GPU view opens, and the report module
 # (web-report/, tokenscope_report_view: the combined report's analysis) by
-# window.tokenscopeReport() only when there is a report to analyse.
+# window.tokenscopeReport() only when there is a report to analyse. The Real
+# users view's chat demo (web/static/rum-demo.js, with rum/tokenscope-rum.min.js)
+# is plain JS, imported only when that view opens.
 #
 # Env: CARGO_TARGET_DIR (default target), DIST_DIR (default dist).
 # Prints each wasm's raw and gzipped sizes: the first load and the lazy modules.
@@ -88,8 +90,16 @@ if [[ -d $stage/snippets ]]; then cp -r "$stage/snippets" "$dist/"; fi
 
 worker_name="net-worker-$(hash web/static/net-worker.js).js"
 cp web/static/net-worker.js "$dist/$worker_name"
+# The Real users view's chat demo and the RUM probe it embeds (the shipped ES
+# module), imported by boot.js's window.tokenscopeRumDemo() only when that view opens.
+probe_name="tokenscope-rum-$(hash rum/tokenscope-rum.min.js).js"
+cp rum/tokenscope-rum.min.js "$dist/$probe_name"
+sed -e "s#\"./tokenscope-rum.js\"#\"./$probe_name\"#" web/static/rum-demo.js >"$stage/rum-demo.js"
+grep -q "$probe_name" "$stage/rum-demo.js" || { say "rum-demo.js was not rewritten"; exit 1; }
+demo_name="rum-demo-$(hash "$stage/rum-demo.js").js"
+cp "$stage/rum-demo.js" "$dist/$demo_name"
 sed -e "s#\"./$crate.js\"#\"./$js_name\"#" -e "s#\"./${crate}_bg.wasm\"#\"./$wasm_name\"#" \
-  -e "s#\"./net-worker.js\"#\"./$worker_name\"#" \
+  -e "s#\"./net-worker.js\"#\"./$worker_name\"#" -e "s#\"./rum-demo.js\"#\"./$demo_name\"#" \
   -e "s#\"./$gpu.js\"#\"./$gpu_js_name\"#" -e "s#\"./${gpu}_bg.wasm\"#\"./$gpu_wasm_name\"#" \
   -e "s#\"./$rep.js\"#\"./$rep_js_name\"#" -e "s#\"./${rep}_bg.wasm\"#\"./$rep_wasm_name\"#" \
   web/static/boot.js >"$stage/boot.js"
@@ -106,7 +116,7 @@ if grep -q 'web/static/' "$dist/index.html" || grep -Eq '(src|href)="/' "$dist/i
   say "index.html still has an unrewritten or absolute URL"; exit 1
 fi
 grep -q "$js_name" "$dist/$boot_name" && grep -q "$wasm_name" "$dist/$boot_name" \
-  && grep -q "$worker_name" "$dist/$boot_name" \
+  && grep -q "$worker_name" "$dist/$boot_name" && grep -q "$demo_name" "$dist/$boot_name" \
   && grep -q "$gpu_js_name" "$dist/$boot_name" && grep -q "$gpu_wasm_name" "$dist/$boot_name" \
   && grep -q "$rep_js_name" "$dist/$boot_name" && grep -q "$rep_wasm_name" "$dist/$boot_name" \
   || { say "boot.js was not rewritten"; exit 1; }
@@ -125,7 +135,7 @@ first_gz=0
 while IFS= read -r f; do
   first_gz=$(( first_gz + $(gz "$f") ))
 done < <(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name" \
-  ! -name "$rep_wasm_name" ! -name "$rep_js_name")
+  ! -name "$rep_wasm_name" ! -name "$rep_js_name" ! -name "$demo_name" ! -name "$probe_name")
 printf 'dist/ built: %s\n' "$(ls "$dist" | tr '\n' ' ')"
 printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everything but the lazy modules) %s KB gz\n' \
   "$raw" "$gzw" "$(kb "$gzw")" "$(kb "$first_gz")"
@@ -138,5 +148,7 @@ if (( first_gz > budget )); then
 fi
 printf 'GPU module (loaded when the GPU view opens): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
   "$gpu_raw" "$gpu_gz" "$(kb "$gpu_gz")"
+demo_gz=$(( $(gz "$dist/$demo_name") + $(gz "$dist/$probe_name") ))
+printf 'chat demo + RUM probe (loaded when the Real users view opens): %d bytes gzipped\n' "$demo_gz"
 printf 'report module (loaded when there is a report to analyse): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
   "$rep_raw" "$rep_gz" "$(kb "$rep_gz")"

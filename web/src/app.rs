@@ -144,6 +144,21 @@ pub fn App(props: &AppProps) -> Html {
         let v = gpu_settings.0.view;
         use_state(move || v)
     };
+    // The Real users view (the chat demo), shown with the endpoint the Benchmark
+    // view is set to each time it opens.
+    let rum_host = use_node_ref();
+    {
+        let (rum_host, state) = (rum_host.clone(), state.clone());
+        use_effect_with(*view, move |v| {
+            if let Some(el) = rum_host
+                .cast::<web_sys::Element>()
+                .filter(|_| *v == View::Rum)
+            {
+                browser::set_run_state("idle");
+                crate::services::rum_demo::show(el, state.settings.validate(), state.auth());
+            }
+        });
+    }
     // The kernels report measured in the GPU view, for the Analysis.
     let measured = use_state(|| None::<KernelsFile>);
 
@@ -213,6 +228,7 @@ pub fn App(props: &AppProps) -> Html {
             { tabs(&view, running) }
             <GpuView active={*view == View::Gpu} settings={gpu_settings.0.clone()}
                 notes={gpu_settings.1.clone()} onreport={onkernels} />
+            <div class="rum-host" hidden={*view != View::Rum} ref={rum_host}></div>
             <div class="layout" hidden={*view != View::Bench}>
                 <aside class="side">
                     <SettingsForm
@@ -304,7 +320,7 @@ fn use_run(
     (onrun, onstop)
 }
 
-/// The Benchmark and GPU kernels tabs (locked to the active one during a run).
+/// The Benchmark, GPU kernels and Real users tabs (locked to the active one during a run).
 fn tabs(view: &UseStateHandle<View>, running: bool) -> Html {
     let tab = |v: View, id: &'static str, label: &'static str| {
         let view = view.clone();
@@ -319,6 +335,7 @@ fn tabs(view: &UseStateHandle<View>, running: bool) -> Html {
         <nav class="tabs" role="tablist">
             { tab(View::Bench, "tab-bench", "Benchmark") }
             { tab(View::Gpu, "tab-gpu", "GPU kernels") }
+            { tab(View::Rum, "tab-rum", "Real users") }
         </nav>
     }
 }

@@ -38,6 +38,15 @@ window.tokenscopeReport = lazyModule(
   new URL("./tokenscope_report_view_bg.wasm", import.meta.url),
 );
 
+// The chat demo (the Real users view: a chat UI with the RUM probe embedded) is
+// plain JS, imported with the probe only when that view opens.
+let rumDemo;
+window.tokenscopeRumDemo = () =>
+  (rumDemo ??= import("./rum-demo.js").catch((e) => {
+    rumDemo = undefined;
+    throw e;
+  }));
+
 try {
   await init({ module_or_path: new URL("./tokenscope_web_bg.wasm", import.meta.url) });
   // The app replaces #app's content (including the loading #run-error).

@@ -182,3 +182,37 @@ pub fn run_tag() -> String {
 pub fn has_property(target: &JsValue, name: &str) -> bool {
     Reflect::has(target, &JsValue::from_str(name)).unwrap_or(false)
 }
+
+/// A lazy module's export: `window[loader]()` (a `boot.js` loader: it imports
+/// the module once and caches it) resolves to the module, whose `export` is
+/// returned. Errors name `what` and say how to get a build that has it.
+pub async fn lazy_export(
+    loader: &str,
+    export: &str,
+    what: &str,
+) -> Result<js_sys::Function, String> {
+    let loading = |e: JsValue| {
+        format!(
+            "could not load the {what}: {}",
+            super::fetch::js_error_text(&e)
+        )
+    };
+    let window = web_sys::window().ok_or("no window")?;
+    let load = Reflect::get(&window, &JsValue::from_str(loader))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .ok_or_else(|| {
+            format!(
+                "this build of the page has no {what} (window.{loader} is missing: build the page with scripts/build-web.sh)"
+            )
+        })?;
+    let promise: js_sys::Promise = load
+        .call0(&JsValue::NULL)
+        .and_then(|p| p.dyn_into::<js_sys::Promise>())
+        .map_err(loading)?;
+    let module = JsFuture::from(promise).await.map_err(loading)?;
+    Reflect::get(&module, &JsValue::from_str(export))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .ok_or_else(|| format!("the {what} has no `{export}` export"))
+}

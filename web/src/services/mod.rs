@@ -11,6 +11,7 @@ pub mod paint;
 pub mod records;
 pub mod report;
 pub mod requests;
+pub mod rum_demo;
 pub mod runner;
 pub mod scrape;
 pub mod sim;

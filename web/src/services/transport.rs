@@ -46,7 +46,7 @@ impl std::fmt::Debug for Transport {
 }
 
 /// A request built and ready to go.
-enum Outgoing {
+pub(super) enum Outgoing {
     Worker(u64, wasm_bindgen::JsValue),
     Fetch(web_sys::RequestInit),
     Sim,
@@ -54,7 +54,7 @@ enum Outgoing {
 
 impl Transport {
     /// Build what the send needs, before the send is stamped.
-    fn outgoing(
+    pub(super) fn outgoing(
         &self,
         req: &Prepared,
         abort: &web_sys::AbortController,
@@ -69,7 +69,7 @@ impl Transport {
     /// Send the request: `on_sent` gets the send stamp (taken right before the
     /// request goes to the HTTP stack); resolves when the response head arrives
     /// (or the request failed before it).
-    async fn open(
+    pub(super) async fn open(
         &self,
         req: &Prepared,
         out: &Outgoing,

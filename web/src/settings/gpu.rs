@@ -2,7 +2,7 @@
 
 use super::query::form_decode;
 
-/// The page's two views.
+/// The page's views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum View {
     /// Benchmark an endpoint (the default).
@@ -10,9 +10,11 @@ pub enum View {
     Bench,
     /// The GPU kernels, measured through WebGPU.
     Gpu,
+    /// Real users: a chat with the RUM probe embedded, and the turns it collected.
+    Rum,
 }
 
-/// The view and the GPU view's settings, from the URL: `view=gpu`,
+/// The view and the GPU view's settings, from the URL: `view=gpu` (or `rum`),
 /// `preset=quick|full`, `timestamps=0` (wall clock), `tune=1` (search the kernel
 /// variants on this GPU first; `tune=10`: within 10 s, at most the page's 40), and
 /// `autorun=1` (which starts the view the URL opens).
@@ -48,8 +50,11 @@ impl GpuSettings {
             match form_decode(k).as_str() {
                 "view" => match value.trim() {
                     "gpu" | "kernels" => s.view = View::Gpu,
+                    "rum" | "users" => s.view = View::Rum,
                     "bench" | "benchmark" | "" => s.view = View::Bench,
-                    other => notes.push(format!("view={other:?}: expected bench or gpu: ignored")),
+                    other => notes.push(format!(
+                        "view={other:?}: expected bench, gpu or rum: ignored"
+                    )),
                 },
                 "preset" => match value.parse() {
                     Ok(p) => s.preset = p,

@@ -36,6 +36,12 @@ fn gpu_view_query() {
     assert!(!g.tune && notes[0].contains("tune=\"fast\""), "{notes:?}");
     let (s, notes) = Settings::from_query("?view=gpu&tune=8");
     assert!(notes.is_empty() && !s.autorun, "{notes:?}");
+    // view=rum opens the Real users view (autorun there starts nothing).
+    let (g, notes) = GpuSettings::from_query("?view=rum&autorun=1");
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!((g.view, g.autorun), (View::Rum, false));
+    let (_, notes) = GpuSettings::from_query("?view=chat");
+    assert!(notes[0].contains("bench, gpu or rum"), "{notes:?}");
 }
 
 #[test]
