@@ -26,6 +26,34 @@ const TTFT_MS: f64 = 120.0;
 const ITL_MS: f64 = 20.0;
 const CANARY: &str = "CANARY-DEMO-5c1e";
 
+/// Send one turn with the view's Send button and wait for it to end; its status.
+async fn send_turn(browser: &Browser) -> String {
+    browser
+        .js("document.getElementById('rum-demo-send').click();")
+        .await;
+    browser
+        .wait_for(
+            "/^(done|failed|stopped)/.test(document.getElementById('rum-demo-status').textContent)",
+            Duration::from_secs(30),
+        )
+        .await;
+    browser.text_of("rum-demo-status").await
+}
+
+/// Once `n` turns are collected: the beacons' JSON as the view shows it.
+async fn collected(browser: &Browser, n: usize) -> String {
+    browser
+        .wait_for(
+            &format!("document.getElementById('rum-demo').getAttribute('data-turns') === '{n}'"),
+            Duration::from_secs(30),
+        )
+        .await;
+    let json = browser
+        .js("return document.getElementById('rum-demo-json').textContent;")
+        .await;
+    json.as_str().unwrap().to_owned()
+}
+
 #[tokio::test]
 #[ignore = "needs headless Chromium and the built page (scripts/build-web.sh)"]
 async fn the_pages_chat_demo_collects_its_turns_against_the_simulator_log() {
@@ -80,15 +108,7 @@ async fn the_pages_chat_demo_collects_its_turns_against_the_simulator_log() {
         ))
         .await;
     for _ in 0..3 {
-        browser
-            .js("document.getElementById('rum-demo-send').click();")
-            .await;
-        browser
-            .wait_for(
-                "document.getElementById('rum-demo-status').textContent === 'done'",
-                Duration::from_secs(30),
-            )
-            .await;
+        assert_eq!(send_turn(&browser).await, "done");
     }
     browser
         .js("document.getElementById('rum-demo-send').click();")
@@ -102,19 +122,10 @@ async fn the_pages_chat_demo_collects_its_turns_against_the_simulator_log() {
     browser
         .js("document.getElementById('rum-demo-stop').click();")
         .await;
-    browser
-        .wait_for(
-            "document.getElementById('rum-demo').getAttribute('data-turns') === '4'",
-            Duration::from_secs(30),
-        )
-        .await;
-    let json = browser
-        .js("return document.getElementById('rum-demo-json').textContent;")
-        .await;
-    let json = json.as_str().unwrap();
+    let json = collected(&browser, 4).await;
     assert!(!json.contains(CANARY), "no prompt text in what was sent");
     assert!(!json.contains("tell me"), "no prompt text in what was sent");
-    let doc: Value = serde_json::from_str(json).unwrap();
+    let doc: Value = serde_json::from_str(&json).unwrap();
     let turns = doc["turns"].as_array().unwrap();
     let log = doc["server_log"].as_array().unwrap();
     assert_eq!(
@@ -203,27 +214,9 @@ async fn the_pages_chat_demo_measures_a_real_endpoint() {
     let target = browser.text_of("rum-demo-target").await;
     assert!(target.contains(&mock.url), "{target}");
     for _ in 0..3 {
-        browser
-            .js("document.getElementById('rum-demo-send').click();")
-            .await;
-        browser
-            .wait_for(
-                "/^(done|failed|stopped)/.test(document.getElementById('rum-demo-status').textContent)",
-                Duration::from_secs(30),
-            )
-            .await;
-        assert_eq!(browser.text_of("rum-demo-status").await, "done");
+        assert_eq!(send_turn(&browser).await, "done");
     }
-    browser
-        .wait_for(
-            "document.getElementById('rum-demo').getAttribute('data-turns') === '3'",
-            Duration::from_secs(30),
-        )
-        .await;
-    let json = browser
-        .js("return document.getElementById('rum-demo-json').textContent;")
-        .await;
-    let doc: Value = serde_json::from_str(json.as_str().unwrap()).unwrap();
+    let doc: Value = serde_json::from_str(&collected(&browser, 3).await).unwrap();
     let turns = doc["turns"].as_array().unwrap();
     let log: Vec<Value> = mock
         .log_records(3)
