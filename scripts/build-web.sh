@@ -95,7 +95,9 @@ cp web/static/net-worker.js "$dist/$worker_name"
 probe_name="tokenscope-rum-$(hash rum/tokenscope-rum.min.js).js"
 cp rum/tokenscope-rum.min.js "$dist/$probe_name"
 sed -e "s#\"./tokenscope-rum.js\"#\"./$probe_name\"#" web/static/rum-demo.js >"$stage/rum-demo.js"
-grep -q "$probe_name" "$stage/rum-demo.js" || { say "rum-demo.js was not rewritten"; exit 1; }
+if ! grep -q "$probe_name" "$stage/rum-demo.js" || grep -q "\./tokenscope-rum\.js" "$stage/rum-demo.js"; then
+  say "rum-demo.js was not rewritten (every import of ./tokenscope-rum.js, in double quotes)"; exit 1
+fi
 demo_name="rum-demo-$(hash "$stage/rum-demo.js").js"
 cp "$stage/rum-demo.js" "$dist/$demo_name"
 sed -e "s#\"./$crate.js\"#\"./$js_name\"#" -e "s#\"./${crate}_bg.wasm\"#\"./$wasm_name\"#" \
@@ -115,6 +117,7 @@ sed -e "s#href=\"web/static/style.css\"#href=\"./$css_name\"#" \
 if grep -q 'web/static/' "$dist/index.html" || grep -Eq '(src|href)="/' "$dist/index.html"; then
   say "index.html still has an unrewritten or absolute URL"; exit 1
 fi
+grep -q "\./rum-demo\.js" "$dist/$boot_name" && { say "boot.js still imports ./rum-demo.js"; exit 1; }
 grep -q "$js_name" "$dist/$boot_name" && grep -q "$wasm_name" "$dist/$boot_name" \
   && grep -q "$worker_name" "$dist/$boot_name" && grep -q "$demo_name" "$dist/$boot_name" \
   && grep -q "$gpu_js_name" "$dist/$boot_name" && grep -q "$gpu_wasm_name" "$dist/$boot_name" \

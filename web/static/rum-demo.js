@@ -94,6 +94,8 @@ function collect(body) {
 }
 
 export async function mount(root, options) {
+  // The probe matches the URL it sees, normalised as the browser does.
+  if (options.url) options.url = new URL(options.url, location.href).href;
   endpoint = options;
   if (!probe) {
     probe = await import("./tokenscope-rum.js");
@@ -147,7 +149,7 @@ function build(root) {
     el('p', { class: 'hint' },
       'What a collector receives: times and lengths, never the text. Received: the first answer ',
       'text read by the app; painted: the first frame showing it. Server: the simulator\'s own ',
-      'log (request received to first token handed over). docs/rum.md explains each figure.'),
+      'log (request received to its first token handed over, reasoning included). docs/rum.md explains each figure.'),
     el('div', { class: 'table-scroll' }, table),
     el('details', {}, el('summary', {}, 'The beacons as received (JSON)'), json));
   root.append(view);
@@ -161,6 +163,11 @@ function build(root) {
 // One chat turn, as any chat UI does it: POST, read the stream, paint each delta.
 async function chat(text) {
   const { answer, send, stop, status } = ui;
+  // The endpoint when Send was pressed (a remount meanwhile changes the next turn's).
+  const ep = endpoint;
+  const url = chatUrl();
+  let reader = null;
+  let done = false;
   const ctl = new AbortController();
   const onstop = () => ctl.abort();
   stop.addEventListener('click', onstop);
@@ -169,21 +176,21 @@ async function chat(text) {
   answer.textContent = '';
   status.textContent = 'waiting for the first token...';
   try {
-    const headers = { 'content-type': 'application/json', ...(endpoint.headers || {}) };
-    const model = endpoint.model ?? (await firstModel(headers));
-    const res = await probe.fetch(chatUrl(), {
+    const headers = { 'content-type': 'application/json', ...(ep.headers || {}) };
+    const model = ep.model ?? (await firstModel(ep, headers));
+    const res = await probe.fetch(url, {
       method: 'POST', signal: ctl.signal, headers,
       body: JSON.stringify({ model, stream: true, max_tokens: 64, messages: [{ role: 'user', content: text }] }),
     });
     if (!res.ok) throw new Error(`the server answered ${res.status}`);
-    const reader = res.body.getReader();
+    reader = res.body.getReader();
     const dec = new TextDecoder();
     let buf = '';
     let p = null;
     for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      buf += dec.decode(value, { stream: true });
+      const r = await reader.read();
+      if (r.done) break;
+      buf += dec.decode(r.value, { stream: true }).replace(/\r\n?/g, '\n');
       let i;
       while ((i = buf.indexOf('\n\n')) >= 0) {
         const data = buf.slice(0, i).split('\n').filter((l) => l.startsWith('data:'))
@@ -201,22 +208,25 @@ async function chat(text) {
         }
       }
     }
+    done = true;
     status.textContent = 'done';
   } catch (e) {
     status.textContent = e.name === 'AbortError' ? 'stopped' : `failed: ${e.message}`;
   } finally {
+    // A broken stream (not JSON, say) is let go of, so the turn ends now.
+    if (reader && !done) reader.cancel().catch(() => {});
     stop.removeEventListener('click', onstop);
     send.disabled = false;
     stop.disabled = true;
   }
 }
 
-async function firstModel(headers) {
-  const r = await pageFetch(endpoint.modelsUrl, { headers });
+async function firstModel(ep, headers) {
+  const r = await pageFetch(ep.modelsUrl, { headers });
   const list = await r.json();
   const id = list.data?.[0]?.id;
-  if (!id) throw new Error(`${endpoint.modelsUrl} lists no model`);
-  endpoint.model = id;
+  if (!id) throw new Error(`${ep.modelsUrl} lists no model`);
+  ep.model = id;
   return id;
 }
 

@@ -1,0 +1,409 @@
+//! A reference's and a candidate's answers to the same prompts, compared.
+//!
+//! **Behaviour** (any chat API): the share of prompts whose greedy answers are
+//! identical, and for the others the token index where they first differ.
+//!
+//! **Distribution** (where both gave top-k log-probabilities), on the positions
+//! where both decoded the same context: every position up to and including the
+//! first divergence (at the divergence itself the context is still shared; only
+//! the token chosen differs). llama.cpp's `llama-perplexity --kl-divergence`
+//! figures under its names and definitions:
+//! - **KLD**: KL(reference || candidate) per position, in nats; its mean (with a
+//!   95% interval by bootstrap over prompts, each prompt's positions kept
+//!   together) and percentiles. Over an API only the top k are seen: the
+//!   distributions are compared on the tokens both lists hold plus one shared
+//!   "rest" bin (the mass outside them). Merging tokens into one bin can only
+//!   lower a KL divergence, so this is a **lower bound**; it is **exact** when
+//!   both lists hold the whole vocabulary (all of the mass on both sides).
+//! - **Same top p**: the share of positions where both put the same token first.
+//! - **Δp**: the candidate's probability of the reference's token minus the
+//!   reference's, on the positions before the divergence (the token both
+//!   chose): mean, RMS and percentiles, in probability (not %).
+//! - **PPL ratio**: the candidate's perplexity over the reference's, on those
+//!   positions.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::sample::{Alt, Sample};
+use crate::analyze::stats::percentile;
+use crate::rng::Rng;
+
+/// Bootstrap resamples for the KLD interval.
+const RESAMPLES: usize = 1000;
+/// Mass closer to 1 than this counts as the whole distribution.
+const WHOLE: f64 = 1e-6;
+
+/// Percentiles under llama.cpp's names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Largest.
+    pub max: f64,
+    /// 99.9th percentile.
+    pub p99_9: f64,
+    /// 99th.
+    pub p99: f64,
+    /// 95th.
+    pub p95: f64,
+    /// 90th.
+    pub p90: f64,
+    /// Median.
+    pub median: f64,
+    /// 10th.
+    pub p10: f64,
+    /// 5th.
+    pub p5: f64,
+    /// 1st.
+    pub p1: f64,
+    /// Smallest.
+    pub min: f64,
+}
+
+impl Spread {
+    fn of(v: &[f64]) -> Option<Spread> {
+        let q = |x| percentile(v, x);
+        Some(Spread {
+            max: q(1.0)?,
+            p99_9: q(0.999)?,
+            p99: q(0.99)?,
+            p95: q(0.95)?,
+            p90: q(0.90)?,
+            median: q(0.5)?,
+            p10: q(0.10)?,
+            p5: q(0.05)?,
+            p1: q(0.01)?,
+            min: q(0.0)?,
+        })
+    }
+}
+
+/// KL divergence figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kld {
+    /// Mean over the scored positions, nats.
+    pub mean: f64,
+    /// 95% interval of the mean (bootstrap over prompts).
+    pub ci95: [f64; 2],
+    /// Per-position percentiles.
+    pub spread: Spread,
+    /// Exact (every position's lists held the whole vocabulary on both sides),
+    /// or a lower bound.
+    pub exact: bool,
+}
+
+/// Δp figures (probability, not %).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeltaP {
+    /// Mean.
+    pub mean: f64,
+    /// Root mean square.
+    pub rms: f64,
+    /// Percentiles.
+    pub spread: Spread,
+}
+
+/// The distribution figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    /// Positions scored (KLD, same top p).
+    pub positions: usize,
+    /// KL(reference || candidate).
+    pub kld: Kld,
+    /// Share of positions whose most likely token is the same on both sides.
+    pub same_top_p: f64,
+    /// Δp on the positions before each divergence (absent when none).
+    pub delta_p: Option<DeltaP>,
+    /// Perplexity ratio candidate / reference on those positions.
+    pub ppl_ratio: Option<f64>,
+}
+
+/// Where greedy answers first differ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Divergence {
+    /// Answers that differ.
+    pub count: usize,
+    /// The first differing token's index: median, smallest, largest (by the
+    /// reference's tokens when it gave them, else by words).
+    pub median: f64,
+    /// Smallest index.
+    pub min: usize,
+    /// Largest index.
+    pub max: usize,
+}
+
+/// Behaviour and distribution of a candidate against a reference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairFigures {
+    /// Prompts compared.
+    pub prompts: usize,
+    /// Share of prompts with identical answers.
+    pub exact_match: f64,
+    /// Where the others first differ (absent when all match).
+    pub divergence: Option<Divergence>,
+    /// The distribution figures (absent: a side gave no top-k log-probabilities).
+    pub distribution: Option<Distribution>,
+    /// Share of prompts whose first position's top-k lists share a token: near
+    /// 0, the two servers do not speak the same tokens (another tokenizer or
+    /// model), and the comparison means nothing.
+    pub token_overlap: Option<f64>,
+}
+
+/// Compare answers pairwise (`reference[i]` with `candidate[i]`); `seed` drives
+/// the bootstrap.
+pub fn compare(reference: &[Sample], candidate: &[Sample], seed: u64) -> PairFigures {
+    let n = reference.len().min(candidate.len());
+    let pairs: Vec<(&Sample, &Sample)> = reference.iter().zip(candidate).take(n).collect();
+    let same = pairs.iter().filter(|(r, c)| r.text == c.text).count();
+    let firsts: Vec<usize> = pairs
+        .iter()
+        .filter(|(r, c)| r.text != c.text)
+        .map(|(r, c)| first_difference(r, c))
+        .collect();
+    let divergence = (!firsts.is_empty()).then(|| {
+        let f: Vec<f64> = firsts.iter().map(|&x| x as f64).collect();
+        Divergence {
+            count: firsts.len(),
+            median: percentile(&f, 0.5).unwrap_or(0.0),
+            min: firsts.iter().copied().min().unwrap_or(0),
+            max: firsts.iter().copied().max().unwrap_or(0),
+        }
+    });
+    let with_top = pairs
+        .iter()
+        .all(|(r, c)| r.has_top_logprobs() && c.has_top_logprobs());
+    let token_overlap = (with_top && n > 0).then(|| {
+        let overlapping = pairs
+            .iter()
+            .filter(|(r, c)| {
+                r.positions[0]
+                    .top
+                    .iter()
+                    .any(|a| c.positions[0].top.iter().any(|b| b.token == a.token))
+            })
+            .count();
+        overlapping as f64 / n as f64
+    });
+    PairFigures {
+        prompts: n,
+        exact_match: if n == 0 { 0.0 } else { same as f64 / n as f64 },
+        divergence,
+        distribution: if with_top {
+            distribution(&pairs, seed)
+        } else {
+            None
+        },
+        token_overlap,
+    }
+}
+
+/// The first index where two answers differ: by tokens when both gave them,
+/// else by whitespace-separated words.
+fn first_difference(r: &Sample, c: &Sample) -> usize {
+    if !r.positions.is_empty() && !c.positions.is_empty() {
+        return r
+            .positions
+            .iter()
+            .zip(&c.positions)
+            .position(|(a, b)| a.token != b.token)
+            .unwrap_or(r.positions.len().min(c.positions.len()));
+    }
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        r.text.split_whitespace().collect(),
+        c.text.split_whitespace().collect(),
+    );
+    a.iter()
+        .zip(&b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()))
+}
+
+/// KL over the tokens both lists hold plus one "rest" bin; exact when both
+/// lists hold the whole mass.
+pub fn kld_top_k(p: &[Alt], q: &[Alt]) -> (f64, bool) {
+    let q_of: HashMap<&str, f64> = q.iter().map(|a| (a.token.as_str(), a.logprob)).collect();
+    let (mut kl, mut p_in, mut q_in) = (0.0, 0.0, 0.0);
+    for a in p {
+        if let Some(&ql) = q_of.get(a.token.as_str()) {
+            let pp = a.logprob.exp();
+            kl += pp * (a.logprob - ql);
+            p_in += pp;
+            q_in += ql.exp();
+        }
+    }
+    let (p_rest, q_rest) = ((1.0 - p_in).max(0.0), (1.0 - q_in).max(0.0));
+    if p_rest > WHOLE {
+        // A candidate that leaves no mass outside: its rest is as small as the
+        // lists' rounding allows (the bound stays finite).
+        kl += p_rest * (p_rest / q_rest.max(1e-12)).ln();
+    }
+    let total = |l: &[Alt]| l.iter().map(|a| a.logprob.exp()).sum::<f64>();
+    let exact = p_rest <= WHOLE
+        && (1.0 - total(p)).abs() <= WHOLE
+        && (1.0 - total(q)).abs() <= WHOLE
+        && p.len() == q.len();
+    (kl.max(0.0), exact)
+}
+
+fn distribution(pairs: &[(&Sample, &Sample)], seed: u64) -> Option<Distribution> {
+    // Per prompt: its positions' KLDs (kept together for the bootstrap).
+    let mut per_prompt: Vec<Vec<f64>> = Vec::with_capacity(pairs.len());
+    let (mut same_top, mut positions, mut exact) = (0usize, 0usize, true);
+    let (mut dps, mut ln_p, mut ln_q) = (Vec::new(), 0.0, 0.0);
+    for (r, c) in pairs {
+        let d = r
+            .positions
+            .iter()
+            .zip(&c.positions)
+            .position(|(a, b)| a.token != b.token);
+        let shared = r.positions.len().min(c.positions.len());
+        let scored = d.map_or(shared, |d| d + 1);
+        let mut klds = Vec::with_capacity(scored);
+        for (i, (a, b)) in r
+            .positions
+            .iter()
+            .zip(&c.positions)
+            .take(scored)
+            .enumerate()
+        {
+            let (k, ex) = kld_top_k(&a.top, &b.top);
+            klds.push(k);
+            exact &= ex;
+            same_top += usize::from(a.top[0].token == b.top[0].token);
+            positions += 1;
+            if d.is_none_or(|d| i < d)
+                && let (Some(p), Some(q)) = (a.logprob, b.logprob)
+            {
+                dps.push(q.exp() - p.exp());
+                ln_p += p;
+                ln_q += q;
+            }
+        }
+        per_prompt.push(klds);
+    }
+    let all: Vec<f64> = per_prompt.iter().flatten().copied().collect();
+    if all.is_empty() {
+        return None;
+    }
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    let ci95 = bootstrap_mean(&per_prompt, seed);
+    let delta_p = (!dps.is_empty()).then(|| DeltaP {
+        mean: dps.iter().sum::<f64>() / dps.len() as f64,
+        rms: (dps.iter().map(|x| x * x).sum::<f64>() / dps.len() as f64).sqrt(),
+        spread: Spread::of(&dps).expect("not empty"),
+    });
+    let ppl_ratio = (!dps.is_empty()).then(|| ((ln_p - ln_q) / dps.len() as f64).exp());
+    Some(Distribution {
+        positions,
+        kld: Kld {
+            mean,
+            ci95,
+            spread: Spread::of(&all)?,
+            exact,
+        },
+        same_top_p: same_top as f64 / positions as f64,
+        delta_p,
+        ppl_ratio,
+    })
+}
+
+/// 95% interval of the mean over positions, resampling prompts (each with all
+/// its positions: neighbouring positions of one answer are not independent).
+fn bootstrap_mean(per_prompt: &[Vec<f64>], seed: u64) -> [f64; 2] {
+    let mut rng = Rng::new(seed);
+    let n = per_prompt.len() as u64;
+    let mut means = Vec::with_capacity(RESAMPLES);
+    for _ in 0..RESAMPLES {
+        let (mut sum, mut count) = (0.0, 0usize);
+        for _ in 0..n {
+            let p = &per_prompt[rng.below(n) as usize];
+            sum += p.iter().sum::<f64>();
+            count += p.len();
+        }
+        if count > 0 {
+            means.push(sum / count as f64);
+        }
+    }
+    [
+        percentile(&means, 0.025).unwrap_or(f64::NAN),
+        percentile(&means, 0.975).unwrap_or(f64::NAN),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quality::sample::Position;
+
+    fn alts(v: &[(&str, f64)]) -> Vec<Alt> {
+        v.iter()
+            .map(|(t, p)| Alt {
+                token: (*t).into(),
+                logprob: p.ln(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn top_k_kld_is_exact_on_whole_lists_and_a_lower_bound_otherwise() {
+        let p = alts(&[("a", 0.5), ("b", 0.3), ("c", 0.2)]);
+        let q = alts(&[("a", 0.4), ("b", 0.4), ("c", 0.2)]);
+        let exact = 0.5 * (0.5f64 / 0.4).ln() + 0.3 * (0.3f64 / 0.4).ln();
+        let (k, ex) = kld_top_k(&p, &q);
+        assert!(ex && (k - exact).abs() < 1e-12, "{k} vs {exact}");
+        // The top 2 only: "c" goes into the rest bin (0.2 and 0.2): the same
+        // here; with the rest split differently, lower.
+        let (k2, ex2) = kld_top_k(&p[..2], &q[..2]);
+        assert!(!ex2 && k2 <= exact + 1e-12, "{k2}");
+        let q3 = alts(&[("a", 0.4), ("b", 0.4), ("d", 0.1), ("c", 0.1)]);
+        let full = 0.5 * (0.5f64 / 0.4).ln() + 0.3 * (0.3f64 / 0.4).ln() + 0.2 * 2f64.ln();
+        let (k3, _) = kld_top_k(&p[..2], &q3[..2]);
+        assert!(k3 < full, "{k3} < {full}");
+    }
+
+    fn sample(tokens: &[(&str, &[(&str, f64)])]) -> Sample {
+        Sample {
+            text: tokens.iter().map(|(t, _)| *t).collect(),
+            positions: tokens
+                .iter()
+                .map(|(t, top)| {
+                    let top = alts(top);
+                    Position {
+                        token: (*t).into(),
+                        logprob: top.iter().find(|a| a.token == *t).map(|a| a.logprob),
+                        top,
+                    }
+                })
+                .collect(),
+            model: "m".into(),
+        }
+    }
+
+    #[test]
+    fn positions_are_scored_up_to_the_first_divergence() {
+        let r = sample(&[
+            ("a", &[("a", 0.6), ("b", 0.4)]),
+            ("b", &[("b", 0.7), ("a", 0.3)]),
+            ("a", &[("a", 0.9), ("b", 0.1)]),
+        ]);
+        let c = sample(&[
+            ("a", &[("a", 0.5), ("b", 0.5)]),
+            ("a", &[("a", 0.6), ("b", 0.4)]),
+            ("b", &[("b", 0.9), ("a", 0.1)]),
+        ]);
+        let f = compare(&[r.clone(), r.clone()], &[c, r], 1);
+        assert_eq!(f.exact_match, 0.5);
+        let d = f.divergence.unwrap();
+        assert_eq!((d.count, d.min, d.max), (1, 1, 1));
+        let dist = f.distribution.unwrap();
+        // Prompt 1: positions 0 and 1 (the divergence), prompt 2: all three.
+        assert_eq!(dist.positions, 5);
+        assert!(dist.kld.exact);
+        // Same top: p0 tie broken by order (a, a), p1 differs; prompt 2 all same.
+        assert_eq!(dist.same_top_p, 4.0 / 5.0);
+        // Δp before the divergence: prompt 1 position 0 (0.5 - 0.6), prompt 2 zeros.
+        let dp = dist.delta_p.unwrap();
+        assert!((dp.mean - (-0.1 / 4.0)).abs() < 1e-12, "{}", dp.mean);
+        assert_eq!(f.token_overlap, Some(1.0));
+    }
+}

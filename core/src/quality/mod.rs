@@ -1,0 +1,20 @@
+//! The quality guard: is a candidate server still the same model as a reference?
+//! Compared token by token over the API (docs/quality.md):
+//!
+//! - [`sample`]: one answer as the API gave it (each generated token, its
+//!   log-probability and the top-k alternatives), read from an OpenAI-style
+//!   chat completion; the golden file that keeps a reference's answers.
+//! - [`measure`]: a reference's and a candidate's answers to the same prompts
+//!   compared: greedy exact match, where the outputs first diverge, top-1
+//!   agreement, and the distribution figures under llama.cpp's names and
+//!   definitions (KLD, "same top p", Δp, the perplexity ratio), exact or a lower
+//!   bound depending on what the top-k lists cover.
+//! - [`report`]: the report (`tokenscope.quality/1`), the figures in words against llama.cpp's calibration, and the
+//!   CI gate (`--fail-on kld_mean:>0.01,exact_match:<90%`).
+//! - [`toy_lm`]: a seeded next-token distribution the simulated server serves
+//!   and can state exactly (the ground truth of the tests).
+
+pub mod measure;
+pub mod report;
+pub mod sample;
+pub mod toy_lm;

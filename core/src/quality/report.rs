@@ -1,0 +1,283 @@
+//! The quality report (`tokenscope.quality/1`): what each server could do, the
+//! candidate against the reference at each concurrency, the reference against
+//! itself (the noise floor), the verdict in words with the calibration it rests
+//! on, and the CI gate.
+
+use serde::{Deserialize, Serialize};
+
+use super::measure::PairFigures;
+
+/// The report's schema tag.
+pub const SCHEMA: &str = "tokenscope.quality/1";
+
+/// llama.cpp's KLD calibration: mean KL divergence of quantisations of
+/// LLaMA-3-8B from its FP16 weights (llama.cpp's perplexity docs), nats.
+pub const CALIBRATION: [(&str, f64); 3] = [("q8_0", 0.0014), ("q4_K_M", 0.031), ("q2_K", 0.445)];
+
+/// What a server offered, as probed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// It answered a chat completion.
+    pub chat: bool,
+    /// It gave each generated token's log-probability and top-k alternatives.
+    pub top_logprobs: bool,
+    /// The model it named.
+    pub model: String,
+}
+
+/// One side of the comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    /// URL (scheme, host, path: never credentials or query) or golden file path.
+    pub source: String,
+    /// What it offered.
+    pub capabilities: Capabilities,
+}
+
+/// The candidate at one concurrency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QualityLevel {
+    /// Requests in flight at once.
+    pub concurrency: u32,
+    /// Against the reference.
+    pub figures: PairFigures,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QualityReport {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// tokenscope's version.
+    pub tool_version: String,
+    /// The reference.
+    pub reference: Side,
+    /// The candidate.
+    pub candidate: Side,
+    /// Prompts, `max_tokens` and `top_logprobs` asked.
+    pub prompts: usize,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+    /// `top_logprobs`.
+    pub top_logprobs: u32,
+    /// The reference against itself (the same prompts again): the noise floor.
+    /// Absent for a golden file.
+    pub self_check: Option<PairFigures>,
+    /// The candidate per concurrency.
+    pub levels: Vec<QualityLevel>,
+    /// Checks that did not run, and why.
+    pub not_run: Vec<String>,
+    /// The verdict, a sentence each.
+    pub verdict: Vec<String>,
+}
+
+impl QualityReport {
+    /// Whether the candidate at `level` differs beyond the reference's own noise.
+    pub fn changed(&self, level: &QualityLevel) -> bool {
+        let f = &level.figures;
+        let floor_match = self.self_check.as_ref().map_or(1.0, |s| s.exact_match);
+        let fewer_matches = f.exact_match + 1.0 / f.prompts.max(1) as f64 <= floor_match;
+        let floor_kld = self
+            .self_check
+            .as_ref()
+            .and_then(|s| s.distribution.as_ref())
+            .map_or(0.0, |d| d.kld.ci95[1]);
+        let kld_above = f
+            .distribution
+            .as_ref()
+            .is_some_and(|d| d.kld.ci95[0] > floor_kld.max(1e-6));
+        fewer_matches || kld_above
+    }
+
+    /// Write the verdict sentences.
+    pub fn write_verdict(&mut self) {
+        let mut out = Vec::new();
+        if let Some(s) = &self.self_check {
+            out.push(format!(
+                "The reference against itself: {} of greedy answers identical{}.",
+                pct(s.exact_match),
+                s.distribution
+                    .as_ref()
+                    .map_or(String::new(), |d| format!(", mean KLD {:.5}", d.kld.mean))
+            ));
+        }
+        for l in &self.levels {
+            let f = &l.figures;
+            let mut s = format!(
+                "At concurrency {}: {}",
+                l.concurrency,
+                if self.changed(l) {
+                    "the candidate answers differently from the reference"
+                } else {
+                    "no change from the reference seen"
+                }
+            );
+            s.push_str(&format!(
+                " ({} of {} greedy answers identical",
+                pct(f.exact_match),
+                f.prompts
+            ));
+            if let Some(d) = &f.divergence {
+                s.push_str(&format!(
+                    "; the others first differ at token {} (median)",
+                    d.median
+                ));
+            }
+            s.push(')');
+            if let Some(d) = &f.distribution {
+                s.push_str(&format!(
+                    ". Mean KLD {:.5} nats ({}, 95% {:.5}-{:.5}): {}; same top token at {} of {} positions",
+                    d.kld.mean,
+                    if d.kld.exact { "exact" } else { "a lower bound: only the top k are seen" },
+                    d.kld.ci95[0],
+                    d.kld.ci95[1],
+                    calibrated(d.kld.mean),
+                    pct(d.same_top_p),
+                    d.positions
+                ));
+            }
+            s.push('.');
+            out.push(s);
+        }
+        self.verdict = out;
+    }
+}
+
+/// Where a mean KLD sits on llama.cpp's LLaMA-3-8B scale.
+pub fn calibrated(kld: f64) -> String {
+    let scale = "on llama.cpp's LLaMA-3-8B scale";
+    let [(n0, v0), (n1, v1), (n2, v2)] = CALIBRATION;
+    if kld < v0 {
+        format!("below q8_0's {v0} {scale} (a change that small is rarely visible)")
+    } else if kld < v1 {
+        format!("between {n0} ({v0}) and {n1} ({v1}) {scale}")
+    } else if kld < v2 {
+        format!("between {n1} ({v1}) and {n2} ({v2}) {scale}")
+    } else {
+        format!("above {n2}'s {v2} {scale}: a large change")
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// One `--fail-on` threshold: `METRIC:>N`, `METRIC:<N%`, ...
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// The metric's name.
+    pub metric: String,
+    /// Fails above (`>`) or below (`<`) the value.
+    pub above: bool,
+    /// The value (a `%` is divided by 100).
+    pub value: f64,
+}
+
+/// The metrics `--fail-on` knows.
+pub const GATE_METRICS: [&str; 6] = [
+    "kld_mean",
+    "kld_p99",
+    "same_top_p",
+    "exact_match",
+    "delta_p_rms",
+    "ppl_ratio",
+];
+
+impl Gate {
+    /// Parse `kld_mean:>0.01,exact_match:<90%`.
+    pub fn parse_list(s: &str) -> Result<Vec<Gate>, String> {
+        s.split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| {
+                let (metric, rest) = p
+                    .trim()
+                    .split_once(':')
+                    .ok_or_else(|| format!("{p:?}: expected METRIC:>N or METRIC:<N"))?;
+                if !GATE_METRICS.contains(&metric) {
+                    return Err(format!(
+                        "{metric:?}: not a quality metric (one of {})",
+                        GATE_METRICS.join(", ")
+                    ));
+                }
+                let above = match rest.chars().next() {
+                    Some('>') => true,
+                    Some('<') => false,
+                    _ => return Err(format!("{p:?}: expected > or < after the colon")),
+                };
+                let num = rest[1..].trim();
+                let (num, scale) = match num.strip_suffix('%') {
+                    Some(n) => (n, 0.01),
+                    None => (num, 1.0),
+                };
+                let value: f64 = num
+                    .parse()
+                    .map_err(|_| format!("{p:?}: {num:?} is not a number"))?;
+                Ok(Gate {
+                    metric: metric.to_owned(),
+                    above,
+                    value: value * scale,
+                })
+            })
+            .collect()
+    }
+
+    /// The metric's value at a level (`None`: not measured there).
+    pub fn value_of(&self, f: &PairFigures) -> Option<f64> {
+        let d = f.distribution.as_ref();
+        match self.metric.as_str() {
+            "kld_mean" => d.map(|d| d.kld.mean),
+            "kld_p99" => d.map(|d| d.kld.spread.p99),
+            "same_top_p" => d.map(|d| d.same_top_p),
+            "exact_match" => Some(f.exact_match),
+            "delta_p_rms" => d.and_then(|d| d.delta_p.as_ref()).map(|p| p.rms),
+            "ppl_ratio" => d.and_then(|d| d.ppl_ratio),
+            _ => None,
+        }
+    }
+
+    /// Crossed at this level?
+    pub fn crossed(&self, f: &PairFigures) -> Option<f64> {
+        let v = self.value_of(f)?;
+        let crossed = if self.above {
+            v > self.value
+        } else {
+            v < self.value
+        };
+        crossed.then_some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gates_parse_and_cross() {
+        let g = Gate::parse_list("kld_mean:>0.01, exact_match:<90%").unwrap();
+        assert_eq!(g.len(), 2);
+        assert!(g[0].above && (g[1].value - 0.9).abs() < 1e-12 && !g[1].above);
+        assert!(
+            Gate::parse_list("speed:>1")
+                .unwrap_err()
+                .contains("not a quality metric")
+        );
+        assert!(Gate::parse_list("kld_mean:=1").is_err());
+        assert!(Gate::parse_list("kld_mean:>x").is_err());
+        let f = PairFigures {
+            prompts: 10,
+            exact_match: 0.8,
+            divergence: None,
+            distribution: None,
+            token_overlap: None,
+        };
+        assert_eq!(g[1].crossed(&f), Some(0.8));
+        assert_eq!(g[0].crossed(&f), None, "not measured: not crossed");
+    }
+
+    #[test]
+    fn the_calibration_names_its_neighbours() {
+        assert!(calibrated(0.0005).contains("below q8_0"));
+        assert!(calibrated(0.01).contains("between q8_0 (0.0014) and q4_K_M (0.031)"));
+        assert!(calibrated(1.0).contains("above q2_K"));
+    }
+}

@@ -1,0 +1,529 @@
+//! `tokenscope quality`: is the candidate server still the same model as the
+//! reference? The same seeded prompts to both at temperature 0 with top-k
+//! log-probabilities; behaviour and distribution compared token by token
+//! (`core::quality`), at each concurrency; the reference against itself as the
+//! noise floor; a golden file to keep a reference; a CI gate.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use futures_util::{StreamExt, stream};
+use serde_json::{Value, json};
+use tokenscope_core::parse::{parse_base_url, parse_u32_list, redact_url};
+use tokenscope_core::quality::measure::{PairFigures, compare};
+use tokenscope_core::quality::report::{
+    Capabilities, Gate, QualityLevel, QualityReport, SCHEMA, Side,
+};
+use tokenscope_core::quality::sample::{
+    GOLDEN_SCHEMA, Golden, Sample, parse_chat_completion, probe_prompts,
+};
+
+use crate::util::Secret;
+
+/// Compare a candidate server with a reference, token by token, over the chat
+/// API: greedy exact match and where answers diverge (any server), and where
+/// both give top-k log-probabilities, llama.cpp's distribution figures (KLD,
+/// same top p, Δp, perplexity ratio; exact or a lower bound). docs/quality.md.
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  tokenscope quality --ref http://old:8000/v1 --cand http://new:8000/v1
+  tokenscope quality --ref http://old:8000/v1 --save-golden golden.json
+  tokenscope quality --ref golden.json --cand http://new:8000/v1 --concurrency 1,16 --fail-on 'kld_mean:>0.01,exact_match:<90%'
+
+Exit status: 0; 1 when --fail-on is crossed; 2 on an error, or when the two
+servers do not share tokens (another tokenizer or model: nothing to compare).
+The report is written before either.")]
+pub struct QualityArgs {
+    /// The reference: a base URL (`http://host:port/v1`) or a golden file.
+    #[arg(long = "ref", value_name = "URL|FILE")]
+    pub reference: String,
+
+    /// The candidate's base URL (none: only --save-golden the reference).
+    #[arg(long = "cand", value_name = "URL")]
+    pub candidate: Option<String>,
+
+    /// Model (default: the first each server's /models lists).
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// The candidate's model, when its name differs.
+    #[arg(long)]
+    pub cand_model: Option<String>,
+
+    /// Prompts (seeded, built in).
+    #[arg(long, default_value_t = 32)]
+    pub prompts: usize,
+
+    /// Tokens per answer.
+    #[arg(long, default_value_t = 64)]
+    pub max_tokens: u32,
+
+    /// Alternatives asked per token (OpenAI allows up to 20).
+    #[arg(long, default_value_t = 20)]
+    pub top_logprobs: u32,
+
+    /// The candidate's concurrency levels: the same prompts at each (1 is
+    /// the unloaded answer; higher levels show batching's effect).
+    #[arg(long, default_value = "1")]
+    pub concurrency: String,
+
+    /// Seed of the prompts and the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Per-request timeout, seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+
+    /// Keep the reference's answers (its top-k per token) in this file, for
+    /// later runs with --ref FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save_golden: Option<PathBuf>,
+
+    /// Write the report (`tokenscope.quality/1` JSON) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Exit 1 when a level crosses one of these: `METRIC:>N` or `METRIC:<N[%]`,
+    /// METRIC one of kld_mean, kld_p99, same_top_p, exact_match, delta_p_rms,
+    /// ppl_ratio.
+    #[arg(long, value_name = "THRESHOLDS")]
+    pub fail_on: Option<String>,
+
+    /// API key for both servers (never printed).
+    #[arg(long, env = "TOKENSCOPE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+}
+
+/// One server over HTTP.
+struct Server {
+    chat_url: String,
+    models_url: String,
+    shown: String,
+    key: Option<Secret>,
+    client: reqwest::Client,
+}
+
+impl Server {
+    fn new(url: &str, key: Option<&str>, timeout: f64) -> anyhow::Result<Server> {
+        let base = parse_base_url(url).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs_f64(timeout))
+            .build()?;
+        Ok(Server {
+            chat_url: base.endpoint("chat/completions"),
+            models_url: base.endpoint("models"),
+            shown: redact_url(url),
+            key: key.map(|k| Secret::new(k.to_owned())),
+            client,
+        })
+    }
+
+    async fn post(&self, body: &Value) -> anyhow::Result<Value> {
+        let mut req = self.client.post(&self.chat_url).json(body);
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k.expose());
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("{}: no answer", self.shown))?;
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        if !status.is_success() {
+            anyhow::bail!("{} answered {status}", self.shown);
+        }
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: the answer is not JSON", self.shown))
+    }
+
+    async fn first_model(&self) -> anyhow::Result<String> {
+        let mut req = self.client.get(&self.models_url);
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k.expose());
+        }
+        let v: Value = req
+            .send()
+            .await
+            .with_context(|| format!("{}: no answer to /models", self.shown))?
+            .json()
+            .await
+            .with_context(|| format!("{}: /models is not JSON", self.shown))?;
+        v["data"][0]["id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| anyhow::anyhow!("{}: /models lists no model (give --model)", self.shown))
+    }
+}
+
+/// What to ask.
+struct Ask {
+    model: String,
+    max_tokens: u32,
+    top: Option<u32>,
+}
+
+impl Ask {
+    fn body(&self, prompt: &str) -> Value {
+        let mut b = json!({
+            "model": self.model, "stream": false, "temperature": 0, "max_tokens": self.max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        });
+        if let Some(k) = self.top {
+            b["logprobs"] = json!(true);
+            b["top_logprobs"] = json!(k);
+        }
+        b
+    }
+}
+
+/// What the server can do: a one-token request with top-k log-probabilities,
+/// and without them when that is refused.
+async fn probe(server: &Server, model: &str, top: u32) -> Capabilities {
+    let ask = Ask {
+        model: model.to_owned(),
+        max_tokens: 1,
+        top: Some(top),
+    };
+    let with = server.post(&ask.body("Say hello.")).await;
+    let read = |v: anyhow::Result<Value>| v.ok().and_then(|v| parse_chat_completion(&v).ok());
+    match read(with) {
+        Some(s) => Capabilities {
+            chat: true,
+            top_logprobs: s.has_top_logprobs(),
+            model: s.model,
+        },
+        None => {
+            let plain = Ask { top: None, ..ask };
+            match read(server.post(&plain.body("Say hello.")).await) {
+                Some(s) => Capabilities {
+                    chat: true,
+                    top_logprobs: false,
+                    model: s.model,
+                },
+                None => Capabilities::default(),
+            }
+        }
+    }
+}
+
+/// Every prompt's answer, `concurrency` at a time, in prompt order; a prompt
+/// whose request failed is `None` (and said on stderr, once per error kind).
+async fn answers(
+    server: &Server,
+    ask: &Ask,
+    prompts: &[String],
+    concurrency: u32,
+) -> Vec<Option<Sample>> {
+    let results: Vec<(usize, anyhow::Result<Sample>)> = stream::iter(prompts.iter().enumerate())
+        .map(|(i, p)| async move {
+            let r = server.post(&ask.body(p)).await.and_then(|v| {
+                parse_chat_completion(&v).map_err(|e| anyhow::anyhow!("{}: {e}", server.shown))
+            });
+            (i, r)
+        })
+        .buffer_unordered(concurrency.max(1) as usize)
+        .collect()
+        .await;
+    let mut out = vec![None; prompts.len()];
+    let mut said = std::collections::BTreeSet::new();
+    for (i, r) in results {
+        match r {
+            Ok(s) => out[i] = Some(s),
+            Err(e) => {
+                if said.insert(format!("{e:#}")) {
+                    eprintln!("quality: a request failed: {e:#}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Pairs where both sides answered.
+fn paired(reference: &[Option<Sample>], candidate: &[Option<Sample>], seed: u64) -> PairFigures {
+    let (r, c): (Vec<Sample>, Vec<Sample>) = reference
+        .iter()
+        .zip(candidate)
+        .filter_map(|(a, b)| Some((a.clone()?, b.clone()?)))
+        .unzip();
+    compare(&r, &c, seed)
+}
+
+/// Run `tokenscope quality`.
+pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
+    let gates = match &args.fail_on {
+        Some(s) => Gate::parse_list(s).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
+        None => Vec::new(),
+    };
+    let levels =
+        parse_u32_list(&args.concurrency).map_err(|e| anyhow::anyhow!("--concurrency {e}"))?;
+    if args.prompts == 0 || args.max_tokens == 0 {
+        anyhow::bail!("--prompts and --max-tokens must be at least 1");
+    }
+    let rt = super::runtime()?;
+    let report = rt.block_on(measure(&args, &levels))?;
+    let Some(report) = report else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("--json {}: cannot write", path.display()))?;
+    }
+    print!("{}", text(&report));
+    // Servers that do not share tokens: nothing here means anything.
+    if let Some(l) = report
+        .levels
+        .iter()
+        .find(|l| l.figures.token_overlap.is_some_and(|o| o < 0.5))
+    {
+        eprintln!(
+            "quality: the reference and the candidate share no top token at the first position for {:.0}% of the prompts: another tokenizer or another model. The figures above compare nothing.",
+            (1.0 - l.figures.token_overlap.unwrap_or(0.0)) * 100.0
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let mut crossed = false;
+    for l in &report.levels {
+        for g in &gates {
+            if let Some(v) = g.crossed(&l.figures) {
+                crossed = true;
+                eprintln!(
+                    "fail-on: concurrency {} {}: {v:.6} {} {}",
+                    l.concurrency,
+                    g.metric,
+                    if g.above { ">" } else { "<" },
+                    g.value
+                );
+            }
+        }
+    }
+    Ok(if crossed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Measure; `None` when there was only a golden file to save.
+async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<QualityReport>> {
+    let key = args.api_key.as_deref();
+    let golden = golden_at(&args.reference)?;
+    let prompts = match &golden {
+        Some(g) => g.prompts.clone(),
+        None => probe_prompts(args.seed, args.prompts),
+    };
+    let (max_tokens, top_k) = match &golden {
+        Some(g) => (g.max_tokens, g.top_logprobs),
+        None => (args.max_tokens, args.top_logprobs),
+    };
+    let mut not_run = Vec::new();
+    // The reference: a golden file, or a server asked twice (the noise floor).
+    let (reference_side, reference, self_check) = match golden {
+        Some(g) => {
+            let caps = Capabilities {
+                chat: true,
+                top_logprobs: g.samples.iter().all(Sample::has_top_logprobs),
+                model: g.model.clone(),
+            };
+            not_run.push("self-consistency: the reference is a golden file".to_owned());
+            let side = Side {
+                source: args.reference.clone(),
+                capabilities: caps,
+            };
+            (
+                side,
+                g.samples.into_iter().map(Some).collect::<Vec<_>>(),
+                None,
+            )
+        }
+        None => {
+            let server = Server::new(&args.reference, key, args.timeout)?;
+            let model = match &args.model {
+                Some(m) => m.clone(),
+                None => server.first_model().await?,
+            };
+            let caps = probe(&server, &model, top_k).await;
+            if !caps.chat {
+                anyhow::bail!("{}: no chat completion could be read from it", server.shown);
+            }
+            let ask = Ask {
+                model,
+                max_tokens,
+                top: caps.top_logprobs.then_some(top_k),
+            };
+            eprintln!("quality: the reference, {} prompts, twice", prompts.len());
+            let first = answers(&server, &ask, &prompts, 1).await;
+            let second = answers(&server, &ask, &prompts, 1).await;
+            let self_check = paired(&first, &second, args.seed);
+            if let Some(path) = &args.save_golden {
+                save_golden(path, &server, &ask, &caps, &prompts, &first)?;
+            }
+            let side = Side {
+                source: server.shown.clone(),
+                capabilities: caps,
+            };
+            (side, first, Some(self_check))
+        }
+    };
+    let Some(cand_url) = &args.candidate else {
+        if args.save_golden.is_none() {
+            anyhow::bail!("nothing to compare: give --cand URL (or --save-golden FILE)");
+        }
+        return Ok(None);
+    };
+    let server = Server::new(cand_url, key, args.timeout)?;
+    let model = match args.cand_model.as_ref().or(args.model.as_ref()) {
+        Some(m) => m.clone(),
+        None => server.first_model().await?,
+    };
+    let caps = probe(&server, &model, top_k).await;
+    if !caps.chat {
+        anyhow::bail!("{}: no chat completion could be read from it", server.shown);
+    }
+    let both_top = caps.top_logprobs && reference_side.capabilities.top_logprobs;
+    if !both_top {
+        let who = if caps.top_logprobs {
+            "the reference"
+        } else {
+            "the candidate"
+        };
+        not_run.push(format!(
+            "distribution (KLD, same top p, Δp, perplexity ratio): {who} gave no top-k log-probabilities"
+        ));
+    }
+    let ask = Ask {
+        model,
+        max_tokens,
+        top: caps.top_logprobs.then_some(top_k),
+    };
+    let mut out = Vec::new();
+    for &c in levels {
+        eprintln!(
+            "quality: the candidate, {} prompts, concurrency {c}",
+            prompts.len()
+        );
+        let cand = answers(&server, &ask, &prompts, c).await;
+        out.push(QualityLevel {
+            concurrency: c,
+            figures: paired(&reference, &cand, args.seed),
+        });
+    }
+    let mut report = QualityReport {
+        schema: SCHEMA.to_owned(),
+        tool_version: tokenscope_core::VERSION.to_owned(),
+        reference: reference_side,
+        candidate: Side {
+            source: server.shown.clone(),
+            capabilities: caps,
+        },
+        prompts: prompts.len(),
+        max_tokens,
+        top_logprobs: top_k,
+        self_check,
+        levels: out,
+        not_run,
+        verdict: Vec::new(),
+    };
+    report.write_verdict();
+    Ok(Some(report))
+}
+
+/// The reference as a golden file, when `s` names one.
+fn golden_at(s: &str) -> anyhow::Result<Option<Golden>> {
+    if s.contains("://") || !Path::new(s).is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(s).with_context(|| format!("--ref {s}: cannot read"))?;
+    Golden::parse(&text)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("--ref {s}: {e}"))
+}
+
+fn save_golden(
+    path: &Path,
+    server: &Server,
+    ask: &Ask,
+    caps: &Capabilities,
+    prompts: &[String],
+    samples: &[Option<Sample>],
+) -> anyhow::Result<()> {
+    let missing = samples.iter().filter(|s| s.is_none()).count();
+    if missing > 0 {
+        anyhow::bail!(
+            "--save-golden: {missing} of the reference's {} answers failed; a golden file needs them all",
+            samples.len()
+        );
+    }
+    let g = Golden {
+        schema: GOLDEN_SCHEMA.to_owned(),
+        model: caps.model.clone(),
+        source: server.shown.clone(),
+        max_tokens: ask.max_tokens,
+        top_logprobs: ask.top.unwrap_or(0),
+        prompts: prompts.to_vec(),
+        samples: samples.iter().flatten().cloned().collect(),
+    };
+    std::fs::write(path, serde_json::to_string(&g)?)
+        .with_context(|| format!("--save-golden {}: cannot write", path.display()))?;
+    eprintln!(
+        "quality: the reference's answers kept in {}",
+        path.display()
+    );
+    Ok(())
+}
+
+/// The report as text.
+fn text(r: &QualityReport) -> String {
+    let mut s = format!(
+        "Quality: {} ({}) against the reference {} ({}), {} prompts x {} tokens\n",
+        r.candidate.source,
+        r.candidate.capabilities.model,
+        r.reference.source,
+        r.reference.capabilities.model,
+        r.prompts,
+        r.max_tokens
+    );
+    let row = |name: &str, f: &PairFigures| {
+        let mut line = format!("  {name:<16} exact match {:>6.1}%", f.exact_match * 100.0);
+        if let Some(d) = &f.divergence {
+            line.push_str(&format!("  first diverge at token {} (median)", d.median));
+        }
+        if let Some(d) = &f.distribution {
+            line.push_str(&format!(
+                "\n  {:<16} KLD mean {:.5} [{:.5}, {:.5}]{}  p99 {:.5}  same top p {:.1}%",
+                "",
+                d.kld.mean,
+                d.kld.ci95[0],
+                d.kld.ci95[1],
+                if d.kld.exact { "" } else { " (lower bound)" },
+                d.kld.spread.p99,
+                d.same_top_p * 100.0
+            ));
+            if let (Some(p), Some(ppl)) = (&d.delta_p, d.ppl_ratio) {
+                line.push_str(&format!(
+                    "  Δp mean {:+.4} rms {:.4}  PPL ratio {ppl:.4}",
+                    p.mean, p.rms
+                ));
+            }
+        }
+        line.push('\n');
+        line
+    };
+    if let Some(f) = &r.self_check {
+        s.push_str(&row("reference x2", f));
+    }
+    for l in &r.levels {
+        s.push_str(&row(&format!("candidate c={}", l.concurrency), &l.figures));
+    }
+    for n in &r.not_run {
+        s.push_str(&format!("  not run: {n}\n"));
+    }
+    for v in &r.verdict {
+        s.push_str(&format!("{v}\n"));
+    }
+    s
+}

@@ -1,0 +1,56 @@
+//! Answers with log-probabilities: a chat request that asks `logprobs` (or
+//! `temperature: 0`) is answered (`stream: false`) with the greedy decode of core's seeded toy
+//! language model ([`ToyLm`]) for its prompt (the messages' text, as the mock
+//! reads it, without trailing space: one user message is its content), and each token's log-probability
+//! and top-k, as vLLM or OpenAI answer (`choices[0].logprobs.content`). The
+//! model's distributions are stated exactly, so the quality tests know the true
+//! KL divergence, top-1 agreement and divergence points of two mocks
+//! (`--lm-perturb` moves one's logits by a known amount).
+
+use serde_json::{Value, json};
+use tokenscope_core::quality::toy_lm::ToyLm;
+
+/// How the mock answers requests for log-probabilities.
+#[derive(Debug, Clone, Copy)]
+pub struct LmServe {
+    /// The model.
+    pub lm: ToyLm,
+    /// Give log-probabilities (`false`: a server without them; the text is the
+    /// model's all the same).
+    pub logprobs: bool,
+}
+
+/// `n` greedy tokens of `prompt`'s answer: its text, and when asked (`top`:
+/// `top_logprobs`, at most the vocabulary) the `logprobs` object.
+pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize) -> (String, Value) {
+    let top = (top > 0 && serve.logprobs).then_some(top);
+    let lm = serve.lm;
+    let mut state = lm.start(prompt);
+    let mut text = String::new();
+    let mut content = Vec::with_capacity(n);
+    for pos in 0..n {
+        let lp = lm.logprobs(state);
+        let t = tokenscope_core::quality::toy_lm::argmax(&lp);
+        let token = ToyLm::token_text(t, pos);
+        text.push_str(&token);
+        if let Some(k) = top {
+            let mut order: Vec<usize> = (0..lp.len()).collect();
+            order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
+            let top: Vec<Value> = order
+                .iter()
+                .take(k.min(lp.len()))
+                .map(|&i| json!({"token": ToyLm::token_text(i, pos), "logprob": lp[i], "bytes": null}))
+                .collect();
+            content.push(
+                json!({"token": token, "logprob": lp[t], "bytes": null, "top_logprobs": top}),
+            );
+        }
+        state = ToyLm::next(state, t);
+    }
+    let logprobs = if top.is_some() {
+        json!({ "content": content })
+    } else {
+        Value::Null
+    };
+    (text, logprobs)
+}

@@ -1,0 +1,390 @@
+//! `tokenscope quality` against ground truth: two `tokenscope mock`s serving the
+//! seeded toy language model (`core::quality::toy_lm`), one perturbed by a known
+//! amount. The test computes from the same model, exactly, what the figures must
+//! be (greedy exact match, where the answers diverge, KLD over the scored
+//! positions, same top p, Δp) and compares them with what the command measured
+//! over HTTP: on the exact path (top-k covering the vocabulary) to rounding, on
+//! the lower-bound path as a bound. And the failure paths: a server without
+//! log-probabilities, a golden file, servers that do not share tokens, a gate.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Mock, bin, f, text};
+use serde_json::Value;
+use tokenscope_core::quality::sample::probe_prompts;
+use tokenscope_core::quality::toy_lm::{ToyLm, kld_exact};
+
+const SEED: u64 = 11;
+
+fn mock(vocab: usize, perturb: f64, extra: &[&str]) -> Mock {
+    let (v, p) = (vocab.to_string(), perturb.to_string());
+    let mut args = vec![
+        "--seed",
+        "11",
+        "--ttft-ms",
+        "2",
+        "--itl-ms",
+        "0.5",
+        "--jitter-ms",
+        "0",
+        "--lm-vocab",
+        &v,
+        "--lm-perturb",
+        &p,
+    ];
+    args.extend_from_slice(extra);
+    Mock::start(&args)
+}
+
+fn quality(args: &[&str], json: &Path) -> (std::process::Output, Option<Value>) {
+    let out = std::process::Command::new(bin())
+        .arg("quality")
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .output()
+        .unwrap();
+    let report = std::fs::read_to_string(json)
+        .ok()
+        .map(|t| serde_json::from_str(&t).unwrap());
+    (out, report)
+}
+
+/// What the figures must be for `prompts` answered `n` tokens each by the
+/// reference model `r` and the candidate `c`.
+struct Truth {
+    exact_match: f64,
+    kld_mean: f64,
+    same_top: f64,
+    positions: usize,
+    delta_p_mean: f64,
+    diverge_min: usize,
+}
+
+fn truth(r: ToyLm, c: ToyLm, prompts: &[String], n: usize) -> Truth {
+    let (mut same_answers, mut klds, mut same_top, mut dps, mut firsts) =
+        (0, Vec::new(), 0, Vec::new(), Vec::new());
+    for p in prompts {
+        let (a, b) = (r.greedy(p, n), c.greedy(p, n));
+        let d = a.iter().zip(&b).position(|(x, y)| x != y);
+        match d {
+            None => same_answers += 1,
+            Some(d) => firsts.push(d),
+        }
+        let scored = d.map_or(n, |d| d + 1);
+        let mut state = r.start(p);
+        for (i, &t) in a.iter().take(scored).enumerate() {
+            let (lp, lq) = (r.logprobs(state), c.logprobs(state));
+            klds.push(kld_exact(&lp, &lq));
+            same_top += usize::from(r.argmax(state) == c.argmax(state));
+            if d.is_none_or(|d| i < d) {
+                dps.push(lq[t].exp() - lp[t].exp());
+            }
+            state = ToyLm::next(state, t);
+        }
+    }
+    Truth {
+        exact_match: same_answers as f64 / prompts.len() as f64,
+        kld_mean: klds.iter().sum::<f64>() / klds.len() as f64,
+        same_top: same_top as f64 / klds.len() as f64,
+        positions: klds.len(),
+        delta_p_mean: dps.iter().sum::<f64>() / dps.len() as f64,
+        diverge_min: firsts.into_iter().min().unwrap_or(0),
+    }
+}
+
+#[test]
+fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
+    let dir = tempfile::tempdir().unwrap();
+    // Vocabulary 16, top 20: every list holds the whole distribution (exact).
+    let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &[]));
+    let json = dir.path().join("q.json");
+    let (out, report) = quality(
+        &[
+            "--ref",
+            &r.url,
+            "--cand",
+            &c.url,
+            "--prompts",
+            "24",
+            "--max-tokens",
+            "24",
+            "--concurrency",
+            "1,6",
+            "--seed",
+            "11",
+        ],
+        &json,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = report.unwrap();
+    common::assert_schema("quality.schema.json", &report, "quality report");
+    let prompts = probe_prompts(SEED, 24);
+    let lm = ToyLm::new(SEED, 16);
+    let t = truth(lm, lm.perturbed(0.3, 1), &prompts, 24);
+    eprintln!(
+        "truth: exact match {:.3}, KLD mean {:.6}, same top {:.4} over {} positions",
+        t.exact_match, t.kld_mean, t.same_top, t.positions
+    );
+    // The reference against itself: nothing changes.
+    let own = &report["self_check"];
+    assert_eq!(f(&own["exact_match"]), 1.0);
+    assert_eq!(f(&own["distribution"]["kld"]["mean"]), 0.0);
+    assert_eq!(report["levels"].as_array().unwrap().len(), 2);
+    for level in report["levels"].as_array().unwrap() {
+        let fig = &level["figures"];
+        let d = &fig["distribution"];
+        eprintln!(
+            "measured c={}: exact match {}, KLD mean {} [{}, {}], same top {}, {} positions",
+            level["concurrency"],
+            fig["exact_match"],
+            d["kld"]["mean"],
+            d["kld"]["ci95"][0],
+            d["kld"]["ci95"][1],
+            d["same_top_p"],
+            d["positions"]
+        );
+        assert_eq!(f(&fig["exact_match"]), t.exact_match);
+        assert_eq!(d["positions"].as_u64().unwrap() as usize, t.positions);
+        assert_eq!(d["kld"]["exact"], true);
+        assert!((f(&d["kld"]["mean"]) - t.kld_mean).abs() < 1e-9, "{d}");
+        assert!(f(&d["kld"]["ci95"][0]) <= t.kld_mean && t.kld_mean <= f(&d["kld"]["ci95"][1]));
+        assert!((f(&d["same_top_p"]) - t.same_top).abs() < 1e-12);
+        assert!((f(&d["delta_p"]["mean"]) - t.delta_p_mean).abs() < 1e-9);
+        assert_eq!(
+            fig["divergence"]["min"].as_u64().unwrap() as usize,
+            t.diverge_min
+        );
+    }
+    let verdict = report["verdict"].as_array().unwrap();
+    assert!(
+        verdict
+            .iter()
+            .any(|v| v.as_str().unwrap().contains("answers differently")),
+        "{verdict:?}"
+    );
+    // The same server as its own candidate: no change called.
+    let (out, report) = quality(
+        &[
+            "--ref",
+            &r.url,
+            "--cand",
+            &r.url,
+            "--prompts",
+            "8",
+            "--max-tokens",
+            "16",
+        ],
+        &json,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v = report.unwrap()["verdict"].to_string();
+    assert!(v.contains("no change from the reference seen"), "{v}");
+}
+
+#[test]
+fn over_a_top_k_the_kld_is_a_lower_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, c) = (mock(36, 0.0, &[]), mock(36, 0.5, &[]));
+    let (out, report) = quality(
+        &[
+            "--ref",
+            &r.url,
+            "--cand",
+            &c.url,
+            "--prompts",
+            "16",
+            "--max-tokens",
+            "16",
+            "--top-logprobs",
+            "4",
+            "--seed",
+            "11",
+        ],
+        &dir.path().join("q.json"),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = report.unwrap();
+    let lm = ToyLm::new(SEED, 36);
+    let t = truth(lm, lm.perturbed(0.5, 1), &probe_prompts(SEED, 16), 16);
+    let d = &report["levels"][0]["figures"]["distribution"];
+    let measured = f(&d["kld"]["mean"]);
+    eprintln!("top 4 of 36: KLD {measured:.6} <= exact {:.6}", t.kld_mean);
+    assert_eq!(d["kld"]["exact"], false);
+    assert!(
+        measured > 0.0 && measured <= t.kld_mean + 1e-12,
+        "{measured} vs {}",
+        t.kld_mean
+    );
+    // Same top p needs only the first of each list: exact on this path too.
+    assert!((f(&d["same_top_p"]) - t.same_top).abs() < 1e-12);
+    assert!(
+        text(&out).contains("lower bound"),
+        "the text says so: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn without_logprobs_the_behaviour_checks_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &["--no-logprobs"]));
+    let (out, report) = quality(
+        &[
+            "--ref",
+            &r.url,
+            "--cand",
+            &c.url,
+            "--prompts",
+            "12",
+            "--max-tokens",
+            "12",
+            "--seed",
+            "11",
+        ],
+        &dir.path().join("q.json"),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = report.unwrap();
+    let lm = ToyLm::new(SEED, 16);
+    let t = truth(lm, lm.perturbed(0.3, 1), &probe_prompts(SEED, 12), 12);
+    let fig = &report["levels"][0]["figures"];
+    assert!(fig["distribution"].is_null());
+    assert_eq!(f(&fig["exact_match"]), t.exact_match);
+    assert_eq!(report["candidate"]["capabilities"]["top_logprobs"], false);
+    let not_run = report["not_run"].to_string();
+    assert!(
+        not_run.contains("the candidate gave no top-k log-probabilities"),
+        "{not_run}"
+    );
+}
+
+#[test]
+fn a_golden_file_stands_in_for_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &[]));
+    let golden = dir.path().join("golden.json");
+    let g = golden.to_str().unwrap();
+    let out = std::process::Command::new(bin())
+        .args([
+            "quality",
+            "--ref",
+            &r.url,
+            "--save-golden",
+            g,
+            "--prompts",
+            "10",
+            "--max-tokens",
+            "12",
+            "--seed",
+            "11",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let size = std::fs::metadata(&golden).unwrap().len();
+    eprintln!("golden file: {size} bytes for 10 prompts x 12 tokens x top 16");
+    let live = dir.path().join("live.json");
+    let (_, live) = quality(
+        &[
+            "--ref",
+            &r.url,
+            "--cand",
+            &c.url,
+            "--prompts",
+            "10",
+            "--max-tokens",
+            "12",
+            "--seed",
+            "11",
+        ],
+        &live,
+    );
+    let (out, from_golden) = quality(
+        &["--ref", g, "--cand", &c.url, "--seed", "11"],
+        &dir.path().join("g.json"),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let (live, from_golden) = (live.unwrap(), from_golden.unwrap());
+    assert_eq!(
+        live["levels"][0]["figures"], from_golden["levels"][0]["figures"],
+        "the golden file gives the live reference's figures"
+    );
+    assert!(from_golden["self_check"].is_null());
+
+    // A golden file of another tokenizer (every token renamed): exit 2, said,
+    // and the report written first.
+    let mut other: Value =
+        serde_json::from_str(&std::fs::read_to_string(&golden).unwrap()).unwrap();
+    for s in other["samples"].as_array_mut().unwrap() {
+        for p in s["positions"].as_array_mut().unwrap() {
+            for a in p["top"].as_array_mut().unwrap() {
+                a["token"] = Value::from(format!("▁{}", a["token"].as_str().unwrap()));
+            }
+        }
+    }
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    let kept = dir.path().join("kept.json");
+    let (out, report) = quality(
+        &["--ref", other_path.to_str().unwrap(), "--cand", &c.url],
+        &kept,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("another tokenizer or another model"),
+        "{}",
+        text(&out)
+    );
+    assert!(report.is_some(), "the report is written before the exit");
+
+    // Not a golden file at all.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"schema\": \"tokenscope.client/1\"}").unwrap();
+    let (out, _) = quality(
+        &["--ref", bad.to_str().unwrap(), "--cand", &c.url],
+        &dir.path().join("b.json"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("not a golden file"), "{}", text(&out));
+}
+
+#[test]
+fn the_gate_fails_a_changed_candidate_and_bad_input_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &[]));
+    let json = dir.path().join("q.json");
+    let common = ["--prompts", "8", "--max-tokens", "12", "--seed", "11"];
+    let run = |cand: &str, gate: &str| {
+        let mut a = vec!["--ref", r.url.as_str(), "--cand", cand, "--fail-on", gate];
+        a.extend_from_slice(&common);
+        quality(&a, &json)
+    };
+    let (out, _) = run(&c.url, "kld_mean:>0.001,exact_match:<90%");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("fail-on: concurrency 1 kld_mean"),
+        "{}",
+        text(&out)
+    );
+    let (out, _) = run(&r.url, "kld_mean:>0.001,exact_match:<90%");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (out, _) = run(&c.url, "speed:>1");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("not a quality metric"),
+        "{}",
+        text(&out)
+    );
+    // Nothing listening: a clear sentence naming the server, exit 2.
+    let port = common::free_port();
+    let (out, _) = run(&format!("http://127.0.0.1:{port}/v1"), "kld_mean:>1");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        text(&out)
+    );
+}
