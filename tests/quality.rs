@@ -42,6 +42,9 @@ fn quality(args: &[&str], json: &Path) -> (std::process::Output, Option<Value>) 
     let out = std::process::Command::new(bin())
         .arg("quality")
         .args(args)
+        // The mock's task answers are short whatever it is asked: no need to
+        // wait for 256 tokens.
+        .args(["--task-max-tokens", "8"])
         .arg("--json")
         .arg(json)
         .output()
@@ -384,6 +387,85 @@ fn the_gate_fails_a_changed_candidate_and_bad_input_is_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out).contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn task_flips_are_the_ones_the_servers_were_told_to_make() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, c) = (
+        mock(16, 0.0, &["--lm-tasks-right", "0.9"]),
+        mock(16, 0.0, &["--lm-tasks-right", "0.55"]),
+    );
+    let (out, report) = quality(
+        &[
+            "--ref",
+            &r.url,
+            "--cand",
+            &c.url,
+            "--prompts",
+            "4",
+            "--max-tokens",
+            "8",
+            "--tasks",
+            "60",
+            "--concurrency",
+            "1,8",
+            "--seed",
+            "5",
+            "--fail-on",
+            "flips:>10%",
+        ],
+        &dir.path().join("q.json"),
+    );
+    let report = report.unwrap();
+    // What the two mocks were told: nested sets of right answers.
+    use tokenscope_core::quality::tasks::{mcnemar_p, simulated_right};
+    let right = |rate| {
+        (0..60)
+            .filter(|&i| simulated_right(SEED, 5, i, rate))
+            .count()
+    };
+    let lost = (0..60)
+        .filter(|&i| simulated_right(SEED, 5, i, 0.9) && !simulated_right(SEED, 5, i, 0.55))
+        .count();
+    eprintln!(
+        "told: reference {} right, candidate {} right, {lost} flips lost; p = {:.2e}",
+        right(0.9),
+        right(0.55),
+        mcnemar_p(lost, 0)
+    );
+    for level in report["levels"].as_array().unwrap() {
+        let t = &level["tasks"];
+        assert_eq!(t["tasks"], 60);
+        assert_eq!(
+            t["reference"]["right"].as_u64().unwrap() as usize,
+            right(0.9)
+        );
+        assert_eq!(
+            t["candidate"]["right"].as_u64().unwrap() as usize,
+            right(0.55)
+        );
+        assert_eq!(t["candidate"]["invalid"], 0);
+        assert_eq!(
+            (
+                t["flips_lost"].as_u64().unwrap() as usize,
+                t["flips_gained"].as_u64().unwrap()
+            ),
+            (lost, 0)
+        );
+        assert!((f(&t["mcnemar_p"]) - mcnemar_p(lost, 0)).abs() < 1e-15);
+        assert!(f(&t["mcnemar_p"]) < 0.01, "{t}");
+    }
+    // The greedy answers are the same model's: only the tasks changed, and
+    // the gate on flips fails the run.
+    assert_eq!(f(&report["levels"][0]["figures"]["exact_match"]), 1.0);
+    assert!(report["verdict"].to_string().contains("flipped to wrong"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("fail-on: concurrency 1 flips"),
         "{}",
         text(&out)
     );

@@ -29,6 +29,10 @@ fn quality(reference: &str, candidate: &str, json: &std::path::Path) -> Value {
             "12",
             "--max-tokens",
             "24",
+            "--tasks",
+            "8",
+            "--task-max-tokens",
+            "64",
             "--json",
         ])
         .arg(json)
@@ -98,6 +102,25 @@ fn a_requantised_gemma_is_called_a_change_and_gemma_itself_is_not() {
         f(&level["exact_match"]),
         level["divergence"]["median"]
     );
+    let tasks = &changed["levels"][0]["tasks"];
+    eprintln!(
+        "tasks (flexible): Q4_K_M {} right of {} [{:.2}, {:.2}], Q3_K_M {} right [{:.2}, {:.2}]; flips {} lost / {} gained, McNemar p {:.3}",
+        tasks["reference_flexible"]["right"],
+        tasks["tasks"],
+        f(&tasks["reference_flexible"]["ci95"][0]),
+        f(&tasks["reference_flexible"]["ci95"][1]),
+        tasks["candidate_flexible"]["right"],
+        f(&tasks["candidate_flexible"]["ci95"][0]),
+        f(&tasks["candidate_flexible"]["ci95"][1]),
+        tasks["flips_lost"],
+        tasks["flips_gained"],
+        f(&tasks["mcnemar_p"])
+    );
+    assert_eq!(tasks["tasks"], 8, "every task graded on both sides");
+    // Itself: the same answers, so the same grades.
+    let own_tasks = &same["levels"][0]["tasks"];
+    assert_eq!(own_tasks["flips_lost"], 0);
+    assert_eq!(own_tasks["flips_gained"], 0);
     assert_eq!(
         d["kld"]["exact"], false,
         "top 20 of Gemma's vocabulary: a lower bound"

@@ -12,7 +12,7 @@ use tokenscope_core::quality::toy_lm::ToyLm;
 use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
 
 use crate::mock::tls::{TlsFiles, self_signed, server_config};
-use crate::mock::{MockState, ServeOptions, router, serve};
+use crate::mock::{LmServe, MockState, ServeOptions, router, serve};
 use crate::util::parse_duration;
 
 /// Run a simulated OpenAI-compatible inference server: continuous batching, a queue,
@@ -105,6 +105,17 @@ pub struct MockArgs {
         help_heading = "Log-probabilities (tokenscope quality)"
     )]
     pub lm_perturb_seed: u64,
+
+    /// Answer this share of `tokenscope quality`'s built-in tasks right (the
+    /// rest wrong), on a set --seed fixes: two mocks of one seed flip exactly
+    /// where their shares differ.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "SHARE",
+        help_heading = "Log-probabilities (tokenscope quality)"
+    )]
+    pub lm_tasks_right: f64,
 
     /// Give no log-probabilities (the toy model's text only), as a server
     /// without them.
@@ -299,9 +310,19 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
         if !(args.lm_perturb.is_finite() && args.lm_perturb >= 0.0) {
             anyhow::bail!("--lm-perturb {}: must be 0 or more", args.lm_perturb);
         }
-        let lm = ToyLm::new(state.config().seed, args.lm_vocab)
-            .perturbed(args.lm_perturb, args.lm_perturb_seed);
-        state = state.with_lm(lm, !args.no_logprobs);
+        if !(0.0..=1.0).contains(&args.lm_tasks_right) {
+            anyhow::bail!(
+                "--lm-tasks-right {}: a share from 0 to 1",
+                args.lm_tasks_right
+            );
+        }
+        let seed = state.config().seed;
+        state = state.with_lm(LmServe {
+            lm: ToyLm::new(seed, args.lm_vocab).perturbed(args.lm_perturb, args.lm_perturb_seed),
+            logprobs: !args.no_logprobs,
+            tasks_right: args.lm_tasks_right,
+            seed,
+        });
         let opts = ServeOptions {
             tls: tls.map(Arc::new),
             http1_only: args.http1_only,

@@ -20,6 +20,7 @@ use tokenscope_core::quality::report::{
 use tokenscope_core::quality::sample::{
     GOLDEN_SCHEMA, Golden, Sample, parse_chat_completion, probe_prompts,
 };
+use tokenscope_core::quality::tasks::{Task, builtin, compare_tasks, import_jsonl};
 
 use crate::util::Secret;
 
@@ -70,6 +71,20 @@ pub struct QualityArgs {
     #[arg(long, default_value = "1")]
     pub concurrency: String,
 
+    /// Built-in tasks with one right answer each (arithmetic, counting,
+    /// sorting, reversal, dates, JSON), graded exactly: accuracy, flips, McNemar.
+    /// 0: none.
+    #[arg(long, default_value_t = 24)]
+    pub tasks: usize,
+
+    /// Tasks from a GSM8K- or MMLU-style JSONL file instead of the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub tasks_file: Option<PathBuf>,
+
+    /// Tokens per task answer (room to work it out).
+    #[arg(long, default_value_t = 256)]
+    pub task_max_tokens: u32,
+
     /// Seed of the prompts and the bootstrap.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -89,7 +104,7 @@ pub struct QualityArgs {
 
     /// Exit 1 when a level crosses one of these: `METRIC:>N` or `METRIC:<N[%]`,
     /// METRIC one of kld_mean, kld_p99, same_top_p, exact_match, delta_p_rms,
-    /// ppl_ratio.
+    /// ppl_ratio, accuracy, accuracy_drop, flips (a share: `flips:>2%`).
     #[arg(long, value_name = "THRESHOLDS")]
     pub fail_on: Option<String>,
 
@@ -243,6 +258,25 @@ async fn answers(
     out
 }
 
+/// Each task's output text (`None`: the request failed).
+async fn task_outputs(
+    server: &Server,
+    ask: &Ask,
+    tasks: &[Task],
+    concurrency: u32,
+) -> Vec<Option<String>> {
+    if tasks.is_empty() {
+        return Vec::new();
+    }
+    let prompts: Vec<String> = tasks.iter().map(|t| t.prompt.clone()).collect();
+    eprintln!("quality: {} tasks, concurrency {concurrency}", tasks.len());
+    answers(server, ask, &prompts, concurrency)
+        .await
+        .into_iter()
+        .map(|s| s.map(|s| s.text))
+        .collect()
+}
+
 /// Pairs where both sides answered.
 fn paired(reference: &[Option<Sample>], candidate: &[Option<Sample>], seed: u64) -> PairFigures {
     let (r, c): (Vec<Sample>, Vec<Sample>) = reference
@@ -289,7 +323,7 @@ pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
     let mut crossed = false;
     for l in &report.levels {
         for g in &gates {
-            if let Some(v) = g.crossed(&l.figures) {
+            if let Some(v) = g.crossed(l) {
                 crossed = true;
                 eprintln!(
                     "fail-on: concurrency {} {}: {v:.6} {} {}",
@@ -321,8 +355,24 @@ async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<Qu
         None => (args.max_tokens, args.top_logprobs),
     };
     let mut not_run = Vec::new();
+    let tasks: Vec<Task> = match (&golden, &args.tasks_file) {
+        (Some(g), _) => g.tasks.clone(),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--tasks-file {}: cannot read", path.display()))?;
+            import_jsonl(&text)
+                .map_err(|e| anyhow::anyhow!("--tasks-file {}: {e}", path.display()))?
+        }
+        (None, None) => builtin(args.seed, args.tasks),
+    };
+    let task_max_tokens = golden
+        .as_ref()
+        .map_or(args.task_max_tokens, |g| g.task_max_tokens);
+    if tasks.is_empty() {
+        not_run.push("tasks: none asked".to_owned());
+    }
     // The reference: a golden file, or a server asked twice (the noise floor).
-    let (reference_side, reference, self_check) = match golden {
+    let (reference_side, reference, self_check, reference_tasks) = match golden {
         Some(g) => {
             let caps = Capabilities {
                 chat: true,
@@ -334,10 +384,12 @@ async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<Qu
                 source: args.reference.clone(),
                 capabilities: caps,
             };
+            let outputs: Vec<Option<String>> = g.task_outputs.into_iter().map(Some).collect();
             (
                 side,
                 g.samples.into_iter().map(Some).collect::<Vec<_>>(),
                 None,
+                outputs,
             )
         }
         None => {
@@ -359,14 +411,26 @@ async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<Qu
             let first = answers(&server, &ask, &prompts, 1).await;
             let second = answers(&server, &ask, &prompts, 1).await;
             let self_check = paired(&first, &second, args.seed);
+            let task_ask = Ask {
+                model: ask.model.clone(),
+                max_tokens: task_max_tokens,
+                top: None,
+            };
+            let outputs = task_outputs(&server, &task_ask, &tasks, 1).await;
             if let Some(path) = &args.save_golden {
-                save_golden(path, &server, &ask, &caps, &prompts, &first)?;
+                let kept = Kept {
+                    samples: &first,
+                    tasks: &tasks,
+                    task_outputs: &outputs,
+                    task_max_tokens,
+                };
+                save_golden(path, &server, &ask, top_k, &caps, &prompts, &kept)?;
             }
             let side = Side {
                 source: server.shown.clone(),
                 capabilities: caps,
             };
-            (side, first, Some(self_check))
+            (side, first, Some(self_check), outputs)
         }
     };
     let Some(cand_url) = &args.candidate else {
@@ -407,9 +471,17 @@ async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<Qu
             prompts.len()
         );
         let cand = answers(&server, &ask, &prompts, c).await;
+        let task_ask = Ask {
+            model: ask.model.clone(),
+            max_tokens: task_max_tokens,
+            top: None,
+        };
+        let cand_tasks = task_outputs(&server, &task_ask, &tasks, c).await;
         out.push(QualityLevel {
             concurrency: c,
             figures: paired(&reference, &cand, args.seed),
+            tasks: (!tasks.is_empty())
+                .then(|| compare_tasks(&tasks, &reference_tasks, &cand_tasks)),
         });
     }
     let mut report = QualityReport {
@@ -443,19 +515,29 @@ fn golden_at(s: &str) -> anyhow::Result<Option<Golden>> {
         .map_err(|e| anyhow::anyhow!("--ref {s}: {e}"))
 }
 
+/// What a golden file keeps of the reference's answers.
+struct Kept<'a> {
+    samples: &'a [Option<Sample>],
+    tasks: &'a [Task],
+    task_outputs: &'a [Option<String>],
+    task_max_tokens: u32,
+}
+
 fn save_golden(
     path: &Path,
     server: &Server,
     ask: &Ask,
+    top_k: u32,
     caps: &Capabilities,
     prompts: &[String],
-    samples: &[Option<Sample>],
+    kept: &Kept<'_>,
 ) -> anyhow::Result<()> {
-    let missing = samples.iter().filter(|s| s.is_none()).count();
+    let missing = kept.samples.iter().filter(|s| s.is_none()).count()
+        + kept.task_outputs.iter().filter(|s| s.is_none()).count();
     if missing > 0 {
         anyhow::bail!(
             "--save-golden: {missing} of the reference's {} answers failed; a golden file needs them all",
-            samples.len()
+            kept.samples.len() + kept.task_outputs.len()
         );
     }
     let g = Golden {
@@ -463,9 +545,12 @@ fn save_golden(
         model: caps.model.clone(),
         source: server.shown.clone(),
         max_tokens: ask.max_tokens,
-        top_logprobs: ask.top.unwrap_or(0),
+        top_logprobs: if caps.top_logprobs { top_k } else { 0 },
         prompts: prompts.to_vec(),
-        samples: samples.iter().flatten().cloned().collect(),
+        samples: kept.samples.iter().flatten().cloned().collect(),
+        tasks: kept.tasks.to_vec(),
+        task_outputs: kept.task_outputs.iter().flatten().cloned().collect(),
+        task_max_tokens: kept.task_max_tokens,
     };
     std::fs::write(path, serde_json::to_string(&g)?)
         .with_context(|| format!("--save-golden {}: cannot write", path.display()))?;
@@ -518,6 +603,21 @@ fn text(r: &QualityReport) -> String {
     }
     for l in &r.levels {
         s.push_str(&row(&format!("candidate c={}", l.concurrency), &l.figures));
+        if let Some(t) = &l.tasks {
+            s.push_str(&format!(
+                "  {:<16} tasks: accuracy {:.1}% (reference {:.1}%; strict {:.1}% / {:.1}%), invalid {}, flips {} lost / {} gained of {}, McNemar p {:.3}\n",
+                "",
+                t.candidate_flexible.accuracy * 100.0,
+                t.reference_flexible.accuracy * 100.0,
+                t.candidate.accuracy * 100.0,
+                t.reference.accuracy * 100.0,
+                t.candidate.invalid,
+                t.flips_lost,
+                t.flips_gained,
+                t.tasks,
+                t.mcnemar_p
+            ));
+        }
     }
     for n in &r.not_run {
         s.push_str(&format!("  not run: {n}\n"));

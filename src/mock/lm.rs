@@ -5,9 +5,12 @@
 //! and top-k, as vLLM or OpenAI answer (`choices[0].logprobs.content`). The
 //! model's distributions are stated exactly, so the quality tests know the true
 //! KL divergence, top-1 agreement and divergence points of two mocks
-//! (`--lm-perturb` moves one's logits by a known amount).
+//! (`--lm-perturb` moves one's logits by a known amount). A built-in task
+//! (`core::quality::tasks`, known by its tag) is answered `ANSWER: ...`, right
+//! for the share `--lm-tasks-right` says, on a set its seed fixes.
 
 use serde_json::{Value, json};
+use tokenscope_core::quality::tasks;
 use tokenscope_core::quality::toy_lm::ToyLm;
 
 /// How the mock answers requests for log-probabilities.
@@ -18,11 +21,26 @@ pub struct LmServe {
     /// Give log-probabilities (`false`: a server without them; the text is the
     /// model's all the same).
     pub logprobs: bool,
+    /// Share of the built-in tasks answered right (`--lm-tasks-right`).
+    pub tasks_right: f64,
+    /// The mock's seed (which tasks those are).
+    pub seed: u64,
 }
 
 /// `n` greedy tokens of `prompt`'s answer: its text, and when asked (`top`:
 /// `top_logprobs`, at most the vocabulary) the `logprobs` object.
 pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize) -> (String, Value) {
+    // A built-in task: its answer, right for the share the mock was told.
+    if let Some((task_seed, index)) = tasks::tag_of(prompt) {
+        let t = tasks::task(task_seed, index);
+        let right = tasks::simulated_right(serve.seed, task_seed, index, serve.tasks_right);
+        let a = if right {
+            t.answer.clone()
+        } else {
+            tasks::wrong_answer(&t)
+        };
+        return (format!("Working it out.\nANSWER: {a}"), Value::Null);
+    }
     let top = (top > 0 && serve.logprobs).then_some(top);
     let lm = serve.lm;
     let mut state = lm.start(prompt);

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 mod answer;
 mod engine;
 mod lm;
+pub use lm::LmServe;
 mod log;
 mod metrics;
 pub mod server;

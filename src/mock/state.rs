@@ -90,6 +90,8 @@ impl MockState {
             lm: super::lm::LmServe {
                 lm: tokenscope_core::quality::toy_lm::ToyLm::new(cfg_seed, usize::MAX),
                 logprobs: true,
+                tasks_right: 1.0,
+                seed: cfg_seed,
             },
         })
     }
@@ -123,10 +125,10 @@ impl MockState {
         self
     }
 
-    /// The same server answering requests for log-probabilities with `lm`
-    /// (`logprobs: false`: the text only, as a server without them).
-    pub fn with_lm(mut self, lm: tokenscope_core::quality::toy_lm::ToyLm, logprobs: bool) -> Self {
-        self.lm = super::lm::LmServe { lm, logprobs };
+    /// The same server answering requests for log-probabilities (and greedy
+    /// ones) as `lm` says.
+    pub fn with_lm(mut self, lm: super::lm::LmServe) -> Self {
+        self.lm = lm;
         self
     }
 

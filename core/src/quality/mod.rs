@@ -9,6 +9,9 @@
 //!   agreement, and the distribution figures under llama.cpp's names and
 //!   definitions (KLD, "same top p", Δp, the perplexity ratio), exact or a lower
 //!   bound depending on what the top-k lists cover.
+//! - [`tasks`]: tasks with one right answer (a seeded built-in set, GSM8K- and
+//!   MMLU-style imports), graded strictly and flexibly; accuracy, flips both
+//!   ways and McNemar's test.
 //! - [`report`]: the report (`tokenscope.quality/1`), the figures in words against llama.cpp's calibration, and the
 //!   CI gate (`--fail-on kld_mean:>0.01,exact_match:<90%`).
 //! - [`toy_lm`]: a seeded next-token distribution the simulated server serves
@@ -17,4 +20,5 @@
 pub mod measure;
 pub mod report;
 pub mod sample;
+pub mod tasks;
 pub mod toy_lm;

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::measure::PairFigures;
+use super::tasks::TaskFigures;
 
 /// The report's schema tag.
 pub const SCHEMA: &str = "tokenscope.quality/1";
@@ -41,6 +42,8 @@ pub struct QualityLevel {
     pub concurrency: u32,
     /// Against the reference.
     pub figures: PairFigures,
+    /// The tasks against the reference's (absent: no tasks asked).
+    pub tasks: Option<TaskFigures>,
 }
 
 /// The whole report.
@@ -86,7 +89,8 @@ impl QualityReport {
             .distribution
             .as_ref()
             .is_some_and(|d| d.kld.ci95[0] > floor_kld.max(1e-6));
-        fewer_matches || kld_above
+        let flips = level.tasks.as_ref().is_some_and(|t| t.mcnemar_p < 0.05);
+        fewer_matches || kld_above || flips
     }
 
     /// Write the verdict sentences.
@@ -136,6 +140,19 @@ impl QualityReport {
                     d.positions
                 ));
             }
+            if let Some(t) = &l.tasks {
+                s.push_str(&format!(
+                    ". Tasks: {} right against the reference's {} (flexible; 95% {}-{}), {} flipped to wrong and {} to right of {} (McNemar p = {:.3})",
+                    pct(t.candidate_flexible.accuracy),
+                    pct(t.reference_flexible.accuracy),
+                    pct(t.candidate_flexible.ci95[0]),
+                    pct(t.candidate_flexible.ci95[1]),
+                    t.flips_lost,
+                    t.flips_gained,
+                    t.tasks,
+                    t.mcnemar_p
+                ));
+            }
             s.push('.');
             out.push(s);
         }
@@ -174,13 +191,16 @@ pub struct Gate {
 }
 
 /// The metrics `--fail-on` knows.
-pub const GATE_METRICS: [&str; 6] = [
+pub const GATE_METRICS: [&str; 9] = [
     "kld_mean",
     "kld_p99",
     "same_top_p",
     "exact_match",
     "delta_p_rms",
     "ppl_ratio",
+    "accuracy",
+    "accuracy_drop",
+    "flips",
 ];
 
 impl Gate {
@@ -221,10 +241,20 @@ impl Gate {
             .collect()
     }
 
-    /// The metric's value at a level (`None`: not measured there).
-    pub fn value_of(&self, f: &PairFigures) -> Option<f64> {
+    /// The metric's value at a level (`None`: not measured there). Task
+    /// metrics are the flexible reading: `accuracy` the candidate's,
+    /// `accuracy_drop` the reference's minus it, `flips` the share of tasks
+    /// answered right on one side only.
+    pub fn value_of(&self, level: &QualityLevel) -> Option<f64> {
+        let f = &level.figures;
         let d = f.distribution.as_ref();
+        let t = level.tasks.as_ref().filter(|t| t.tasks > 0);
         match self.metric.as_str() {
+            "accuracy" => t.map(|t| t.candidate_flexible.accuracy),
+            "accuracy_drop" => {
+                t.map(|t| t.reference_flexible.accuracy - t.candidate_flexible.accuracy)
+            }
+            "flips" => t.map(|t| (t.flips_lost + t.flips_gained) as f64 / t.tasks as f64),
             "kld_mean" => d.map(|d| d.kld.mean),
             "kld_p99" => d.map(|d| d.kld.spread.p99),
             "same_top_p" => d.map(|d| d.same_top_p),
@@ -236,8 +266,8 @@ impl Gate {
     }
 
     /// Crossed at this level?
-    pub fn crossed(&self, f: &PairFigures) -> Option<f64> {
-        let v = self.value_of(f)?;
+    pub fn crossed(&self, level: &QualityLevel) -> Option<f64> {
+        let v = self.value_of(level)?;
         let crossed = if self.above {
             v > self.value
         } else {
@@ -263,15 +293,21 @@ mod tests {
         );
         assert!(Gate::parse_list("kld_mean:=1").is_err());
         assert!(Gate::parse_list("kld_mean:>x").is_err());
-        let f = PairFigures {
-            prompts: 10,
-            exact_match: 0.8,
-            divergence: None,
-            distribution: None,
-            token_overlap: None,
+        let f = QualityLevel {
+            concurrency: 1,
+            figures: PairFigures {
+                prompts: 10,
+                exact_match: 0.8,
+                divergence: None,
+                distribution: None,
+                token_overlap: None,
+            },
+            tasks: None,
         };
         assert_eq!(g[1].crossed(&f), Some(0.8));
         assert_eq!(g[0].crossed(&f), None, "not measured: not crossed");
+        let flips = Gate::parse_list("flips:>2%").unwrap();
+        assert_eq!(flips[0].crossed(&f), None, "no tasks: not crossed");
     }
 
     #[test]

@@ -171,6 +171,15 @@ pub struct Golden {
     pub prompts: Vec<String>,
     /// The answers, one per prompt.
     pub samples: Vec<Sample>,
+    /// The tasks asked (none: no task checks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<super::tasks::Task>,
+    /// The reference's output for each task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_outputs: Vec<String>,
+    /// `max_tokens` asked of the tasks.
+    #[serde(default)]
+    pub task_max_tokens: u32,
 }
 
 /// Why a golden file cannot be used.
@@ -204,6 +213,12 @@ impl Golden {
             return Err(GoldenError::Count {
                 prompts: g.prompts.len(),
                 samples: g.samples.len(),
+            });
+        }
+        if g.tasks.len() != g.task_outputs.len() {
+            return Err(GoldenError::Count {
+                prompts: g.tasks.len(),
+                samples: g.task_outputs.len(),
             });
         }
         Ok(g)
@@ -245,6 +260,9 @@ mod tests {
             top_logprobs: 1,
             prompts: vec!["p".into()],
             samples: vec![],
+            tasks: vec![],
+            task_outputs: vec![],
+            task_max_tokens: 0,
         };
         let text = serde_json::to_string(&g).unwrap();
         assert!(matches!(Golden::parse(&text), Err(GoldenError::Schema(_))));
