@@ -78,13 +78,13 @@ fn truth(r: ToyLm, c: ToyLm, prompts: &[String], n: usize) -> Truth {
         }
         let scored = d.map_or(n, |d| d + 1);
         let mut state = r.start(p);
-        for (i, &t) in a.iter().take(scored).enumerate() {
+        for &t in a.iter().take(scored) {
             let (lp, lq) = (r.logprobs(state), c.logprobs(state));
             klds.push(kld_exact(&lp, &lq));
             same_top += usize::from(r.argmax(state) == c.argmax(state));
-            if d.is_none_or(|d| i < d) {
-                dps.push(lq[t].exp() - lp[t].exp());
-            }
+            // Δp of the reference's token at every scored position (the
+            // candidate lists the whole vocabulary here).
+            dps.push(lq[t].exp() - lp[t].exp());
             state = ToyLm::next(state, t);
         }
     }
@@ -315,7 +315,10 @@ fn a_golden_file_stands_in_for_the_reference() {
         live["levels"][0]["figures"], from_golden["levels"][0]["figures"],
         "the golden file gives the live reference's figures"
     );
-    assert!(from_golden["self_check"].is_null());
+    assert_eq!(
+        from_golden["self_check"], live["self_check"],
+        "the golden file keeps the noise floor measured when it was made"
+    );
 
     // A golden file of another tokenizer (every token renamed): exit 2, said,
     // and the report written first.
@@ -381,15 +384,20 @@ fn the_gate_fails_a_changed_candidate_and_bad_input_is_named() {
         "{}",
         text(&out)
     );
-    // Nothing listening: a clear sentence naming the server, exit 2.
+    // Nothing listening: a clear sentence naming the server, exit 2, and
+    // never a key the URL carries (user:password or query).
     let port = common::free_port();
-    let (out, _) = run(&format!("http://127.0.0.1:{port}/v1"), "kld_mean:>1");
+    let (out, _) = run(
+        &format!("http://user:SECRET-PW@127.0.0.1:{port}/v1?api-key=SECRET-Q"),
+        "kld_mean:>1",
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out).contains(&format!("127.0.0.1:{port}")),
         "{}",
         text(&out)
     );
+    assert!(!text(&out).contains("SECRET"), "{}", text(&out));
 }
 
 #[test]

@@ -13,13 +13,12 @@ use clap::Args;
 use futures_util::{StreamExt, stream};
 use serde_json::{Value, json};
 use tokenscope_core::parse::{parse_base_url, parse_u32_list, redact_url};
+use tokenscope_core::quality::golden::{GOLDEN_SCHEMA, Golden};
 use tokenscope_core::quality::measure::{PairFigures, compare};
 use tokenscope_core::quality::report::{
     Capabilities, Gate, QualityLevel, QualityReport, SCHEMA, Side,
 };
-use tokenscope_core::quality::sample::{
-    GOLDEN_SCHEMA, Golden, Sample, parse_chat_completion, probe_prompts,
-};
+use tokenscope_core::quality::sample::{Sample, parse_chat_completion, probe_prompts};
 use tokenscope_core::quality::tasks::{Task, builtin, compare_tasks, import_jsonl};
 
 use crate::util::Secret;
@@ -142,12 +141,15 @@ impl Server {
         if let Some(k) = &self.key {
             req = req.bearer_auth(k.expose());
         }
+        // reqwest's errors name the URL, query and all: never shown.
         let resp = req
             .send()
             .await
+            .map_err(reqwest::Error::without_url)
             .with_context(|| format!("{}: no answer", self.shown))?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
+        // (The body is the server's; a key in the URL never reaches it.)
         if !status.is_success() {
             anyhow::bail!("{} answered {status}", self.shown);
         }
@@ -163,9 +165,11 @@ impl Server {
         let v: Value = req
             .send()
             .await
+            .map_err(reqwest::Error::without_url)
             .with_context(|| format!("{}: no answer to /models", self.shown))?
             .json()
             .await
+            .map_err(reqwest::Error::without_url)
             .with_context(|| format!("{}: /models is not JSON", self.shown))?;
         v["data"][0]["id"]
             .as_str()
@@ -298,6 +302,9 @@ pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
     if args.prompts == 0 || args.max_tokens == 0 {
         anyhow::bail!("--prompts and --max-tokens must be at least 1");
     }
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        anyhow::bail!("--timeout {}: must be more than 0 seconds", args.timeout);
+    }
     let rt = super::runtime()?;
     let report = rt.block_on(measure(&args, &levels))?;
     let Some(report) = report else {
@@ -307,7 +314,7 @@ pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("--json {}: cannot write", path.display()))?;
     }
-    print!("{}", text(&report));
+    print!("{}", tokenscope_core::render::quality::text(&report));
     // Servers that do not share tokens: nothing here means anything.
     if let Some(l) = report
         .levels
@@ -317,6 +324,22 @@ pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "quality: the reference and the candidate share no top token at the first position for {:.0}% of the prompts: another tokenizer or another model. The figures above compare nothing.",
             (1.0 - l.figures.token_overlap.unwrap_or(0.0)) * 100.0
+        );
+        return Ok(ExitCode::from(2));
+    }
+    // A gate on a figure no level measured cannot pass or fail: say so.
+    if let Some(g) = gates
+        .iter()
+        .find(|g| report.levels.iter().all(|l| g.value_of(l).is_none()))
+    {
+        eprintln!(
+            "quality: --fail-on {}: measured at no level ({}); the gate cannot be checked",
+            g.metric,
+            if report.not_run.is_empty() {
+                "no answer carried it".to_owned()
+            } else {
+                report.not_run.join("; ")
+            }
         );
         return Ok(ExitCode::from(2));
     }
@@ -346,6 +369,12 @@ pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
 async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<QualityReport>> {
     let key = args.api_key.as_deref();
     let golden = golden_at(&args.reference)?;
+    if golden.is_some() && args.save_golden.is_some() {
+        anyhow::bail!(
+            "--save-golden: the reference is already a golden file ({})",
+            args.reference
+        );
+    }
     let prompts = match &golden {
         Some(g) => g.prompts.clone(),
         None => probe_prompts(args.seed, args.prompts),
@@ -379,7 +408,12 @@ async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<Qu
                 top_logprobs: g.samples.iter().all(Sample::has_top_logprobs),
                 model: g.model.clone(),
             };
-            not_run.push("self-consistency: the reference is a golden file".to_owned());
+            if g.self_check.is_none() {
+                not_run.push(
+                    "self-consistency: the golden file kept no self-check (the candidate is judged against perfect agreement)"
+                        .to_owned(),
+                );
+            }
             let side = Side {
                 source: args.reference.clone(),
                 capabilities: caps,
@@ -388,7 +422,7 @@ async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<Qu
             (
                 side,
                 g.samples.into_iter().map(Some).collect::<Vec<_>>(),
-                None,
+                g.self_check,
                 outputs,
             )
         }
@@ -419,6 +453,7 @@ async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<Qu
             let outputs = task_outputs(&server, &task_ask, &tasks, 1).await;
             if let Some(path) = &args.save_golden {
                 let kept = Kept {
+                    self_check: &self_check,
                     samples: &first,
                     tasks: &tasks,
                     task_outputs: &outputs,
@@ -506,8 +541,11 @@ async fn measure(args: &QualityArgs, levels: &[u32]) -> anyhow::Result<Option<Qu
 
 /// The reference as a golden file, when `s` names one.
 fn golden_at(s: &str) -> anyhow::Result<Option<Golden>> {
-    if s.contains("://") || !Path::new(s).is_file() {
+    if s.contains("://") {
         return Ok(None);
+    }
+    if !Path::new(s).is_file() {
+        anyhow::bail!("--ref {s}: neither an http(s) URL nor a golden file");
     }
     let text = std::fs::read_to_string(s).with_context(|| format!("--ref {s}: cannot read"))?;
     Golden::parse(&text)
@@ -517,6 +555,7 @@ fn golden_at(s: &str) -> anyhow::Result<Option<Golden>> {
 
 /// What a golden file keeps of the reference's answers.
 struct Kept<'a> {
+    self_check: &'a PairFigures,
     samples: &'a [Option<Sample>],
     tasks: &'a [Task],
     task_outputs: &'a [Option<String>],
@@ -551,6 +590,7 @@ fn save_golden(
         tasks: kept.tasks.to_vec(),
         task_outputs: kept.task_outputs.iter().flatten().cloned().collect(),
         task_max_tokens: kept.task_max_tokens,
+        self_check: Some(kept.self_check.clone()),
     };
     std::fs::write(path, serde_json::to_string(&g)?)
         .with_context(|| format!("--save-golden {}: cannot write", path.display()))?;
@@ -559,71 +599,4 @@ fn save_golden(
         path.display()
     );
     Ok(())
-}
-
-/// The report as text.
-fn text(r: &QualityReport) -> String {
-    let mut s = format!(
-        "Quality: {} ({}) against the reference {} ({}), {} prompts x {} tokens\n",
-        r.candidate.source,
-        r.candidate.capabilities.model,
-        r.reference.source,
-        r.reference.capabilities.model,
-        r.prompts,
-        r.max_tokens
-    );
-    let row = |name: &str, f: &PairFigures| {
-        let mut line = format!("  {name:<16} exact match {:>6.1}%", f.exact_match * 100.0);
-        if let Some(d) = &f.divergence {
-            line.push_str(&format!("  first diverge at token {} (median)", d.median));
-        }
-        if let Some(d) = &f.distribution {
-            line.push_str(&format!(
-                "\n  {:<16} KLD mean {:.5} [{:.5}, {:.5}]{}  p99 {:.5}  same top p {:.1}%",
-                "",
-                d.kld.mean,
-                d.kld.ci95[0],
-                d.kld.ci95[1],
-                if d.kld.exact { "" } else { " (lower bound)" },
-                d.kld.spread.p99,
-                d.same_top_p * 100.0
-            ));
-            if let (Some(p), Some(ppl)) = (&d.delta_p, d.ppl_ratio) {
-                line.push_str(&format!(
-                    "  Δp mean {:+.4} rms {:.4}  PPL ratio {ppl:.4}",
-                    p.mean, p.rms
-                ));
-            }
-        }
-        line.push('\n');
-        line
-    };
-    if let Some(f) = &r.self_check {
-        s.push_str(&row("reference x2", f));
-    }
-    for l in &r.levels {
-        s.push_str(&row(&format!("candidate c={}", l.concurrency), &l.figures));
-        if let Some(t) = &l.tasks {
-            s.push_str(&format!(
-                "  {:<16} tasks: accuracy {:.1}% (reference {:.1}%; strict {:.1}% / {:.1}%), invalid {}, flips {} lost / {} gained of {}, McNemar p {:.3}\n",
-                "",
-                t.candidate_flexible.accuracy * 100.0,
-                t.reference_flexible.accuracy * 100.0,
-                t.candidate.accuracy * 100.0,
-                t.reference.accuracy * 100.0,
-                t.candidate.invalid,
-                t.flips_lost,
-                t.flips_gained,
-                t.tasks,
-                t.mcnemar_p
-            ));
-        }
-    }
-    for n in &r.not_run {
-        s.push_str(&format!("  not run: {n}\n"));
-    }
-    for v in &r.verdict {
-        s.push_str(&format!("{v}\n"));
-    }
-    s
 }

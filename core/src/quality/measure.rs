@@ -17,10 +17,14 @@
 //!   both lists hold the whole vocabulary (all of the mass on both sides).
 //! - **Same top p**: the share of positions where both put the same token first.
 //! - **Δp**: the candidate's probability of the reference's token minus the
-//!   reference's, on the positions before the divergence (the token both
-//!   chose): mean, RMS and percentiles, in probability (not %).
-//! - **PPL ratio**: the candidate's perplexity over the reference's, on those
-//!   positions.
+//!   reference's, on the scored positions (at the divergence, where the
+//!   candidate listed the reference's token in its top k): mean, RMS and
+//!   percentiles, in probability (not %).
+//! - **PPL ratio**: the candidate's perplexity over the reference's on the
+//!   reference's tokens at those positions.
+//!
+//! Pairs where a side gave no top-k lists (an empty answer) are left out of
+//! the distribution and counted (`without_logprobs`).
 
 use std::collections::HashMap;
 
@@ -112,7 +116,7 @@ pub struct Distribution {
     pub kld: Kld,
     /// Share of positions whose most likely token is the same on both sides.
     pub same_top_p: f64,
-    /// Δp on the positions before each divergence (absent when none).
+    /// Δp on the scored positions (absent when none).
     pub delta_p: Option<DeltaP>,
     /// Perplexity ratio candidate / reference on those positions.
     pub ppl_ratio: Option<f64>,
@@ -143,6 +147,8 @@ pub struct PairFigures {
     pub divergence: Option<Divergence>,
     /// The distribution figures (absent: a side gave no top-k log-probabilities).
     pub distribution: Option<Distribution>,
+    /// Pairs left out of the distribution: a side gave no top-k lists.
+    pub without_logprobs: usize,
     /// Share of prompts whose first position's top-k lists share a token: near
     /// 0, the two servers do not speak the same tokens (another tokenizer or
     /// model), and the comparison means nothing.
@@ -169,11 +175,13 @@ pub fn compare(reference: &[Sample], candidate: &[Sample], seed: u64) -> PairFig
             max: firsts.iter().copied().max().unwrap_or(0),
         }
     });
-    let with_top = pairs
+    let with_lists: Vec<(&Sample, &Sample)> = pairs
         .iter()
-        .all(|(r, c)| r.has_top_logprobs() && c.has_top_logprobs());
-    let token_overlap = (with_top && n > 0).then(|| {
-        let overlapping = pairs
+        .filter(|(r, c)| r.has_top_logprobs() && c.has_top_logprobs())
+        .copied()
+        .collect();
+    let token_overlap = (!with_lists.is_empty()).then(|| {
+        let overlapping = with_lists
             .iter()
             .filter(|(r, c)| {
                 r.positions[0]
@@ -182,17 +190,14 @@ pub fn compare(reference: &[Sample], candidate: &[Sample], seed: u64) -> PairFig
                     .any(|a| c.positions[0].top.iter().any(|b| b.token == a.token))
             })
             .count();
-        overlapping as f64 / n as f64
+        overlapping as f64 / with_lists.len() as f64
     });
     PairFigures {
         prompts: n,
         exact_match: if n == 0 { 0.0 } else { same as f64 / n as f64 },
         divergence,
-        distribution: if with_top {
-            distribution(&pairs, seed)
-        } else {
-            None
-        },
+        distribution: distribution(&with_lists, seed),
+        without_logprobs: n - with_lists.len(),
         token_overlap,
     }
 }
@@ -219,30 +224,46 @@ fn first_difference(r: &Sample, c: &Sample) -> usize {
 }
 
 /// KL over the tokens both lists hold plus one "rest" bin; exact when both
-/// lists hold the whole mass.
+/// lists hold the whole mass. A token listed twice (two ids with one text) is
+/// one outcome with their probabilities added, and the result is not exact.
 pub fn kld_top_k(p: &[Alt], q: &[Alt]) -> (f64, bool) {
-    let q_of: HashMap<&str, f64> = q.iter().map(|a| (a.token.as_str(), a.logprob)).collect();
+    let (pm, qm) = (merged(p), merged(q));
+    let q_of: HashMap<&str, f64> = qm.iter().copied().collect();
     let (mut kl, mut p_in, mut q_in) = (0.0, 0.0, 0.0);
-    for a in p {
-        if let Some(&ql) = q_of.get(a.token.as_str()) {
-            let pp = a.logprob.exp();
-            kl += pp * (a.logprob - ql);
+    for &(t, pp) in &pm {
+        if let Some(&qq) = q_of.get(t) {
+            kl += pp * (pp.ln() - qq.max(f64::MIN_POSITIVE).ln());
             p_in += pp;
-            q_in += ql.exp();
+            q_in += qq;
         }
     }
     let (p_rest, q_rest) = ((1.0 - p_in).max(0.0), (1.0 - q_in).max(0.0));
-    if p_rest > WHOLE {
-        // A candidate that leaves no mass outside: its rest is as small as the
-        // lists' rounding allows (the bound stays finite).
-        kl += p_rest * (p_rest / q_rest.max(1e-12)).ln();
+    if p_rest > 0.0 {
+        // The candidate's rest is at least what its list's rounding may hide:
+        // a larger rest only lowers the term, so the bound holds.
+        kl += p_rest * (p_rest / q_rest.max(WHOLE)).ln();
     }
-    let total = |l: &[Alt]| l.iter().map(|a| a.logprob.exp()).sum::<f64>();
-    let exact = p_rest <= WHOLE
-        && (1.0 - total(p)).abs() <= WHOLE
-        && (1.0 - total(q)).abs() <= WHOLE
-        && p.len() == q.len();
+    let total = |m: &[(&str, f64)]| m.iter().map(|(_, p)| p).sum::<f64>();
+    let exact = pm.len() == p.len()
+        && qm.len() == q.len()
+        && pm.len() == qm.len()
+        && pm.iter().all(|(k, _)| q_of.contains_key(k))
+        && (1.0 - total(&pm)).abs() <= WHOLE
+        && (1.0 - total(&qm)).abs() <= WHOLE;
     (kl.max(0.0), exact)
+}
+
+/// A list's probabilities by token text (a text listed twice: added), in the
+/// order first listed (sums in a fixed order: the same figures every run).
+fn merged(l: &[Alt]) -> Vec<(&str, f64)> {
+    let mut m: Vec<(&str, f64)> = Vec::with_capacity(l.len());
+    for a in l {
+        match m.iter_mut().find(|(t, _)| *t == a.token) {
+            Some((_, p)) => *p += a.logprob.exp(),
+            None => m.push((a.token.as_str(), a.logprob.exp())),
+        }
+    }
+    m
 }
 
 fn distribution(pairs: &[(&Sample, &Sample)], seed: u64) -> Option<Distribution> {
@@ -271,9 +292,14 @@ fn distribution(pairs: &[(&Sample, &Sample)], seed: u64) -> Option<Distribution>
             exact &= ex;
             same_top += usize::from(a.top[0].token == b.top[0].token);
             positions += 1;
-            if d.is_none_or(|d| i < d)
-                && let (Some(p), Some(q)) = (a.logprob, b.logprob)
-            {
+            // The candidate's probability of the reference's token: its own
+            // choice before the divergence, its top-k entry at it (when listed).
+            let q_of_ref = if d.is_none_or(|d| i < d) {
+                b.logprob
+            } else {
+                b.top.iter().find(|x| x.token == a.token).map(|x| x.logprob)
+            };
+            if let (Some(p), Some(q)) = (a.logprob, q_of_ref) {
                 dps.push(q.exp() - p.exp());
                 ln_p += p;
                 ln_q += q;
@@ -359,6 +385,20 @@ mod tests {
         let full = 0.5 * (0.5f64 / 0.4).ln() + 0.3 * (0.3f64 / 0.4).ln() + 0.2 * 2f64.ln();
         let (k3, _) = kld_top_k(&p[..2], &q3[..2]);
         assert!(k3 < full, "{k3} < {full}");
+        // One text listed twice: one outcome, never called exact.
+        let pd = alts(&[("x", 0.5), ("x", 0.3), ("y", 0.2)]);
+        let qd = alts(&[("x", 0.7), ("x", 0.1), ("y", 0.2)]);
+        let (kd, exd) = kld_top_k(&pd, &qd);
+        assert!(!exd && kd.abs() < 1e-12, "{kd}");
+        // A candidate list whose mass rounds above 1: the bound stays finite
+        // and below the exact value for a true rest of 1e-6.
+        let pr = alts(&[("a", 0.9)]);
+        let qr = alts(&[("a", 1.0 + 1e-7)]);
+        let (kr, _) = kld_top_k(&pr, &qr);
+        assert!(
+            kr < 0.9 * (0.9f64 / 1.0).ln() + 0.1 * (0.1f64 / 1e-6).ln() + 1e-9,
+            "{kr}"
+        );
     }
 
     fn sample(tokens: &[(&str, &[(&str, f64)])]) -> Sample {
@@ -401,9 +441,11 @@ mod tests {
         assert!(dist.kld.exact);
         // Same top: p0 tie broken by order (a, a), p1 differs; prompt 2 all same.
         assert_eq!(dist.same_top_p, 4.0 / 5.0);
-        // Δp before the divergence: prompt 1 position 0 (0.5 - 0.6), prompt 2 zeros.
+        // Δp: prompt 1 position 0 (0.5 - 0.6) and at the divergence the
+        // candidate's 0.4 for the reference's "b" (0.4 - 0.7); prompt 2 zeros.
         let dp = dist.delta_p.unwrap();
-        assert!((dp.mean - (-0.1 / 4.0)).abs() < 1e-12, "{}", dp.mean);
+        assert!((dp.mean - (-0.4 / 5.0)).abs() < 1e-12, "{}", dp.mean);
+        assert_eq!(f.without_logprobs, 0);
         assert_eq!(f.token_overlap, Some(1.0));
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! - [`sample`]: one answer as the API gave it (each generated token, its
 //!   log-probability and the top-k alternatives), read from an OpenAI-style
-//!   chat completion; the golden file that keeps a reference's answers.
+//!   chat completion; [`golden`]: the file that keeps a reference's answers.
 //! - [`measure`]: a reference's and a candidate's answers to the same prompts
 //!   compared: greedy exact match, where the outputs first diverge, top-1
 //!   agreement, and the distribution figures under llama.cpp's names and
@@ -17,6 +17,7 @@
 //! - [`toy_lm`]: a seeded next-token distribution the simulated server serves
 //!   and can state exactly (the ground truth of the tests).
 
+pub mod golden;
 pub mod measure;
 pub mod report;
 pub mod sample;

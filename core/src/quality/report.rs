@@ -63,8 +63,9 @@ pub struct QualityReport {
     pub max_tokens: u32,
     /// `top_logprobs`.
     pub top_logprobs: u32,
-    /// The reference against itself (the same prompts again): the noise floor.
-    /// Absent for a golden file.
+    /// The reference against itself (the same prompts again): the noise floor;
+    /// for a golden file, the one measured when it was made (absent from
+    /// files that did not keep one).
     pub self_check: Option<PairFigures>,
     /// The candidate per concurrency.
     pub levels: Vec<QualityLevel>,
@@ -78,8 +79,11 @@ impl QualityReport {
     /// Whether the candidate at `level` differs beyond the reference's own noise.
     pub fn changed(&self, level: &QualityLevel) -> bool {
         let f = &level.figures;
+        // Fewer identical answers than the reference gives itself, counted in
+        // whole answers over the candidate's prompts.
         let floor_match = self.self_check.as_ref().map_or(1.0, |s| s.exact_match);
-        let fewer_matches = f.exact_match + 1.0 / f.prompts.max(1) as f64 <= floor_match;
+        let n = f.prompts as f64;
+        let fewer_matches = (f.exact_match * n).round() < (floor_match * n).round();
         let floor_kld = self
             .self_check
             .as_ref()
@@ -300,6 +304,7 @@ mod tests {
                 exact_match: 0.8,
                 divergence: None,
                 distribution: None,
+                without_logprobs: 0,
                 token_overlap: None,
             },
             tasks: None,

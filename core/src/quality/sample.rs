@@ -1,4 +1,4 @@
-//! One answer as the API gave it, and the golden file that keeps a reference's.
+//! One answer as the API gave it.
 //!
 //! Read from an OpenAI-style chat completion (`stream: false`) asked with
 //! `logprobs: true, top_logprobs: K`: `choices[0].message.content`, and per
@@ -9,9 +9,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// The golden file's schema tag.
-pub const GOLDEN_SCHEMA: &str = "tokenscope.golden/1";
 
 /// One alternative at a position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,79 +149,6 @@ pub fn probe_prompts(seed: u64, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// A reference's answers kept for later checks (`quality --save-golden`): the
-/// prompts and, per prompt, the answer with the top-k of each token. Kilobytes,
-/// not the gigabytes of a full-vocabulary logits file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Golden {
-    /// [`GOLDEN_SCHEMA`].
-    pub schema: String,
-    /// The model the reference named.
-    pub model: String,
-    /// The reference's URL as given, reduced to scheme, host and path.
-    pub source: String,
-    /// `max_tokens` asked.
-    pub max_tokens: u32,
-    /// `top_logprobs` asked.
-    pub top_logprobs: u32,
-    /// The prompts, in order.
-    pub prompts: Vec<String>,
-    /// The answers, one per prompt.
-    pub samples: Vec<Sample>,
-    /// The tasks asked (none: no task checks).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tasks: Vec<super::tasks::Task>,
-    /// The reference's output for each task.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub task_outputs: Vec<String>,
-    /// `max_tokens` asked of the tasks.
-    #[serde(default)]
-    pub task_max_tokens: u32,
-}
-
-/// Why a golden file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum GoldenError {
-    /// Not JSON of the golden shape.
-    #[error("not a golden file ({0})")]
-    Shape(String),
-    /// Another schema.
-    #[error("schema {0:?}, expected {GOLDEN_SCHEMA:?}")]
-    Schema(String),
-    /// Prompts and answers do not pair.
-    #[error("{prompts} prompts but {samples} answers")]
-    Count {
-        /// Prompts.
-        prompts: usize,
-        /// Answers.
-        samples: usize,
-    },
-}
-
-impl Golden {
-    /// Read and check a golden file's text.
-    pub fn parse(text: &str) -> Result<Golden, GoldenError> {
-        let g: Golden =
-            serde_json::from_str(text).map_err(|e| GoldenError::Shape(e.to_string()))?;
-        if g.schema != GOLDEN_SCHEMA {
-            return Err(GoldenError::Schema(g.schema));
-        }
-        if g.prompts.len() != g.samples.len() || g.prompts.is_empty() {
-            return Err(GoldenError::Count {
-                prompts: g.prompts.len(),
-                samples: g.samples.len(),
-            });
-        }
-        if g.tasks.len() != g.task_outputs.len() {
-            return Err(GoldenError::Count {
-                prompts: g.tasks.len(),
-                samples: g.task_outputs.len(),
-            });
-        }
-        Ok(g)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,33 +171,5 @@ mod tests {
         let s = parse_chat_completion(&plain).unwrap();
         assert!(s.positions.is_empty() && !s.has_top_logprobs());
         assert!(parse_chat_completion(&serde_json::json!({"error": "x"})).is_err());
-    }
-
-    #[test]
-    fn a_golden_file_is_checked() {
-        assert!(matches!(Golden::parse("{}"), Err(GoldenError::Shape(_))));
-        let g = Golden {
-            schema: "other/1".into(),
-            model: "m".into(),
-            source: "s".into(),
-            max_tokens: 1,
-            top_logprobs: 1,
-            prompts: vec!["p".into()],
-            samples: vec![],
-            tasks: vec![],
-            task_outputs: vec![],
-            task_max_tokens: 0,
-        };
-        let text = serde_json::to_string(&g).unwrap();
-        assert!(matches!(Golden::parse(&text), Err(GoldenError::Schema(_))));
-        let g = Golden {
-            schema: GOLDEN_SCHEMA.into(),
-            ..g
-        };
-        let text = serde_json::to_string(&g).unwrap();
-        assert!(matches!(
-            Golden::parse(&text),
-            Err(GoldenError::Count { .. })
-        ));
     }
 }

@@ -40,6 +40,13 @@ pub struct Task {
     pub prompt: String,
     /// The right answer, normalised.
     pub answer: String,
+    /// A choice task's number of options (the letters A.. that are answers).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub choices: u8,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }
 
 /// How an answer was graded.
@@ -140,6 +147,7 @@ pub fn task(seed: u64, index: usize) -> Task {
         kind,
         prompt: format!("{question} {INSTRUCTION} (task {seed}-{index})"),
         answer,
+        choices: 0,
     }
 }
 
@@ -194,6 +202,7 @@ pub fn import_jsonl(text: &str) -> Result<Vec<Task>, String> {
                     kind: TaskKind::Choice,
                     prompt: format!("{q}\n{}\n{INSTRUCTION}", opts.join("\n")),
                     answer: answer.to_ascii_uppercase().to_string(),
+                    choices: choices.len() as u8,
                 }
             }
             None => {
@@ -207,6 +216,7 @@ pub fn import_jsonl(text: &str) -> Result<Vec<Task>, String> {
                     kind: TaskKind::Number,
                     prompt: format!("{q} {INSTRUCTION}"),
                     answer: n,
+                    choices: 0,
                 }
             }
         };
@@ -220,11 +230,11 @@ pub fn import_jsonl(text: &str) -> Result<Vec<Task>, String> {
 
 /// Grade an output strictly and flexibly.
 pub fn grade(task: &Task, output: &str) -> (Grade, Grade) {
-    let strict = strict_answer(output).map(|a| normalise(task.kind, a));
+    let strict = strict_answer(output).map(|a| normalise(task, a));
     let flexible = strict
         .clone()
         .flatten()
-        .or_else(|| flexible_answer(task.kind, output));
+        .or_else(|| flexible_answer(task, output));
     let judge = |a: Option<Option<String>>| match a.flatten() {
         None => Grade::Invalid,
         Some(a) if a == task.answer => Grade::Right,
@@ -244,7 +254,8 @@ fn strict_answer(output: &str) -> Option<&str> {
 }
 
 /// The answer in its normal form (`None`: not of the task's kind).
-fn normalise(kind: TaskKind, a: &str) -> Option<String> {
+fn normalise(task: &Task, a: &str) -> Option<String> {
+    let kind = task.kind;
     // Anything but JSON ends with its line (a code fence is not the answer).
     let a = if kind == TaskKind::Json {
         a
@@ -253,11 +264,13 @@ fn normalise(kind: TaskKind, a: &str) -> Option<String> {
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with("```"))?
     };
+    // Emphasis and quotes around the answer, and a closing full stop, in any
+    // order (a leading "." is a decimal point).
     let a = a
         .trim()
-        .trim_matches(|c| c == '`' || c == '*' || c == '"')
+        .trim_start_matches(['`', '*', '"', '_'])
+        .trim_end_matches(['`', '*', '"', '_', '.'])
         .trim();
-    let a = a.strip_suffix('.').unwrap_or(a).trim();
     match kind {
         TaskKind::Arithmetic | TaskKind::Counting | TaskKind::Number => number(a),
         TaskKind::Sorting => {
@@ -303,28 +316,32 @@ fn normalise(kind: TaskKind, a: &str) -> Option<String> {
                 v.to_string()
             })
         }
-        TaskKind::Choice => {
-            let c = a.chars().next()?.to_ascii_uppercase();
-            let lone = a.chars().nth(1).is_none_or(|n| !n.is_alphanumeric());
-            (c.is_ascii_uppercase() && lone).then(|| c.to_string())
-        }
+        TaskKind::Choice => choice_letter(task, a),
     }
 }
 
-/// Flexible: the last number (or for a choice, the last lone capital letter).
-fn flexible_answer(kind: TaskKind, output: &str) -> Option<String> {
+/// The last lone letter of `text` that names one of the task's choices.
+fn choice_letter(task: &Task, text: &str) -> Option<String> {
+    let n = usize::from(task.choices.max(1));
+    text.split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() == 1)
+        .map(|w| w.to_ascii_uppercase())
+        .rfind(|w| "ABCDEFGHIJ"[..n.min(10)].contains(w.as_str()))
+}
+
+/// Flexible: the last number (or for a choice, the last lone letter naming a
+/// choice; for JSON, any object in the output).
+fn flexible_answer(task: &Task, output: &str) -> Option<String> {
+    let kind = task.kind;
     match kind {
         TaskKind::Arithmetic | TaskKind::Counting | TaskKind::Number => output
             .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == ','))
             .filter_map(number)
             .next_back(),
-        TaskKind::Choice => output
-            .split(|c: char| !c.is_ascii_alphabetic())
-            .filter(|w| w.len() == 1 && w.chars().all(|c| c.is_ascii_uppercase()))
-            .next_back()
-            .map(str::to_owned),
-        // The others need their whole form.
-        _ => normalise(kind, output.lines().rev().find(|l| !l.trim().is_empty())?),
+        TaskKind::Choice => choice_letter(task, output),
+        TaskKind::Json => normalise(task, output),
+        // The others need their whole form, on the last line.
+        _ => normalise(task, output.lines().rev().find(|l| !l.trim().is_empty())?),
     }
 }
 
@@ -332,7 +349,7 @@ fn flexible_answer(kind: TaskKind, output: &str) -> Option<String> {
 fn number(s: &str) -> Option<String> {
     let t: String = s
         .trim()
-        .trim_matches('.')
+        .trim_end_matches('.')
         .chars()
         .filter(|c| *c != ',')
         .collect();
@@ -550,6 +567,7 @@ mod tests {
             kind: TaskKind::Number,
             prompt: String::new(),
             answer: "1200".into(),
+            choices: 0,
         };
         assert_eq!(grade(&t, "ANSWER: 1,200."), (Grade::Right, Grade::Right));
         assert_eq!(
@@ -557,6 +575,12 @@ mod tests {
             (Grade::Invalid, Grade::Right)
         );
         assert_eq!(grade(&t, "#### 1200"), (Grade::Right, Grade::Right));
+        assert_eq!(grade(&t, "ANSWER: **1200**."), (Grade::Right, Grade::Right));
+        let half = Task {
+            answer: "0.5".into(),
+            ..t.clone()
+        };
+        assert_eq!(grade(&half, "ANSWER: .5").0, Grade::Right);
         let j = task(0, 5);
         let (name, count) = {
             let v: serde_json::Value = serde_json::from_str(&j.answer).unwrap();

@@ -11,7 +11,8 @@
 //! - [`server`]: the server view's tables; [`turns`]: conversations per turn and
 //!   the prefix cache; [`tiers`]: input and output tiers side by side; [`rum`]:
 //!   real users' levels, where their painted TTFT went;
-//! - [`compare`]: runs compared, change by change.
+//! - [`compare`]: runs compared, change by change; [`quality`]: a candidate
+//!   server's answers against a reference's.
 
 pub mod charts;
 pub mod client;
@@ -24,6 +25,7 @@ pub mod glossary;
 pub mod history;
 pub mod kernels;
 pub mod kv_plan;
+pub mod quality;
 #[cfg(feature = "server-view")]
 pub mod rum;
 #[cfg(feature = "server-view")]
