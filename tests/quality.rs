@@ -38,6 +38,30 @@ fn mock(vocab: usize, perturb: f64, extra: &[&str]) -> Mock {
     Mock::start(&args)
 }
 
+/// `--ref R --cand C --prompts N --max-tokens M --seed 11` and `extra`.
+fn pair<'a>(
+    r: &'a Mock,
+    c: &'a Mock,
+    prompts: &'a str,
+    tokens: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut v = vec![
+        "--ref",
+        &r.url,
+        "--cand",
+        &c.url,
+        "--prompts",
+        prompts,
+        "--max-tokens",
+        tokens,
+        "--seed",
+        "11",
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
 fn quality(args: &[&str], json: &Path) -> (std::process::Output, Option<Value>) {
     let out = std::process::Command::new(bin())
         .arg("quality")
@@ -104,23 +128,7 @@ fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
     // Vocabulary 16, top 20: every list holds the whole distribution (exact).
     let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &[]));
     let json = dir.path().join("q.json");
-    let (out, report) = quality(
-        &[
-            "--ref",
-            &r.url,
-            "--cand",
-            &c.url,
-            "--prompts",
-            "24",
-            "--max-tokens",
-            "24",
-            "--concurrency",
-            "1,6",
-            "--seed",
-            "11",
-        ],
-        &json,
-    );
+    let (out, report) = quality(&pair(&r, &c, "24", "24", &["--concurrency", "1,6"]), &json);
     assert!(out.status.success(), "{}", text(&out));
     let report = report.unwrap();
     common::assert_schema("quality.schema.json", &report, "quality report");
@@ -169,19 +177,7 @@ fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
         "{verdict:?}"
     );
     // The same server as its own candidate: no change called.
-    let (out, report) = quality(
-        &[
-            "--ref",
-            &r.url,
-            "--cand",
-            &r.url,
-            "--prompts",
-            "8",
-            "--max-tokens",
-            "16",
-        ],
-        &json,
-    );
+    let (out, report) = quality(&pair(&r, &r, "8", "16", &[]), &json);
     assert!(out.status.success(), "{}", text(&out));
     let v = report.unwrap()["verdict"].to_string();
     assert!(v.contains("no change from the reference seen"), "{v}");
@@ -192,20 +188,7 @@ fn over_a_top_k_the_kld_is_a_lower_bound() {
     let dir = tempfile::tempdir().unwrap();
     let (r, c) = (mock(36, 0.0, &[]), mock(36, 0.5, &[]));
     let (out, report) = quality(
-        &[
-            "--ref",
-            &r.url,
-            "--cand",
-            &c.url,
-            "--prompts",
-            "16",
-            "--max-tokens",
-            "16",
-            "--top-logprobs",
-            "4",
-            "--seed",
-            "11",
-        ],
+        &pair(&r, &c, "16", "16", &["--top-logprobs", "4"]),
         &dir.path().join("q.json"),
     );
     assert!(out.status.success(), "{}", text(&out));
@@ -234,21 +217,7 @@ fn over_a_top_k_the_kld_is_a_lower_bound() {
 fn without_logprobs_the_behaviour_checks_still_run() {
     let dir = tempfile::tempdir().unwrap();
     let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &["--no-logprobs"]));
-    let (out, report) = quality(
-        &[
-            "--ref",
-            &r.url,
-            "--cand",
-            &c.url,
-            "--prompts",
-            "12",
-            "--max-tokens",
-            "12",
-            "--seed",
-            "11",
-        ],
-        &dir.path().join("q.json"),
-    );
+    let (out, report) = quality(&pair(&r, &c, "12", "12", &[]), &dir.path().join("q.json"));
     assert!(out.status.success(), "{}", text(&out));
     let report = report.unwrap();
     let lm = ToyLm::new(SEED, 16);
@@ -290,21 +259,7 @@ fn a_golden_file_stands_in_for_the_reference() {
     let size = std::fs::metadata(&golden).unwrap().len();
     eprintln!("golden file: {size} bytes for 10 prompts x 12 tokens x top 16");
     let live = dir.path().join("live.json");
-    let (_, live) = quality(
-        &[
-            "--ref",
-            &r.url,
-            "--cand",
-            &c.url,
-            "--prompts",
-            "10",
-            "--max-tokens",
-            "12",
-            "--seed",
-            "11",
-        ],
-        &live,
-    );
+    let (_, live) = quality(&pair(&r, &c, "10", "12", &[]), &live);
     let (out, from_golden) = quality(
         &["--ref", g, "--cand", &c.url, "--seed", "11"],
         &dir.path().join("g.json"),
@@ -408,24 +363,20 @@ fn task_flips_are_the_ones_the_servers_were_told_to_make() {
         mock(16, 0.0, &["--lm-tasks-right", "0.55"]),
     );
     let (out, report) = quality(
-        &[
-            "--ref",
-            &r.url,
-            "--cand",
-            &c.url,
-            "--prompts",
+        &pair(
+            &r,
+            &c,
             "4",
-            "--max-tokens",
             "8",
-            "--tasks",
-            "60",
-            "--concurrency",
-            "1,8",
-            "--seed",
-            "5",
-            "--fail-on",
-            "flips:>10%",
-        ],
+            &[
+                "--tasks",
+                "60",
+                "--concurrency",
+                "1,8",
+                "--fail-on",
+                "flips:>10%",
+            ],
+        ),
         &dir.path().join("q.json"),
     );
     let report = report.unwrap();
@@ -433,11 +384,11 @@ fn task_flips_are_the_ones_the_servers_were_told_to_make() {
     use tokenscope_core::quality::tasks::{mcnemar_p, simulated_right};
     let right = |rate| {
         (0..60)
-            .filter(|&i| simulated_right(SEED, 5, i, rate))
+            .filter(|&i| simulated_right(SEED, SEED, i, rate))
             .count()
     };
     let lost = (0..60)
-        .filter(|&i| simulated_right(SEED, 5, i, 0.9) && !simulated_right(SEED, 5, i, 0.55))
+        .filter(|&i| simulated_right(SEED, SEED, i, 0.9) && !simulated_right(SEED, SEED, i, 0.55))
         .count();
     eprintln!(
         "told: reference {} right, candidate {} right, {lost} flips lost; p = {:.2e}",
