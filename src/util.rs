@@ -82,17 +82,7 @@ pub fn rfc3339_of_ms(ms: f64) -> String {
     let secs = (ms / 1000.0).max(0.0) as u64;
     let days = secs / 86_400;
     let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if mo <= 2 { y + 1 } else { y };
+    let (y, mo, d) = tokenscope_core::parse::civil_from_days(days as i64);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
 }
 

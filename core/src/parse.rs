@@ -330,15 +330,35 @@ pub fn datetime_ms(s: &str) -> Option<f64> {
     {
         return None;
     }
-    // Days from the civil date (Howard Hinnant's algorithm).
+    let days = days_from_civil(y, m, day);
+    Some(((days * 24 + h) * 60 + min) as f64 * 60_000.0 + sec * 1000.0)
+}
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian; Howard
+/// Hinnant's algorithm): month 1-12, day 1-31.
+pub fn days_from_civil(y: i64, m: i64, day: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
     let mp = (m + 9) % 12;
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 24 + h) * 60 + min) as f64 * 60_000.0 + sec * 1000.0)
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date `(year, month 1-12, day 1-31)` of days since 1970-01-01
+/// (the inverse of [`days_from_civil`]).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    (y, mo, d)
 }
 
 /// An RFC 3339 time (`2026-12-03T14:05:00Z`, a fraction of a second and a

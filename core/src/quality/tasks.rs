@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyze::compare::wilson;
+use crate::parse::{civil_from_days, days_from_civil};
 use crate::rng::Rng;
 
 /// What a task asks.
@@ -120,7 +122,7 @@ pub fn task(seed: u64, index: usize) -> Task {
             )
         }
         4 => {
-            let start = days_from_civil(n(2000, 2030) as i64, n(1, 12) as u32, n(1, 28) as u32);
+            let start = days_from_civil(n(2000, 2030) as i64, n(1, 12) as i64, n(1, 28) as i64);
             let k = n(3, 400) as i64;
             (
                 TaskKind::Dates,
@@ -365,28 +367,9 @@ fn number(s: &str) -> Option<String> {
     })
 }
 
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// `YYYY-MM-DD` of days since 1970-01-01.
-fn civil(z: i64) -> String {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+fn civil(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}")
 }
 
@@ -437,7 +420,7 @@ pub struct Accuracy {
     pub invalid: usize,
     /// right / all.
     pub accuracy: f64,
-    /// 95% Wilson interval of the accuracy.
+    /// 95% Wilson interval of the accuracy (`analyze::compare::wilson`).
     pub ci95: [f64; 2],
 }
 
@@ -451,21 +434,15 @@ impl Accuracy {
             wrong: count(Grade::Wrong),
             invalid: count(Grade::Invalid),
             accuracy: if n == 0 { 0.0 } else { right as f64 / n as f64 },
-            ci95: wilson(right, n),
+            // No answer: nothing known ([0, 1]).
+            ci95: if n == 0 {
+                [0.0, 1.0]
+            } else {
+                let (lo, hi) = wilson(right as u64, n as u64);
+                [lo, hi]
+            },
         }
     }
-}
-
-/// The 95% Wilson score interval of `k` successes in `n`.
-pub fn wilson(k: usize, n: usize) -> [f64; 2] {
-    if n == 0 {
-        return [0.0, 1.0];
-    }
-    let (z, n, p) = (1.959_963_984_540_054, n as f64, k as f64 / n as f64);
-    let den = 1.0 + z * z / n;
-    let mid = (p + z * z / (2.0 * n)) / den;
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / den;
-    [(mid - half).max(0.0), (mid + half).min(1.0)]
 }
 
 /// McNemar's exact test of `lost` (right to not right) against `gained`
@@ -625,7 +602,7 @@ mod tests {
         assert_eq!(mcnemar_p(3, 3), 1.0);
         assert_eq!(mcnemar_p(0, 0), 1.0);
         // Wilson 95% of 8/10: 0.4902..0.9433.
-        let [lo, hi] = wilson(8, 10);
+        let (lo, hi) = wilson(8, 10);
         assert!(
             (lo - 0.4902).abs() < 1e-4 && (hi - 0.9433).abs() < 1e-4,
             "{lo} {hi}"
