@@ -155,8 +155,10 @@ async fn the_pages_chat_demo_collects_its_turns_against_the_simulator_log() {
         // over (t0 is whole ms: ±1 ms).
         let lag = received - f(&l["first_token_ms"]);
         lags.push(lag);
+        // Per turn loosely (a busy host holds the page off the CPU for
+        // milliseconds); tightly at the median, below.
         assert!(
-            (-1.5..=5.0).contains(&lag),
+            (-1.5..=50.0).contains(&lag),
             "received {lag} ms after the simulator: {t}"
         );
         let server = f(&l["first_token_ms"]) - f(&l["t_received_ms"]);
@@ -180,6 +182,7 @@ async fn the_pages_chat_demo_collects_its_turns_against_the_simulator_log() {
         "demo: received - simulator's first token, per turn {lags:.2?} ms; chunk gap p50 {itl:.2} ms (simulator {ITL_MS})"
     );
     assert!((itl - ITL_MS).abs() < 3.0, "chunk gap p50 {itl}");
+    assert!((-1.5..=5.0).contains(&median(&lags)), "{lags:?}");
     // The table shows each turn.
     let rows = browser
         .js("return document.querySelectorAll('#rum-demo-turns tbody tr').length;")
@@ -213,13 +216,14 @@ async fn the_pages_chat_demo_measures_a_real_endpoint() {
         .await;
     let target = browser.text_of("rum-demo-target").await;
     assert!(target.contains(&mock.url), "{target}");
-    for _ in 0..3 {
+    const TURNS: usize = 5;
+    for _ in 0..TURNS {
         assert_eq!(send_turn(&browser).await, "done");
     }
-    let doc: Value = serde_json::from_str(&collected(&browser, 3).await).unwrap();
+    let doc: Value = serde_json::from_str(&collected(&browser, TURNS).await).unwrap();
     let turns = doc["turns"].as_array().unwrap();
     let log: Vec<Value> = mock
-        .log_records(3)
+        .log_records(TURNS)
         .into_iter()
         .filter(|r| {
             r["chunk_times_ms"]
@@ -227,22 +231,34 @@ async fn the_pages_chat_demo_measures_a_real_endpoint() {
                 .is_some_and(|c| !c.is_empty())
         })
         .collect();
-    assert_eq!((turns.len(), log.len()), (3, 3), "{turns:?} {log:?}");
+    assert_eq!(
+        (turns.len(), log.len()),
+        (TURNS, TURNS),
+        "{turns:?} {log:?}"
+    );
+    let mut later_gaps = Vec::new();
     for (i, (t, server)) in turns.iter().zip(&log).enumerate() {
         assert_eq!(t["outcome"], "complete", "{t}");
         assert_eq!(t["route"], "/v1/chat/completions", "{t}");
         let server_ttft = f(&server["chunk_times_ms"][0]) - f(&server["t_received_ms"]);
         let gap = f(&t["ms"]["first_chunk"]) - server_ttft;
         eprintln!("demo, real endpoint, turn {i}: received - server TTFT {gap:.2} ms");
-        // The send and the delivery over loopback (the page's bound, 0..6 ms);
-        // the first turn also waits for the CORS preflight (the endpoint is
-        // another origin) and a new connection, as a real user's first turn does.
-        let bound = if i == 0 { 60.0 } else { 6.0 };
-        assert!((0.0..bound).contains(&gap), "{gap} ms: {t} vs {server}");
+        // The send and the delivery over loopback: never negative, and loosely
+        // bounded per turn (a busy 2-core host holds the browser off the CPU for
+        // milliseconds: 6.4 ms was seen on one); the first turn also waits for
+        // the CORS preflight (the endpoint is another origin) and a new
+        // connection, as a real user's first turn does.
+        assert!((0.0..60.0).contains(&gap), "{gap} ms: {t} vs {server}");
+        if i > 0 {
+            later_gaps.push(gap);
+        }
         assert_eq!(
             t["chunks"].as_u64().unwrap(),
             server["chunk_times_ms"].as_array().unwrap().len() as u64
         );
     }
+    // Tightly at the median of the turns on an open connection: the page's own
+    // bound for the same path (tests/browser_e2e.rs, tests/rum.rs).
+    assert!((0.0..=6.0).contains(&median(&later_gaps)), "{later_gaps:?}");
     browser.close().await;
 }
