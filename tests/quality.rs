@@ -429,3 +429,169 @@ fn task_flips_are_the_ones_the_servers_were_told_to_make() {
         text(&out)
     );
 }
+
+/// `bench --quality`: the speed sweep, then the quality checks at its
+/// concurrency levels against ground truth, shown beside TTFT and ITL, kept
+/// beside the report, gated; `compare` and `report` pick the quality report up.
+#[test]
+fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &[]));
+    let (new, base) = (dir.path().join("new.json"), dir.path().join("base.json"));
+    let md = dir.path().join("new.md");
+    let bench = |url: &str, extra: &[&str]| {
+        std::process::Command::new(bin())
+            .args([
+                "bench",
+                "--url",
+                url,
+                "--concurrency",
+                "1,3",
+                "--requests",
+                "6",
+            ])
+            .args(["--rounds", "1", "--max-tokens", "8", "--quiet"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let flags = "--prompts 12 --max-tokens 16 --seed 11 --tasks 6 --task-max-tokens 8";
+    let out = bench(
+        &c.url,
+        &[
+            "--quality",
+            &r.url,
+            "--quality-args",
+            flags,
+            "--fail-on",
+            "kld_mean:>0.01",
+            "--out",
+            new.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
+    );
+    // The gate is crossed: exit 1, every report written.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let q: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("new.quality.json")).unwrap(),
+    )
+    .unwrap();
+    common::assert_schema("quality.schema.json", &q, "quality report");
+    let t = truth(
+        ToyLm::new(SEED, 16),
+        ToyLm::new(SEED, 16).perturbed(0.3, 1),
+        &probe_prompts(SEED, 12),
+        16,
+    );
+    let levels: Vec<u64> = q["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["concurrency"].as_u64().unwrap())
+        .collect();
+    assert_eq!(levels, [1, 3], "the sweep's levels");
+    let speed: Value = serde_json::from_str(&std::fs::read_to_string(&new).unwrap()).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let table = stdout
+        .split("speed and quality per level:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{stdout}"));
+    for (level, l) in q["levels"].as_array().unwrap().iter().zip(["c=1", "c=3"]) {
+        let kld = f(&level["figures"]["distribution"]["kld"]["mean"]);
+        assert!((kld - t.kld_mean).abs() < 1e-9, "{kld} vs {}", t.kld_mean);
+        assert_eq!(f(&level["figures"]["exact_match"]), t.exact_match);
+        // The row: the level's own TTFT p50 beside its KLD.
+        let row = table
+            .lines()
+            .find(|x| x.starts_with(l))
+            .unwrap_or_else(|| panic!("{table}"));
+        let s = speed["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| format!("c={}", s["concurrency"]) == l)
+            .unwrap();
+        let ttft = f(&s["metrics"]["ttft_ms"]["p50"]);
+        assert!(
+            row.contains(&format!("{kld:.5}"))
+                && row.contains(&format!(
+                    "{:.1}",
+                    s["output_tokens_per_s"].as_f64().unwrap()
+                )),
+            "{row} (ttft {ttft})"
+        );
+    }
+    assert!(std::fs::read_to_string(&md).unwrap().contains("## Quality"));
+    // compare: the quality thresholds apply to the compared run.
+    let out = bench(&r.url, &["--out", base.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let compare = |a: &Path, b: &Path, gate: &str| {
+        std::process::Command::new(bin())
+            .arg("compare")
+            .args([a, b])
+            .args(["--fail-on", gate])
+            .output()
+            .unwrap()
+    };
+    let out = compare(&base, &new, "kld_mean:>0.01");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("crossed a quality threshold"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("quality of"), "{}", text(&out));
+    let out = compare(&base, &new, "kld_mean:>0.5,ttft_ms:p95:+1000%");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = compare(&new, &base, "kld_mean:>0.5");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("has no quality report"),
+        "{}",
+        text(&out)
+    );
+    // report: the section and its verdict beside the speed report's.
+    let html = dir.path().join("r.html");
+    let out = common::run(&[
+        "report",
+        "--client",
+        new.to_str().unwrap(),
+        "--out",
+        html.to_str().unwrap(),
+        "--markdown",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("## Quality"), "{}", text(&out));
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("<section id=\"quality\">") && html.ends_with("</body></html>\n"));
+    // Bad input: named, and the speed report still written.
+    let out = bench(
+        &c.url,
+        &["--quality", &r.url, "--quality-args", "--cand http://x/v1"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("--quality-args: --cand"),
+        "{}",
+        text(&out)
+    );
+    let lost = dir.path().join("lost.json");
+    let out = bench(
+        &c.url,
+        &[
+            "--quality",
+            "http://127.0.0.1:1/v1",
+            "--out",
+            lost.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("the speed reports are written"),
+        "{}",
+        text(&out)
+    );
+    assert!(lost.is_file());
+}

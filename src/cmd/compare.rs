@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use tokenscope_core::quality::report::{GATE_METRICS, QualityReport};
 use tokenscope_core::render;
 use tokenscope_core::report::compare::{CompareRun, Threshold, compare, crossings};
 
@@ -21,6 +22,8 @@ use super::runs;
   tokenscope compare before.json after.json --raw before.jsonl after.jsonl
   tokenscope compare base.json new.json --fail-on 'ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%'
   tokenscope compare base.json new.json --json compare.json --markdown compare.md --html compare.html
+  tokenscope compare base.json new.json --fail-on 'ttft_ms:p95:+5%,kld_mean:>0.01,flips:>2%'
+      (new.json from bench --quality URL|golden.json --out new.json: new.quality.json beside it)
 
 A report's raw file is found beside it when --raw is not given: report.json ->
 report.raw.jsonl or report.jsonl. Exit status: 0, 1 when --fail-on is crossed, 2
@@ -49,9 +52,19 @@ pub struct CompareArgs {
     pub strict: bool,
 
     /// Exit 1 when a significant change crosses one of these:
-    /// `METRIC[:PCTL]:±N(%|pp)`, e.g. `ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%`.
+    /// `METRIC[:PCTL]:±N(%|pp)`, e.g. `ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%`;
+    /// and when a compared run's quality report (`bench --quality`) crosses a
+    /// quality threshold in the same list, `METRIC:>N` or `METRIC:<N[%]` over
+    /// kld_mean, kld_p99, same_top_p, exact_match, delta_p_rms, ppl_ratio,
+    /// accuracy, accuracy_drop, flips (e.g. `kld_mean:>0.01,flips:>2%`).
     #[arg(long, value_name = "THRESHOLDS")]
     pub fail_on: Option<String>,
+
+    /// The runs' quality reports (`bench --quality`), in the same order; found
+    /// beside a report as `X.quality.json` when not given. Shown after the
+    /// comparison; quality thresholds in --fail-on apply to the compared runs.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub quality: Vec<PathBuf>,
 
     #[command(flatten)]
     pub output: runs::OutputArgs,
@@ -60,11 +73,32 @@ pub struct CompareArgs {
 /// Run `tokenscope compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let opts = args.stats.options()?;
-    let thresholds = match &args.fail_on {
-        Some(s) => Threshold::parse_list(s).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
-        None => Vec::new(),
-    };
+    // Speed thresholds and quality thresholds share the list.
+    let (quality_list, speed_list): (Vec<&str>, Vec<&str>) = args
+        .fail_on
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .partition(|p| {
+            // A quality metric, or a quality gate's form (`:>N`, `:<N`).
+            let (metric, rest) = p.trim().split_once(':').unwrap_or((p.trim(), ""));
+            GATE_METRICS.contains(&metric) || rest.starts_with(['>', '<'])
+        });
+    let thresholds = Threshold::parse_list(&speed_list.join(","))
+        .map_err(|e| anyhow::anyhow!("--fail-on {e}"))?;
+    let gates = super::quality::parse_gates(Some(&quality_list.join(",")), "--fail-on")?;
     let loaded = runs::load(&args.reports, &args.raw, &args.kernels)?;
+    let qualities = quality_reports(&args)?;
+    if !gates.is_empty()
+        && let Some(i) = (1..args.reports.len()).find(|&i| qualities[i].is_none())
+    {
+        anyhow::bail!(
+            "--fail-on {}: {} has no quality report (bench --quality REF --out X.json writes X.quality.json beside it; or give --quality)",
+            gates[0].metric,
+            args.reports[i].display()
+        );
+    }
     let names: Vec<String> = args
         .reports
         .iter()
@@ -94,15 +128,64 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             fields.join(", ")
         );
     }
+    let with_quality: Vec<(&String, &QualityReport)> = names
+        .iter()
+        .zip(&qualities)
+        .filter_map(|(n, q)| Some((n, q.as_ref()?)))
+        .collect();
     args.output.emit(
-        || render::compare::text(&c),
+        || {
+            let mut t = render::compare::text(&c);
+            for (name, q) in &with_quality {
+                let (h, rows) = render::quality::rows(q);
+                t.push_str(&format!(
+                    "\nquality of {name} (against {}):\n{}",
+                    q.reference.source,
+                    render::table::text_table(&h, &rows)
+                ));
+            }
+            t
+        },
         || Ok(serde_json::to_string_pretty(&c)?),
-        || render::compare::markdown(&c),
-        || render::compare::html(&c, &runs),
+        || {
+            let mut md = render::compare::markdown(&c);
+            for (name, q) in &with_quality {
+                md.push_str(&format!("\n### {name}\n\n"));
+                md.push_str(&render::quality::markdown(q));
+            }
+            md
+        },
+        || {
+            let mut html = render::compare::html(&c, &runs);
+            let at = html.rfind("</body>").unwrap_or(html.len());
+            let sections: String = with_quality
+                .iter()
+                .map(|(_, q)| render::quality::html(q))
+                .collect();
+            html.insert_str(at, &sections);
+            html
+        },
     )?;
+    // The quality gates on each compared run (its own exit status: 2 when a
+    // figure cannot be checked, 1 when crossed).
+    let mut quality_status = ExitCode::SUCCESS;
+    for (i, q) in qualities.iter().enumerate().skip(1) {
+        if let Some(q) = q
+            && !gates.is_empty()
+        {
+            let status = super::quality::judge(q, &gates);
+            if status == ExitCode::from(2) {
+                return Ok(status);
+            }
+            if status != ExitCode::SUCCESS {
+                eprintln!("fail-on: {} crossed a quality threshold", names[i]);
+                quality_status = status;
+            }
+        }
+    }
     let crossed = crossings(&c, &thresholds);
     if crossed.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+        return Ok(quality_status);
     }
     for (run, level, cell) in &crossed {
         eprintln!(
@@ -114,4 +197,32 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::from(1))
+}
+
+/// Each run's quality report: `--quality` in order, else `X.quality.json`
+/// beside it (none: `None`).
+fn quality_reports(args: &CompareArgs) -> anyhow::Result<Vec<Option<QualityReport>>> {
+    anyhow::ensure!(
+        args.quality.is_empty() || args.quality.len() == args.reports.len(),
+        "--quality: {} files for {} reports (give one per report, in the same order, or none)",
+        args.quality.len(),
+        args.reports.len()
+    );
+    args.reports
+        .iter()
+        .enumerate()
+        .map(|(i, report)| {
+            let path = match args.quality.get(i) {
+                Some(p) => p.clone(),
+                None => {
+                    let p = super::bench::quality_path(report);
+                    if !p.is_file() {
+                        return Ok(None);
+                    }
+                    p
+                }
+            };
+            super::quality::read_report(&path, "--quality").map(Some)
+        })
+        .collect()
 }

@@ -110,6 +110,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         out: Some(html.clone()),
         markdown: Some(args.dir.join("report.md")),
         client_out: None,
+        quality: None,
     };
     println!();
     crate::cmd::report::run(report)?;

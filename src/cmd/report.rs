@@ -8,6 +8,8 @@ use anyhow::Context as _;
 use clap::Args;
 use tokenscope_core::analyze::floor::{ModelShape, Quant};
 use tokenscope_core::analyze::verdict;
+use tokenscope_core::quality::report::QualityReport;
+use tokenscope_core::render;
 use tokenscope_core::render::combined;
 use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::combined::{ModelChoice, ReportInput};
@@ -74,6 +76,12 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
+    /// A quality report (tokenscope.quality/1) from `tokenscope quality --json`
+    /// or `bench --quality` (found beside a `--client X.json` as
+    /// `X.quality.json` when not given): its figures and verdict join the report.
+    #[arg(long, value_name = "FILE")]
+    pub quality: Option<PathBuf>,
+
     /// Write the client report rebuilt from the one --raw file here
     /// (tokenscope.client/1: the same levels, sweep and warnings as the run's).
     #[arg(long, value_name = "FILE")]
@@ -87,8 +95,14 @@ fn read(path: &Path, what: &str) -> anyhow::Result<String> {
 
 /// Load and validate every input.
 pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
-    if args.client.is_empty() && args.raw.is_empty() && args.kernels.is_none() {
-        anyhow::bail!("nothing to report: give --client FILE, --raw FILE and/or --kernels FILE");
+    if args.client.is_empty()
+        && args.raw.is_empty()
+        && args.kernels.is_none()
+        && args.quality.is_none()
+    {
+        anyhow::bail!(
+            "nothing to report: give --client FILE, --raw FILE, --kernels FILE and/or --quality FILE"
+        );
     }
     let mut clients = Vec::new();
     for p in &args.client {
@@ -169,9 +183,36 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
     })
 }
 
+/// The quality report: `--quality`, else one kept beside a client report.
+fn quality(args: &ReportArgs) -> anyhow::Result<Option<QualityReport>> {
+    let path = match &args.quality {
+        Some(p) => p.clone(),
+        None => match args
+            .client
+            .iter()
+            .map(|c| crate::cmd::bench::quality_path(c))
+            .find(|p| p.is_file())
+        {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+    };
+    crate::cmd::quality::read_report(&path, "--quality").map(Some)
+}
+
 /// Run the subcommand.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let input = inputs(&args)?;
+    let quality = quality(&args)?;
+    let analysis = verdict::analyze(&input);
+    let markdown = || {
+        let mut md = combined::markdown(&input, &analysis);
+        if let Some(q) = &quality {
+            md.push('\n');
+            md.push_str(&render::quality::markdown(q));
+        }
+        md
+    };
     let mut wrote = false;
     if let Some(p) = &args.client_out {
         let [_] = args.raw.as_slice() else {
@@ -186,27 +227,34 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {}", p.display());
         wrote = true;
     }
-    let analysis = verdict::analyze(&input);
     if let Some(p) = &args.out {
-        std::fs::write(p, combined::html(&input, &analysis))
-            .with_context(|| format!("--out {}: cannot write", p.display()))?;
+        let mut html = combined::html(&input, &analysis);
+        if let Some(q) = &quality {
+            // The quality section before the document's end.
+            let at = html.rfind("</body>").unwrap_or(html.len());
+            html.insert_str(at, &render::quality::html(q));
+        }
+        std::fs::write(p, html).with_context(|| format!("--out {}: cannot write", p.display()))?;
         eprintln!("wrote {}", p.display());
         wrote = true;
     }
     match &args.markdown {
-        Some(p) if p.as_os_str() == "-" => print!("{}", combined::markdown(&input, &analysis)),
+        Some(p) if p.as_os_str() == "-" => print!("{}", markdown()),
         Some(p) => {
-            std::fs::write(p, combined::markdown(&input, &analysis))
+            std::fs::write(p, markdown())
                 .with_context(|| format!("--markdown {}: cannot write", p.display()))?;
             eprintln!("wrote {}", p.display());
             wrote = true;
         }
-        None if !wrote => print!("{}", combined::markdown(&input, &analysis)),
+        None if !wrote => print!("{}", markdown()),
         None => {}
     }
     // The verdict on the terminal either way.
     if wrote {
         for v in &analysis.verdict {
+            println!("{v}");
+        }
+        for v in quality.iter().flat_map(|q| &q.verdict) {
             println!("{v}");
         }
     }

@@ -22,8 +22,18 @@ pub fn raw_names(report: &str) -> [String; 2] {
 /// The name a report's kernels report goes by beside it: `X.json` ->
 /// `X.kernels.json`.
 pub fn kernels_name(report: &str) -> String {
+    companion_name(report, "kernels")
+}
+
+/// The name a report's quality report goes by beside it: `X.json` ->
+/// `X.quality.json` (`bench --quality --out X.json` writes it).
+pub fn quality_name(report: &str) -> String {
+    companion_name(report, "quality")
+}
+
+fn companion_name(report: &str, kind: &str) -> String {
     format!(
-        "{}.kernels.json",
+        "{}.{kind}.json",
         report.strip_suffix(".json").unwrap_or(report)
     )
 }

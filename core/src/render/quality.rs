@@ -1,7 +1,12 @@
-//! The quality report (`tokenscope quality`) as terminal text.
+//! The quality report (`tokenscope quality`) as terminal text, Markdown and
+//! HTML, and beside a bench's speed figures per level.
 
+use super::fmt::{escape_html, fmt_ms};
+use super::table;
+use crate::model::level::LevelReport;
 use crate::quality::measure::PairFigures;
 use crate::quality::report::QualityReport;
+use crate::quality::tasks::TaskFigures;
 
 /// The report as text: the reference against itself, each level's figures
 /// and tasks, the checks not run, the verdict.
@@ -75,4 +80,166 @@ pub fn text(r: &QualityReport) -> String {
         s.push_str(&format!("{v}\n"));
     }
     s
+}
+
+/// The figures per row (the reference against itself, then each level), as
+/// the Markdown and HTML tables show them.
+pub fn rows(r: &QualityReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let headers: Vec<String> = [
+        "",
+        "exact match",
+        "first diverge (median token)",
+        "KLD mean [95% CI]",
+        "KLD p99",
+        "same top p",
+        "Δp RMS",
+        "PPL ratio",
+        "task accuracy (reference)",
+        "flips lost / gained",
+        "McNemar p",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let figures = |name: String, f: &PairFigures, tasks: Option<&TaskFigures>| {
+        let d = f.distribution.as_ref();
+        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+        vec![
+            name,
+            format!("{:.1}%", f.exact_match * 100.0),
+            or_dash(f.divergence.as_ref().map(|d| format!("{}", d.median))),
+            or_dash(d.map(|d| {
+                format!(
+                    "{:.5} [{:.5}, {:.5}]{}",
+                    d.kld.mean,
+                    d.kld.ci95[0],
+                    d.kld.ci95[1],
+                    if d.kld.exact { "" } else { " (lower bound)" }
+                )
+            })),
+            or_dash(d.map(|d| format!("{:.5}", d.kld.spread.p99))),
+            or_dash(d.map(|d| format!("{:.1}%", d.same_top_p * 100.0))),
+            or_dash(
+                d.and_then(|d| d.delta_p.as_ref())
+                    .map(|p| format!("{:.4}", p.rms)),
+            ),
+            or_dash(d.and_then(|d| d.ppl_ratio).map(|p| format!("{p:.4}"))),
+            or_dash(tasks.map(|t| {
+                format!(
+                    "{:.1}% ({:.1}%)",
+                    t.candidate_flexible.accuracy * 100.0,
+                    t.reference_flexible.accuracy * 100.0
+                )
+            })),
+            or_dash(tasks.map(|t| format!("{} / {} of {}", t.flips_lost, t.flips_gained, t.tasks))),
+            or_dash(tasks.map(|t| format!("{:.3}", t.mcnemar_p))),
+        ]
+    };
+    let mut rows = Vec::new();
+    if let Some(f) = &r.self_check {
+        rows.push(figures("reference x2".to_owned(), f, None));
+    }
+    for l in &r.levels {
+        rows.push(figures(
+            format!("candidate c={}", l.concurrency),
+            &l.figures,
+            l.tasks.as_ref(),
+        ));
+    }
+    (headers, rows)
+}
+
+/// The report as a Markdown section (`## Quality`).
+pub fn markdown(r: &QualityReport) -> String {
+    let (headers, rows) = rows(r);
+    let mut s = format!(
+        "## Quality\n\n{} ({}) against the reference {} ({}): {} prompts x {} tokens, top {} log-probabilities.\n\n",
+        r.candidate.source,
+        r.candidate.capabilities.model,
+        r.reference.source,
+        r.reference.capabilities.model,
+        r.prompts,
+        r.max_tokens,
+        r.top_logprobs
+    );
+    s.push_str(&table::markdown_table(&headers, &rows));
+    s.push('\n');
+    for n in &r.not_run {
+        s.push_str(&format!("- Not run: {n}\n"));
+    }
+    for v in &r.verdict {
+        s.push_str(&format!("- {v}\n"));
+    }
+    s
+}
+
+/// The report as an HTML section (every text escaped).
+pub fn html(r: &QualityReport) -> String {
+    let (headers, rows) = rows(r);
+    let mut s = format!(
+        "<section id=\"quality\"><h2>Quality</h2><p>{} ({}) against the reference {} ({}): {} prompts x {} tokens, top {} log-probabilities.</p>",
+        escape_html(&r.candidate.source),
+        escape_html(&r.candidate.capabilities.model),
+        escape_html(&r.reference.source),
+        escape_html(&r.reference.capabilities.model),
+        r.prompts,
+        r.max_tokens,
+        r.top_logprobs
+    );
+    s.push_str(&table::html_table(&headers, &rows));
+    s.push_str("<ul>");
+    for n in &r.not_run {
+        s.push_str(&format!("<li>Not run: {}</li>", escape_html(n)));
+    }
+    for v in &r.verdict {
+        s.push_str(&format!("<li>{}</li>", escape_html(v)));
+    }
+    s.push_str("</ul></section>");
+    s
+}
+
+/// Speed and quality per level: each bench level (labelled, e.g. `c=16`)
+/// beside the candidate's answers at the same concurrency (`-` where none
+/// was checked).
+pub fn beside_speed(
+    levels: &[(String, &LevelReport)],
+    r: &QualityReport,
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let headers: Vec<String> = [
+        "level",
+        "TTFT p50 ms",
+        "ITL p50 ms",
+        "out tok/s",
+        "exact match",
+        "KLD mean",
+        "same top p",
+        "task accuracy",
+        "flips",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let rows = levels
+        .iter()
+        .map(|(label, l)| {
+            let q = l
+                .concurrency
+                .and_then(|c| r.levels.iter().find(|q| q.concurrency == c));
+            let d = q.and_then(|q| q.figures.distribution.as_ref());
+            let t = q.and_then(|q| q.tasks.as_ref()).filter(|t| t.tasks > 0);
+            let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+            vec![
+                label.clone(),
+                fmt_ms(l.metrics.ttft_ms.p50),
+                fmt_ms(l.metrics.itl_ms.p50),
+                format!("{:.1}", l.output_tokens_per_s),
+                or_dash(q.map(|q| format!("{:.1}%", q.figures.exact_match * 100.0))),
+                or_dash(d.map(|d| {
+                    format!("{:.5}{}", d.kld.mean, if d.kld.exact { "" } else { " (≥)" })
+                })),
+                or_dash(d.map(|d| format!("{:.1}%", d.same_top_p * 100.0))),
+                or_dash(t.map(|t| format!("{:.1}%", t.candidate_flexible.accuracy * 100.0))),
+                or_dash(t.map(|t| format!("{} of {}", t.flips_lost + t.flips_gained, t.tasks))),
+            ]
+        })
+        .collect();
+    (headers, rows)
 }

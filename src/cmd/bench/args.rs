@@ -22,6 +22,8 @@ pub enum ApiArg {
       --input-tokens 512 --max-tokens 128 --ignore-eos --slo ttft_ms:p95<=500,tpot_ms:p95<=50 \\
       --out report.json --raw requests.jsonl
   tokenscope bench --url https://api.example.com/v1 --model m --rate 1,2,4 --duration 60s
+  tokenscope bench --url http://new:8000/v1 --concurrency 1,16 --quality http://old:8000/v1 \\
+      --fail-on 'kld_mean:>0.01,flips:>2%' --out new.json
 
 The API key comes from --api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY, and is never printed.")]
 pub struct BenchArgs {
@@ -261,6 +263,32 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Check the answers too: after the sweep, the checks of `tokenscope
+    /// quality` against this reference (a base URL, or a golden file from
+    /// `tokenscope quality --save-golden`) at each of the sweep's concurrency
+    /// levels, shown beside TTFT and ITL; with --out, written as
+    /// `X.quality.json` beside `X.json` (docs/quality.md).
+    #[arg(long, value_name = "URL|FILE")]
+    pub quality: Option<String>,
+
+    /// The quality checks' own settings, as `tokenscope quality` takes them
+    /// (e.g. `--prompts 16 --tasks 0 --model ref-model`).
+    #[arg(
+        long,
+        value_name = "FLAGS",
+        requires = "quality",
+        allow_hyphen_values = true
+    )]
+    pub quality_args: Option<String>,
+
+    /// Exit 1 when a level's quality crosses one of these: `METRIC:>N` or
+    /// `METRIC:<N[%]` over kld_mean, kld_p99, same_top_p, exact_match,
+    /// delta_p_rms, ppl_ratio, accuracy, accuracy_drop, flips (e.g.
+    /// `kld_mean:>0.01,flips:>2%`). Speed thresholds need a base run:
+    /// `tokenscope compare --fail-on`.
+    #[arg(long, value_name = "THRESHOLDS", requires = "quality")]
+    pub fail_on: Option<String>,
 
     /// Run the K-th (0-based) of N equal parts of this plan, for N load
     /// generators together: each level's concurrency or rate, the request

@@ -388,6 +388,26 @@ impl BenchArgs {
             }
             None => cfg,
         };
+        let quality = match &self.quality {
+            Some(reference) => {
+                if self.shard.is_some() {
+                    anyhow::bail!(
+                        "--quality: with --shard each machine would check the answers again; run the quality checks from one (tokenscope quality)"
+                    );
+                }
+                let args = crate::cmd::quality::args_for_bench(
+                    reference,
+                    &self.url,
+                    self.quality_args.as_deref().unwrap_or(""),
+                )?;
+                Some(super::plan::QualityPlan {
+                    args,
+                    gates: crate::cmd::quality::parse_gates(self.fail_on.as_deref(), "--fail-on")?,
+                    json: self.out.as_deref().map(|p| super::plan::quality_path(p)),
+                })
+            }
+            None => None,
+        };
         let outputs = Outputs {
             out: self.out,
             csv: self.csv,
@@ -399,6 +419,7 @@ impl BenchArgs {
                 tiers,
                 synthetic: self.prompts.is_none(),
                 pick_by_length,
+                quality,
             },
             outputs,
         ))

@@ -17,6 +17,8 @@ use tokenscope_core::workload::tokens::Tier;
 use crate::engine::{self, InputLength};
 
 pub use args::BenchArgs;
+pub use plan::quality_path;
+use plan::{Outputs, QualityPlan};
 
 /// Run the subcommand: the sweep at each tier in turn, each tier's report
 /// written as soon as it ends.
@@ -75,11 +77,96 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if tiered {
         print!("{}", tier_summary(&done));
     }
-    Ok(if done.iter().any(|(_, r)| r.interrupted) {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if done.iter().any(|(_, r)| r.interrupted) {
+        return Ok(ExitCode::from(130));
+    }
+    match &plan.quality {
+        Some(q) => {
+            let key = plan.cfg.api_key.as_ref().map(|k| k.expose());
+            rt.block_on(quality(q, &done, &pre.model, key, &outputs, tiered))
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `--quality`: the checks of `tokenscope quality` at the sweep's concurrency
+/// levels (1 alone for an open-loop sweep), the report written beside the
+/// speed reports, and each level's speed beside its answers. The speed
+/// reports are already written: a failure here loses none of them.
+async fn quality(
+    q: &QualityPlan,
+    done: &[(Tier, ClientReport)],
+    model: &str,
+    key: Option<&str>,
+    outputs: &Outputs,
+    tiered: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut levels: Vec<u32> = done
+        .iter()
+        .flat_map(|(_, r)| r.levels.iter().filter_map(|l| l.concurrency))
+        .collect();
+    levels.sort_unstable();
+    levels.dedup();
+    if levels.is_empty() {
+        eprintln!(
+            "quality: an open-loop sweep has no concurrency levels; checked at concurrency 1"
+        );
+        levels.push(1);
+    }
+    let mut args = q.args.clone();
+    args.api_key = key.map(str::to_owned);
+    if args.cand_model.is_none() {
+        args.cand_model = Some(model.to_owned());
+    }
+    println!();
+    let report = crate::cmd::quality::measure_checked(&args, &levels)
+        .await
+        .map_err(|e| {
+            e.context("--quality: the speed reports are written; the quality checks failed")
+        })?
+        .expect("a candidate is always given");
+    if let Some(p) = &q.json {
+        crate::cmd::quality::write_json(&report, p, "--out")?;
+        println!("wrote {}", p.display());
+    }
+    print!("{}", render::quality::text(&report));
+    let labelled: Vec<(String, &tokenscope_core::model::LevelReport)> = done
+        .iter()
+        .flat_map(|(t, r)| {
+            r.levels.iter().map(move |l| {
+                let load = l.label();
+                (
+                    if tiered {
+                        format!("{} {load}", t.label())
+                    } else {
+                        load
+                    },
+                    l,
+                )
+            })
+        })
+        .collect();
+    let (headers, rows) = render::quality::beside_speed(&labelled, &report);
+    println!(
+        "\nspeed and quality per level:\n{}",
+        render::table::text_table(&headers, &rows)
+    );
+    // The Markdown reports gain the section.
+    for (t, _) in done {
+        let out = if tiered {
+            outputs.for_tier(t)
+        } else {
+            outputs.clone()
+        };
+        if let Some(p) = &out.markdown {
+            let mut text = std::fs::read_to_string(p).unwrap_or_default();
+            text.push('\n');
+            text.push_str(&render::quality::markdown(&report));
+            std::fs::write(p, text)
+                .map_err(|e| anyhow::anyhow!("--markdown {}: cannot write ({e})", p.display()))?;
+        }
+    }
+    Ok(crate::cmd::quality::judge(&report, &q.gates))
 }
 
 /// The tiers side by side ([`tiers::tier_rows`]).

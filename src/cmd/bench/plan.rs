@@ -21,6 +21,30 @@ pub struct Plan {
     pub(super) synthetic: bool,
     /// A prompts file whose prompts each tier picks by length.
     pub(super) pick_by_length: bool,
+    /// The quality checks after the sweep (`--quality`).
+    pub quality: Option<QualityPlan>,
+}
+
+/// The quality checks after the sweep: `tokenscope quality`'s settings with the
+/// bench's endpoint as the candidate (its model and key filled in at run time).
+pub struct QualityPlan {
+    /// The settings (`--ref` is `--quality`, `--cand` the bench's URL).
+    pub args: crate::cmd::quality::QualityArgs,
+    /// `--fail-on`.
+    pub gates: Vec<tokenscope_core::quality::report::Gate>,
+    /// Where the report goes: `X.quality.json` beside `--out X.json`.
+    pub json: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for QualityPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // (Never the key.)
+        f.debug_struct("QualityPlan")
+            .field("reference", &self.args.reference)
+            .field("gates", &self.gates)
+            .field("json", &self.json)
+            .finish()
+    }
 }
 
 impl Plan {
@@ -41,6 +65,15 @@ impl Plan {
         }
         cfg
     }
+}
+
+/// `report.json` -> `report.quality.json` (`page::compare::quality_name`).
+pub fn quality_path(report: &Path) -> PathBuf {
+    let name = report
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    report.with_file_name(tokenscope_core::page::compare::quality_name(&name))
 }
 
 /// `report.json` -> `report.in256-out128.json`.

@@ -1,0 +1,253 @@
+//! The measurement: the reference (a server asked twice, or a golden file),
+//! then the candidate at each concurrency, into one [`QualityReport`].
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use tokenscope_core::quality::golden::{GOLDEN_SCHEMA, Golden};
+use tokenscope_core::quality::measure::PairFigures;
+use tokenscope_core::quality::report::{Capabilities, QualityLevel, QualityReport, SCHEMA, Side};
+use tokenscope_core::quality::sample::{Sample, probe_prompts};
+use tokenscope_core::quality::tasks::{Task, builtin, compare_tasks, import_jsonl};
+
+use super::QualityArgs;
+use super::server::{Ask, Server, answers, paired, probe, task_outputs};
+
+/// Measure; `None` when there was only a golden file to save.
+pub(super) async fn measure(
+    args: &QualityArgs,
+    levels: &[u32],
+) -> anyhow::Result<Option<QualityReport>> {
+    let key = args.api_key.as_deref();
+    let golden = golden_at(&args.reference)?;
+    if golden.is_some() && args.save_golden.is_some() {
+        anyhow::bail!(
+            "--save-golden: the reference is already a golden file ({})",
+            args.reference
+        );
+    }
+    let prompts = match &golden {
+        Some(g) => g.prompts.clone(),
+        None => probe_prompts(args.seed, args.prompts),
+    };
+    let (max_tokens, top_k) = match &golden {
+        Some(g) => (g.max_tokens, g.top_logprobs),
+        None => (args.max_tokens, args.top_logprobs),
+    };
+    let mut not_run = Vec::new();
+    let tasks: Vec<Task> = match (&golden, &args.tasks_file) {
+        (Some(g), _) => g.tasks.clone(),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--tasks-file {}: cannot read", path.display()))?;
+            import_jsonl(&text)
+                .map_err(|e| anyhow::anyhow!("--tasks-file {}: {e}", path.display()))?
+        }
+        (None, None) => builtin(args.seed, args.tasks),
+    };
+    let task_max_tokens = golden
+        .as_ref()
+        .map_or(args.task_max_tokens, |g| g.task_max_tokens);
+    if tasks.is_empty() {
+        not_run.push("tasks: none asked".to_owned());
+    }
+    // The reference: a golden file, or a server asked twice (the noise floor).
+    let (reference_side, reference, self_check, reference_tasks) = match golden {
+        Some(g) => {
+            let caps = Capabilities {
+                chat: true,
+                top_logprobs: g.samples.iter().all(Sample::has_top_logprobs),
+                model: g.model.clone(),
+            };
+            if g.self_check.is_none() {
+                not_run.push(
+                    "self-consistency: the golden file kept no self-check (the candidate is judged against perfect agreement)"
+                        .to_owned(),
+                );
+            }
+            let side = Side {
+                source: args.reference.clone(),
+                capabilities: caps,
+            };
+            let outputs: Vec<Option<String>> = g.task_outputs.into_iter().map(Some).collect();
+            (
+                side,
+                g.samples.into_iter().map(Some).collect::<Vec<_>>(),
+                g.self_check,
+                outputs,
+            )
+        }
+        None => {
+            let server = Server::new(&args.reference, key, args.timeout)?;
+            let model = match &args.model {
+                Some(m) => m.clone(),
+                None => server.first_model().await?,
+            };
+            let caps = probe(&server, &model, top_k).await;
+            if !caps.chat {
+                anyhow::bail!("{}: no chat completion could be read from it", server.shown);
+            }
+            let ask = Ask {
+                model,
+                max_tokens,
+                top: caps.top_logprobs.then_some(top_k),
+            };
+            eprintln!("quality: the reference, {} prompts, twice", prompts.len());
+            let first = answers(&server, &ask, &prompts, 1).await;
+            let second = answers(&server, &ask, &prompts, 1).await;
+            let self_check = paired(&first, &second, args.seed);
+            let task_ask = Ask {
+                model: ask.model.clone(),
+                max_tokens: task_max_tokens,
+                top: None,
+            };
+            let outputs = task_outputs(&server, &task_ask, &tasks, 1).await;
+            if let Some(path) = &args.save_golden {
+                let kept = Kept {
+                    self_check: &self_check,
+                    samples: &first,
+                    tasks: &tasks,
+                    task_outputs: &outputs,
+                    task_max_tokens,
+                };
+                save_golden(path, &server, &ask, top_k, &caps, &prompts, &kept)?;
+            }
+            let side = Side {
+                source: server.shown.clone(),
+                capabilities: caps,
+            };
+            (side, first, Some(self_check), outputs)
+        }
+    };
+    let Some(cand_url) = &args.candidate else {
+        if args.save_golden.is_none() {
+            anyhow::bail!("nothing to compare: give --cand URL (or --save-golden FILE)");
+        }
+        return Ok(None);
+    };
+    let server = Server::new(cand_url, key, args.timeout)?;
+    let model = match args.cand_model.as_ref().or(args.model.as_ref()) {
+        Some(m) => m.clone(),
+        None => server.first_model().await?,
+    };
+    let caps = probe(&server, &model, top_k).await;
+    if !caps.chat {
+        anyhow::bail!("{}: no chat completion could be read from it", server.shown);
+    }
+    let both_top = caps.top_logprobs && reference_side.capabilities.top_logprobs;
+    if !both_top {
+        let who = if caps.top_logprobs {
+            "the reference"
+        } else {
+            "the candidate"
+        };
+        not_run.push(format!(
+            "distribution (KLD, same top p, Δp, perplexity ratio): {who} gave no top-k log-probabilities"
+        ));
+    }
+    let ask = Ask {
+        model,
+        max_tokens,
+        top: caps.top_logprobs.then_some(top_k),
+    };
+    let mut out = Vec::new();
+    for &c in levels {
+        eprintln!(
+            "quality: the candidate, {} prompts, concurrency {c}",
+            prompts.len()
+        );
+        let cand = answers(&server, &ask, &prompts, c).await;
+        let task_ask = Ask {
+            model: ask.model.clone(),
+            max_tokens: task_max_tokens,
+            top: None,
+        };
+        let cand_tasks = task_outputs(&server, &task_ask, &tasks, c).await;
+        out.push(QualityLevel {
+            concurrency: c,
+            figures: paired(&reference, &cand, args.seed),
+            tasks: (!tasks.is_empty())
+                .then(|| compare_tasks(&tasks, &reference_tasks, &cand_tasks)),
+        });
+    }
+    let mut report = QualityReport {
+        schema: SCHEMA.to_owned(),
+        tool_version: tokenscope_core::VERSION.to_owned(),
+        reference: reference_side,
+        candidate: Side {
+            source: server.shown.clone(),
+            capabilities: caps,
+        },
+        prompts: prompts.len(),
+        max_tokens,
+        top_logprobs: top_k,
+        self_check,
+        levels: out,
+        not_run,
+        verdict: Vec::new(),
+    };
+    report.write_verdict();
+    Ok(Some(report))
+}
+
+/// The reference as a golden file, when `s` names one.
+fn golden_at(s: &str) -> anyhow::Result<Option<Golden>> {
+    if s.contains("://") {
+        return Ok(None);
+    }
+    if !Path::new(s).is_file() {
+        anyhow::bail!("--ref {s}: neither an http(s) URL nor a golden file");
+    }
+    let text = std::fs::read_to_string(s).with_context(|| format!("--ref {s}: cannot read"))?;
+    Golden::parse(&text)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("--ref {s}: {e}"))
+}
+
+/// What a golden file keeps of the reference's answers.
+struct Kept<'a> {
+    self_check: &'a PairFigures,
+    samples: &'a [Option<Sample>],
+    tasks: &'a [Task],
+    task_outputs: &'a [Option<String>],
+    task_max_tokens: u32,
+}
+
+fn save_golden(
+    path: &Path,
+    server: &Server,
+    ask: &Ask,
+    top_k: u32,
+    caps: &Capabilities,
+    prompts: &[String],
+    kept: &Kept<'_>,
+) -> anyhow::Result<()> {
+    let missing = kept.samples.iter().filter(|s| s.is_none()).count()
+        + kept.task_outputs.iter().filter(|s| s.is_none()).count();
+    if missing > 0 {
+        anyhow::bail!(
+            "--save-golden: {missing} of the reference's {} answers failed; a golden file needs them all",
+            kept.samples.len() + kept.task_outputs.len()
+        );
+    }
+    let g = Golden {
+        schema: GOLDEN_SCHEMA.to_owned(),
+        model: caps.model.clone(),
+        source: server.shown.clone(),
+        max_tokens: ask.max_tokens,
+        top_logprobs: if caps.top_logprobs { top_k } else { 0 },
+        prompts: prompts.to_vec(),
+        samples: kept.samples.iter().flatten().cloned().collect(),
+        tasks: kept.tasks.to_vec(),
+        task_outputs: kept.task_outputs.iter().flatten().cloned().collect(),
+        task_max_tokens: kept.task_max_tokens,
+        self_check: Some(kept.self_check.clone()),
+    };
+    std::fs::write(path, serde_json::to_string(&g)?)
+        .with_context(|| format!("--save-golden {}: cannot write", path.display()))?;
+    eprintln!(
+        "quality: the reference's answers kept in {}",
+        path.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! `tokenscope quality`: is the candidate server still the same model as the
+//! reference? The same seeded prompts to both at temperature 0 with top-k
+//! log-probabilities; behaviour and distribution compared token by token
+//! (`core::quality`), at each concurrency; the reference against itself as the
+//! noise floor; a golden file to keep a reference; a CI gate.
+
+mod measure;
+mod server;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use tokenscope_core::parse::parse_u32_list;
+use tokenscope_core::quality::report::{Gate, QualityReport};
+
+/// Compare a candidate server with a reference, token by token, over the chat
+/// API: greedy exact match and where answers diverge (any server), and where
+/// both give top-k log-probabilities, llama.cpp's distribution figures (KLD,
+/// same top p, Δp, perplexity ratio; exact or a lower bound). docs/quality.md.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "EXAMPLES:
+  tokenscope quality --ref http://old:8000/v1 --cand http://new:8000/v1
+  tokenscope quality --ref http://old:8000/v1 --save-golden golden.json
+  tokenscope quality --ref golden.json --cand http://new:8000/v1 --concurrency 1,16 --fail-on 'kld_mean:>0.01,exact_match:<90%'
+
+Exit status: 0; 1 when --fail-on is crossed; 2 on an error, or when the two
+servers do not share tokens (another tokenizer or model: nothing to compare).
+The report is written before either.")]
+pub struct QualityArgs {
+    /// The reference: a base URL (`http://host:port/v1`) or a golden file.
+    #[arg(long = "ref", value_name = "URL|FILE")]
+    pub reference: String,
+
+    /// The candidate's base URL (none: only --save-golden the reference).
+    #[arg(long = "cand", value_name = "URL")]
+    pub candidate: Option<String>,
+
+    /// Model (default: the first each server's /models lists).
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// The candidate's model, when its name differs.
+    #[arg(long)]
+    pub cand_model: Option<String>,
+
+    /// Prompts (seeded, built in).
+    #[arg(long, default_value_t = 32)]
+    pub prompts: usize,
+
+    /// Tokens per answer.
+    #[arg(long, default_value_t = 64)]
+    pub max_tokens: u32,
+
+    /// Alternatives asked per token (OpenAI allows up to 20).
+    #[arg(long, default_value_t = 20)]
+    pub top_logprobs: u32,
+
+    /// The candidate's concurrency levels: the same prompts at each (1 is
+    /// the unloaded answer; higher levels show batching's effect).
+    #[arg(long, default_value = "1")]
+    pub concurrency: String,
+
+    /// Built-in tasks with one right answer each (arithmetic, counting,
+    /// sorting, reversal, dates, JSON), graded exactly: accuracy, flips, McNemar.
+    /// 0: none.
+    #[arg(long, default_value_t = 24)]
+    pub tasks: usize,
+
+    /// Tasks from a GSM8K- or MMLU-style JSONL file instead of the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub tasks_file: Option<PathBuf>,
+
+    /// Tokens per task answer (room to work it out).
+    #[arg(long, default_value_t = 256)]
+    pub task_max_tokens: u32,
+
+    /// Seed of the prompts and the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Per-request timeout, seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+
+    /// Keep the reference's answers (its top-k per token) in this file, for
+    /// later runs with --ref FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save_golden: Option<PathBuf>,
+
+    /// Write the report (`tokenscope.quality/1` JSON) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Exit 1 when a level crosses one of these: `METRIC:>N` or `METRIC:<N[%]`,
+    /// METRIC one of kld_mean, kld_p99, same_top_p, exact_match, delta_p_rms,
+    /// ppl_ratio, accuracy, accuracy_drop, flips (a share: `flips:>2%`).
+    #[arg(long, value_name = "THRESHOLDS")]
+    pub fail_on: Option<String>,
+
+    /// API key for both servers (never printed).
+    #[arg(long, env = "TOKENSCOPE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+}
+
+/// Run `tokenscope quality`.
+pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
+    let gates = parse_gates(args.fail_on.as_deref(), "--fail-on")?;
+    let levels =
+        parse_u32_list(&args.concurrency).map_err(|e| anyhow::anyhow!("--concurrency {e}"))?;
+    let rt = super::runtime()?;
+    let Some(report) = rt.block_on(measure_checked(&args, &levels))? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    if let Some(path) = &args.json {
+        write_json(&report, path, "--json")?;
+    }
+    print!("{}", tokenscope_core::render::quality::text(&report));
+    Ok(judge(&report, &gates))
+}
+
+/// `tokenscope quality`'s settings for `bench --quality REF`: the bench's
+/// endpoint is the candidate, `flags` the rest (`--quality-args`).
+pub fn args_for_bench(
+    reference: &str,
+    candidate: &str,
+    flags: &str,
+) -> anyhow::Result<QualityArgs> {
+    #[derive(clap::Parser)]
+    #[command(no_binary_name = true, disable_help_flag = true)]
+    struct Flags {
+        #[command(flatten)]
+        q: QualityArgs,
+    }
+    let words: Vec<&str> = flags.split_whitespace().collect();
+    // What the bench decides itself.
+    for own in [
+        "--ref",
+        "--cand",
+        "--concurrency",
+        "--json",
+        "--fail-on",
+        "--save-golden",
+        "--api-key",
+    ] {
+        if words
+            .iter()
+            .any(|w| *w == own || w.starts_with(&format!("{own}=")))
+        {
+            anyhow::bail!(
+                "--quality-args: {own} is the bench's own (--quality, --url, --concurrency, --out, --fail-on, --api-key)"
+            );
+        }
+    }
+    let mut argv = vec!["--ref", reference, "--cand", candidate];
+    argv.extend(&words);
+    use clap::Parser as _;
+    let parsed = Flags::try_parse_from(argv).map_err(|e| {
+        let text = e.to_string();
+        let first = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        anyhow::anyhow!("--quality-args {flags:?}: {first}")
+    })?;
+    Ok(parsed.q)
+}
+
+/// Parse quality gates given to `flag`.
+pub fn parse_gates(s: Option<&str>, flag: &str) -> anyhow::Result<Vec<Gate>> {
+    match s {
+        Some(s) => Gate::parse_list(s).map_err(|e| anyhow::anyhow!("{flag} {e}")),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Check the settings, then measure; `None` when there was only a golden file
+/// to save.
+pub async fn measure_checked(
+    args: &QualityArgs,
+    levels: &[u32],
+) -> anyhow::Result<Option<QualityReport>> {
+    if args.prompts == 0 || args.max_tokens == 0 {
+        anyhow::bail!("--prompts and --max-tokens must be at least 1");
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        anyhow::bail!("--timeout {}: must be more than 0 seconds", args.timeout);
+    }
+    measure::measure(args, levels).await
+}
+
+/// Read a quality report (`tokenscope.quality/1`), named by `flag` in errors.
+pub fn read_report(path: &std::path::Path, flag: &str) -> anyhow::Result<QualityReport> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{flag} {}: cannot read the file", path.display()))?;
+    let report: QualityReport = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{flag} {}: not a quality report ({e})", path.display()))?;
+    if report.schema != tokenscope_core::quality::report::SCHEMA {
+        anyhow::bail!(
+            "{flag} {}: schema {:?}, expected {}",
+            path.display(),
+            report.schema,
+            tokenscope_core::quality::report::SCHEMA
+        );
+    }
+    Ok(report)
+}
+
+/// Write the report as `tokenscope.quality/1` JSON.
+pub fn write_json(
+    report: &QualityReport,
+    path: &std::path::Path,
+    flag: &str,
+) -> anyhow::Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
+        .with_context(|| format!("{flag} {}: cannot write", path.display()))
+}
+
+/// The exit status the report earns: 2 when the servers share no tokens or a
+/// gate's figure was measured at no level, 1 when a gate is crossed, else 0
+/// (each said on stderr).
+pub fn judge(report: &QualityReport, gates: &[Gate]) -> ExitCode {
+    // Servers that do not share tokens: nothing here means anything.
+    if let Some(l) = report
+        .levels
+        .iter()
+        .find(|l| l.figures.token_overlap.is_some_and(|o| o < 0.5))
+    {
+        eprintln!(
+            "quality: the reference and the candidate share no top token at the first position for {:.0}% of the prompts: another tokenizer or another model. The figures above compare nothing.",
+            (1.0 - l.figures.token_overlap.unwrap_or(0.0)) * 100.0
+        );
+        return ExitCode::from(2);
+    }
+    // A gate on a figure no level measured cannot pass or fail: say so.
+    if let Some(g) = gates
+        .iter()
+        .find(|g| report.levels.iter().all(|l| g.value_of(l).is_none()))
+    {
+        eprintln!(
+            "quality: --fail-on {}: measured at no level ({}); the gate cannot be checked",
+            g.metric,
+            if report.not_run.is_empty() {
+                "no answer carried it".to_owned()
+            } else {
+                report.not_run.join("; ")
+            }
+        );
+        return ExitCode::from(2);
+    }
+    let mut crossed = false;
+    for l in &report.levels {
+        for g in gates {
+            if let Some(v) = g.crossed(l) {
+                crossed = true;
+                eprintln!(
+                    "fail-on: concurrency {} {}: {v:.6} {} {}",
+                    l.concurrency,
+                    g.metric,
+                    if g.above { ">" } else { "<" },
+                    g.value
+                );
+            }
+        }
+    }
+    if crossed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
