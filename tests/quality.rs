@@ -122,6 +122,25 @@ fn truth(r: ToyLm, c: ToyLm, prompts: &[String], n: usize) -> Truth {
     }
 }
 
+/// The teacher-forced truth: the built-in text's chunks read by the toy
+/// tokenizer, each chunk's tokens from `n/2` on scored (llama.cpp's rule):
+/// the mean KLD and the positions scored.
+fn forced_truth(r: ToyLm, c: ToyLm, chunks: usize) -> (f64, usize) {
+    use tokenscope_core::quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
+    let mut klds = Vec::new();
+    for chunk in cut(TEXT, CHUNK_WORDS, chunks) {
+        let tokens = r.tokenize(&chunk);
+        let mut state = r.text_start();
+        for (i, (_, id)) in tokens.iter().enumerate() {
+            if i >= tokens.len() / 2 {
+                klds.push(kld_exact(&r.logprobs(state), &c.logprobs(state)));
+            }
+            state = ToyLm::next(state, *id);
+        }
+    }
+    (klds.iter().sum::<f64>() / klds.len() as f64, klds.len())
+}
+
 #[test]
 fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
     let dir = tempfile::tempdir().unwrap();
@@ -135,6 +154,7 @@ fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
     let prompts = probe_prompts(SEED, 24);
     let lm = ToyLm::new(SEED, 16);
     let t = truth(lm, lm.perturbed(0.3, 1), &prompts, 24);
+    let forced = forced_truth(lm, lm.perturbed(0.3, 1), 7);
     eprintln!(
         "truth: exact match {:.3}, KLD mean {:.6}, same top {:.4} over {} positions",
         t.exact_match, t.kld_mean, t.same_top, t.positions
@@ -168,7 +188,20 @@ fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
             fig["divergence"]["min"].as_u64().unwrap() as usize,
             t.diverge_min
         );
+        // Teacher-forced on the fixed text: every position of each chunk's
+        // second half, exactly.
+        let tf = &level["teacher_forced"];
+        eprintln!(
+            "measured c={} teacher-forced: KLD mean {} over {} positions (truth {:.6} over {})",
+            level["concurrency"], tf["kld"]["mean"], tf["positions"], forced.0, forced.1
+        );
+        assert_eq!(tf["positions"].as_u64().unwrap() as usize, forced.1);
+        assert_eq!(tf["kld"]["exact"], true);
+        assert!((f(&tf["kld"]["mean"]) - forced.0).abs() < 1e-9, "{tf}");
     }
+    assert_eq!(report["teacher_forced_chunks"], 7);
+    assert_eq!(report["candidate"]["capabilities"]["prompt_logprobs"], true);
+    assert_eq!(f(&report["teacher_forced_self_check"]["kld"]["mean"]), 0.0);
     let verdict = report["verdict"].as_array().unwrap();
     assert!(
         verdict
@@ -231,6 +264,11 @@ fn without_logprobs_the_behaviour_checks_still_run() {
         not_run.contains("the candidate gave no top-k log-probabilities"),
         "{not_run}"
     );
+    assert!(
+        not_run.contains("teacher-forced distribution: the candidate does not score"),
+        "{not_run}"
+    );
+    assert!(report["levels"][0]["teacher_forced"].is_null());
 }
 
 #[test]
@@ -274,6 +312,15 @@ fn a_golden_file_stands_in_for_the_reference() {
         from_golden["self_check"], live["self_check"],
         "the golden file keeps the noise floor measured when it was made"
     );
+    assert!(live["levels"][0]["teacher_forced"].is_object());
+    assert_eq!(
+        live["levels"][0]["teacher_forced"], from_golden["levels"][0]["teacher_forced"],
+        "the golden file keeps the teacher-forced scores"
+    );
+    assert_eq!(
+        from_golden["teacher_forced_self_check"],
+        live["teacher_forced_self_check"]
+    );
 
     // A golden file of another tokenizer (every token renamed): exit 2, said,
     // and the report written first.
@@ -284,6 +331,11 @@ fn a_golden_file_stands_in_for_the_reference() {
             for a in p["top"].as_array_mut().unwrap() {
                 a["token"] = Value::from(format!("▁{}", a["token"].as_str().unwrap()));
             }
+        }
+    }
+    for s in other["tf_samples"].as_array_mut().unwrap() {
+        for p in s["positions"].as_array_mut().unwrap() {
+            p["token"] = Value::from(format!("▁{}", p["token"].as_str().unwrap()));
         }
     }
     let other_path = dir.path().join("other.json");
@@ -299,7 +351,15 @@ fn a_golden_file_stands_in_for_the_reference() {
         "{}",
         text(&out)
     );
-    assert!(report.is_some(), "the report is written before the exit");
+    let report = report.expect("the report is written before the exit");
+    assert!(
+        report["not_run"]
+            .to_string()
+            .contains("cut the fixed text into different tokens"),
+        "{}",
+        report["not_run"]
+    );
+    assert!(report["levels"][0]["teacher_forced"].is_null());
 
     // Not a golden file at all.
     let bad = dir.path().join("bad.json");
@@ -484,6 +544,11 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         &probe_prompts(SEED, 12),
         16,
     );
+    let forced = forced_truth(
+        ToyLm::new(SEED, 16),
+        ToyLm::new(SEED, 16).perturbed(0.3, 1),
+        7,
+    );
     let levels: Vec<u64> = q["levels"]
         .as_array()
         .unwrap()
@@ -501,6 +566,9 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         let kld = f(&level["figures"]["distribution"]["kld"]["mean"]);
         assert!((kld - t.kld_mean).abs() < 1e-9, "{kld} vs {}", t.kld_mean);
         assert_eq!(f(&level["figures"]["exact_match"]), t.exact_match);
+        // The table shows the teacher-forced KLD, as the gates read it.
+        let tf = f(&level["teacher_forced"]["kld"]["mean"]);
+        assert!((tf - forced.0).abs() < 1e-9, "{tf} vs {}", forced.0);
         // The row: the level's own TTFT p50 beside its KLD.
         let row = table
             .lines()
@@ -514,7 +582,7 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
             .unwrap();
         let ttft = f(&s["metrics"]["ttft_ms"]["p50"]);
         assert!(
-            row.contains(&format!("{kld:.5}"))
+            row.contains(&format!("{tf:.5}"))
                 && row.contains(&format!(
                     "{:.1}",
                     s["output_tokens_per_s"].as_f64().unwrap()

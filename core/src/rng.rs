@@ -111,6 +111,45 @@ impl Rng {
     }
 }
 
+/// FNV-1a, 64 bits: the one hash of texts tokenscope keys things by (prompt
+/// prefixes, prompt sets, the toy model's states). Not for secrets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fnv1a(u64);
+
+impl Fnv1a {
+    /// FNV's offset basis.
+    pub const BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+
+    /// A hash started from the offset basis.
+    pub fn new() -> Fnv1a {
+        Fnv1a(Self::BASIS)
+    }
+
+    /// A hash started from the basis mixed with `seed`.
+    pub fn seeded(seed: u64) -> Fnv1a {
+        Fnv1a(Self::BASIS ^ seed)
+    }
+
+    /// Feed bytes.
+    pub fn eat(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// The hash so far.
+    pub fn value(self) -> u64 {
+        self.0
+    }
+}
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

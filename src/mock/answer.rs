@@ -176,10 +176,12 @@ pub(super) async fn non_streaming(
             },
         )
         .collect();
-    // Asked for log-probabilities: the toy model's answer of the same length.
-    let (text, logprobs) = match lm {
-        Some((prompt, k)) => super::lm::answer(&s.lm, prompt, tokens as usize, k),
-        None => (text, serde_json::Value::Null),
+    // Asked for log-probabilities: the toy model's answer of the same length
+    // (a completion: the prompt echoed and scored, then the answer).
+    let (text, logprobs) = match (lm, api) {
+        (Some((prompt, k)), Api::Completions) => super::lm::echo(&s.lm, prompt, tokens as usize, k),
+        (Some((prompt, k)), Api::Chat) => super::lm::answer(&s.lm, prompt, tokens as usize, k),
+        (None, _) => (text, serde_json::Value::Null),
     };
     log.completion_tokens = tokens;
     log.t_end_ms = s.clock.now_ms();
@@ -198,7 +200,7 @@ pub(super) async fn non_streaming(
         }),
         Api::Completions => serde_json::json!({
             "id": format!("cmpl-{id}"), "object": "text_completion", "created": 0, "model": s.cfg.model,
-            "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+            "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"}],
             "usage": usage,
         }),
     };

@@ -7,7 +7,11 @@
 //! KL divergence, top-1 agreement and divergence points of two mocks
 //! (`--lm-perturb` moves one's logits by a known amount). A built-in task
 //! (`core::quality::tasks`, known by its tag) is answered `ANSWER: ...`, right
-//! for the share `--lm-tasks-right` says, on a set its seed fixes.
+//! for the share `--lm-tasks-right` says, on a set its seed fixes. A
+//! completion with `echo: true` and `logprobs: k` has its prompt read by the
+//! toy tokenizer ([`ToyLm::tokenize`]) and scored token by token (teacher
+//! forcing), as vLLM answers it: `tokens`, `token_logprobs`, `top_logprobs`,
+//! `text_offset`, the first token without a log-probability.
 
 use serde_json::{Value, json};
 use tokenscope_core::quality::tasks;
@@ -67,6 +71,60 @@ pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize) -> (String, V
     }
     let logprobs = if top.is_some() {
         json!({ "content": content })
+    } else {
+        Value::Null
+    };
+    (text, logprobs)
+}
+
+/// A completion with `echo` and `logprobs: k`: `prompt` read by the toy
+/// tokenizer and scored token by token from the text's start state, then `n`
+/// greedy tokens after it; the text (the prompt and the answer) and the
+/// legacy `logprobs` object (null from a server without log-probabilities).
+pub fn echo(serve: &LmServe, prompt: &str, n: usize, k: usize) -> (String, Value) {
+    let lm = serve.lm;
+    let top_of = |lp: &[f64], pos: usize| {
+        let mut order: Vec<usize> = (0..lp.len()).collect();
+        order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
+        let map: serde_json::Map<String, Value> = order
+            .iter()
+            .take(k.clamp(1, lp.len()))
+            .map(|&i| (ToyLm::token_text(i, pos), json!(lp[i])))
+            .collect();
+        Value::Object(map)
+    };
+    let (mut tokens, mut lps, mut tops, mut offsets) = (vec![], vec![], vec![], vec![]);
+    let mut text = String::new();
+    let mut state = lm.text_start();
+    let prompt_tokens = lm.tokenize(prompt);
+    for (pos, (token, id)) in prompt_tokens.iter().enumerate() {
+        let lp = lm.logprobs(state);
+        offsets.push(json!(text.len()));
+        text.push_str(token);
+        tokens.push(json!(token));
+        if pos == 0 {
+            lps.push(Value::Null);
+            tops.push(Value::Null);
+        } else {
+            lps.push(json!(lp[*id]));
+            tops.push(top_of(&lp, pos));
+        }
+        state = ToyLm::next(state, *id);
+    }
+    for i in 0..n {
+        let pos = prompt_tokens.len() + i;
+        let lp = lm.logprobs(state);
+        let t = tokenscope_core::quality::toy_lm::argmax(&lp);
+        let token = ToyLm::token_text(t, pos);
+        offsets.push(json!(text.len()));
+        text.push_str(&token);
+        tokens.push(json!(token));
+        lps.push(json!(lp[t]));
+        tops.push(top_of(&lp, pos));
+        state = ToyLm::next(state, t);
+    }
+    let logprobs = if serve.logprobs {
+        json!({"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets})
     } else {
         Value::Null
     };

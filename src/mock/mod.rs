@@ -312,6 +312,7 @@ async fn handle(
         api_key_header,
         logprobs,
         greedy,
+        echo,
     } = asked;
     let prompt_tokens = approx_tokens(&prompt).max(1);
     // The words an earlier prompt began with: cached (at most all but one token,
@@ -417,7 +418,7 @@ async fn handle(
         // decoding (temperature 0): `tokenscope quality`'s requests.
         let lm = logprobs
             .or(greedy.then_some(0))
-            .filter(|_| api == Api::Chat)
+            .filter(|_| api == Api::Chat || (echo && logprobs.is_some()))
             .map(|k| (prompt.trim_end(), k));
         return non_streaming(s, api, id, tok_rx, log, prompt_tokens, lm).await;
     }
@@ -453,6 +454,8 @@ struct Asked {
     logprobs: Option<usize>,
     /// `temperature: 0` asked.
     greedy: bool,
+    /// A completion that echoes its prompt with `logprobs`.
+    echo: bool,
 }
 
 /// Read a request's body and headers, or say why it is not a request (an HTTP
@@ -494,11 +497,18 @@ fn read_request(
     let api_key_header = API_KEY_HEADERS
         .into_iter()
         .find(|name| headers.get(*name).is_some_and(|v| !v.is_empty()));
-    let logprobs = (v.get("logprobs").and_then(|b| b.as_bool()) == Some(true)).then(|| {
-        v.get("top_logprobs")
-            .and_then(|k| k.as_u64())
-            .map_or(0, |k| k.min(1000) as usize)
-    });
+    // Chat's `logprobs: true` + `top_logprobs: k`; legacy completions'
+    // `logprobs: k`, read with `echo: true` (the prompt's own, teacher-forced).
+    let echo = api == Api::Completions && v.get("echo").and_then(|b| b.as_bool()) == Some(true);
+    let logprobs = match v.get("logprobs") {
+        Some(serde_json::Value::Bool(true)) => Some(
+            v.get("top_logprobs")
+                .and_then(|k| k.as_u64())
+                .map_or(0, |k| k.min(1000) as usize),
+        ),
+        Some(serde_json::Value::Number(k)) if echo => k.as_u64().map(|k| k.min(1000) as usize),
+        _ => None,
+    };
     Ok(Asked {
         prompt,
         max_tokens,
@@ -509,6 +519,7 @@ fn read_request(
         api_key_header,
         logprobs,
         greedy: v.get("temperature").and_then(|t| t.as_f64()) == Some(0.0),
+        echo,
     })
 }
 

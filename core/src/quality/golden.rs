@@ -42,6 +42,16 @@ pub struct Golden {
     /// a candidate is judged against).
     #[serde(default)]
     pub self_check: Option<PairFigures>,
+    /// The fixed text's chunks, teacher-forced (empty: the reference could not
+    /// score a prompt).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tf_chunks: Vec<String>,
+    /// The reference's scores of each chunk.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tf_samples: Vec<Sample>,
+    /// Its scores against a second reading (the noise floor).
+    #[serde(default)]
+    pub tf_self_check: Option<super::measure::Distribution>,
 }
 
 /// Why a golden file cannot be used.
@@ -83,6 +93,12 @@ impl Golden {
                 samples: g.task_outputs.len(),
             });
         }
+        if g.tf_chunks.len() != g.tf_samples.len() {
+            return Err(GoldenError::Count {
+                prompts: g.tf_chunks.len(),
+                samples: g.tf_samples.len(),
+            });
+        }
         Ok(g)
     }
 }
@@ -106,6 +122,9 @@ mod tests {
             task_outputs: vec![],
             task_max_tokens: 0,
             self_check: None,
+            tf_chunks: vec![],
+            tf_samples: vec![],
+            tf_self_check: None,
         };
         let text = serde_json::to_string(&g).unwrap();
         assert!(matches!(Golden::parse(&text), Err(GoldenError::Schema(_))));

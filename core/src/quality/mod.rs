@@ -9,6 +9,8 @@
 //!   agreement, and the distribution figures under llama.cpp's names and
 //!   definitions (KLD, "same top p", Δp, the perplexity ratio), exact or a lower
 //!   bound depending on what the top-k lists cover.
+//! - [`teacher`]: teacher-forced scoring of a fixed text (prompt
+//!   log-probabilities through `echo`), every position scored on both sides.
 //! - [`tasks`]: tasks with one right answer (a seeded built-in set, GSM8K- and
 //!   MMLU-style imports), graded strictly and flexibly; accuracy, flips both
 //!   ways and McNemar's test.
@@ -22,4 +24,5 @@ pub mod measure;
 pub mod report;
 pub mod sample;
 pub mod tasks;
+pub mod teacher;
 pub mod toy_lm;

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::measure::PairFigures;
+use super::measure::{Distribution, PairFigures};
 use super::tasks::TaskFigures;
 
 /// The report's schema tag.
@@ -22,6 +22,10 @@ pub struct Capabilities {
     pub chat: bool,
     /// It gave each generated token's log-probability and top-k alternatives.
     pub top_logprobs: bool,
+    /// It scored a prompt's own tokens (`echo` with `logprobs` on its
+    /// completions API): teacher-forced scoring.
+    #[serde(default)]
+    pub prompt_logprobs: bool,
     /// The model it named.
     pub model: String,
 }
@@ -44,6 +48,11 @@ pub struct QualityLevel {
     pub figures: PairFigures,
     /// The tasks against the reference's (absent: no tasks asked).
     pub tasks: Option<TaskFigures>,
+    /// The distribution teacher-forced on the fixed text: every position of
+    /// each chunk's second half scored on both sides (absent: a side could not
+    /// score a prompt, or their tokens differ).
+    #[serde(default)]
+    pub teacher_forced: Option<Distribution>,
 }
 
 /// The whole report.
@@ -67,6 +76,13 @@ pub struct QualityReport {
     /// for a golden file, the one measured when it was made (absent from
     /// files that did not keep one).
     pub self_check: Option<PairFigures>,
+    /// Chunks of the fixed text scored teacher-forced (0: none).
+    #[serde(default)]
+    pub teacher_forced_chunks: usize,
+    /// The reference's teacher-forced scores against themselves (the same
+    /// chunks again): the noise floor of [`QualityLevel::teacher_forced`].
+    #[serde(default)]
+    pub teacher_forced_self_check: Option<Distribution>,
     /// The candidate per concurrency.
     pub levels: Vec<QualityLevel>,
     /// Checks that did not run, and why.
@@ -84,15 +100,19 @@ impl QualityReport {
         let floor_match = self.self_check.as_ref().map_or(1.0, |s| s.exact_match);
         let n = f.prompts as f64;
         let fewer_matches = (f.exact_match * n).round() < (floor_match * n).round();
-        let floor_kld = self
-            .self_check
-            .as_ref()
-            .and_then(|s| s.distribution.as_ref())
-            .map_or(0.0, |d| d.kld.ci95[1]);
-        let kld_above = f
-            .distribution
-            .as_ref()
-            .is_some_and(|d| d.kld.ci95[0] > floor_kld.max(1e-6));
+        // The distribution: teacher-forced where measured, else generated;
+        // each against its own noise floor.
+        let (d, floor) = match &level.teacher_forced {
+            Some(t) => (Some(t), self.teacher_forced_self_check.as_ref()),
+            None => (
+                f.distribution.as_ref(),
+                self.self_check
+                    .as_ref()
+                    .and_then(|s| s.distribution.as_ref()),
+            ),
+        };
+        let floor_kld = floor.map_or(0.0, |d| d.kld.ci95[1]);
+        let kld_above = d.is_some_and(|d| d.kld.ci95[0] > floor_kld.max(1e-6));
         let flips = level.tasks.as_ref().is_some_and(|t| t.mcnemar_p < 0.05);
         fewer_matches || kld_above || flips
     }
@@ -132,9 +152,15 @@ impl QualityReport {
                 ));
             }
             s.push(')');
-            if let Some(d) = &f.distribution {
+            // Teacher-forced where measured (llama.cpp's reading), else the
+            // generated positions up to where the answers part.
+            let (d, how) = match &l.teacher_forced {
+                Some(t) => (Some(t), "teacher-forced on the fixed text"),
+                None => (f.distribution.as_ref(), "on the generated tokens"),
+            };
+            if let Some(d) = d {
                 s.push_str(&format!(
-                    ". Mean KLD {:.5} nats ({}, 95% {:.5}-{:.5}): {}; same top token at {} of {} positions",
+                    ". Mean KLD {:.5} nats {how} ({}, 95% {:.5}-{:.5}): {}; same top token at {} of {} positions",
                     d.kld.mean,
                     if d.kld.exact { "exact" } else { "a lower bound: only the top k are seen" },
                     d.kld.ci95[0],
@@ -251,7 +277,9 @@ impl Gate {
     /// answered right on one side only.
     pub fn value_of(&self, level: &QualityLevel) -> Option<f64> {
         let f = &level.figures;
-        let d = f.distribution.as_ref();
+        // Teacher-forced where measured (every position of a fixed text, as
+        // llama.cpp), else the generated positions.
+        let d = level.teacher_forced.as_ref().or(f.distribution.as_ref());
         let t = level.tasks.as_ref().filter(|t| t.tasks > 0);
         match self.metric.as_str() {
             "accuracy" => t.map(|t| t.candidate_flexible.accuracy),
@@ -308,6 +336,7 @@ mod tests {
                 token_overlap: None,
             },
             tasks: None,
+            teacher_forced: None,
         };
         assert_eq!(g[1].crossed(&f), Some(0.8));
         assert_eq!(g[0].crossed(&f), None, "not measured: not crossed");

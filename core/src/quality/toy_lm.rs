@@ -8,7 +8,7 @@
 //! greedy outputs diverge) from these distributions and compare them with what
 //! `tokenscope quality` measured over HTTP.
 
-use crate::rng::Rng;
+use crate::rng::{Fnv1a, Rng};
 use crate::sim::answer_words;
 
 /// Logit scale: logits are `SCALE` times a standard normal (a peaked but not
@@ -61,12 +61,39 @@ impl ToyLm {
 
     /// The state after the prompt (its text, hashed: FNV-1a).
     pub fn start(&self, prompt: &str) -> u64 {
-        let mut h = 0xcbf2_9ce4_8422_2325u64 ^ self.seed;
-        for b in prompt.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h
+        let mut h = Fnv1a::seeded(self.seed);
+        h.eat(prompt.as_bytes());
+        h.value()
+    }
+
+    /// The toy tokenizer of a plain text (teacher-forced scoring): one token
+    /// per whitespace-separated word, its text the word (after the first, with
+    /// the space before it), its id the vocabulary word it is or, for any
+    /// other word, one its hash picks. Lossy, and the same on every server of
+    /// one vocabulary.
+    pub fn tokenize(&self, text: &str) -> Vec<(String, usize)> {
+        let words = &answer_words()[..self.vocab];
+        text.split_whitespace()
+            .enumerate()
+            .map(|(pos, w)| {
+                let id = words.iter().position(|v| *v == w).unwrap_or_else(|| {
+                    let mut h = Fnv1a::new();
+                    h.eat(w.as_bytes());
+                    (h.value() % self.vocab as u64) as usize
+                });
+                let text = if pos == 0 {
+                    w.to_owned()
+                } else {
+                    format!(" {w}")
+                };
+                (text, id)
+            })
+            .collect()
+    }
+
+    /// The state before a plain text's first token (teacher-forced scoring).
+    pub fn text_start(&self) -> u64 {
+        self.start("")
     }
 
     /// The state after `token` follows `state`.

@@ -4,7 +4,7 @@
 use super::fmt::{escape_html, fmt_ms};
 use super::table;
 use crate::model::level::LevelReport;
-use crate::quality::measure::PairFigures;
+use crate::quality::measure::{Distribution, PairFigures};
 use crate::quality::report::QualityReport;
 use crate::quality::tasks::TaskFigures;
 
@@ -52,11 +52,33 @@ pub fn text(r: &QualityReport) -> String {
         line.push('\n');
         line
     };
+    let forced = |name: &str, d: &Distribution| {
+        format!(
+            "  {:<16} teacher-forced ({} chunks, {} positions): KLD mean {:.5} [{:.5}, {:.5}]{}  p99 {:.5}  same top p {:.1}%{}\n",
+            name,
+            r.teacher_forced_chunks,
+            d.positions,
+            d.kld.mean,
+            d.kld.ci95[0],
+            d.kld.ci95[1],
+            if d.kld.exact { "" } else { " (lower bound)" },
+            d.kld.spread.p99,
+            d.same_top_p * 100.0,
+            d.ppl_ratio
+                .map_or(String::new(), |p| format!("  PPL ratio {p:.4}"))
+        )
+    };
     if let Some(f) = &r.self_check {
         s.push_str(&row("reference x2", f));
     }
+    if let Some(d) = &r.teacher_forced_self_check {
+        s.push_str(&forced("", d));
+    }
     for l in &r.levels {
         s.push_str(&row(&format!("candidate c={}", l.concurrency), &l.figures));
+        if let Some(d) = &l.teacher_forced {
+            s.push_str(&forced("", d));
+        }
         if let Some(t) = &l.tasks {
             s.push_str(&format!(
                 "  {:<16} tasks: accuracy {:.1}% (reference {:.1}%; strict {:.1}% / {:.1}%), invalid {}, flips {} lost / {} gained of {}, McNemar p {:.3}\n",
@@ -134,9 +156,26 @@ pub fn rows(r: &QualityReport) -> (Vec<String>, Vec<Vec<String>>) {
             or_dash(tasks.map(|t| format!("{:.3}", t.mcnemar_p))),
         ]
     };
+    // A teacher-forced distribution: its own row, the behaviour columns empty.
+    let forced = |name: String, d: &Distribution| {
+        let f = PairFigures {
+            prompts: 0,
+            exact_match: 0.0,
+            divergence: None,
+            distribution: Some(d.clone()),
+            without_logprobs: 0,
+            token_overlap: None,
+        };
+        let mut row = figures(name, &f, None);
+        row[1] = "-".to_owned();
+        row
+    };
     let mut rows = Vec::new();
     if let Some(f) = &r.self_check {
         rows.push(figures("reference x2".to_owned(), f, None));
+    }
+    if let Some(d) = &r.teacher_forced_self_check {
+        rows.push(forced("reference x2, teacher-forced".to_owned(), d));
     }
     for l in &r.levels {
         rows.push(figures(
@@ -144,6 +183,12 @@ pub fn rows(r: &QualityReport) -> (Vec<String>, Vec<Vec<String>>) {
             &l.figures,
             l.tasks.as_ref(),
         ));
+        if let Some(d) = &l.teacher_forced {
+            rows.push(forced(
+                format!("candidate c={}, teacher-forced", l.concurrency),
+                d,
+            ));
+        }
     }
     (headers, rows)
 }
@@ -223,7 +268,12 @@ pub fn beside_speed(
             let q = l
                 .concurrency
                 .and_then(|c| r.levels.iter().find(|q| q.concurrency == c));
-            let d = q.and_then(|q| q.figures.distribution.as_ref());
+            // Teacher-forced where measured, as the gates read it.
+            let d = q.and_then(|q| {
+                q.teacher_forced
+                    .as_ref()
+                    .or(q.figures.distribution.as_ref())
+            });
             let t = q.and_then(|q| q.tasks.as_ref()).filter(|t| t.tasks > 0);
             let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
             vec![

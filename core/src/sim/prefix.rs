@@ -21,13 +21,11 @@ pub struct PrefixCache {
 /// The rolling hashes of `words`' prefixes, shortest first (FNV-1a over the
 /// words, each followed by a separator byte).
 fn prefix_hashes<'a>(words: impl Iterator<Item = &'a str>) -> impl Iterator<Item = u64> {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = crate::rng::Fnv1a::new();
     words.map(move |w| {
-        for b in w.bytes().chain([0x1f]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h
+        h.eat(w.as_bytes());
+        h.eat(&[0x1f]);
+        h.value()
     })
 }
 

@@ -35,20 +35,14 @@ pub struct DatasetPrompt {
 /// same hash sent the same prompts (`tokenscope compare` checks it); a file
 /// renamed keeps it, a prompt changed changes it.
 pub fn prompts_hash(prompts: &[DatasetPrompt]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut h = crate::rng::Fnv1a::new();
     for p in prompts {
-        eat(p.prompt.as_bytes());
-        eat(&[0xff]);
-        eat(&p.max_tokens.map_or(u32::MAX, |m| m).to_le_bytes());
-        eat(&[0xfe]);
+        h.eat(p.prompt.as_bytes());
+        h.eat(&[0xff]);
+        h.eat(&p.max_tokens.map_or(u32::MAX, |m| m).to_le_bytes());
+        h.eat(&[0xfe]);
     }
-    format!("{h:016x}")
+    format!("{:016x}", h.value())
 }
 
 /// The dataset shapes read.

@@ -5,13 +5,43 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use tokenscope_core::quality::golden::{GOLDEN_SCHEMA, Golden};
-use tokenscope_core::quality::measure::PairFigures;
+use tokenscope_core::quality::measure::{Distribution, PairFigures};
 use tokenscope_core::quality::report::{Capabilities, QualityLevel, QualityReport, SCHEMA, Side};
 use tokenscope_core::quality::sample::{Sample, probe_prompts};
 use tokenscope_core::quality::tasks::{Task, builtin, compare_tasks, import_jsonl};
+use tokenscope_core::quality::teacher;
 
-use super::QualityArgs;
-use super::server::{Ask, Server, answers, paired, probe, task_outputs};
+use super::args::QualityArgs;
+use super::server::{Ask, Server, answers, paired, probe, probe_echo, score, task_outputs};
+
+/// The reference's teacher-forced scores: the chunks, each scored, and the
+/// scores against a second reading.
+struct Forced {
+    chunks: Vec<String>,
+    samples: Vec<Sample>,
+    self_check: Option<Distribution>,
+}
+
+/// The fixed text's chunks: `--text FILE` or the built-in text.
+fn fixed_chunks(args: &QualityArgs) -> anyhow::Result<Vec<String>> {
+    let text = match &args.text {
+        Some(p) => std::fs::read_to_string(p)
+            .with_context(|| format!("--text {}: cannot read", p.display()))?,
+        None => teacher::TEXT.to_owned(),
+    };
+    let chunks = teacher::chunks(&text, teacher::CHUNK_WORDS, args.chunks);
+    if chunks.is_empty() && args.chunks > 0 {
+        let shown = args
+            .text
+            .as_ref()
+            .map_or("the built-in text".to_owned(), |p| p.display().to_string());
+        anyhow::bail!(
+            "--text {shown}: under {} words, not one chunk to score",
+            teacher::CHUNK_WORDS / 2
+        );
+    }
+    Ok(chunks)
+}
 
 /// Measure; `None` when there was only a golden file to save.
 pub(super) async fn measure(
@@ -52,13 +82,20 @@ pub(super) async fn measure(
         not_run.push("tasks: none asked".to_owned());
     }
     // The reference: a golden file, or a server asked twice (the noise floor).
+    let mut forced: Option<Forced> = None;
     let (reference_side, reference, self_check, reference_tasks) = match golden {
         Some(g) => {
             let caps = Capabilities {
                 chat: true,
                 top_logprobs: g.samples.iter().all(Sample::has_top_logprobs),
+                prompt_logprobs: !g.tf_samples.is_empty(),
                 model: g.model.clone(),
             };
+            forced = (!g.tf_samples.is_empty()).then(|| Forced {
+                chunks: g.tf_chunks.clone(),
+                samples: g.tf_samples.clone(),
+                self_check: g.tf_self_check.clone(),
+            });
             if g.self_check.is_none() {
                 not_run.push(
                     "self-consistency: the golden file kept no self-check (the candidate is judged against perfect agreement)"
@@ -83,9 +120,33 @@ pub(super) async fn measure(
                 Some(m) => m.clone(),
                 None => server.first_model().await?,
             };
-            let caps = probe(&server, &model, top_k).await;
+            let mut caps = probe(&server, &model, top_k).await;
             if !caps.chat {
                 anyhow::bail!("{}: no chat completion could be read from it", server.shown);
+            }
+            let chunks = fixed_chunks(args)?;
+            caps.prompt_logprobs = !chunks.is_empty() && probe_echo(&server, &model, top_k).await;
+            if caps.prompt_logprobs {
+                eprintln!(
+                    "quality: the reference, {} chunks teacher-forced, twice",
+                    chunks.len()
+                );
+                let first = score(&server, &model, top_k, &chunks, 1).await;
+                let second = score(&server, &model, top_k, &chunks, 1).await;
+                let missing = first.iter().chain(&second).filter(|s| s.is_none()).count();
+                if missing == 0 {
+                    let first: Vec<Sample> = first.into_iter().flatten().collect();
+                    let second: Vec<Sample> = second.into_iter().flatten().collect();
+                    forced = Some(Forced {
+                        self_check: teacher::distribution(&first, &second, args.seed),
+                        chunks,
+                        samples: first,
+                    });
+                } else {
+                    not_run.push(format!(
+                        "teacher-forced: {missing} of the reference's scoring requests failed"
+                    ));
+                }
             }
             let ask = Ask {
                 model,
@@ -109,6 +170,7 @@ pub(super) async fn measure(
                     tasks: &tasks,
                     task_outputs: &outputs,
                     task_max_tokens,
+                    forced: forced.as_ref(),
                 };
                 save_golden(path, &server, &ask, top_k, &caps, &prompts, &kept)?;
             }
@@ -130,9 +192,20 @@ pub(super) async fn measure(
         Some(m) => m.clone(),
         None => server.first_model().await?,
     };
-    let caps = probe(&server, &model, top_k).await;
+    let mut caps = probe(&server, &model, top_k).await;
     if !caps.chat {
         anyhow::bail!("{}: no chat completion could be read from it", server.shown);
+    }
+    caps.prompt_logprobs = forced.is_some() && probe_echo(&server, &model, top_k).await;
+    if args.chunks > 0 && !caps.prompt_logprobs {
+        let who = match (&forced, reference_side.capabilities.prompt_logprobs) {
+            (Some(_), _) => "the candidate does",
+            (None, true) => "the reference's scoring failed; it does",
+            (None, false) => "the reference does",
+        };
+        not_run.push(format!(
+            "teacher-forced distribution: {who} not score a prompt's own tokens (completions with echo and logprobs); the distribution is on the generated tokens"
+        ));
     }
     let both_top = caps.top_logprobs && reference_side.capabilities.top_logprobs;
     if !both_top {
@@ -163,11 +236,18 @@ pub(super) async fn measure(
             top: None,
         };
         let cand_tasks = task_outputs(&server, &task_ask, &tasks, c).await;
+        let teacher_forced = match &forced {
+            Some(f) if caps.prompt_logprobs => {
+                forced_level(f, &server, &ask.model, top_k, c, args.seed, &mut not_run).await
+            }
+            _ => None,
+        };
         out.push(QualityLevel {
             concurrency: c,
             figures: paired(&reference, &cand, args.seed),
             tasks: (!tasks.is_empty())
                 .then(|| compare_tasks(&tasks, &reference_tasks, &cand_tasks)),
+            teacher_forced,
         });
     }
     let mut report = QualityReport {
@@ -182,12 +262,48 @@ pub(super) async fn measure(
         max_tokens,
         top_logprobs: top_k,
         self_check,
+        teacher_forced_chunks: forced.as_ref().map_or(0, |f| f.chunks.len()),
+        teacher_forced_self_check: forced.and_then(|f| f.self_check),
         levels: out,
         not_run,
         verdict: Vec::new(),
     };
     report.write_verdict();
     Ok(Some(report))
+}
+
+/// The candidate's teacher-forced distribution at concurrency `c` (`None`,
+/// said in `not_run`, when a request failed or the tokens differ).
+async fn forced_level(
+    f: &Forced,
+    server: &Server,
+    model: &str,
+    top_k: u32,
+    c: u32,
+    seed: u64,
+    not_run: &mut Vec<String>,
+) -> Option<Distribution> {
+    eprintln!(
+        "quality: the candidate, {} chunks teacher-forced, concurrency {c}",
+        f.chunks.len()
+    );
+    let scores = score(server, model, top_k, &f.chunks, c).await;
+    let missing = scores.iter().filter(|s| s.is_none()).count();
+    if missing > 0 {
+        not_run.push(format!(
+            "teacher-forced at concurrency {c}: {missing} of {} scoring requests failed",
+            scores.len()
+        ));
+        return None;
+    }
+    let scores: Vec<Sample> = scores.into_iter().flatten().collect();
+    if !teacher::same_tokens(&f.samples, &scores) {
+        not_run.push(format!(
+            "teacher-forced at concurrency {c}: the two servers cut the fixed text into different tokens (another tokenizer): positions do not line up"
+        ));
+        return None;
+    }
+    teacher::distribution(&f.samples, &scores, seed)
 }
 
 /// The reference as a golden file, when `s` names one.
@@ -211,6 +327,7 @@ struct Kept<'a> {
     tasks: &'a [Task],
     task_outputs: &'a [Option<String>],
     task_max_tokens: u32,
+    forced: Option<&'a Forced>,
 }
 
 fn save_golden(
@@ -242,6 +359,9 @@ fn save_golden(
         task_outputs: kept.task_outputs.iter().flatten().cloned().collect(),
         task_max_tokens: kept.task_max_tokens,
         self_check: Some(kept.self_check.clone()),
+        tf_chunks: kept.forced.map(|f| f.chunks.clone()).unwrap_or_default(),
+        tf_samples: kept.forced.map(|f| f.samples.clone()).unwrap_or_default(),
+        tf_self_check: kept.forced.and_then(|f| f.self_check.clone()),
     };
     std::fs::write(path, serde_json::to_string(&g)?)
         .with_context(|| format!("--save-golden {}: cannot write", path.display()))?;

@@ -4,105 +4,17 @@
 //! (`core::quality`), at each concurrency; the reference against itself as the
 //! noise floor; a golden file to keep a reference; a CI gate.
 
+mod args;
 mod measure;
 mod server;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::Args;
 use tokenscope_core::parse::parse_u32_list;
 use tokenscope_core::quality::report::{Gate, QualityReport};
 
-/// Compare a candidate server with a reference, token by token, over the chat
-/// API: greedy exact match and where answers diverge (any server), and where
-/// both give top-k log-probabilities, llama.cpp's distribution figures (KLD,
-/// same top p, Δp, perplexity ratio; exact or a lower bound). docs/quality.md.
-#[derive(Debug, Clone, Args)]
-#[command(after_help = "EXAMPLES:
-  tokenscope quality --ref http://old:8000/v1 --cand http://new:8000/v1
-  tokenscope quality --ref http://old:8000/v1 --save-golden golden.json
-  tokenscope quality --ref golden.json --cand http://new:8000/v1 --concurrency 1,16 --fail-on 'kld_mean:>0.01,exact_match:<90%'
-
-Exit status: 0; 1 when --fail-on is crossed; 2 on an error, or when the two
-servers do not share tokens (another tokenizer or model: nothing to compare).
-The report is written before either.")]
-pub struct QualityArgs {
-    /// The reference: a base URL (`http://host:port/v1`) or a golden file.
-    #[arg(long = "ref", value_name = "URL|FILE")]
-    pub reference: String,
-
-    /// The candidate's base URL (none: only --save-golden the reference).
-    #[arg(long = "cand", value_name = "URL")]
-    pub candidate: Option<String>,
-
-    /// Model (default: the first each server's /models lists).
-    #[arg(long)]
-    pub model: Option<String>,
-
-    /// The candidate's model, when its name differs.
-    #[arg(long)]
-    pub cand_model: Option<String>,
-
-    /// Prompts (seeded, built in).
-    #[arg(long, default_value_t = 32)]
-    pub prompts: usize,
-
-    /// Tokens per answer.
-    #[arg(long, default_value_t = 64)]
-    pub max_tokens: u32,
-
-    /// Alternatives asked per token (OpenAI allows up to 20).
-    #[arg(long, default_value_t = 20)]
-    pub top_logprobs: u32,
-
-    /// The candidate's concurrency levels: the same prompts at each (1 is
-    /// the unloaded answer; higher levels show batching's effect).
-    #[arg(long, default_value = "1")]
-    pub concurrency: String,
-
-    /// Built-in tasks with one right answer each (arithmetic, counting,
-    /// sorting, reversal, dates, JSON), graded exactly: accuracy, flips, McNemar.
-    /// 0: none.
-    #[arg(long, default_value_t = 24)]
-    pub tasks: usize,
-
-    /// Tasks from a GSM8K- or MMLU-style JSONL file instead of the built-in ones.
-    #[arg(long, value_name = "FILE")]
-    pub tasks_file: Option<PathBuf>,
-
-    /// Tokens per task answer (room to work it out).
-    #[arg(long, default_value_t = 256)]
-    pub task_max_tokens: u32,
-
-    /// Seed of the prompts and the bootstrap.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-
-    /// Per-request timeout, seconds.
-    #[arg(long, default_value_t = 120.0)]
-    pub timeout: f64,
-
-    /// Keep the reference's answers (its top-k per token) in this file, for
-    /// later runs with --ref FILE.
-    #[arg(long, value_name = "FILE")]
-    pub save_golden: Option<PathBuf>,
-
-    /// Write the report (`tokenscope.quality/1` JSON) here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Exit 1 when a level crosses one of these: `METRIC:>N` or `METRIC:<N[%]`,
-    /// METRIC one of kld_mean, kld_p99, same_top_p, exact_match, delta_p_rms,
-    /// ppl_ratio, accuracy, accuracy_drop, flips (a share: `flips:>2%`).
-    #[arg(long, value_name = "THRESHOLDS")]
-    pub fail_on: Option<String>,
-
-    /// API key for both servers (never printed).
-    #[arg(long, env = "TOKENSCOPE_API_KEY", hide_env_values = true)]
-    pub api_key: Option<String>,
-}
+pub use args::QualityArgs;
 
 /// Run `tokenscope quality`.
 pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {

@@ -11,12 +11,14 @@ use tokenscope_core::quality::measure::{PairFigures, compare};
 use tokenscope_core::quality::report::Capabilities;
 use tokenscope_core::quality::sample::{Sample, parse_chat_completion};
 use tokenscope_core::quality::tasks::Task;
+use tokenscope_core::quality::teacher;
 
 use crate::util::Secret;
 
 /// One server over HTTP.
 pub(super) struct Server {
     chat_url: String,
+    completions_url: String,
     models_url: String,
     pub(super) shown: String,
     key: Option<Secret>,
@@ -31,6 +33,7 @@ impl Server {
             .build()?;
         Ok(Server {
             chat_url: base.endpoint("chat/completions"),
+            completions_url: base.endpoint("completions"),
             models_url: base.endpoint("models"),
             shown: redact_url(url),
             key: key.map(|k| Secret::new(k.to_owned())),
@@ -39,7 +42,11 @@ impl Server {
     }
 
     async fn post(&self, body: &Value) -> anyhow::Result<Value> {
-        let mut req = self.client.post(&self.chat_url).json(body);
+        self.post_to(&self.chat_url, body).await
+    }
+
+    async fn post_to(&self, url: &str, body: &Value) -> anyhow::Result<Value> {
+        let mut req = self.client.post(url).json(body);
         if let Some(k) = &self.key {
             req = req.bearer_auth(k.expose());
         }
@@ -115,6 +122,7 @@ pub(super) async fn probe(server: &Server, model: &str, top: u32) -> Capabilitie
         Some(s) => Capabilities {
             chat: true,
             top_logprobs: s.has_top_logprobs(),
+            prompt_logprobs: false,
             model: s.model,
         },
         None => {
@@ -123,6 +131,7 @@ pub(super) async fn probe(server: &Server, model: &str, top: u32) -> Capabilitie
                 Some(s) => Capabilities {
                     chat: true,
                     top_logprobs: false,
+                    prompt_logprobs: false,
                     model: s.model,
                 },
                 None => Capabilities::default(),
@@ -195,4 +204,64 @@ pub(super) fn paired(
         .filter_map(|(a, b)| Some((a.clone()?, b.clone()?)))
         .unzip();
     compare(&r, &c, seed)
+}
+
+/// A completion that echoes `text` with each token's log-probability and top
+/// `top` (teacher forcing), one generated token after it.
+fn echo_body(model: &str, text: &str, top: u32) -> Value {
+    json!({
+        "model": model, "prompt": text, "max_tokens": 1, "temperature": 0,
+        "echo": true, "logprobs": top,
+    })
+}
+
+/// Whether the server scores a prompt's own tokens (`echo` with `logprobs` on
+/// its completions API).
+pub(super) async fn probe_echo(server: &Server, model: &str, top: u32) -> bool {
+    let text = "The harbour wakes before the town.";
+    let Ok(v) = server
+        .post_to(&server.completions_url, &echo_body(model, text, top))
+        .await
+    else {
+        return false;
+    };
+    teacher::parse_echo(&v, text.len()).is_ok_and(|s| {
+        s.positions.len() >= 2
+            && s.positions
+                .iter()
+                .all(|p| p.logprob.is_some() && !p.top.is_empty())
+    })
+}
+
+/// Each chunk scored by the server (`None`: the request failed), `concurrency`
+/// at a time, in order.
+pub(super) async fn score(
+    server: &Server,
+    model: &str,
+    top: u32,
+    chunks: &[String],
+    concurrency: u32,
+) -> Vec<Option<Sample>> {
+    let results: Vec<(usize, anyhow::Result<Sample>)> = stream::iter(chunks.iter().enumerate())
+        .map(|(i, text)| async move {
+            let r = server
+                .post_to(&server.completions_url, &echo_body(model, text, top))
+                .await
+                .and_then(|v| {
+                    teacher::parse_echo(&v, text.len())
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", server.shown))
+                });
+            (i, r)
+        })
+        .buffer_unordered(concurrency.max(1) as usize)
+        .collect()
+        .await;
+    let mut out = vec![None; chunks.len()];
+    for (i, r) in results {
+        match r {
+            Ok(s) => out[i] = Some(s),
+            Err(e) => eprintln!("quality: a teacher-forced request failed: {e:#}"),
+        }
+    }
+    out
 }
