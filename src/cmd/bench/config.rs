@@ -403,7 +403,7 @@ impl BenchArgs {
                 Some(super::plan::QualityPlan {
                     args,
                     gates: crate::cmd::quality::parse_gates(self.fail_on.as_deref(), "--fail-on")?,
-                    json: self.out.as_deref().map(|p| super::plan::quality_path(p)),
+                    json: self.out.as_deref().map(super::plan::quality_path),
                 })
             }
             None => None,
