@@ -200,6 +200,11 @@ fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
         assert!((f(&tf["kld"]["mean"]) - forced.0).abs() < 1e-9, "{tf}");
     }
     assert_eq!(report["teacher_forced_chunks"], 7);
+    // The same tokenizer: the same ids, as many as the mock counts.
+    let probe = tokenscope_core::quality::teacher::tokenizer_probe();
+    let counted = tokenscope_core::workload::prompts::approx_tokens(&probe);
+    assert_eq!(report["tokenizer"]["first_difference"], Value::Null);
+    assert_eq!(report["tokenizer"]["reference_tokens"], counted);
     assert_eq!(report["candidate"]["capabilities"]["prompt_logprobs"], true);
     assert_eq!(f(&report["teacher_forced_self_check"]["kld"]["mean"]), 0.0);
     let verdict = report["verdict"].as_array().unwrap();
@@ -320,6 +325,11 @@ fn a_golden_file_stands_in_for_the_reference() {
     assert_eq!(
         from_golden["teacher_forced_self_check"],
         live["teacher_forced_self_check"]
+    );
+    assert!(live["tokenizer"].is_object());
+    assert_eq!(
+        from_golden["tokenizer"], live["tokenizer"],
+        "the golden file keeps the ids"
     );
 
     // A golden file of another tokenizer (every token renamed): exit 2, said,
@@ -662,4 +672,27 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         text(&out)
     );
     assert!(lost.is_file());
+}
+
+/// Two servers of different tokenizers (the same count, other ids): exit 2,
+/// the sentence says so, the report is written first.
+#[test]
+fn servers_of_different_tokenizers_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, c) = (
+        mock(16, 0.0, &[]),
+        mock(16, 0.0, &["--tokenizer-seed", "7"]),
+    );
+    let json = dir.path().join("q.json");
+    let (out, report) = quality(&pair(&r, &c, "4", "8", &["--tasks", "0"]), &json);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("tokenizers differ"), "{}", text(&out));
+    let report = report.expect("written before the exit");
+    common::assert_schema("quality.schema.json", &report, "quality report");
+    assert_eq!(report["tokenizer"]["first_difference"], 0);
+    assert!(
+        report["verdict"].to_string().contains("Tokenizers differ"),
+        "{}",
+        report["verdict"]
+    );
 }

@@ -122,6 +122,17 @@ pub struct MockArgs {
     #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
     pub no_logprobs: bool,
 
+    /// Salt of `/tokenize`'s token ids (one id per word and punctuation mark,
+    /// by a hash): two mocks of different salts are servers of different
+    /// tokenizers that count alike.
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "N",
+        help_heading = "Log-probabilities (tokenscope quality)"
+    )]
+    pub tokenizer_seed: u64,
+
     /// Allow only these request headers in a CORS preflight
     /// (`authorization,content-type`), to see a page's extra headers refused;
     /// by default a preflight allows whatever it asks for.
@@ -322,6 +333,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
             logprobs: !args.no_logprobs,
             tasks_right: args.lm_tasks_right,
             seed,
+            tokenizer_seed: args.tokenizer_seed,
         });
         let opts = ServeOptions {
             tls: tls.map(Arc::new),

@@ -29,6 +29,33 @@ pub struct LmServe {
     pub tasks_right: f64,
     /// The mock's seed (which tasks those are).
     pub seed: u64,
+    /// Salt of `/tokenize`'s ids (`--tokenizer-seed`): another salt, another
+    /// tokenizer.
+    pub tokenizer_seed: u64,
+}
+
+/// `/tokenize`'s ids for `text`: one per word (its letters) and per
+/// punctuation mark, as the simulator counts prompts
+/// (`workload::prompts::approx_tokens`), each a salted hash of its text.
+pub fn token_ids(text: &str, salt: u64) -> Vec<u64> {
+    let id = |piece: &str| {
+        let mut h = tokenscope_core::rng::Fnv1a::seeded(salt);
+        h.eat(piece.as_bytes());
+        h.value() % 100_000
+    };
+    let mut ids = Vec::new();
+    for word in text.split_whitespace() {
+        let letters: String = word.chars().filter(|c| !c.is_ascii_punctuation()).collect();
+        if !letters.is_empty() {
+            ids.push(id(&letters));
+        }
+        ids.extend(
+            word.chars()
+                .filter(char::is_ascii_punctuation)
+                .map(|c| id(c.encode_utf8(&mut [0; 4]))),
+        );
+    }
+    ids
 }
 
 /// `n` greedy tokens of `prompt`'s answer: its text, and when asked (`top`:

@@ -122,8 +122,9 @@ async fn server_metrics(State(s): State<MockState>) -> Response {
 
 /// `POST /tokenize` in llama.cpp's contract (`{content}` -> `{tokens}`), counting
 /// as the simulator counts prompts (one token per word and punctuation mark), so
-/// `bench --tokenizer server` sizes prompts exactly as the mock's `usage` counts them.
-async fn tokenize(body: Bytes) -> Response {
+/// `bench --tokenizer server` sizes prompts exactly as the mock's `usage` counts them;
+/// the ids are [`lm::token_ids`] (`--tokenizer-seed` salts them).
+async fn tokenize(State(s): State<MockState>, body: Bytes) -> Response {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return json_error(
             StatusCode::BAD_REQUEST,
@@ -138,8 +139,9 @@ async fn tokenize(body: Bytes) -> Response {
             "invalid_request_error",
         );
     };
-    let n = approx_tokens(content);
-    axum::Json(serde_json::json!({ "tokens": (1..=n).collect::<Vec<u64>>() })).into_response()
+    let ids = lm::token_ids(content, s.lm.tokenizer_seed);
+    debug_assert_eq!(ids.len() as u64, approx_tokens(content));
+    axum::Json(serde_json::json!({ "tokens": ids })).into_response()
 }
 
 async fn models(State(s): State<MockState>) -> Response {

@@ -92,6 +92,7 @@ impl MockState {
                 logprobs: true,
                 tasks_right: 1.0,
                 seed: cfg_seed,
+                tokenizer_seed: 0,
             },
         })
     }

@@ -52,6 +52,9 @@ pub struct Golden {
     /// Its scores against a second reading (the noise floor).
     #[serde(default)]
     pub tf_self_check: Option<super::measure::Distribution>,
+    /// Its `/tokenize` ids of the probe text (empty: it had no `/tokenize`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokenizer_ids: Vec<u64>,
 }
 
 /// Why a golden file cannot be used.
@@ -125,6 +128,7 @@ mod tests {
             tf_chunks: vec![],
             tf_samples: vec![],
             tf_self_check: None,
+            tokenizer_ids: vec![],
         };
         let text = serde_json::to_string(&g).unwrap();
         assert!(matches!(Golden::parse(&text), Err(GoldenError::Schema(_))));

@@ -30,6 +30,38 @@ pub struct Capabilities {
     pub model: String,
 }
 
+/// The two servers' tokenizers compared on one text through `/tokenize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenizerCheck {
+    /// The reference's token count of the text.
+    pub reference_tokens: usize,
+    /// The candidate's.
+    pub candidate_tokens: usize,
+    /// The first token whose id differs (`None`: the same ids throughout).
+    pub first_difference: Option<usize>,
+}
+
+impl TokenizerCheck {
+    /// Compare two id lists of the same text.
+    pub fn of(reference: &[u64], candidate: &[u64]) -> TokenizerCheck {
+        let first_difference = reference
+            .iter()
+            .zip(candidate)
+            .position(|(a, b)| a != b)
+            .or((reference.len() != candidate.len()).then(|| reference.len().min(candidate.len())));
+        TokenizerCheck {
+            reference_tokens: reference.len(),
+            candidate_tokens: candidate.len(),
+            first_difference,
+        }
+    }
+
+    /// The same ids for the whole text.
+    pub fn same(&self) -> bool {
+        self.first_difference.is_none()
+    }
+}
+
 /// One side of the comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Side {
@@ -76,6 +108,10 @@ pub struct QualityReport {
     /// for a golden file, the one measured when it was made (absent from
     /// files that did not keep one).
     pub self_check: Option<PairFigures>,
+    /// The tokenizers compared on the fixed text's first chunk (absent: a
+    /// side has no `/tokenize`).
+    #[serde(default)]
+    pub tokenizer: Option<TokenizerCheck>,
     /// Chunks of the fixed text scored teacher-forced (0: none).
     #[serde(default)]
     pub teacher_forced_chunks: usize,
@@ -120,6 +156,18 @@ impl QualityReport {
     /// Write the verdict sentences.
     pub fn write_verdict(&mut self) {
         let mut out = Vec::new();
+        if let Some(t) = &self.tokenizer {
+            out.push(match t.first_difference {
+                None => format!(
+                    "Tokenizers: the same {} token ids for the probe text on both servers.",
+                    t.reference_tokens
+                ),
+                Some(i) => format!(
+                    "Tokenizers differ: the probe text is {} tokens on the reference and {} on the candidate, the ids parting at token {i}; token-by-token figures compare texts, not the same tokens.",
+                    t.reference_tokens, t.candidate_tokens
+                ),
+            });
+        }
         if let Some(s) = &self.self_check {
             out.push(format!(
                 "The reference against itself: {} of greedy answers identical{}.",
@@ -342,6 +390,19 @@ mod tests {
         assert_eq!(g[0].crossed(&f), None, "not measured: not crossed");
         let flips = Gate::parse_list("flips:>2%").unwrap();
         assert_eq!(flips[0].crossed(&f), None, "no tasks: not crossed");
+    }
+
+    #[test]
+    fn tokenizers_part_where_their_ids_do() {
+        assert!(TokenizerCheck::of(&[1, 2, 3], &[1, 2, 3]).same());
+        assert_eq!(
+            TokenizerCheck::of(&[1, 2, 3], &[1, 5, 3]).first_difference,
+            Some(1)
+        );
+        assert_eq!(
+            TokenizerCheck::of(&[1, 2, 3], &[1, 2]).first_difference,
+            Some(2)
+        );
     }
 
     #[test]

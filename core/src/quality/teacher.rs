@@ -26,6 +26,12 @@ Spring arrives late and all at once. One week the hills are brown and the next t
 /// Words per chunk of the built-in text (about 60-80 tokens each).
 pub const CHUNK_WORDS: usize = 60;
 
+/// The text whose `/tokenize` ids show whether two servers share a
+/// tokenizer: the built-in text's first chunk.
+pub fn tokenizer_probe() -> String {
+    chunks(TEXT, CHUNK_WORDS, 1).remove(0)
+}
+
 /// `text` cut into chunks of `words` whitespace-separated words (the last
 /// kept when at least half as long), at most `max` of them.
 pub fn chunks(text: &str, words: usize, max: usize) -> Vec<String> {

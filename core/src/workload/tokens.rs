@@ -69,6 +69,17 @@ pub fn tokens_in(answer: &serde_json::Value) -> Option<u64> {
         .or_else(|| Some(answer.get("tokens")?.as_array()?.len() as u64))
 }
 
+/// The token ids of a `/tokenize` answer: `tokens` as numbers (vLLM,
+/// llama.cpp) or as `{id, piece}` objects (llama.cpp's `with_pieces`).
+pub fn token_ids(answer: &serde_json::Value) -> Option<Vec<u64>> {
+    answer
+        .get("tokens")?
+        .as_array()?
+        .iter()
+        .map(|t| t.as_u64().or_else(|| t.get("id")?.as_u64()))
+        .collect()
+}
+
 /// Fewer single-token words than this and prompts stay approximate.
 pub const MIN_SINGLE_WORDS: usize = 16;
 

@@ -6,13 +6,17 @@ use std::path::Path;
 use anyhow::Context as _;
 use tokenscope_core::quality::golden::{GOLDEN_SCHEMA, Golden};
 use tokenscope_core::quality::measure::{Distribution, PairFigures};
-use tokenscope_core::quality::report::{Capabilities, QualityLevel, QualityReport, SCHEMA, Side};
+use tokenscope_core::quality::report::{
+    Capabilities, QualityLevel, QualityReport, SCHEMA, Side, TokenizerCheck,
+};
 use tokenscope_core::quality::sample::{Sample, probe_prompts};
 use tokenscope_core::quality::tasks::{Task, builtin, compare_tasks, import_jsonl};
 use tokenscope_core::quality::teacher;
 
 use super::args::QualityArgs;
-use super::server::{Ask, Server, answers, paired, probe, probe_echo, score, task_outputs};
+use super::server::{
+    Ask, Server, answers, paired, probe, probe_echo, score, task_outputs, token_ids,
+};
 
 /// The reference's teacher-forced scores: the chunks, each scored, and the
 /// scores against a second reading.
@@ -83,6 +87,8 @@ pub(super) async fn measure(
     }
     // The reference: a golden file, or a server asked twice (the noise floor).
     let mut forced: Option<Forced> = None;
+    let reference_ids: Option<Vec<u64>>;
+    let probe_text = teacher::tokenizer_probe();
     let (reference_side, reference, self_check, reference_tasks) = match golden {
         Some(g) => {
             let caps = Capabilities {
@@ -91,6 +97,7 @@ pub(super) async fn measure(
                 prompt_logprobs: !g.tf_samples.is_empty(),
                 model: g.model.clone(),
             };
+            reference_ids = (!g.tokenizer_ids.is_empty()).then(|| g.tokenizer_ids.clone());
             forced = (!g.tf_samples.is_empty()).then(|| Forced {
                 chunks: g.tf_chunks.clone(),
                 samples: g.tf_samples.clone(),
@@ -124,6 +131,7 @@ pub(super) async fn measure(
             if !caps.chat {
                 anyhow::bail!("{}: no chat completion could be read from it", server.shown);
             }
+            reference_ids = token_ids(&server, &model, &probe_text).await;
             let chunks = fixed_chunks(args)?;
             caps.prompt_logprobs = !chunks.is_empty() && probe_echo(&server, &model, top_k).await;
             if caps.prompt_logprobs {
@@ -171,6 +179,7 @@ pub(super) async fn measure(
                     task_outputs: &outputs,
                     task_max_tokens,
                     forced: forced.as_ref(),
+                    tokenizer_ids: reference_ids.as_deref().unwrap_or_default(),
                 };
                 save_golden(path, &server, &ask, top_k, &caps, &prompts, &kept)?;
             }
@@ -197,6 +206,21 @@ pub(super) async fn measure(
         anyhow::bail!("{}: no chat completion could be read from it", server.shown);
     }
     caps.prompt_logprobs = forced.is_some() && probe_echo(&server, &model, top_k).await;
+    let candidate_ids = token_ids(&server, &model, &probe_text).await;
+    let tokenizer = match (&reference_ids, &candidate_ids) {
+        (Some(r), Some(c)) => Some(TokenizerCheck::of(r, c)),
+        (r, _) => {
+            not_run.push(format!(
+                "tokenizer identity: the {} has no /tokenize (llama.cpp's or vLLM's contract)",
+                if r.is_none() {
+                    "reference"
+                } else {
+                    "candidate"
+                }
+            ));
+            None
+        }
+    };
     if args.chunks > 0 && !caps.prompt_logprobs {
         let who = match (&forced, reference_side.capabilities.prompt_logprobs) {
             (Some(_), _) => "the candidate does",
@@ -262,6 +286,7 @@ pub(super) async fn measure(
         max_tokens,
         top_logprobs: top_k,
         self_check,
+        tokenizer,
         teacher_forced_chunks: forced.as_ref().map_or(0, |f| f.chunks.len()),
         teacher_forced_self_check: forced.and_then(|f| f.self_check),
         levels: out,
@@ -328,6 +353,7 @@ struct Kept<'a> {
     task_outputs: &'a [Option<String>],
     task_max_tokens: u32,
     forced: Option<&'a Forced>,
+    tokenizer_ids: &'a [u64],
 }
 
 fn save_golden(
@@ -362,6 +388,7 @@ fn save_golden(
         tf_chunks: kept.forced.map(|f| f.chunks.clone()).unwrap_or_default(),
         tf_samples: kept.forced.map(|f| f.samples.clone()).unwrap_or_default(),
         tf_self_check: kept.forced.and_then(|f| f.self_check.clone()),
+        tokenizer_ids: kept.tokenizer_ids.to_vec(),
     };
     std::fs::write(path, serde_json::to_string(&g)?)
         .with_context(|| format!("--save-golden {}: cannot write", path.display()))?;

@@ -130,7 +130,8 @@ pub fn write_json(
         .with_context(|| format!("{flag} {}: cannot write", path.display()))
 }
 
-/// The exit status the report earns: 2 when the servers share no tokens or a
+/// The exit status the report earns: 2 when the servers share no tokens (or
+/// their tokenizers differ) or a
 /// gate's figure was measured at no level, 1 when a gate is crossed, else 0
 /// (each said on stderr).
 pub fn judge(report: &QualityReport, gates: &[Gate]) -> ExitCode {
@@ -143,6 +144,15 @@ pub fn judge(report: &QualityReport, gates: &[Gate]) -> ExitCode {
         eprintln!(
             "quality: the reference and the candidate share no top token at the first position for {:.0}% of the prompts: another tokenizer or another model. The figures above compare nothing.",
             (1.0 - l.figures.token_overlap.unwrap_or(0.0)) * 100.0
+        );
+        return ExitCode::from(2);
+    }
+    if let Some(t) = report.tokenizer.as_ref().filter(|t| !t.same()) {
+        eprintln!(
+            "quality: the two servers' tokenizers differ ({} and {} tokens for the probe text, the ids parting at token {}): another tokenizer or another model. The figures above compare nothing token for token.",
+            t.reference_tokens,
+            t.candidate_tokens,
+            t.first_difference.unwrap_or(0)
         );
         return ExitCode::from(2);
     }

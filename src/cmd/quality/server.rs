@@ -12,6 +12,7 @@ use tokenscope_core::quality::report::Capabilities;
 use tokenscope_core::quality::sample::{Sample, parse_chat_completion};
 use tokenscope_core::quality::tasks::Task;
 use tokenscope_core::quality::teacher;
+use tokenscope_core::workload::tokens::{self, TokenizeApi};
 
 use crate::util::Secret;
 
@@ -19,6 +20,7 @@ use crate::util::Secret;
 pub(super) struct Server {
     chat_url: String,
     completions_url: String,
+    tokenize_url: String,
     models_url: String,
     pub(super) shown: String,
     key: Option<Secret>,
@@ -34,6 +36,7 @@ impl Server {
         Ok(Server {
             chat_url: base.endpoint("chat/completions"),
             completions_url: base.endpoint("completions"),
+            tokenize_url: format!("{}/tokenize", base.origin()),
             models_url: base.endpoint("models"),
             shown: redact_url(url),
             key: key.map(|k| Secret::new(k.to_owned())),
@@ -264,4 +267,19 @@ pub(super) async fn score(
         }
     }
     out
+}
+
+/// The server's token ids of `text` through `/tokenize` at its origin
+/// (llama.cpp's contract, then vLLM's and SGLang's); `None` without one.
+pub(super) async fn token_ids(server: &Server, model: &str, text: &str) -> Option<Vec<u64>> {
+    for kind in TokenizeApi::ALL {
+        if let Ok(v) = server
+            .post_to(&server.tokenize_url, &kind.body(model, text))
+            .await
+            && let Some(ids) = tokens::token_ids(&v).filter(|ids| !ids.is_empty())
+        {
+            return Some(ids);
+        }
+    }
+    None
 }
