@@ -696,3 +696,66 @@ fn servers_of_different_tokenizers_are_named() {
         report["verdict"]
     );
 }
+
+/// `--batch-invariant`: a candidate whose answers change when it batches
+/// (`--lm-batch-noise`) is flagged and fails; one that does not passes.
+#[test]
+fn answers_that_change_with_load_break_a_batch_invariance_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = mock(16, 0.0, &[]);
+    let variant = mock(16, 0.0, &["--lm-batch-noise", "1.5"]);
+    let args = |c: &Mock| {
+        let mut v = vec![
+            "--ref".to_owned(),
+            r.url.clone(),
+            "--cand".to_owned(),
+            c.url.clone(),
+        ];
+        v.extend(
+            [
+                "--prompts",
+                "12",
+                "--max-tokens",
+                "12",
+                "--tasks",
+                "0",
+                "--chunks",
+                "0",
+            ]
+            .map(str::to_owned),
+        );
+        v.extend(["--concurrency", "1,4", "--batch-invariant"].map(str::to_owned));
+        v
+    };
+    let a = args(&variant);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let (out, report) = quality(&a, &dir.path().join("v.json"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("batch invariance: at concurrency 4"),
+        "{}",
+        text(&out)
+    );
+    let report = report.unwrap();
+    common::assert_schema("quality.schema.json", &report, "quality report");
+    assert!(report["levels"][0]["against_first_level"].is_null());
+    // Alone at concurrency 1 the model is the reference's.
+    assert_eq!(f(&report["levels"][0]["figures"]["exact_match"]), 1.0);
+    let changed = f(&report["levels"][1]["against_first_level"]["exact_match"]);
+    assert!(changed < 1.0, "{changed}");
+    assert!(
+        report["verdict"]
+            .to_string()
+            .contains("claims batch-invariant decoding")
+    );
+    // Batch-invariant: the same answers at every level.
+    let a = args(&r);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let (out, report) = quality(&a, &dir.path().join("i.json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let report = report.unwrap();
+    assert_eq!(
+        f(&report["levels"][1]["against_first_level"]["exact_match"]),
+        1.0
+    );
+}

@@ -122,6 +122,18 @@ pub struct MockArgs {
     #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
     pub no_logprobs: bool,
 
+    /// Move the toy model's logits by seeded noise of this standard deviation
+    /// whenever a request shares the engine with others (a batch-variant
+    /// kernel): greedy answers then change with load, as on engines without
+    /// batch-invariant decoding.
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        value_name = "SIGMA",
+        help_heading = "Log-probabilities (tokenscope quality)"
+    )]
+    pub lm_batch_noise: f64,
+
     /// Salt of `/tokenize`'s token ids (one id per word and punctuation mark,
     /// by a hash): two mocks of different salts are servers of different
     /// tokenizers that count alike.
@@ -318,8 +330,13 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
         state = state.head_with_first_token(args.head_with_first_token);
         state = state.with_timings(args.timings);
         state = state.cors_allow_headers(args.cors_allow_headers.as_deref());
-        if !(args.lm_perturb.is_finite() && args.lm_perturb >= 0.0) {
-            anyhow::bail!("--lm-perturb {}: must be 0 or more", args.lm_perturb);
+        for (flag, v) in [
+            ("--lm-perturb", args.lm_perturb),
+            ("--lm-batch-noise", args.lm_batch_noise),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                anyhow::bail!("{flag} {v}: must be 0 or more");
+            }
         }
         if !(0.0..=1.0).contains(&args.lm_tasks_right) {
             anyhow::bail!(
@@ -334,6 +351,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
             tasks_right: args.lm_tasks_right,
             seed,
             tokenizer_seed: args.tokenizer_seed,
+            batch_noise: args.lm_batch_noise,
         });
         let opts = ServeOptions {
             tls: tls.map(Arc::new),

@@ -157,8 +157,11 @@ pub(super) async fn non_streaming(
     let mut writer = StreamWriter::new(api, id, &s.cfg.model, false, prompt_tokens, s.cfg.seed);
     let mut tokens = 0u64;
     let mut text_events = String::new();
+    // Whether the request ever ran beside others (a batch of more than one).
+    let mut batched = false;
     while let Some(Step { em, started_ms }) = rx.recv().await {
         log.t_scheduled_ms.get_or_insert(started_ms);
+        batched |= s.gauges.running.load(std::sync::atomic::Ordering::Relaxed) > 1;
         text_events.push_str(&writer.tokens(em.tokens));
         tokens += u64::from(em.tokens);
         if em.finished || em.fault.is_some() {
@@ -178,9 +181,12 @@ pub(super) async fn non_streaming(
         .collect();
     // Asked for log-probabilities: the toy model's answer of the same length
     // (a completion: the prompt echoed and scored, then the answer).
+    let serve = s.lm.in_batch(batched);
     let (text, logprobs) = match (lm, api) {
-        (Some((prompt, k)), Api::Completions) => super::lm::echo(&s.lm, prompt, tokens as usize, k),
-        (Some((prompt, k)), Api::Chat) => super::lm::answer(&s.lm, prompt, tokens as usize, k),
+        (Some((prompt, k)), Api::Completions) => {
+            super::lm::echo(&serve, prompt, tokens as usize, k)
+        }
+        (Some((prompt, k)), Api::Chat) => super::lm::answer(&serve, prompt, tokens as usize, k),
         (None, _) => (text, serde_json::Value::Null),
     };
     log.completion_tokens = tokens;

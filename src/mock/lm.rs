@@ -32,6 +32,27 @@ pub struct LmServe {
     /// Salt of `/tokenize`'s ids (`--tokenizer-seed`): another salt, another
     /// tokenizer.
     pub tokenizer_seed: u64,
+    /// Noise on the logits of a request that shared the engine with others
+    /// (`--lm-batch-noise`): 0, batch-invariant.
+    pub batch_noise: f64,
+}
+
+impl LmServe {
+    /// How a request is answered that ran `batched` (beside others) or alone:
+    /// a batch-variant server's model moves in a batch.
+    pub fn in_batch(&self, batched: bool) -> LmServe {
+        if !batched || self.batch_noise == 0.0 {
+            return *self;
+        }
+        let lm = self.lm;
+        LmServe {
+            lm: lm.perturbed(
+                (lm.perturb.powi(2) + self.batch_noise.powi(2)).sqrt(),
+                lm.perturb_seed ^ 0xba7c_4ed0,
+            ),
+            ..*self
+        }
+    }
 }
 
 /// `/tokenize`'s ids for `text`: one per word (its letters) and per

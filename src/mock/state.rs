@@ -93,6 +93,7 @@ impl MockState {
                 tasks_right: 1.0,
                 seed: cfg_seed,
                 tokenizer_seed: 0,
+                batch_noise: 0.0,
             },
         })
     }

@@ -85,6 +85,11 @@ pub struct QualityLevel {
     /// score a prompt, or their tokens differ).
     #[serde(default)]
     pub teacher_forced: Option<Distribution>,
+    /// The candidate's answers here against its own at the first level (the
+    /// same prompts, less load): what load alone changed (absent at the first
+    /// level).
+    #[serde(default)]
+    pub against_first_level: Option<PairFigures>,
 }
 
 /// The whole report.
@@ -108,6 +113,10 @@ pub struct QualityReport {
     /// for a golden file, the one measured when it was made (absent from
     /// files that did not keep one).
     pub self_check: Option<PairFigures>,
+    /// The candidate was said to decode batch-invariantly
+    /// (`--batch-invariant`): answers that change with load are a defect.
+    #[serde(default)]
+    pub batch_invariant_claimed: bool,
     /// The tokenizers compared on the fixed text's first chunk (absent: a
     /// side has no `/tokenize`).
     #[serde(default)]
@@ -218,6 +227,18 @@ impl QualityReport {
                     d.positions
                 ));
             }
+            if let Some(a) = &l.against_first_level {
+                let first = self.levels.first().map_or(1, |f| f.concurrency);
+                s.push_str(&format!(
+                    ". Against its own answers at concurrency {first}: {} identical{}",
+                    pct(a.exact_match),
+                    if self.batch_invariant_claimed && a.exact_match < 1.0 {
+                        " although it claims batch-invariant decoding: load changed its answers"
+                    } else {
+                        ""
+                    }
+                ));
+            }
             if let Some(t) = &l.tasks {
                 s.push_str(&format!(
                     ". Tasks: {} right against the reference's {} (flexible; 95% {}-{}), {} flipped to wrong and {} to right of {} (McNemar p = {:.3})",
@@ -255,6 +276,22 @@ pub fn calibrated(kld: f64) -> String {
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
+}
+
+impl QualityReport {
+    /// The levels whose answers changed with load although the candidate
+    /// claims batch-invariant decoding (none when it does not claim it).
+    pub fn batch_invariance_broken(&self) -> Vec<&QualityLevel> {
+        self.levels
+            .iter()
+            .filter(|l| {
+                self.batch_invariant_claimed
+                    && l.against_first_level
+                        .as_ref()
+                        .is_some_and(|a| a.exact_match < 1.0)
+            })
+            .collect()
+    }
 }
 
 /// One `--fail-on` threshold: `METRIC:>N`, `METRIC:<N%`, ...
@@ -385,6 +422,7 @@ mod tests {
             },
             tasks: None,
             teacher_forced: None,
+            against_first_level: None,
         };
         assert_eq!(g[1].crossed(&f), Some(0.8));
         assert_eq!(g[0].crossed(&f), None, "not measured: not crossed");

@@ -79,6 +79,19 @@ pub fn text(r: &QualityReport) -> String {
         if let Some(d) = &l.teacher_forced {
             s.push_str(&forced("", d));
         }
+        if let Some(a) = &l.against_first_level {
+            s.push_str(&format!(
+                "  {:<16} against its own answers at c={}: exact match {:.1}%{}\n",
+                "",
+                r.levels[0].concurrency,
+                a.exact_match * 100.0,
+                if r.batch_invariant_claimed && a.exact_match < 1.0 {
+                    " (claims batch-invariant decoding)"
+                } else {
+                    ""
+                }
+            ));
+        }
         if let Some(t) = &l.tasks {
             s.push_str(&format!(
                 "  {:<16} tasks: accuracy {:.1}% (reference {:.1}%; strict {:.1}% / {:.1}%), invalid {}, flips {} lost / {} gained of {}, McNemar p {:.3}\n",

@@ -77,6 +77,13 @@ pub struct QualityArgs {
     #[arg(long, value_name = "FILE")]
     pub text: Option<PathBuf>,
 
+    /// The candidate claims batch-invariant decoding (vLLM's
+    /// VLLM_BATCH_INVARIANT=1, SGLang's --enable-deterministic-inference): an
+    /// answer at a higher concurrency that differs from its own at the first
+    /// level is a defect, said and exit 1.
+    #[arg(long)]
+    pub batch_invariant: bool,
+
     /// Seed of the prompts and the bootstrap.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

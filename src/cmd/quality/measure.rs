@@ -248,6 +248,7 @@ pub(super) async fn measure(
         top: caps.top_logprobs.then_some(top_k),
     };
     let mut out = Vec::new();
+    let mut first_answers: Option<Vec<Option<Sample>>> = None;
     for &c in levels {
         eprintln!(
             "quality: the candidate, {} prompts, concurrency {c}",
@@ -266,9 +267,15 @@ pub(super) async fn measure(
             }
             _ => None,
         };
+        let against_first_level = first_answers
+            .as_ref()
+            .map(|first| paired(first, &cand, args.seed));
+        let figures = paired(&reference, &cand, args.seed);
+        first_answers.get_or_insert(cand);
         out.push(QualityLevel {
             concurrency: c,
-            figures: paired(&reference, &cand, args.seed),
+            figures,
+            against_first_level,
             tasks: (!tasks.is_empty())
                 .then(|| compare_tasks(&tasks, &reference_tasks, &cand_tasks)),
             teacher_forced,
@@ -286,6 +293,7 @@ pub(super) async fn measure(
         max_tokens,
         top_logprobs: top_k,
         self_check,
+        batch_invariant_claimed: args.batch_invariant,
         tokenizer,
         teacher_forced_chunks: forced.as_ref().map_or(0, |f| f.chunks.len()),
         teacher_forced_self_check: forced.and_then(|f| f.self_check),

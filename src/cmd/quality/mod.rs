@@ -173,6 +173,18 @@ pub fn judge(report: &QualityReport, gates: &[Gate]) -> ExitCode {
         return ExitCode::from(2);
     }
     let mut crossed = false;
+    for l in report.batch_invariance_broken() {
+        crossed = true;
+        let a = l
+            .against_first_level
+            .as_ref()
+            .map_or(1.0, |a| a.exact_match);
+        eprintln!(
+            "batch invariance: at concurrency {} only {:.1}% of the candidate's answers are its own at the first level, although it claims batch-invariant decoding",
+            l.concurrency,
+            a * 100.0
+        );
+    }
     for l in &report.levels {
         for g in gates {
             if let Some(v) = g.crossed(l) {
