@@ -123,7 +123,7 @@ fn truth(r: ToyLm, c: ToyLm, prompts: &[String], n: usize) -> Truth {
 }
 
 /// The teacher-forced truth: the built-in text's chunks read by the toy
-/// tokenizer, each chunk's tokens from `n/2` on scored (llama.cpp's rule):
+/// tokenizer, each chunk's tokens from `n/2 + 1` on scored (llama.cpp's rule):
 /// the mean KLD and the positions scored.
 fn forced_truth(r: ToyLm, c: ToyLm, chunks: usize) -> (f64, usize) {
     use tokenscope_core::quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
@@ -132,7 +132,8 @@ fn forced_truth(r: ToyLm, c: ToyLm, chunks: usize) -> (f64, usize) {
         let tokens = r.tokenize(&chunk);
         let mut state = r.text_start();
         for (i, (_, id)) in tokens.iter().enumerate() {
-            if i >= tokens.len() / 2 {
+            // llama.cpp's: the logits from n/2 on, predicting n/2 + 1 ..
+            if i > tokens.len() / 2 {
                 klds.push(kld_exact(&r.logprobs(state), &c.logprobs(state)));
             }
             state = ToyLm::next(state, *id);
@@ -539,10 +540,29 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
             new.to_str().unwrap(),
             "--markdown",
             md.to_str().unwrap(),
+            "--api-key",
+            "sk-bench-SECRET",
         ],
     );
     // The gate is crossed: exit 1, every report written.
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // The bench's key went to the candidate, never to the reference.
+    assert!(!text(&out).contains("SECRET"));
+    let authorized = |m: &Mock| -> Vec<bool> {
+        m.log_records(1)
+            .iter()
+            .map(|r| r["authorized"].as_bool().unwrap())
+            .collect()
+    };
+    let (to_ref, to_cand) = (authorized(&r), authorized(&c));
+    assert!(
+        !to_ref.is_empty() && to_ref.iter().all(|a| !a),
+        "{to_ref:?}"
+    );
+    assert!(
+        !to_cand.is_empty() && to_cand.iter().all(|a| *a),
+        "{to_cand:?}"
+    );
     let q: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("new.quality.json")).unwrap(),
     )
@@ -644,7 +664,8 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
     assert!(text(&out).contains("## Quality"), "{}", text(&out));
     let html = std::fs::read_to_string(html).unwrap();
     assert!(html.contains("<section id=\"quality\">") && html.ends_with("</body></html>\n"));
-    // Bad input: named, and the speed report still written.
+    // Bad input, named before the sweep: a flag the bench decides, a golden
+    // file that is not there, settings the quality checks do not speak.
     let out = bench(
         &c.url,
         &["--quality", &r.url, "--quality-args", "--cand http://x/v1"],
@@ -655,6 +676,23 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         "{}",
         text(&out)
     );
+    let early = dir.path().join("early.json");
+    let e = early.to_str().unwrap();
+    let out = bench(&c.url, &["--quality", "no-such-golden.json", "--out", e]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no-such-golden.json"), "{}", text(&out));
+    let out = bench(
+        &c.url,
+        &["--quality", &r.url, "--header", "X-Team: a", "--out", e],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("run `tokenscope quality` on its own"),
+        "{}",
+        text(&out)
+    );
+    assert!(!early.exists(), "refused before the sweep");
+    // A reference that fails after the sweep: the speed report is kept.
     let lost = dir.path().join("lost.json");
     let out = bench(
         &c.url,

@@ -117,6 +117,21 @@ fn a_requantised_gemma_is_called_a_change_and_gemma_itself_is_not() {
         f(&tasks["mcnemar_p"])
     );
     assert_eq!(tasks["tasks"], 8, "every task graded on both sides");
+    // Requantised, the same tokenizer: llama-server's /tokenize gives the
+    // same ids on both; it scores no prompt (no echo), so the distribution is
+    // on the generated tokens, and the report says why.
+    for r in [&same, &changed] {
+        let t = &r["tokenizer"];
+        assert!(t["reference_tokens"].as_u64().unwrap() > 0, "{t}");
+        assert_eq!(t["first_difference"], Value::Null, "{t}");
+        assert_eq!(r["reference"]["capabilities"]["prompt_logprobs"], false);
+        assert!(r["levels"][0]["teacher_forced"].is_null());
+        assert!(
+            r["not_run"].to_string().contains("teacher-forced"),
+            "{}",
+            r["not_run"]
+        );
+    }
     // Itself: the same answers, so the same grades.
     let own_tasks = &same["levels"][0]["tasks"];
     assert_eq!(own_tasks["flips_lost"], 0);

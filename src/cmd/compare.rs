@@ -168,24 +168,24 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     )?;
     // The quality gates on each compared run (its own exit status: 2 when a
     // figure cannot be checked, 1 when crossed).
-    let mut quality_status = ExitCode::SUCCESS;
+    // 2 (a quality figure that cannot be checked) outranks 1 (crossed).
+    let mut quality_status = 0u8;
     for (i, q) in qualities.iter().enumerate().skip(1) {
         if let Some(q) = q
             && !gates.is_empty()
         {
             let status = super::quality::judge(q, &gates);
             if status == ExitCode::from(2) {
-                return Ok(status);
-            }
-            if status != ExitCode::SUCCESS {
+                quality_status = 2;
+            } else if status != ExitCode::SUCCESS {
                 eprintln!("fail-on: {} crossed a quality threshold", names[i]);
-                quality_status = status;
+                quality_status = quality_status.max(1);
             }
         }
     }
     let crossed = crossings(&c, &thresholds);
     if crossed.is_empty() {
-        return Ok(quality_status);
+        return Ok(ExitCode::from(quality_status));
     }
     for (run, level, cell) in &crossed {
         eprintln!(
@@ -196,7 +196,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             cell.relative.unwrap_or(0.0) * 100.0
         );
     }
-    Ok(ExitCode::from(1))
+    Ok(ExitCode::from(quality_status.max(1)))
 }
 
 /// Each run's quality report: `--quality` in order, else `X.quality.json`

@@ -288,7 +288,7 @@ impl QualityReport {
                 self.batch_invariant_claimed
                     && l.against_first_level
                         .as_ref()
-                        .is_some_and(|a| a.exact_match < 1.0)
+                        .is_some_and(|a| a.prompts > 0 && a.exact_match < 1.0)
             })
             .collect()
     }

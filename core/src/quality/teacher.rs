@@ -6,8 +6,8 @@
 //! where two greedy answers part.
 //!
 //! llama.cpp's rule for context: of a chunk of `n` tokens only the second half
-//! is scored (from token `n/2`), so each scored token sees at least `n/2` before
-//! it. [`scored`] applies it; the chunk bootstrap of [`super::measure`] then
+//! is scored (tokens `n/2 + 1 ..`), so each scored token sees more than `n/2`
+//! before it. [`scored`] applies it; the chunk bootstrap of [`super::measure`] then
 //! resamples chunks.
 
 use serde_json::Value;
@@ -45,11 +45,12 @@ pub fn chunks(text: &str, words: usize, max: usize) -> Vec<String> {
 
 /// One chunk as the server scored it, from a completions answer with `echo`
 /// and `logprobs` (`choices[0].logprobs`: `tokens`, `token_logprobs`,
-/// `top_logprobs` as `{token: logprob}`, `text_offset`): the prompt's tokens
-/// (those starting inside its `prompt_len` bytes), the first one (no context,
-/// no log-probability) left out. Generated tokens after the prompt are
-/// dropped.
-pub fn parse_echo(v: &Value, prompt_len: usize) -> Result<Sample, SampleError> {
+/// `top_logprobs` as `{token: logprob}`, `text_offset`): the prompt's tokens,
+/// the first one (no context, no log-probability; a BOS where the server adds
+/// one) left out. The prompt's tokens are all but the answer's last
+/// `usage.completion_tokens`; without `usage`, those that start (in
+/// characters, as `text_offset` counts) inside `prompt`.
+pub fn parse_echo(v: &Value, prompt: &str) -> Result<Sample, SampleError> {
     let lp = &v["choices"][0]["logprobs"];
     let tokens = lp["tokens"]
         .as_array()
@@ -57,24 +58,34 @@ pub fn parse_echo(v: &Value, prompt_len: usize) -> Result<Sample, SampleError> {
     let token_lps = lp["token_logprobs"].as_array();
     let tops = lp["top_logprobs"].as_array();
     let offsets = lp["text_offset"].as_array();
+    let texts: Vec<&str> = tokens
+        .iter()
+        .map(|t| {
+            t.as_str()
+                .ok_or(SampleError::Shape("a token that is not text"))
+        })
+        .collect::<Result<_, _>>()?;
+    let in_prompt = match v["usage"]["completion_tokens"].as_u64() {
+        Some(g) if (g as usize) < texts.len() => texts.len() - g as usize,
+        _ => {
+            let prompt_chars = prompt.chars().count();
+            let mut offset = 0usize;
+            texts
+                .iter()
+                .enumerate()
+                .take_while(|(i, t)| {
+                    let start = offsets
+                        .and_then(|o| o.get(*i))
+                        .and_then(Value::as_u64)
+                        .map_or(offset, |o| o as usize);
+                    offset = start + t.chars().count();
+                    start < prompt_chars
+                })
+                .count()
+        }
+    };
     let mut positions = Vec::new();
-    let mut offset = 0usize;
-    for (i, t) in tokens.iter().enumerate() {
-        let token = t
-            .as_str()
-            .ok_or(SampleError::Shape("a token that is not text"))?;
-        // Where the token starts: the server's offset, else the text so far.
-        let start = offsets
-            .and_then(|o| o.get(i))
-            .and_then(Value::as_u64)
-            .map_or(offset, |o| o as usize);
-        offset = start + token.len();
-        if start >= prompt_len {
-            break;
-        }
-        if i == 0 {
-            continue;
-        }
+    for (i, token) in texts.iter().enumerate().take(in_prompt).skip(1) {
         let mut top: Vec<Alt> = tops
             .and_then(|t| t.get(i))
             .and_then(Value::as_object)
@@ -91,7 +102,7 @@ pub fn parse_echo(v: &Value, prompt_len: usize) -> Result<Sample, SampleError> {
             .unwrap_or_default();
         top.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
         positions.push(Position {
-            token: token.to_owned(),
+            token: (*token).to_owned(),
             logprob: token_lps
                 .and_then(|l| l.get(i))
                 .and_then(Value::as_f64)
@@ -107,12 +118,15 @@ pub fn parse_echo(v: &Value, prompt_len: usize) -> Result<Sample, SampleError> {
     })
 }
 
-/// llama.cpp's context rule: of a chunk whose prompt is `n` tokens (the
-/// first, unscored, included), only tokens `n/2 ..` are scored.
+/// llama.cpp's context rule (`perplexity`, `kl_divergence`): of a chunk of
+/// `n` tokens (the first, unscored, included) the logits from position `n/2`
+/// on are scored, predicting tokens `n/2 + 1 ..= n - 1`: `n - 1 - n/2` of them.
 pub fn scored(mut sample: Sample) -> Sample {
     let n = sample.positions.len() + 1;
-    let skip = (n / 2).saturating_sub(1);
-    sample.positions.drain(..skip.min(sample.positions.len()));
+    // Position p holds token p + 1.
+    sample
+        .positions
+        .drain(..(n / 2).min(sample.positions.len()));
     sample
 }
 
@@ -171,7 +185,7 @@ mod tests {
             "top_logprobs": [null, {" there": -1.5, " here": -0.5}, {" you": -0.25}, {".": -2.0}],
             "text_offset": [0, 2, 8, 12]
         }}]});
-        let s = parse_echo(&v, "Hi there you".len()).unwrap();
+        let s = parse_echo(&v, "Hi there you").unwrap();
         assert_eq!(
             s.positions.len(),
             2,
@@ -189,8 +203,34 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("text_offset");
-        assert_eq!(parse_echo(&w, 12).unwrap(), s);
-        assert!(parse_echo(&json!({"choices": [{}]}), 3).is_err());
+        assert_eq!(parse_echo(&w, "Hi there you").unwrap(), s);
+        // `usage` says how many were generated: a BOS before the prompt (its
+        // offsets past the text's) changes nothing.
+        let bos = json!({"choices": [{"logprobs": {
+            "tokens": ["<s>", "Hi", " there", " you", "."],
+            "token_logprobs": [null, -3.0, -1.5, -0.25, -2.0],
+            "top_logprobs": [null, {"Hi": -3.0}, {" there": -1.5}, {" you": -0.25}, {".": -2.0}],
+            "text_offset": [0, 3, 5, 11, 15]
+        }}], "usage": {"prompt_tokens": 4, "completion_tokens": 1}});
+        let tokens: Vec<String> = parse_echo(&bos, "Hi there you")
+            .unwrap()
+            .positions
+            .into_iter()
+            .map(|p| p.token)
+            .collect();
+        assert_eq!(tokens, ["Hi", " there", " you"]);
+        // Characters, not bytes: "é" is one.
+        let accent = json!({"choices": [{"logprobs": {
+            "tokens": ["Café", " au", " lait", "."],
+            "token_logprobs": [null, -1.0, -1.0, -1.0],
+            "top_logprobs": [null, {" au": -1.0}, {" lait": -1.0}, {".": -1.0}],
+            "text_offset": [0, 4, 7, 12]
+        }}]});
+        assert_eq!(
+            parse_echo(&accent, "Café au lait").unwrap().positions.len(),
+            2
+        );
+        assert!(parse_echo(&json!({"choices": [{}]}), "abc").is_err());
     }
 
     #[test]
@@ -200,7 +240,8 @@ mod tests {
             logprob: Some(-1.0),
             top: Vec::new(),
         };
-        // 8 prompt tokens: positions hold tokens 1..8; tokens 4..8 are scored.
+        // 8 prompt tokens: positions hold tokens 1..=7; llama.cpp scores the
+        // logits from position 4, predicting tokens 5..=7.
         let s = Sample {
             text: String::new(),
             positions: (1..8).map(|i| pos(&i.to_string())).collect(),
@@ -208,7 +249,7 @@ mod tests {
         };
         let kept = scored(s.clone());
         let tokens: Vec<&str> = kept.positions.iter().map(|p| p.token.as_str()).collect();
-        assert_eq!(tokens, ["4", "5", "6", "7"]);
+        assert_eq!(tokens, ["5", "6", "7"]);
         assert!(same_tokens(
             std::slice::from_ref(&s),
             std::slice::from_ref(&s)

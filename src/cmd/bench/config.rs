@@ -395,11 +395,25 @@ impl BenchArgs {
                         "--quality: with --shard each machine would check the answers again; run the quality checks from one (tokenscope quality)"
                     );
                 }
+                let h = &self.http;
+                if h.api_key_header.is_some()
+                    || !h.headers.is_empty()
+                    || !h.ca_cert.is_empty()
+                    || h.client_cert.is_some()
+                    || h.insecure
+                    || h.proxy.is_some()
+                {
+                    anyhow::bail!(
+                        "--quality: the quality checks send the key as 'Authorization: Bearer', without extra headers, certificates or a proxy; with --api-key-header, --header, --ca-cert, --client-cert, --insecure or --proxy run `tokenscope quality` on its own"
+                    );
+                }
                 let args = crate::cmd::quality::args_for_bench(
                     reference,
                     &self.url,
                     self.quality_args.as_deref().unwrap_or(""),
                 )?;
+                // A bad reference file, text or tasks file: said before the sweep.
+                crate::cmd::quality::check_files(&args)?;
                 Some(super::plan::QualityPlan {
                     args,
                     gates: crate::cmd::quality::parse_gates(self.fail_on.as_deref(), "--fail-on")?,

@@ -114,7 +114,9 @@ async fn quality(
         levels.push(1);
     }
     let mut args = q.args.clone();
+    // The bench's key is the candidate's: never sent to the reference.
     args.api_key = key.map(str::to_owned);
+    args.key_is_candidates = true;
     if args.cand_model.is_none() {
         args.cand_model = Some(model.to_owned());
     }
@@ -125,11 +127,11 @@ async fn quality(
             e.context("--quality: the speed reports are written; the quality checks failed")
         })?
         .expect("a candidate is always given");
+    print!("{}", render::quality::text(&report));
     if let Some(p) = &q.json {
         crate::cmd::quality::write_json(&report, p, "--out")?;
         println!("wrote {}", p.display());
     }
-    print!("{}", render::quality::text(&report));
     let labelled: Vec<(String, &tokenscope_core::model::LevelReport)> = done
         .iter()
         .flat_map(|(t, r)| {

@@ -8,15 +8,16 @@ use clap::Args;
 /// API: greedy exact match and where answers diverge (any server), and where
 /// both give top-k log-probabilities, llama.cpp's distribution figures (KLD,
 /// same top p, Δp, perplexity ratio; exact or a lower bound). docs/quality.md.
-#[derive(Debug, Clone, Args)]
+#[derive(Clone, Args)]
 #[command(after_help = "EXAMPLES:
   tokenscope quality --ref http://old:8000/v1 --cand http://new:8000/v1
   tokenscope quality --ref http://old:8000/v1 --save-golden golden.json
   tokenscope quality --ref golden.json --cand http://new:8000/v1 --concurrency 1,16 --fail-on 'kld_mean:>0.01,exact_match:<90%'
 
-Exit status: 0; 1 when --fail-on is crossed; 2 on an error, or when the two
-servers do not share tokens (another tokenizer or model: nothing to compare).
-The report is written before either.")]
+Exit status: 0; 1 when --fail-on is crossed or a --batch-invariant claim is
+broken; 2 on an error, or when the two servers do not share tokens or their
+tokenizers differ (another tokenizer or model: nothing to compare). The report
+is written before either.")]
 pub struct QualityArgs {
     /// The reference: a base URL (`http://host:port/v1`) or a golden file.
     #[arg(long = "ref", value_name = "URL|FILE")]
@@ -107,7 +108,46 @@ pub struct QualityArgs {
     #[arg(long, value_name = "THRESHOLDS")]
     pub fail_on: Option<String>,
 
-    /// API key for both servers (never printed).
+    /// API key for both servers (never printed); the reference's is
+    /// --ref-api-key when given.
     #[arg(long, env = "TOKENSCOPE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+
+    /// The reference's API key, when it differs from the candidate's (never
+    /// printed).
+    #[arg(long, env = "TOKENSCOPE_REF_API_KEY", hide_env_values = true)]
+    pub ref_api_key: Option<String>,
+
+    /// `--api-key` is the candidate's alone (`bench --quality`: the bench's
+    /// key never goes to the reference).
+    #[arg(skip)]
+    pub key_is_candidates: bool,
+}
+
+impl QualityArgs {
+    /// The key sent to the reference.
+    pub fn reference_key(&self) -> Option<&str> {
+        let shared = (!self.key_is_candidates)
+            .then_some(self.api_key.as_deref())
+            .flatten();
+        self.ref_api_key
+            .as_deref()
+            .or(shared)
+            .filter(|k| !k.is_empty())
+    }
+
+    /// The key sent to the candidate.
+    pub fn candidate_key(&self) -> Option<&str> {
+        self.api_key.as_deref().filter(|k| !k.is_empty())
+    }
+}
+
+impl std::fmt::Debug for QualityArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the keys.
+        f.debug_struct("QualityArgs")
+            .field("reference", &self.reference)
+            .field("candidate", &self.candidate)
+            .finish_non_exhaustive()
+    }
 }

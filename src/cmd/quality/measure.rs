@@ -47,13 +47,25 @@ fn fixed_chunks(args: &QualityArgs) -> anyhow::Result<Vec<String>> {
     Ok(chunks)
 }
 
+/// The files a run needs, read once to name a bad one before anything runs.
+pub(super) fn check_files(args: &QualityArgs) -> anyhow::Result<()> {
+    golden_at(&args.reference)?;
+    fixed_chunks(args)?;
+    if let Some(path) = &args.tasks_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--tasks-file {}: cannot read", path.display()))?;
+        import_jsonl(&text).map_err(|e| anyhow::anyhow!("--tasks-file {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Measure; `None` when there was only a golden file to save.
 pub(super) async fn measure(
     args: &QualityArgs,
     levels: &[u32],
 ) -> anyhow::Result<Option<QualityReport>> {
-    let key = args.api_key.as_deref();
     let golden = golden_at(&args.reference)?;
+    let golden_reference = golden.is_some();
     if golden.is_some() && args.save_golden.is_some() {
         anyhow::bail!(
             "--save-golden: the reference is already a golden file ({})",
@@ -98,7 +110,7 @@ pub(super) async fn measure(
                 model: g.model.clone(),
             };
             reference_ids = (!g.tokenizer_ids.is_empty()).then(|| g.tokenizer_ids.clone());
-            forced = (!g.tf_samples.is_empty()).then(|| Forced {
+            forced = (!g.tf_samples.is_empty() && args.chunks > 0).then(|| Forced {
                 chunks: g.tf_chunks.clone(),
                 samples: g.tf_samples.clone(),
                 self_check: g.tf_self_check.clone(),
@@ -122,7 +134,7 @@ pub(super) async fn measure(
             )
         }
         None => {
-            let server = Server::new(&args.reference, key, args.timeout)?;
+            let server = Server::new(&args.reference, args.reference_key(), args.timeout)?;
             let model = match &args.model {
                 Some(m) => m.clone(),
                 None => server.first_model().await?,
@@ -196,7 +208,7 @@ pub(super) async fn measure(
         }
         return Ok(None);
     };
-    let server = Server::new(cand_url, key, args.timeout)?;
+    let server = Server::new(cand_url, args.candidate_key(), args.timeout)?;
     let model = match args.cand_model.as_ref().or(args.model.as_ref()) {
         Some(m) => m.clone(),
         None => server.first_model().await?,
@@ -210,14 +222,12 @@ pub(super) async fn measure(
     let tokenizer = match (&reference_ids, &candidate_ids) {
         (Some(r), Some(c)) => Some(TokenizerCheck::of(r, c)),
         (r, _) => {
-            not_run.push(format!(
-                "tokenizer identity: the {} has no /tokenize (llama.cpp's or vLLM's contract)",
-                if r.is_none() {
-                    "reference"
-                } else {
-                    "candidate"
-                }
-            ));
+            let who = match (r, golden_reference) {
+                (Some(_), _) => "the candidate has no /tokenize (llama.cpp's or vLLM's contract)",
+                (None, true) => "the golden file kept no /tokenize ids",
+                (None, false) => "the reference has no /tokenize (llama.cpp's or vLLM's contract)",
+            };
+            not_run.push(format!("tokenizer identity: {who}"));
             None
         }
     };
@@ -280,6 +290,12 @@ pub(super) async fn measure(
                 .then(|| compare_tasks(&tasks, &reference_tasks, &cand_tasks)),
             teacher_forced,
         });
+    }
+    if args.batch_invariant && levels.len() < 2 {
+        not_run.push(
+            "batch invariance: one concurrency level, nothing to compare the answers with (give --concurrency 1,N)"
+                .to_owned(),
+        );
     }
     let mut report = QualityReport {
         schema: SCHEMA.to_owned(),

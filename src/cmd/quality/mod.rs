@@ -80,6 +80,12 @@ pub fn args_for_bench(
     Ok(parsed.q)
 }
 
+/// Read the files the checks will need (a golden reference, `--text`,
+/// `--tasks-file`) and say what is wrong with one, before anything runs.
+pub fn check_files(args: &QualityArgs) -> anyhow::Result<()> {
+    measure::check_files(args)
+}
+
 /// Parse quality gates given to `flag`.
 pub fn parse_gates(s: Option<&str>, flag: &str) -> anyhow::Result<Vec<Gate>> {
     match s {

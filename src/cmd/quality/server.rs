@@ -228,7 +228,7 @@ pub(super) async fn probe_echo(server: &Server, model: &str, top: u32) -> bool {
     else {
         return false;
     };
-    teacher::parse_echo(&v, text.len()).is_ok_and(|s| {
+    teacher::parse_echo(&v, text).is_ok_and(|s| {
         s.positions.len() >= 2
             && s.positions
                 .iter()
@@ -251,7 +251,7 @@ pub(super) async fn score(
                 .post_to(&server.completions_url, &echo_body(model, text, top))
                 .await
                 .and_then(|v| {
-                    teacher::parse_echo(&v, text.len())
+                    teacher::parse_echo(&v, text)
                         .map_err(|e| anyhow::anyhow!("{}: {e}", server.shown))
                 });
             (i, r)
