@@ -8,18 +8,24 @@ use crate::quality::measure::{Distribution, PairFigures};
 use crate::quality::report::QualityReport;
 use crate::quality::tasks::TaskFigures;
 
-/// The report as text: the reference against itself, each level's figures
-/// and tasks, the checks not run, the verdict.
-pub fn text(r: &QualityReport) -> String {
-    let mut s = format!(
-        "Quality: {} ({}) against the reference {} ({}), {} prompts x {} tokens\n",
+/// What was compared with what, in one line.
+fn what(r: &QualityReport) -> String {
+    format!(
+        "{} ({}) against the reference {} ({}): {} prompts x {} tokens, top {} log-probabilities",
         r.candidate.source,
         r.candidate.capabilities.model,
         r.reference.source,
         r.reference.capabilities.model,
         r.prompts,
-        r.max_tokens
-    );
+        r.max_tokens,
+        r.top_logprobs
+    )
+}
+
+/// The report as text: the reference against itself, each level's figures
+/// and tasks, the checks not run, the verdict.
+pub fn text(r: &QualityReport) -> String {
+    let mut s = format!("Quality: {}\n", what(r));
     let row = |name: &str, f: &PairFigures| {
         let mut line = format!("  {name:<16} exact match {:>6.1}%", f.exact_match * 100.0);
         if let Some(d) = &f.divergence {
@@ -209,16 +215,7 @@ pub fn rows(r: &QualityReport) -> (Vec<String>, Vec<Vec<String>>) {
 /// The report as a Markdown section (`## Quality`).
 pub fn markdown(r: &QualityReport) -> String {
     let (headers, rows) = rows(r);
-    let mut s = format!(
-        "## Quality\n\n{} ({}) against the reference {} ({}): {} prompts x {} tokens, top {} log-probabilities.\n\n",
-        r.candidate.source,
-        r.candidate.capabilities.model,
-        r.reference.source,
-        r.reference.capabilities.model,
-        r.prompts,
-        r.max_tokens,
-        r.top_logprobs
-    );
+    let mut s = format!("## Quality\n\n{}.\n\n", what(r));
     s.push_str(&table::markdown_table(&headers, &rows));
     s.push('\n');
     for n in &r.not_run {
@@ -234,14 +231,8 @@ pub fn markdown(r: &QualityReport) -> String {
 pub fn html(r: &QualityReport) -> String {
     let (headers, rows) = rows(r);
     let mut s = format!(
-        "<section id=\"quality\"><h2>Quality</h2><p>{} ({}) against the reference {} ({}): {} prompts x {} tokens, top {} log-probabilities.</p>",
-        escape_html(&r.candidate.source),
-        escape_html(&r.candidate.capabilities.model),
-        escape_html(&r.reference.source),
-        escape_html(&r.reference.capabilities.model),
-        r.prompts,
-        r.max_tokens,
-        r.top_logprobs
+        "<section id=\"quality\"><h2>Quality</h2><p>{}.</p>",
+        escape_html(&what(r))
     );
     s.push_str(&table::html_table(&headers, &rows));
     s.push_str("<ul>");
