@@ -66,6 +66,8 @@ fn quality(args: &[&str], json: &Path) -> (std::process::Output, Option<Value>) 
     let out = std::process::Command::new(bin())
         .arg("quality")
         .args(args)
+        .env_remove("TOKENSCOPE_API_KEY")
+        .env_remove("TOKENSCOPE_REF_API_KEY")
         // The mock's task answers are short whatever it is asked: no need to
         // wait for 256 tokens.
         .args(["--task-max-tokens", "8"])
@@ -512,6 +514,9 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
     let md = dir.path().join("new.md");
     let bench = |url: &str, extra: &[&str]| {
         std::process::Command::new(bin())
+            .env_remove("TOKENSCOPE_API_KEY")
+            .env_remove("TOKENSCOPE_REF_API_KEY")
+            .env_remove("OPENAI_API_KEY")
             .args([
                 "bench",
                 "--url",
@@ -676,6 +681,28 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         "{}",
         text(&out)
     );
+    // The reference's key never on a command line, and never echoed.
+    let out = bench(
+        &c.url,
+        &[
+            "--quality",
+            &r.url,
+            "--quality-args",
+            "--ref-api-key sk-LEAK1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("TOKENSCOPE_REF_API_KEY"),
+        "{}",
+        text(&out)
+    );
+    let out = bench(
+        &c.url,
+        &["--quality", &r.url, "--quality-args", "--bogus sk-LEAK2"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!text(&out).contains("LEAK"), "{}", text(&out));
     let early = dir.path().join("early.json");
     let e = early.to_str().unwrap();
     let out = bench(&c.url, &["--quality", "no-such-golden.json", "--out", e]);

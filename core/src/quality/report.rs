@@ -229,15 +229,21 @@ impl QualityReport {
             }
             if let Some(a) = &l.against_first_level {
                 let first = self.levels.first().map_or(1, |f| f.concurrency);
-                s.push_str(&format!(
-                    ". Against its own answers at concurrency {first}: {} identical{}",
-                    pct(a.exact_match),
-                    if self.batch_invariant_claimed && a.exact_match < 1.0 {
-                        " although it claims batch-invariant decoding: load changed its answers"
-                    } else {
-                        ""
-                    }
-                ));
+                if a.prompts == 0 {
+                    s.push_str(&format!(
+                        ". Against its own answers at concurrency {first}: no prompt answered at both levels, nothing compared"
+                    ));
+                } else {
+                    s.push_str(&format!(
+                        ". Against its own answers at concurrency {first}: {} identical{}",
+                        pct(a.exact_match),
+                        if self.claim_broken(l) {
+                            " although it claims batch-invariant decoding: load changed its answers"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
             }
             if let Some(t) = &l.tasks {
                 s.push_str(&format!(
@@ -284,13 +290,18 @@ impl QualityReport {
     pub fn batch_invariance_broken(&self) -> Vec<&QualityLevel> {
         self.levels
             .iter()
-            .filter(|l| {
-                self.batch_invariant_claimed
-                    && l.against_first_level
-                        .as_ref()
-                        .is_some_and(|a| a.prompts > 0 && a.exact_match < 1.0)
-            })
+            .filter(|l| self.claim_broken(l))
             .collect()
+    }
+
+    /// Whether `level` breaks a batch-invariance claim: answers compared with
+    /// the first level's, and not all the same.
+    pub fn claim_broken(&self, level: &QualityLevel) -> bool {
+        self.batch_invariant_claimed
+            && level
+                .against_first_level
+                .as_ref()
+                .is_some_and(|a| a.prompts > 0 && a.exact_match < 1.0)
     }
 }
 

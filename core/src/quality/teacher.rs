@@ -219,6 +219,17 @@ mod tests {
             .map(|p| p.token)
             .collect();
         assert_eq!(tokens, ["Hi", " there", " you"]);
+        // Nothing generated: every token is the prompt's; a count past the
+        // answer's tokens is not believed (the offsets decide).
+        let mut none = bos.clone();
+        none["usage"]["completion_tokens"] = json!(0);
+        assert_eq!(
+            parse_echo(&none, "Hi there you").unwrap().positions.len(),
+            4
+        );
+        let mut past = v.clone();
+        past["usage"] = json!({"completion_tokens": 9});
+        assert_eq!(parse_echo(&past, "Hi there you").unwrap(), s);
         // Characters, not bytes: "é" is one.
         let accent = json!({"choices": [{"logprobs": {
             "tokens": ["Café", " au", " lait", "."],

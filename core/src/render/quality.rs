@@ -91,7 +91,7 @@ pub fn text(r: &QualityReport) -> String {
                 "",
                 r.levels[0].concurrency,
                 a.exact_match * 100.0,
-                if r.batch_invariant_claimed && a.exact_match < 1.0 {
+                if r.claim_broken(l) {
                     " (claims batch-invariant decoding)"
                 } else {
                     ""

@@ -412,8 +412,9 @@ impl BenchArgs {
                     &self.url,
                     self.quality_args.as_deref().unwrap_or(""),
                 )?;
-                // A bad reference file, text or tasks file: said before the sweep.
-                crate::cmd::quality::check_files(&args)?;
+                // Bad settings, a bad reference file, text or tasks file: said
+                // before the sweep.
+                crate::cmd::quality::check(&args).map_err(|e| e.context("--quality"))?;
                 Some(super::plan::QualityPlan {
                     args,
                     gates: crate::cmd::quality::parse_gates(self.fail_on.as_deref(), "--fail-on")?,

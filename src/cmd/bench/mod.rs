@@ -114,9 +114,18 @@ async fn quality(
         levels.push(1);
     }
     let mut args = q.args.clone();
-    // The bench's key is the candidate's: never sent to the reference.
+    // The bench's key is the candidate's: sent to the reference only on the
+    // same origin (the same server or gateway).
     args.api_key = key.map(str::to_owned);
-    args.key_is_candidates = true;
+    let origin = |u: &str| {
+        tokenscope_core::parse::parse_base_url(u)
+            .ok()
+            .map(|b| b.origin())
+    };
+    args.key_is_candidates = args
+        .candidate
+        .as_deref()
+        .is_none_or(|c| origin(c).is_none() || origin(c) != origin(&args.reference));
     if args.cand_model.is_none() {
         args.cand_model = Some(model.to_owned());
     }

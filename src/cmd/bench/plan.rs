@@ -40,7 +40,10 @@ impl std::fmt::Debug for QualityPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // (Never the key.)
         f.debug_struct("QualityPlan")
-            .field("reference", &self.args.reference)
+            .field(
+                "reference",
+                &tokenscope_core::parse::redact_url(&self.args.reference),
+            )
             .field("gates", &self.gates)
             .field("json", &self.json)
             .finish()

@@ -145,9 +145,10 @@ impl QualityArgs {
 impl std::fmt::Debug for QualityArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the keys.
+        let shown = |u: &str| tokenscope_core::parse::redact_url(u);
         f.debug_struct("QualityArgs")
-            .field("reference", &self.reference)
-            .field("candidate", &self.candidate)
+            .field("reference", &shown(&self.reference))
+            .field("candidate", &self.candidate.as_deref().map(shown))
             .finish_non_exhaustive()
     }
 }

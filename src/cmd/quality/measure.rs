@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context as _;
+use tokenscope_core::parse::parse_base_url;
 use tokenscope_core::quality::golden::{GOLDEN_SCHEMA, Golden};
 use tokenscope_core::quality::measure::{Distribution, PairFigures};
 use tokenscope_core::quality::report::{
@@ -49,7 +50,17 @@ fn fixed_chunks(args: &QualityArgs) -> anyhow::Result<Vec<String>> {
 
 /// The files a run needs, read once to name a bad one before anything runs.
 pub(super) fn check_files(args: &QualityArgs) -> anyhow::Result<()> {
-    golden_at(&args.reference)?;
+    for url in [Some(&args.reference), args.candidate.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter(|u| u.contains("://"))
+    {
+        parse_base_url(url).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    if golden_at(&args.reference)?.is_some() {
+        // A golden reference brings its own text and tasks.
+        return Ok(());
+    }
     fixed_chunks(args)?;
     if let Some(path) = &args.tasks_file {
         let text = std::fs::read_to_string(path)
@@ -291,7 +302,8 @@ pub(super) async fn measure(
             teacher_forced,
         });
     }
-    if args.batch_invariant && levels.len() < 2 {
+    let distinct: std::collections::BTreeSet<&u32> = levels.iter().collect();
+    if args.batch_invariant && distinct.len() < 2 {
         not_run.push(
             "batch invariance: one concurrency level, nothing to compare the answers with (give --concurrency 1,N)"
                 .to_owned(),

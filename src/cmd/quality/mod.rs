@@ -55,11 +55,18 @@ pub fn args_for_bench(
         "--fail-on",
         "--save-golden",
         "--api-key",
+        "--ref-api-key",
     ] {
         if words
             .iter()
             .any(|w| *w == own || w.starts_with(&format!("{own}=")))
         {
+            if own == "--ref-api-key" {
+                // (A key on a command line is in `ps` and in shell history.)
+                anyhow::bail!(
+                    "--quality-args: give the reference's key in TOKENSCOPE_REF_API_KEY, not on the command line"
+                );
+            }
             anyhow::bail!(
                 "--quality-args: {own} is the bench's own (--quality, --url, --concurrency, --out, --fail-on, --api-key)"
             );
@@ -75,14 +82,21 @@ pub fn args_for_bench(
             .next()
             .unwrap_or("")
             .trim_start_matches("error: ");
-        anyhow::anyhow!("--quality-args {flags:?}: {first}")
+        anyhow::anyhow!("--quality-args: {first}")
     })?;
     Ok(parsed.q)
 }
 
-/// Read the files the checks will need (a golden reference, `--text`,
-/// `--tasks-file`) and say what is wrong with one, before anything runs.
-pub fn check_files(args: &QualityArgs) -> anyhow::Result<()> {
+/// Check the settings and read the files the checks will need (a golden
+/// reference, `--text`, `--tasks-file`): what is wrong is said before anything
+/// runs.
+pub fn check(args: &QualityArgs) -> anyhow::Result<()> {
+    if args.prompts == 0 || args.max_tokens == 0 {
+        anyhow::bail!("--prompts and --max-tokens must be at least 1");
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        anyhow::bail!("--timeout {}: must be more than 0 seconds", args.timeout);
+    }
     measure::check_files(args)
 }
 
@@ -100,12 +114,7 @@ pub async fn measure_checked(
     args: &QualityArgs,
     levels: &[u32],
 ) -> anyhow::Result<Option<QualityReport>> {
-    if args.prompts == 0 || args.max_tokens == 0 {
-        anyhow::bail!("--prompts and --max-tokens must be at least 1");
-    }
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        anyhow::bail!("--timeout {}: must be more than 0 seconds", args.timeout);
-    }
+    check(args)?;
     measure::measure(args, levels).await
 }
 

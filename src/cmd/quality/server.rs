@@ -62,6 +62,12 @@ impl Server {
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         // (The body is the server's; a key in the URL never reaches it.)
+        if status.as_u16() == 401 || status.as_u16() == 403 {
+            anyhow::bail!(
+                "{} answered {status}: it wants a key (the candidate's: --api-key or TOKENSCOPE_API_KEY; the reference's: TOKENSCOPE_REF_API_KEY)",
+                self.shown
+            );
+        }
         if !status.is_success() {
             anyhow::bail!("{} answered {status}", self.shown);
         }
