@@ -104,9 +104,7 @@ pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize) -> (String, V
         let token = ToyLm::token_text(t, pos);
         text.push_str(&token);
         if let Some(k) = top {
-            let mut order: Vec<usize> = (0..lp.len()).collect();
-            order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
-            let top: Vec<Value> = order
+            let top: Vec<Value> = most_likely(&lp)
                 .iter()
                 .take(k.min(lp.len()))
                 .map(|&i| json!({"token": ToyLm::token_text(i, pos), "logprob": lp[i], "bytes": null}))
@@ -132,9 +130,7 @@ pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize) -> (String, V
 pub fn echo(serve: &LmServe, prompt: &str, n: usize, k: usize) -> (String, Value) {
     let lm = serve.lm;
     let top_of = |lp: &[f64], pos: usize| {
-        let mut order: Vec<usize> = (0..lp.len()).collect();
-        order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
-        let map: serde_json::Map<String, Value> = order
+        let map: serde_json::Map<String, Value> = most_likely(lp)
             .iter()
             .take(k.clamp(1, lp.len()))
             .map(|&i| (ToyLm::token_text(i, pos), json!(lp[i])))
@@ -177,4 +173,11 @@ pub fn echo(serve: &LmServe, prompt: &str, n: usize, k: usize) -> (String, Value
         Value::Null
     };
     (text, logprobs)
+}
+
+/// Token ids by log-probability, the most likely first (the lowest id on a tie).
+fn most_likely(lp: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..lp.len()).collect();
+    order.sort_by(|a, b| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b)));
+    order
 }

@@ -88,7 +88,7 @@ pub fn parse_chat_completion(v: &Value) -> Result<Sample, SampleError> {
                             .collect()
                     })
                     .unwrap_or_default();
-                top.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
+                most_likely_first(&mut top);
                 Ok(Position {
                     token: t["token"]
                         .as_str()
@@ -107,9 +107,14 @@ pub fn parse_chat_completion(v: &Value) -> Result<Sample, SampleError> {
     })
 }
 
+/// Alternatives in order, the most likely first.
+pub(crate) fn most_likely_first(top: &mut [Alt]) {
+    top.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
+}
+
 /// `-inf` (a token the server gives no chance) is kept as a very small log
 /// probability; NaN is dropped.
-fn finite(x: f64) -> Option<f64> {
+pub(crate) fn finite(x: f64) -> Option<f64> {
     if x.is_nan() { None } else { Some(x.max(-1e4)) }
 }
 

@@ -13,7 +13,7 @@
 use serde_json::Value;
 
 use super::measure::{Distribution, compare};
-use super::sample::{Alt, Position, Sample, SampleError};
+use super::sample::{Alt, Position, Sample, SampleError, finite, most_likely_first};
 
 /// The built-in text: plain prose written for this tool (no licence, no
 /// benchmark it could leak into), cut into [`chunks`].
@@ -94,20 +94,19 @@ pub fn parse_echo(v: &Value, prompt: &str) -> Result<Sample, SampleError> {
                     .filter_map(|(k, v)| {
                         Some(Alt {
                             token: k.clone(),
-                            logprob: v.as_f64().filter(|x| !x.is_nan())?.max(-1e4),
+                            logprob: finite(v.as_f64()?)?,
                         })
                     })
                     .collect()
             })
             .unwrap_or_default();
-        top.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
+        most_likely_first(&mut top);
         positions.push(Position {
             token: (*token).to_owned(),
             logprob: token_lps
                 .and_then(|l| l.get(i))
                 .and_then(Value::as_f64)
-                .filter(|x| !x.is_nan())
-                .map(|x| x.max(-1e4)),
+                .and_then(finite),
             top,
         });
     }

@@ -157,24 +157,43 @@ pub(super) async fn answers(
     prompts: &[String],
     concurrency: u32,
 ) -> Vec<Option<Sample>> {
-    let results: Vec<(usize, anyhow::Result<Sample>)> = stream::iter(prompts.iter().enumerate())
-        .map(|(i, p)| async move {
-            let r = server.post(&ask.body(p)).await.and_then(|v| {
-                parse_chat_completion(&v).map_err(|e| anyhow::anyhow!("{}: {e}", server.shown))
-            });
-            (i, r)
+    in_order(prompts, concurrency, "a request", |p| async move {
+        server.post(&ask.body(p)).await.and_then(|v| {
+            parse_chat_completion(&v).map_err(|e| anyhow::anyhow!("{}: {e}", server.shown))
+        })
+    })
+    .await
+}
+
+/// `ask` of each item, `concurrency` at a time, the results in the items'
+/// order; a failure is `None`, said on stderr once per kind (`what` failed).
+async fn in_order<'a, T, F, Fut>(
+    items: &'a [String],
+    concurrency: u32,
+    what: &str,
+    ask: F,
+) -> Vec<Option<T>>
+where
+    T: Clone,
+    F: Fn(&'a String) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let results: Vec<(usize, anyhow::Result<T>)> = stream::iter(items.iter().enumerate())
+        .map(|(i, item)| {
+            let fut = ask(item);
+            async move { (i, fut.await) }
         })
         .buffer_unordered(concurrency.max(1) as usize)
         .collect()
         .await;
-    let mut out = vec![None; prompts.len()];
+    let mut out = vec![None; items.len()];
     let mut said = std::collections::BTreeSet::new();
     for (i, r) in results {
         match r {
             Ok(s) => out[i] = Some(s),
             Err(e) => {
                 if said.insert(format!("{e:#}")) {
-                    eprintln!("quality: a request failed: {e:#}");
+                    eprintln!("quality: {what} failed: {e:#}");
                 }
             }
         }
@@ -251,28 +270,21 @@ pub(super) async fn score(
     chunks: &[String],
     concurrency: u32,
 ) -> Vec<Option<Sample>> {
-    let results: Vec<(usize, anyhow::Result<Sample>)> = stream::iter(chunks.iter().enumerate())
-        .map(|(i, text)| async move {
-            let r = server
+    in_order(
+        chunks,
+        concurrency,
+        "a teacher-forced request",
+        |text| async move {
+            server
                 .post_to(&server.completions_url, &echo_body(model, text, top))
                 .await
                 .and_then(|v| {
                     teacher::parse_echo(&v, text)
                         .map_err(|e| anyhow::anyhow!("{}: {e}", server.shown))
-                });
-            (i, r)
-        })
-        .buffer_unordered(concurrency.max(1) as usize)
-        .collect()
-        .await;
-    let mut out = vec![None; chunks.len()];
-    for (i, r) in results {
-        match r {
-            Ok(s) => out[i] = Some(s),
-            Err(e) => eprintln!("quality: a teacher-forced request failed: {e:#}"),
-        }
-    }
-    out
+                })
+        },
+    )
+    .await
 }
 
 /// The server's token ids of `text` through `/tokenize` at its origin
