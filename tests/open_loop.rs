@@ -79,10 +79,11 @@ fn open_loop_sends_on_schedule_by_the_servers_log() {
         );
         // On an idle 2-core machine the p99s are about 0.1-0.3 ms (docs/metrics.md,
         // "Open loop"); the bounds here leave room for a loaded machine's stray
-        // preemption, and still fail the millisecond-timer scheduler this replaced
-        // (p50 1.3 ms, p99 2.6 ms at 20/s).
+        // preemption (a CI host's p50 by the server's log: 0.28 ms, which includes
+        // the mock's own wake-up), and still fail the millisecond-timer scheduler
+        // this replaced (p50 1.3 ms, p99 2.6 ms at 20/s).
         assert!(
-            server_p50 < 0.25,
+            server_p50 < 0.6,
             "rate {rate}: p50 {server_p50} ms by the server's log"
         );
         assert!(

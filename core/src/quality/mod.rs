@@ -16,13 +16,18 @@
 //!   ways and McNemar's test.
 //! - [`report`]: the report (`tokenscope.quality/1`), the figures in words against llama.cpp's calibration, and the
 //!   CI gate (`--fail-on kld_mean:>0.01,exact_match:<90%`).
+//! - [`session`]: the conversation with one server over a [`session::Transport`]
+//!   (the CLI's HTTP client, the page's `fetch` or simulator); [`run`]: one
+//!   measurement, the reference then the candidate at each concurrency.
 //! - [`toy_lm`]: a seeded next-token distribution the simulated server serves
 //!   and can state exactly (the ground truth of the tests).
 
 pub mod golden;
 pub mod measure;
 pub mod report;
+pub mod run;
 pub mod sample;
+pub mod session;
 pub mod tasks;
 pub mod teacher;
 pub mod toy_lm;

@@ -1,0 +1,288 @@
+//! The checks' conversation with one server, over whatever carries requests: the
+//! CLI's HTTP client, the page's `fetch`, the page's simulator. What to ask
+//! (chat at temperature 0 with top-k log-probabilities, completions with `echo`
+//! for teacher forcing, `/tokenize`, `/models`), what each answer means, and
+//! every prompt's answer at a concurrency, in prompt order. The carrier is a
+//! [`Transport`]; nothing here does I/O itself.
+
+use std::future::Future;
+
+use futures_util::{StreamExt as _, stream};
+use serde_json::{Value, json};
+
+use super::measure::{PairFigures, compare};
+use super::report::Capabilities;
+use super::sample::{Sample, parse_chat_completion};
+use super::tasks::Task;
+use super::teacher;
+use crate::parse::{parse_base_url, redact_url};
+use crate::workload::tokens::{self, TokenizeApi};
+
+/// What carries the requests, and where progress is said.
+pub trait Transport {
+    /// POST `body` as JSON to `url`; the answer's JSON, or what went wrong in
+    /// words that name neither a key nor the URL's query.
+    fn post(&self, url: &str, body: &Value) -> impl Future<Output = Result<Value, String>>;
+    /// GET `url`'s JSON, likewise.
+    fn get(&self, url: &str) -> impl Future<Output = Result<Value, String>>;
+    /// A line of progress or a failure (once per kind), for the user.
+    fn say(&self, line: &str);
+}
+
+/// One server: where its APIs are, what it is called in reports (the URL
+/// without credentials or query), and what carries requests to it.
+pub struct Server<T> {
+    chat_url: String,
+    completions_url: String,
+    tokenize_url: String,
+    models_url: String,
+    /// The URL as shown.
+    pub shown: String,
+    /// The carrier.
+    pub transport: T,
+}
+
+impl<T: Transport> Server<T> {
+    /// The server at base `url` (`http://host:port` or `.../v1`).
+    pub fn new(url: &str, transport: T) -> Result<Server<T>, String> {
+        let base = parse_base_url(url)?;
+        Ok(Server {
+            chat_url: base.endpoint("chat/completions"),
+            completions_url: base.endpoint("completions"),
+            tokenize_url: format!("{}/tokenize", base.origin()),
+            models_url: base.endpoint("models"),
+            shown: redact_url(url),
+            transport,
+        })
+    }
+
+    async fn chat(&self, body: &Value) -> Result<Value, String> {
+        self.transport.post(&self.chat_url, body).await
+    }
+
+    /// The first model `/models` lists.
+    pub async fn first_model(&self) -> Result<String, String> {
+        let v = self
+            .transport
+            .get(&self.models_url)
+            .await
+            .map_err(|e| format!("{e} (asking /models)"))?;
+        v["data"][0]["id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{}: /models lists no model (give a model)", self.shown))
+    }
+
+    /// What the server can do: a one-token request with top-k
+    /// log-probabilities, and without them when that is refused.
+    pub async fn probe(&self, model: &str, top: u32) -> Capabilities {
+        let ask = Ask {
+            model: model.to_owned(),
+            max_tokens: 1,
+            top: Some(top),
+        };
+        let read = |v: Result<Value, String>| v.ok().and_then(|v| parse_chat_completion(&v).ok());
+        if let Some(s) = read(self.chat(&ask.body("Say hello.")).await) {
+            return Capabilities {
+                chat: true,
+                top_logprobs: s.has_top_logprobs(),
+                prompt_logprobs: false,
+                model: s.model,
+            };
+        }
+        let plain = Ask { top: None, ..ask };
+        match read(self.chat(&plain.body("Say hello.")).await) {
+            Some(s) => Capabilities {
+                chat: true,
+                top_logprobs: false,
+                prompt_logprobs: false,
+                model: s.model,
+            },
+            None => Capabilities::default(),
+        }
+    }
+
+    /// Every prompt's answer, `concurrency` at a time, in prompt order; a
+    /// prompt whose request failed is `None` (said once per kind of failure).
+    pub async fn answers(
+        &self,
+        ask: &Ask,
+        prompts: &[String],
+        concurrency: u32,
+    ) -> Vec<Option<Sample>> {
+        self.in_order(prompts, concurrency, "a request", |p| async move {
+            let v = self.chat(&ask.body(p)).await?;
+            parse_chat_completion(&v).map_err(|e| format!("{}: {e}", self.shown))
+        })
+        .await
+    }
+
+    /// Each task's output text (`None`: the request failed).
+    pub async fn task_outputs(
+        &self,
+        ask: &Ask,
+        tasks: &[Task],
+        concurrency: u32,
+    ) -> Vec<Option<String>> {
+        if tasks.is_empty() {
+            return Vec::new();
+        }
+        let prompts: Vec<String> = tasks.iter().map(|t| t.prompt.clone()).collect();
+        self.transport.say(&format!(
+            "quality: {} tasks, concurrency {concurrency}",
+            tasks.len()
+        ));
+        self.answers(ask, &prompts, concurrency)
+            .await
+            .into_iter()
+            .map(|s| s.map(|s| s.text))
+            .collect()
+    }
+
+    /// Whether the server scores a prompt's own tokens (`echo` with
+    /// `logprobs` on its completions API).
+    pub async fn probe_echo(&self, model: &str, top: u32) -> bool {
+        let text = "The harbour wakes before the town.";
+        let Ok(v) = self
+            .transport
+            .post(&self.completions_url, &echo_body(model, text, top))
+            .await
+        else {
+            return false;
+        };
+        teacher::parse_echo(&v, text).is_ok_and(|s| {
+            s.positions.len() >= 2
+                && s.positions
+                    .iter()
+                    .all(|p| p.logprob.is_some() && !p.top.is_empty())
+        })
+    }
+
+    /// Each chunk scored by the server (`None`: the request failed),
+    /// `concurrency` at a time, in order.
+    pub async fn score(
+        &self,
+        model: &str,
+        top: u32,
+        chunks: &[String],
+        concurrency: u32,
+    ) -> Vec<Option<Sample>> {
+        self.in_order(
+            chunks,
+            concurrency,
+            "a teacher-forced request",
+            |text| async move {
+                let v = self
+                    .transport
+                    .post(&self.completions_url, &echo_body(model, text, top))
+                    .await?;
+                teacher::parse_echo(&v, text).map_err(|e| format!("{}: {e}", self.shown))
+            },
+        )
+        .await
+    }
+
+    /// The server's token ids of `text` through `/tokenize` at its origin
+    /// (llama.cpp's contract, then vLLM's and SGLang's); `None` without one.
+    pub async fn token_ids(&self, model: &str, text: &str) -> Option<Vec<u64>> {
+        for kind in TokenizeApi::ALL {
+            if let Ok(v) = self
+                .transport
+                .post(&self.tokenize_url, &kind.body(model, text))
+                .await
+                && let Some(ids) = tokens::token_ids(&v).filter(|ids| !ids.is_empty())
+            {
+                return Some(ids);
+            }
+        }
+        None
+    }
+
+    /// `ask` of each item, `concurrency` at a time, the results in the items'
+    /// order; a failure is `None`, said once per kind (`what` failed).
+    async fn in_order<'a, O, F, Fut>(
+        &self,
+        items: &'a [String],
+        concurrency: u32,
+        what: &str,
+        ask: F,
+    ) -> Vec<Option<O>>
+    where
+        O: Clone,
+        F: Fn(&'a String) -> Fut,
+        Fut: Future<Output = Result<O, String>>,
+    {
+        let results: Vec<(usize, Result<O, String>)> = stream::iter(items.iter().enumerate())
+            .map(|(i, item)| {
+                let fut = ask(item);
+                async move { (i, fut.await) }
+            })
+            .buffer_unordered(concurrency.max(1) as usize)
+            .collect()
+            .await;
+        let mut out = vec![None; items.len()];
+        let mut said = std::collections::BTreeSet::new();
+        for (i, r) in results {
+            match r {
+                Ok(s) => out[i] = Some(s),
+                Err(e) => {
+                    if said.insert(e.clone()) {
+                        self.transport
+                            .say(&format!("quality: {what} failed: {e}"));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What to ask: greedy (temperature 0), `max_tokens`, top-`top`
+/// log-probabilities when `Some`.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// The model asked for.
+    pub model: String,
+    /// Tokens per answer.
+    pub max_tokens: u32,
+    /// Top-k log-probabilities asked for.
+    pub top: Option<u32>,
+}
+
+impl Ask {
+    /// The chat request for `prompt`.
+    pub fn body(&self, prompt: &str) -> Value {
+        let mut b = json!({
+            "model": self.model, "stream": false, "temperature": 0, "max_tokens": self.max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        });
+        if let Some(k) = self.top {
+            b["logprobs"] = json!(true);
+            b["top_logprobs"] = json!(k);
+        }
+        b
+    }
+}
+
+/// A completion that echoes `text` with each token's log-probability and top
+/// `top` (teacher forcing), one generated token after it.
+pub fn echo_body(model: &str, text: &str, top: u32) -> Value {
+    json!({
+        "model": model, "prompt": text, "max_tokens": 1, "temperature": 0,
+        "echo": true, "logprobs": top,
+    })
+}
+
+/// Behaviour and distribution over the pairs where both sides answered.
+pub fn paired(
+    reference: &[Option<Sample>],
+    candidate: &[Option<Sample>],
+    seed: u64,
+) -> PairFigures {
+    let (r, c): (Vec<Sample>, Vec<Sample>) = reference
+        .iter()
+        .zip(candidate)
+        .filter_map(|(a, b)| Some((a.clone()?, b.clone()?)))
+        .unzip();
+    compare(&r, &c, seed)
+}
