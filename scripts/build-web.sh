@@ -6,11 +6,13 @@
 #   -> wasm-opt -Oz (binaryen from tools/, when present) -> dist/ with
 #   content-hashed file names and index.html rewritten to point at them.
 #
-# Three wasm modules: the page (web/, tokenscope_web) loads first; the GPU module
+# Four wasm modules: the page (web/, tokenscope_web) loads first; the GPU module
 # (web-gpu/, tokenscope_gpu: the kernel harness on WebGPU) is imported by boot.js's
 # window.tokenscopeGpu() only when the GPU view opens, and the report module
 # (web-report/, tokenscope_report_view: the combined report's analysis) by
-# window.tokenscopeReport() only when there is a report to analyse. The Real
+# window.tokenscopeReport() only when there is a report to analyse, and the
+# quality module (web-quality/, tokenscope_quality_view: core's quality checks)
+# by window.tokenscopeQuality() only when the Quality view opens. The Real
 # users view's chat demo (web/static/rum-demo.js, with rum/tokenscope-rum.min.js)
 # is plain JS, imported only when that view opens.
 #
@@ -25,6 +27,7 @@ dist=${DIST_DIR:-dist}
 crate=tokenscope_web
 gpu=tokenscope_gpu
 rep=tokenscope_report_view
+qual=tokenscope_quality_view
 
 command -v wasm-bindgen >/dev/null || { say "wasm-bindgen not found: run scripts/setup.sh"; exit 1; }
 want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)
@@ -40,8 +43,8 @@ fi
 # One cargo invocation would unify core's features across all three.
 say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web"
 cargo build -p tokenscope-web --target wasm32-unknown-unknown --profile web-release --quiet
-say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-gpu, tokenscope-report-view"
-cargo build -p tokenscope-gpu -p tokenscope-report-view \
+say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-gpu, tokenscope-report-view, tokenscope-quality-view"
+cargo build -p tokenscope-gpu -p tokenscope-report-view -p tokenscope-quality-view \
   --target wasm32-unknown-unknown --profile web-release --quiet
 
 stage=$(mktemp -d)
@@ -70,6 +73,7 @@ bindgen() {
 bindgen "$crate"
 bindgen "$gpu"
 bindgen "$rep"
+bindgen "$qual"
 
 hash() { sha256sum "$1" | cut -c1-12; }
 rm -rf "$dist"
@@ -86,6 +90,10 @@ rep_wasm_name="${rep}_bg-$(hash "$stage/${rep}_bg.wasm").wasm"
 rep_js_name="${rep}-$(hash "$stage/$rep.js").js"
 cp "$stage/${rep}_bg.wasm" "$dist/$rep_wasm_name"
 cp "$stage/$rep.js" "$dist/$rep_js_name"
+qual_wasm_name="${qual}_bg-$(hash "$stage/${qual}_bg.wasm").wasm"
+qual_js_name="${qual}-$(hash "$stage/$qual.js").js"
+cp "$stage/${qual}_bg.wasm" "$dist/$qual_wasm_name"
+cp "$stage/$qual.js" "$dist/$qual_js_name"
 if [[ -d $stage/snippets ]]; then cp -r "$stage/snippets" "$dist/"; fi
 
 worker_name="net-worker-$(hash web/static/net-worker.js).js"
@@ -104,6 +112,7 @@ sed -e "s#\"./$crate.js\"#\"./$js_name\"#" -e "s#\"./${crate}_bg.wasm\"#\"./$was
   -e "s#\"./net-worker.js\"#\"./$worker_name\"#" -e "s#\"./rum-demo.js\"#\"./$demo_name\"#" \
   -e "s#\"./$gpu.js\"#\"./$gpu_js_name\"#" -e "s#\"./${gpu}_bg.wasm\"#\"./$gpu_wasm_name\"#" \
   -e "s#\"./$rep.js\"#\"./$rep_js_name\"#" -e "s#\"./${rep}_bg.wasm\"#\"./$rep_wasm_name\"#" \
+  -e "s#\"./$qual.js\"#\"./$qual_js_name\"#" -e "s#\"./${qual}_bg.wasm\"#\"./$qual_wasm_name\"#" \
   web/static/boot.js >"$stage/boot.js"
 boot_name="boot-$(hash "$stage/boot.js").js"
 cp "$stage/boot.js" "$dist/$boot_name"
@@ -122,6 +131,7 @@ grep -q "$js_name" "$dist/$boot_name" && grep -q "$wasm_name" "$dist/$boot_name"
   && grep -q "$worker_name" "$dist/$boot_name" && grep -q "$demo_name" "$dist/$boot_name" \
   && grep -q "$gpu_js_name" "$dist/$boot_name" && grep -q "$gpu_wasm_name" "$dist/$boot_name" \
   && grep -q "$rep_js_name" "$dist/$boot_name" && grep -q "$rep_wasm_name" "$dist/$boot_name" \
+  && grep -q "$qual_js_name" "$dist/$boot_name" && grep -q "$qual_wasm_name" "$dist/$boot_name" \
   || { say "boot.js was not rewritten"; exit 1; }
 
 gz() { gzip -9 -c "$1" | wc -c; }
@@ -132,13 +142,16 @@ gpu_raw=$(stat -c %s "$dist/$gpu_wasm_name")
 gpu_gz=$(( $(gz "$dist/$gpu_wasm_name") + $(gz "$dist/$gpu_js_name") ))
 rep_raw=$(stat -c %s "$dist/$rep_wasm_name")
 rep_gz=$(( $(gz "$dist/$rep_wasm_name") + $(gz "$dist/$rep_js_name") ))
+qual_raw=$(stat -c %s "$dist/$qual_wasm_name")
+qual_gz=$(( $(gz "$dist/$qual_wasm_name") + $(gz "$dist/$qual_js_name") ))
 # Each file gzipped on its own, as a server sends it (one gzip of all files
 # together would depend on the order `find` lists them in).
 first_gz=0
 while IFS= read -r f; do
   first_gz=$(( first_gz + $(gz "$f") ))
 done < <(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name" \
-  ! -name "$rep_wasm_name" ! -name "$rep_js_name" ! -name "$demo_name" ! -name "$probe_name")
+  ! -name "$rep_wasm_name" ! -name "$rep_js_name" ! -name "$demo_name" ! -name "$probe_name" \
+  ! -name "$qual_wasm_name" ! -name "$qual_js_name")
 printf 'dist/ built: %s\n' "$(ls "$dist" | tr '\n' ' ')"
 printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everything but the lazy modules) %s KB gz\n' \
   "$raw" "$gzw" "$(kb "$gzw")" "$(kb "$first_gz")"
@@ -155,3 +168,5 @@ demo_gz=$(( $(gz "$dist/$demo_name") + $(gz "$dist/$probe_name") ))
 printf 'chat demo + RUM probe (loaded when the Real users view opens): %d bytes gzipped\n' "$demo_gz"
 printf 'report module (loaded when there is a report to analyse): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
   "$rep_raw" "$rep_gz" "$(kb "$rep_gz")"
+printf 'quality module (loaded when the Quality view opens): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
+  "$qual_raw" "$qual_gz" "$(kb "$qual_gz")"

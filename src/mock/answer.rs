@@ -184,9 +184,11 @@ pub(super) async fn non_streaming(
     let serve = s.lm.in_batch(batched);
     let (text, logprobs) = match (lm, api) {
         (Some((prompt, k)), Api::Completions) => {
-            super::lm::echo(&serve, prompt, tokens as usize, k)
+            tokenscope_core::quality::toy_serve::echo(&serve, prompt, tokens as usize, k)
         }
-        (Some((prompt, k)), Api::Chat) => super::lm::answer(&serve, prompt, tokens as usize, k),
+        (Some((prompt, k)), Api::Chat) => {
+            tokenscope_core::quality::toy_serve::answer(&serve, prompt, tokens as usize, k)
+        }
         (None, _) => (text, serde_json::Value::Null),
     };
     log.completion_tokens = tokens;

@@ -25,8 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 mod answer;
 mod engine;
-mod lm;
-pub use lm::LmServe;
+pub use tokenscope_core::quality::toy_serve::LmServe;
 mod log;
 mod metrics;
 pub mod server;
@@ -123,7 +122,7 @@ async fn server_metrics(State(s): State<MockState>) -> Response {
 /// `POST /tokenize` in llama.cpp's contract (`{content}` -> `{tokens}`), counting
 /// as the simulator counts prompts (one token per word and punctuation mark), so
 /// `bench --tokenizer server` sizes prompts exactly as the mock's `usage` counts them;
-/// the ids are [`lm::token_ids`] (`--tokenizer-seed` salts them).
+/// the ids are [`tokenscope_core::quality::toy_serve::token_ids`] (`--tokenizer-seed` salts them).
 async fn tokenize(State(s): State<MockState>, body: Bytes) -> Response {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return json_error(
@@ -139,7 +138,7 @@ async fn tokenize(State(s): State<MockState>, body: Bytes) -> Response {
             "invalid_request_error",
         );
     };
-    let ids = lm::token_ids(content, s.lm.tokenizer_seed);
+    let ids = tokenscope_core::quality::toy_serve::token_ids(content, s.lm.tokenizer_seed);
     debug_assert_eq!(ids.len() as u64, approx_tokens(content));
     axum::Json(serde_json::json!({ "tokens": ids })).into_response()
 }

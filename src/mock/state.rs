@@ -35,7 +35,7 @@ pub struct MockState {
     /// The prompts seen (`--prefix-cache`).
     pub(super) prefix_cache: Arc<std::sync::Mutex<tokenscope_core::sim::prefix::PrefixCache>>,
     /// How requests for log-probabilities are answered (`--lm-*`).
-    pub(super) lm: super::lm::LmServe,
+    pub(super) lm: tokenscope_core::quality::toy_serve::LmServe,
     /// `--cors-allow-headers`: what a CORS preflight allows (`None`: whatever it
     /// asks for).
     pub(super) cors_allow_headers: Option<Arc<str>>,
@@ -87,7 +87,7 @@ impl MockState {
             timings: false,
             cors_allow_headers: None,
             prefix_cache: Arc::default(),
-            lm: super::lm::LmServe {
+            lm: tokenscope_core::quality::toy_serve::LmServe {
                 lm: tokenscope_core::quality::toy_lm::ToyLm::new(cfg_seed, usize::MAX),
                 logprobs: true,
                 tasks_right: 1.0,
@@ -129,7 +129,7 @@ impl MockState {
 
     /// The same server answering requests for log-probabilities (and greedy
     /// ones) as `lm` says.
-    pub fn with_lm(mut self, lm: super::lm::LmServe) -> Self {
+    pub fn with_lm(mut self, lm: tokenscope_core::quality::toy_serve::LmServe) -> Self {
         self.lm = lm;
         self
     }

@@ -22,6 +22,7 @@ use crate::components::warnings::Warnings;
 use crate::services::browser;
 use crate::services::clock::CancelToken;
 use crate::services::paint::Painter;
+use crate::services::rum_demo::Lazy;
 use crate::services::runner::{self, RunInput};
 use crate::settings::{GpuSettings, Settings, View};
 use crate::state::{Action, KernelsFile, RunState, Shared, State, TierResult};
@@ -155,7 +156,31 @@ pub fn App(props: &AppProps) -> Html {
                 .filter(|_| *v == View::Rum)
             {
                 browser::set_run_state("idle");
-                crate::services::rum_demo::show(el, state.settings.validate(), state.auth());
+                crate::services::rum_demo::show(
+                    Lazy::RumDemo,
+                    el,
+                    state.settings.validate(),
+                    state.auth(),
+                );
+            }
+        });
+    }
+    // The Quality view, likewise (its module loads the first time it opens).
+    let quality_host = use_node_ref();
+    {
+        let (quality_host, state) = (quality_host.clone(), state.clone());
+        use_effect_with(*view, move |v| {
+            if let Some(el) = quality_host
+                .cast::<web_sys::Element>()
+                .filter(|_| *v == View::Quality)
+            {
+                browser::set_run_state("idle");
+                crate::services::rum_demo::show(
+                    Lazy::Quality,
+                    el,
+                    state.settings.validate(),
+                    state.auth(),
+                );
             }
         });
     }
@@ -229,6 +254,7 @@ pub fn App(props: &AppProps) -> Html {
             <GpuView active={*view == View::Gpu} settings={gpu_settings.0.clone()}
                 notes={gpu_settings.1.clone()} onreport={onkernels} />
             <div class="rum-host" hidden={*view != View::Rum} ref={rum_host}></div>
+            <div class="quality-host" hidden={*view != View::Quality} ref={quality_host}></div>
             <div class="layout" hidden={*view != View::Bench}>
                 <aside class="side">
                     <SettingsForm
@@ -336,6 +362,7 @@ fn tabs(view: &UseStateHandle<View>, running: bool) -> Html {
             { tab(View::Bench, "tab-bench", "Benchmark") }
             { tab(View::Gpu, "tab-gpu", "GPU kernels") }
             { tab(View::Rum, "tab-rum", "Real users") }
+            { tab(View::Quality, "tab-quality", "Quality") }
         </nav>
     }
 }

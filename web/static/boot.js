@@ -37,6 +37,11 @@ window.tokenscopeReport = lazyModule(
   () => import("./tokenscope_report_view.js"),
   new URL("./tokenscope_report_view_bg.wasm", import.meta.url),
 );
+// The quality module (core's quality checks) when the Quality view opens.
+window.tokenscopeQuality = lazyModule(
+  () => import("./tokenscope_quality_view.js"),
+  new URL("./tokenscope_quality_view_bg.wasm", import.meta.url),
+);
 
 // The chat demo (the Real users view: a chat UI with the RUM probe embedded) is
 // plain JS, imported with the probe only when that view opens.

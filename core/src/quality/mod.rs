@@ -20,7 +20,8 @@
 //!   (the CLI's HTTP client, the page's `fetch` or simulator); [`run`]: one
 //!   measurement, the reference then the candidate at each concurrency.
 //! - [`toy_lm`]: a seeded next-token distribution the simulated server serves
-//!   and can state exactly (the ground truth of the tests).
+//!   and can state exactly (the ground truth of the tests); [`toy_serve`]: its
+//!   answers as a server gives them (the mock, the page's simulator).
 
 pub mod golden;
 pub mod measure;
@@ -31,3 +32,4 @@ pub mod session;
 pub mod tasks;
 pub mod teacher;
 pub mod toy_lm;
+pub mod toy_serve;

@@ -49,9 +49,7 @@ pub enum RunError {
     #[error("{0}: no chat completion could be read from it")]
     NoChat(String),
     /// A golden file needs every answer.
-    #[error(
-        "{missing} of the reference's {total} answers failed; a golden file needs them all"
-    )]
+    #[error("{missing} of the reference's {total} answers failed; a golden file needs them all")]
     Incomplete {
         /// Answers that failed.
         missing: usize,
@@ -87,7 +85,12 @@ impl Reference {
     /// A golden file as the reference (`source`: its path as shown), and the
     /// plan it implies (its prompts, tasks, text and limits; `seed`,
     /// `teacher_forced` and the models from the caller).
-    pub fn from_golden(g: Golden, source: &str, plan: &mut Plan, teacher_forced: bool) -> Reference {
+    pub fn from_golden(
+        g: Golden,
+        source: &str,
+        plan: &mut Plan,
+        teacher_forced: bool,
+    ) -> Reference {
         plan.prompts = g.prompts.clone();
         plan.max_tokens = g.max_tokens;
         plan.top_k = g.top_logprobs;
@@ -98,7 +101,10 @@ impl Reference {
             samples: g.tf_samples.clone(),
             self_check: g.tf_self_check.clone(),
         });
-        plan.chunks = forced.as_ref().map(|f| f.chunks.clone()).unwrap_or_default();
+        plan.chunks = forced
+            .as_ref()
+            .map(|f| f.chunks.clone())
+            .unwrap_or_default();
         let mut not_run = Vec::new();
         if teacher_forced && g.tf_samples.is_empty() {
             not_run.push(
@@ -170,7 +176,10 @@ impl Reference {
 }
 
 /// The model to ask of `server`: `given`, else the first it lists.
-async fn model_of<T: Transport>(server: &Server<T>, given: Option<&String>) -> Result<String, RunError> {
+async fn model_of<T: Transport>(
+    server: &Server<T>,
+    given: Option<&String>,
+) -> Result<String, RunError> {
     match given {
         Some(m) => Ok(m.clone()),
         None => server.first_model().await.map_err(RunError::Model),
@@ -180,7 +189,10 @@ async fn model_of<T: Transport>(server: &Server<T>, given: Option<&String>) -> R
 /// Measure the reference server: its capabilities, its `/tokenize` ids, the
 /// fixed text teacher-forced twice (where it scores prompts), every prompt's
 /// answer twice (the noise floor) and the tasks, one request at a time.
-pub async fn reference<T: Transport>(plan: &Plan, server: &Server<T>) -> Result<Reference, RunError> {
+pub async fn reference<T: Transport>(
+    plan: &Plan,
+    server: &Server<T>,
+) -> Result<Reference, RunError> {
     let say = |s: &str| server.transport.say(s);
     let model = model_of(server, plan.model.as_ref()).await?;
     let mut caps = server.probe(&model, plan.top_k).await;
@@ -190,8 +202,7 @@ pub async fn reference<T: Transport>(plan: &Plan, server: &Server<T>) -> Result<
     let tokenizer_ids = server.token_ids(&model, &teacher::tokenizer_probe()).await;
     let mut not_run = Vec::new();
     let mut forced = None;
-    caps.prompt_logprobs =
-        !plan.chunks.is_empty() && server.probe_echo(&model, plan.top_k).await;
+    caps.prompt_logprobs = !plan.chunks.is_empty() && server.probe_echo(&model, plan.top_k).await;
     if caps.prompt_logprobs {
         say(&format!(
             "quality: the reference, {} chunks teacher-forced, twice",

@@ -227,8 +227,7 @@ impl<T: Transport> Server<T> {
                 Ok(s) => out[i] = Some(s),
                 Err(e) => {
                     if said.insert(e.clone()) {
-                        self.transport
-                            .say(&format!("quality: {what} failed: {e}"));
+                        self.transport.say(&format!("quality: {what} failed: {e}"));
                     }
                 }
             }

@@ -89,9 +89,8 @@ pub(super) async fn measure(
         None => {
             plan.tasks = match &args.tasks_file {
                 Some(path) => {
-                    let text = std::fs::read_to_string(path).with_context(|| {
-                        format!("--tasks-file {}: cannot read", path.display())
-                    })?;
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("--tasks-file {}: cannot read", path.display()))?;
                     import_jsonl(&text)
                         .map_err(|e| anyhow::anyhow!("--tasks-file {}: {e}", path.display()))?
                 }
@@ -121,7 +120,9 @@ pub(super) async fn measure(
         return Ok(None);
     };
     let server = server(cand_url, args.candidate_key(), args.timeout)?;
-    Ok(Some(run::candidate(&plan, reference, &server, levels).await?))
+    Ok(Some(
+        run::candidate(&plan, reference, &server, levels).await?,
+    ))
 }
 
 /// The reference as a golden file, when `s` names one.
@@ -137,4 +138,3 @@ fn golden_at(s: &str) -> anyhow::Result<Option<Golden>> {
         .map(Some)
         .map_err(|e| anyhow::anyhow!("--ref {s}: {e}"))
 }
-

@@ -121,6 +121,7 @@ enum DemoEndpoint {
     /// A real endpoint: its chat completions and models URLs, the model (`None`:
     /// the first `/models` lists) and every header to send (the key's first).
     Real {
+        base: String,
         chat_url: String,
         models_url: String,
         model: Option<String>,
@@ -134,6 +135,7 @@ impl DemoEndpoint {
         Ok(match plan.base {
             None => DemoEndpoint::Sim(plan.sim),
             Some(base) => DemoEndpoint::Real {
+                base: base.url.clone(),
                 chat_url: base.endpoint("chat/completions"),
                 models_url: base.endpoint("models"),
                 model: plan.model,
@@ -159,16 +161,31 @@ impl DemoEndpoint {
     }
 }
 
-thread_local! {
-    /// The endpoint the demo was last handed.
-    static SHOWN: RefCell<Option<String>> = const { RefCell::new(None) };
+/// The lazily loaded views handed the Benchmark view's endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lazy {
+    /// The Real users view's chat demo.
+    RumDemo,
+    /// The Quality view (`web-quality/`).
+    Quality,
 }
 
-/// Show the chat demo in `host` (the Real users view), talking to the endpoint
-/// a benchmark run with `plan` would: the module loads the first time, and the
-/// demo is handed the endpoint again when it changed. A failure (settings that
-/// do not validate, a module that does not load) is said in the view.
-pub fn show(host: web_sys::Element, plan: Result<RunPlan, String>, auth: Result<Auth, String>) {
+thread_local! {
+    /// The endpoint each view was last handed.
+    static SHOWN: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
+}
+
+/// Show `view` in `host` (the chat demo of the Real users view, or the
+/// Quality view), talking to the endpoint a benchmark run with `plan` would:
+/// the module loads the first time, and the view is handed the endpoint again
+/// when it changed. A failure (settings that do not validate, a module that
+/// does not load) is said in the view.
+pub fn show(
+    view: Lazy,
+    host: web_sys::Element,
+    plan: Result<RunPlan, String>,
+    auth: Result<Auth, String>,
+) {
     let endpoint = match plan.and_then(|p| DemoEndpoint::of(p, auth)) {
         Ok(e) => e,
         Err(e) => {
@@ -179,15 +196,20 @@ pub fn show(host: web_sys::Element, plan: Result<RunPlan, String>, auth: Result<
         }
     };
     let key = endpoint.key();
-    if SHOWN.with(|s| s.borrow().as_deref() == Some(key.as_str())) {
+    let i = view as usize;
+    if SHOWN.with(|s| s.borrow()[i].as_deref() == Some(key.as_str())) {
         // The same endpoint: the demo is as it was (an earlier complaint goes).
         return say(&host, "");
     }
-    SHOWN.with(|s| *s.borrow_mut() = Some(key));
+    SHOWN.with(|s| s.borrow_mut()[i] = Some(key));
     say(&host, "");
     wasm_bindgen_futures::spawn_local(async move {
-        if let Err(e) = mount(&host, endpoint).await {
-            SHOWN.with(|s| *s.borrow_mut() = None);
+        let mounted = match view {
+            Lazy::RumDemo => mount(&host, endpoint).await,
+            Lazy::Quality => mount_quality(&host, endpoint).await,
+        };
+        if let Err(e) = mounted {
+            SHOWN.with(|s| s.borrow_mut()[i] = None);
             super::browser::set_run_state("failed");
             say(&host, &e);
         }
@@ -230,6 +252,7 @@ async fn mount(root: &web_sys::Element, endpoint: DemoEndpoint) -> Result<(), St
         DemoEndpoint::Real {
             chat_url,
             models_url,
+            base: _,
             model,
             headers,
         } => {
@@ -255,5 +278,39 @@ async fn mount(root: &web_sys::Element, endpoint: DemoEndpoint) -> Result<(), St
             .await
             .map_err(failed)?;
     }
+    Ok(())
+}
+
+/// Load the quality module (once; `boot.js` caches it) and show the Quality
+/// view in `root`: `{url: base URL or null (the simulator), model, headers,
+/// sim_seed}`.
+async fn mount_quality(root: &web_sys::Element, endpoint: DemoEndpoint) -> Result<(), String> {
+    let mount =
+        super::browser::lazy_export("tokenscopeQuality", "mount_view", "quality module").await?;
+    let options = js_sys::Object::new();
+    let set = |k: &str, v: JsValue| Reflect::set(&options, &JsValue::from_str(k), &v);
+    let set = match endpoint {
+        DemoEndpoint::Sim(cfg) => set("model", JsValue::from_str(&cfg.model))
+            .and_then(|_| set("sim_seed", JsValue::from_f64(cfg.seed as f64))),
+        DemoEndpoint::Real {
+            base,
+            model,
+            headers,
+            ..
+        } => {
+            let h = js_sys::Object::new();
+            for (k, v) in &headers {
+                let _ = Reflect::set(&h, &JsValue::from_str(k), &JsValue::from_str(v));
+            }
+            let model = model.map_or(JsValue::NULL, |m| JsValue::from_str(&m));
+            set("url", JsValue::from_str(&base))
+                .and_then(|_| set("model", model))
+                .and_then(|_| set("headers", h.into()))
+        }
+    };
+    set.map_err(|e| js_error_text(&e))?;
+    mount
+        .call2(&JsValue::NULL, root, &options)
+        .map_err(|e| format!("the Quality view could not start: {}", js_error_text(&e)))?;
     Ok(())
 }

@@ -12,9 +12,11 @@ pub enum View {
     Gpu,
     /// Real users: a chat with the RUM probe embedded, and the turns it collected.
     Rum,
+    /// Quality: the endpoint's answers against a reference (`web-quality/`).
+    Quality,
 }
 
-/// The view and the GPU view's settings, from the URL: `view=gpu` (or `rum`),
+/// The view and the GPU view's settings, from the URL: `view=gpu` (or `rum`, `quality`),
 /// `preset=quick|full`, `timestamps=0` (wall clock), `tune=1` (search the kernel
 /// variants on this GPU first; `tune=10`: within 10 s, at most the page's 40), and
 /// `autorun=1` (which starts the view the URL opens).
@@ -51,9 +53,10 @@ impl GpuSettings {
                 "view" => match value.trim() {
                     "gpu" | "kernels" => s.view = View::Gpu,
                     "rum" | "users" => s.view = View::Rum,
+                    "quality" => s.view = View::Quality,
                     "bench" | "benchmark" | "" => s.view = View::Bench,
                     other => notes.push(format!(
-                        "view={other:?}: expected bench, gpu or rum: ignored"
+                        "view={other:?}: expected bench, gpu, rum or quality: ignored"
                     )),
                 },
                 "preset" => match value.parse() {

@@ -1,5 +1,6 @@
-//! Answers with log-probabilities: a chat request that asks `logprobs` (or
-//! `temperature: 0`) is answered (`stream: false`) with the greedy decode of core's seeded toy
+//! The simulated servers' answers with log-probabilities (`tokenscope mock`
+//! over HTTP, the page's Quality view in the browser): a chat request that asks `logprobs` (or
+//! `temperature: 0`) is answered (`stream: false`) with the greedy decode of the seeded toy
 //! language model ([`ToyLm`]) for its prompt (the messages' text, as the mock
 //! reads it, without trailing space: one user message is its content), and each token's log-probability
 //! and top-k, as vLLM or OpenAI answer (`choices[0].logprobs.content`). The
@@ -13,11 +14,11 @@
 //! forcing), as vLLM answers it: `tokens`, `token_logprobs`, `top_logprobs`,
 //! `text_offset`, the first token without a log-probability.
 
+use super::tasks;
+use super::toy_lm::ToyLm;
 use serde_json::{Value, json};
-use tokenscope_core::quality::tasks;
-use tokenscope_core::quality::toy_lm::ToyLm;
 
-/// How the mock answers requests for log-probabilities.
+/// How a simulated server answers requests for log-probabilities.
 #[derive(Debug, Clone, Copy)]
 pub struct LmServe {
     /// The model.
@@ -60,7 +61,7 @@ impl LmServe {
 /// (`workload::prompts::approx_tokens`), each a salted hash of its text.
 pub fn token_ids(text: &str, salt: u64) -> Vec<u64> {
     let id = |piece: &str| {
-        let mut h = tokenscope_core::rng::Fnv1a::seeded(salt);
+        let mut h = crate::rng::Fnv1a::seeded(salt);
         h.eat(piece.as_bytes());
         h.value() % 100_000
     };
@@ -100,7 +101,7 @@ pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize) -> (String, V
     let mut content = Vec::with_capacity(n);
     for pos in 0..n {
         let lp = lm.logprobs(state);
-        let t = tokenscope_core::quality::toy_lm::argmax(&lp);
+        let t = crate::quality::toy_lm::argmax(&lp);
         let token = ToyLm::token_text(t, pos);
         text.push_str(&token);
         if let Some(k) = top {
@@ -158,7 +159,7 @@ pub fn echo(serve: &LmServe, prompt: &str, n: usize, k: usize) -> (String, Value
     for i in 0..n {
         let pos = prompt_tokens.len() + i;
         let lp = lm.logprobs(state);
-        let t = tokenscope_core::quality::toy_lm::argmax(&lp);
+        let t = crate::quality::toy_lm::argmax(&lp);
         let token = ToyLm::token_text(t, pos);
         offsets.push(json!(text.len()));
         text.push_str(&token);
