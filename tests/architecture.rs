@@ -26,6 +26,7 @@ const CRATES: &[(&str, &str)] = &[
     ("tokenscope-web", "web/src/lib.rs"),
     ("tokenscope-gpu", "web-gpu/src/lib.rs"),
     ("tokenscope-report-view", "web-report/src/lib.rs"),
+    ("tokenscope-quality-view", "web-quality/src/lib.rs"),
 ];
 
 /// Most lines of a module's code before its `#[cfg(test)]` part.

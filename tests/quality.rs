@@ -210,6 +210,16 @@ fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
     assert_eq!(report["tokenizer"]["reference_tokens"], counted);
     assert_eq!(report["candidate"]["capabilities"]["prompt_logprobs"], true);
     assert_eq!(f(&report["teacher_forced_self_check"]["kld"]["mean"]), 0.0);
+    // Both name tokens by id (vLLM's `return_tokens_as_token_ids`, which the
+    // mock honours): the figures above were matched by id.
+    for side in ["reference", "candidate"] {
+        assert_eq!(report[side]["capabilities"]["token_ids"], true, "{side}");
+    }
+    assert!(
+        !report["not_run"].to_string().contains("token ids"),
+        "{}",
+        report["not_run"]
+    );
     let verdict = report["verdict"].as_array().unwrap();
     assert!(
         verdict
@@ -227,13 +237,22 @@ fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
 #[test]
 fn over_a_top_k_the_kld_is_a_lower_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let (r, c) = (mock(36, 0.0, &[]), mock(36, 0.5, &[]));
+    // A candidate that names no token by id: tokens matched by their text.
+    let (r, c) = (mock(36, 0.0, &[]), mock(36, 0.5, &["--no-token-ids"]));
     let (out, report) = quality(
         &pair(&r, &c, "16", "16", &["--top-logprobs", "4"]),
         &dir.path().join("q.json"),
     );
     assert!(out.status.success(), "{}", text(&out));
     let report = report.unwrap();
+    assert_eq!(report["candidate"]["capabilities"]["token_ids"], false);
+    assert!(
+        report["not_run"]
+            .to_string()
+            .contains("token ids: the candidate names none"),
+        "{}",
+        report["not_run"]
+    );
     let lm = ToyLm::new(SEED, 36);
     let t = truth(lm, lm.perturbed(0.5, 1), &probe_prompts(SEED, 16), 16);
     let d = &report["levels"][0]["figures"]["distribution"];

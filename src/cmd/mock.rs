@@ -122,6 +122,11 @@ pub struct MockArgs {
     #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
     pub no_logprobs: bool,
 
+    /// Never name tokens by id (vLLM's `return_tokens_as_token_ids`, which the
+    /// mock honours by default), as a server without it.
+    #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
+    pub no_token_ids: bool,
+
     /// Move the toy model's logits by seeded noise of this standard deviation
     /// whenever a request shares the engine with others (a batch-variant
     /// kernel): greedy answers then change with load, as on engines without
@@ -348,6 +353,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
         state = state.with_lm(LmServe {
             lm: ToyLm::new(seed, args.lm_vocab).perturbed(args.lm_perturb, args.lm_perturb_seed),
             logprobs: !args.no_logprobs,
+            token_ids: !args.no_token_ids,
             tasks_right: args.lm_tasks_right,
             seed,
             tokenizer_seed: args.tokenizer_seed,

@@ -151,8 +151,9 @@ pub(super) async fn non_streaming(
     mut rx: mpsc::UnboundedReceiver<Step>,
     mut log: LogRecord,
     prompt_tokens: u64,
-    // A chat request that asked for log-probabilities: its prompt and top-k.
-    lm: Option<(&str, usize)>,
+    // A chat request that asked for log-probabilities: its prompt, top-k and
+    // whether it asked for tokens by id.
+    lm: Option<(&str, usize, bool)>,
 ) -> Response {
     let mut writer = StreamWriter::new(api, id, &s.cfg.model, false, prompt_tokens, s.cfg.seed);
     let mut tokens = 0u64;
@@ -183,11 +184,11 @@ pub(super) async fn non_streaming(
     // (a completion: the prompt echoed and scored, then the answer).
     let serve = s.lm.in_batch(batched);
     let (text, logprobs) = match (lm, api) {
-        (Some((prompt, k)), Api::Completions) => {
+        (Some((prompt, k, _)), Api::Completions) => {
             tokenscope_core::quality::toy_serve::echo(&serve, prompt, tokens as usize, k)
         }
-        (Some((prompt, k)), Api::Chat) => {
-            tokenscope_core::quality::toy_serve::answer(&serve, prompt, tokens as usize, k)
+        (Some((prompt, k, by_id)), Api::Chat) => {
+            tokenscope_core::quality::toy_serve::answer(&serve, prompt, tokens as usize, k, by_id)
         }
         (None, _) => (text, serde_json::Value::Null),
     };

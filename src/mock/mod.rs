@@ -314,6 +314,7 @@ async fn handle(
         logprobs,
         greedy,
         echo,
+        token_ids,
     } = asked;
     let prompt_tokens = approx_tokens(&prompt).max(1);
     // The words an earlier prompt began with: cached (at most all but one token,
@@ -420,7 +421,7 @@ async fn handle(
         let lm = logprobs
             .or(greedy.then_some(0))
             .filter(|_| api == Api::Chat || (echo && logprobs.is_some()))
-            .map(|k| (prompt.trim_end(), k));
+            .map(|k| (prompt.trim_end(), k, token_ids));
         return non_streaming(s, api, id, tok_rx, log, prompt_tokens, lm).await;
     }
     let mut tok_rx = tok_rx;
@@ -457,6 +458,8 @@ struct Asked {
     greedy: bool,
     /// A completion that echoes its prompt with `logprobs`.
     echo: bool,
+    /// `return_tokens_as_token_ids: true` asked (vLLM's).
+    token_ids: bool,
 }
 
 /// Read a request's body and headers, or say why it is not a request (an HTTP
@@ -521,6 +524,10 @@ fn read_request(
         logprobs,
         greedy: v.get("temperature").and_then(|t| t.as_f64()) == Some(0.0),
         echo,
+        token_ids: v
+            .get("return_tokens_as_token_ids")
+            .and_then(|b| b.as_bool())
+            == Some(true),
     })
 }
 

@@ -94,6 +94,7 @@ impl MockState {
                 seed: cfg_seed,
                 tokenizer_seed: 0,
                 batch_noise: 0.0,
+                token_ids: true,
             },
         })
     }

@@ -105,21 +105,26 @@ impl Sim {
             return Ok(json!({"tokens": toy_serve::token_ids(text, self.serve.tokenizer_seed)}));
         }
         if path.ends_with("/chat/completions") {
-            let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+            // As the mock reads a prompt: without trailing space.
+            let prompt = body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .trim_end();
             let top = if body["logprobs"] == json!(true) {
                 body["top_logprobs"].as_u64().unwrap_or(0) as usize
             } else {
                 0
             };
-            let (text, logprobs) = toy_serve::answer(&self.serve, prompt, n, top);
+            let by_id = body["return_tokens_as_token_ids"] == json!(true);
+            let (text, logprobs) = toy_serve::answer(&self.serve, prompt, n, top, by_id);
             return Ok(json!({
                 "object": "chat.completion", "model": self.model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": logprobs, "finish_reason": "length"}],
                 "usage": {"completion_tokens": n},
             }));
         }
-        if path.ends_with("/completions") {
-            let prompt = body["prompt"].as_str().unwrap_or_default();
+        if path.ends_with("/completions") && body["echo"] == json!(true) {
+            let prompt = body["prompt"].as_str().unwrap_or_default().trim_end();
             let k = body["logprobs"].as_u64().unwrap_or(0) as usize;
             let (text, logprobs) = toy_serve::echo(&self.serve, prompt, n, k);
             return Ok(json!({
@@ -179,6 +184,7 @@ mod tests {
                 seed: 7,
                 tokenizer_seed: 0,
                 batch_noise: 0.0,
+                token_ids: true,
             },
             model: "toy".into(),
             say: Rc::new(|_| {}),
@@ -192,6 +198,7 @@ mod tests {
             model: "toy".into(),
             max_tokens: 5,
             top: Some(20),
+            token_ids: false,
         };
         let v = s
             .answer(

@@ -59,7 +59,10 @@ impl Endpoint {
             url: get("url").as_string(),
             model: get("model").as_string().filter(|m| !m.is_empty()),
             headers,
-            sim_seed: get("sim_seed").as_f64().map_or(1, |s| s as u64),
+            sim_seed: get("sim_seed")
+                .as_string()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(1),
         })
     }
 
@@ -105,8 +108,20 @@ struct Kept {
     golden: Option<String>,
 }
 
-/// Render the view into `root` for `endpoint`, wiring the form.
+thread_local! {
+    /// A check is running (the view is not rebuilt under it).
+    static RUNNING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Render the view into `root` for `endpoint`, wiring the form; refused while
+/// a check runs (its report would land in the new view).
 pub fn mount(root: web_sys::Element, endpoint: Endpoint) -> Result<(), JsValue> {
+    if RUNNING.with(std::cell::Cell::get) {
+        return Err(JsValue::from_str(
+            "a quality check is running: the view follows the new endpoint once it ends (open the tab again then)",
+        ));
+    }
+    set_run_state("idle");
     root.set_inner_html(FORM);
     let find = |id: &str| -> Result<web_sys::Element, JsValue> {
         root.query_selector(&format!("#{id}"))?
@@ -250,6 +265,7 @@ async fn start(root: &web_sys::Element, kept: &Rc<RefCell<Kept>>, endpoint: &End
         let _ = b.toggle_attribute_with_force("disabled", true);
     }
     set_run_state("running");
+    RUNNING.with(|r| r.set(true));
     let status = {
         let root = root.clone();
         Rc::new(move |line: &str| {
@@ -257,6 +273,7 @@ async fn start(root: &web_sys::Element, kept: &Rc<RefCell<Kept>>, endpoint: &End
         }) as Say
     };
     let outcome = measure(root, endpoint, status).await;
+    RUNNING.with(|r| r.set(false));
     if let Some(b) = &button {
         let _ = b.toggle_attribute_with_force("disabled", false);
     }
@@ -291,20 +308,25 @@ async fn start(root: &web_sys::Element, kept: &Rc<RefCell<Kept>>, endpoint: &End
     }
 }
 
-/// The plan the form asks for (the CLI's defaults for the rest).
+/// The plan the form asks for (`tokenscope quality`'s defaults for the
+/// rest: seed 0, 256 tokens for a task, 7 chunks of the built-in text). The
+/// Benchmark view's model is asked of the reference only when the reference
+/// is the same endpoint; another endpoint is asked for the first it lists.
 fn plan_of(form: &Form, endpoint: &Endpoint) -> Plan {
-    let seed = 1;
+    let seed = 0;
+    let same_endpoint = form.reference != "url";
     Plan {
         prompts: probe_prompts(seed, form.prompts),
         max_tokens: form.max_tokens,
         top_k: form.top_k,
         tasks: builtin(seed, form.tasks),
-        task_max_tokens: 64,
+        task_max_tokens: 256,
         chunks: teacher::chunks(teacher::TEXT, teacher::CHUNK_WORDS, 7),
         seed,
-        model: endpoint.model.clone(),
+        model: endpoint.model.clone().filter(|_| same_endpoint),
         cand_model: endpoint.model.clone(),
         batch_invariant: false,
+        token_ids: false,
     }
 }
 
@@ -331,6 +353,7 @@ async fn measure(
                 seed: endpoint.sim_seed,
                 tokenizer_seed: 0,
                 batch_noise: 0.0,
+                token_ids: true,
             };
             let sim = |lm: ToyLm| Sim {
                 serve: LmServe { lm, ..serve },
@@ -405,6 +428,9 @@ async fn both<R: Transport, C: Transport>(
     let (measured, golden_json) = match golden {
         Some((g, name)) => (Reference::from_golden(g, &name, plan, true), None),
         None => {
+            // Tokens by id where both name them (the reference is then kept
+            // as a golden file only when asked by text).
+            plan.token_ids = run::token_ids_on_both(plan, reference, candidate).await;
             let r = run::reference(plan, reference)
                 .await
                 .map_err(|e| e.to_string())?;

@@ -174,7 +174,8 @@ pub fn App(props: &AppProps) -> Html {
                 .cast::<web_sys::Element>()
                 .filter(|_| *v == View::Quality)
             {
-                browser::set_run_state("idle");
+                // (The module sets `idle` when it shows a new view, never
+                // under a check that runs.)
                 crate::services::rum_demo::show(
                     Lazy::Quality,
                     el,

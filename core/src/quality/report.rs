@@ -26,6 +26,10 @@ pub struct Capabilities {
     /// completions API): teacher-forced scoring.
     #[serde(default)]
     pub prompt_logprobs: bool,
+    /// It named its tokens by id (vLLM's `return_tokens_as_token_ids`:
+    /// `token_id:N`), so tokens of the same text are told apart.
+    #[serde(default)]
+    pub token_ids: bool,
     /// The model it named.
     pub model: String,
 }

@@ -37,6 +37,9 @@ pub struct Plan {
     pub cand_model: Option<String>,
     /// The candidate claims batch-invariant decoding.
     pub batch_invariant: bool,
+    /// Ask both servers to name tokens by id ([`token_ids_on_both`]; never
+    /// for a golden file, which keeps tokens as text for any candidate).
+    pub token_ids: bool,
 }
 
 /// Why a measurement stopped.
@@ -48,6 +51,9 @@ pub enum RunError {
     /// The server gave no readable chat completion.
     #[error("{0}: no chat completion could be read from it")]
     NoChat(String),
+    /// A golden file keeps tokens as text.
+    #[error("the reference's tokens were asked by id; a golden file keeps them as text")]
+    TokenIds,
     /// A golden file needs every answer.
     #[error("{missing} of the reference's {total} answers failed; a golden file needs them all")]
     Incomplete {
@@ -96,6 +102,7 @@ impl Reference {
         plan.top_k = g.top_logprobs;
         plan.tasks = g.tasks.clone();
         plan.task_max_tokens = g.task_max_tokens;
+        plan.token_ids = false;
         let forced = (!g.tf_samples.is_empty() && teacher_forced).then(|| Forced {
             chunks: g.tf_chunks.clone(),
             samples: g.tf_samples.clone(),
@@ -108,7 +115,7 @@ impl Reference {
         let mut not_run = Vec::new();
         if teacher_forced && g.tf_samples.is_empty() {
             not_run.push(
-                "teacher-forced distribution: the golden file kept no teacher-forced scores (its reference did not score a prompt's own tokens); the distribution is on the generated tokens"
+                "teacher-forced distribution: the golden file kept no teacher-forced scores; the distribution is on the generated tokens"
                     .to_owned(),
             );
         }
@@ -125,6 +132,7 @@ impl Reference {
                     chat: true,
                     top_logprobs: g.samples.iter().all(Sample::has_top_logprobs),
                     prompt_logprobs: !g.tf_samples.is_empty(),
+                    token_ids: false,
                     model: g.model.clone(),
                 },
             },
@@ -132,6 +140,7 @@ impl Reference {
                 model: g.model,
                 max_tokens: g.max_tokens,
                 top: (g.top_logprobs > 0).then_some(g.top_logprobs),
+                token_ids: false,
             },
             samples: g.samples.into_iter().map(Some).collect(),
             self_check: g.self_check,
@@ -143,8 +152,11 @@ impl Reference {
         }
     }
 
-    /// The reference as a golden file (every answer needed).
+    /// The reference as a golden file (every answer needed, tokens as text).
     pub fn golden(&self, plan: &Plan) -> Result<Golden, RunError> {
+        if self.ask.token_ids {
+            return Err(RunError::TokenIds);
+        }
         let missing = self.samples.iter().filter(|s| s.is_none()).count()
             + self.task_outputs.iter().filter(|s| s.is_none()).count();
         if missing > 0 {
@@ -184,6 +196,25 @@ async fn model_of<T: Transport>(
         Some(m) => Ok(m.clone()),
         None => server.first_model().await.map_err(RunError::Model),
     }
+}
+
+/// Whether both servers name tokens by id (asked with the plan's models;
+/// `false` when either cannot be asked).
+pub async fn token_ids_on_both<R: Transport, C: Transport>(
+    plan: &Plan,
+    reference: &Server<R>,
+    candidate: &Server<C>,
+) -> bool {
+    let Ok(r) = model_of(reference, plan.model.as_ref()).await else {
+        return false;
+    };
+    if !reference.probe(&r, plan.top_k.max(1)).await.token_ids {
+        return false;
+    }
+    let Ok(c) = model_of(candidate, plan.cand_model.as_ref().or(plan.model.as_ref())).await else {
+        return false;
+    };
+    candidate.probe(&c, plan.top_k.max(1)).await.token_ids
 }
 
 /// Measure the reference server: its capabilities, its `/tokenize` ids, the
@@ -229,6 +260,7 @@ pub async fn reference<T: Transport>(
         model,
         max_tokens: plan.max_tokens,
         top: caps.top_logprobs.then_some(plan.top_k),
+        token_ids: plan.token_ids && caps.token_ids,
     };
     say(&format!(
         "quality: the reference, {} prompts, twice",
@@ -240,6 +272,7 @@ pub async fn reference<T: Transport>(
     let task_ask = Ask {
         max_tokens: plan.task_max_tokens,
         top: None,
+        token_ids: false,
         ..ask.clone()
     };
     let task_outputs = server.task_outputs(&task_ask, &plan.tasks, 1).await;
@@ -273,6 +306,7 @@ pub async fn candidate<T: Transport>(
     if !caps.chat {
         return Err(RunError::NoChat(server.shown.clone()));
     }
+    let by_id = reference.ask.token_ids;
     let Reference {
         side: reference_side,
         samples: reference_samples,
@@ -285,7 +319,7 @@ pub async fn candidate<T: Transport>(
         ..
     } = reference;
     if plan.tasks.is_empty() {
-        not_run.push("tasks: none asked".to_owned());
+        not_run.insert(0, "tasks: none asked".to_owned());
     }
     caps.prompt_logprobs = forced.is_some() && server.probe_echo(&model, plan.top_k).await;
     let candidate_ids = server.token_ids(&model, &teacher::tokenizer_probe()).await;
@@ -321,14 +355,31 @@ pub async fn candidate<T: Transport>(
             "distribution (KLD, same top p, Δp, perplexity ratio): {who} gave no top-k log-probabilities"
         ));
     }
+    if !by_id {
+        let why = match (
+            from_golden,
+            reference_side.capabilities.token_ids,
+            caps.token_ids,
+        ) {
+            (true, _, _) => "a golden file keeps tokens as text",
+            (false, false, _) => "the reference names none (vLLM's return_tokens_as_token_ids)",
+            (false, true, false) => "the candidate names none (vLLM's return_tokens_as_token_ids)",
+            (false, true, true) => "not asked",
+        };
+        not_run.push(format!(
+            "token ids: {why}; tokens are matched by their text"
+        ));
+    }
     let ask = Ask {
         model,
         max_tokens: plan.max_tokens,
         top: caps.top_logprobs.then_some(plan.top_k),
+        token_ids: by_id,
     };
     let task_ask = Ask {
         max_tokens: plan.task_max_tokens,
         top: None,
+        token_ids: false,
         ..ask.clone()
     };
     let mut out = Vec::new();

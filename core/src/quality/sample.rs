@@ -47,6 +47,20 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// Whether every token and alternative is named by id (`token_id:N`,
+    /// vLLM's `return_tokens_as_token_ids`).
+    pub fn tokens_are_ids(&self) -> bool {
+        let id = |t: &str| {
+            t.strip_prefix("token_id:")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        !self.positions.is_empty()
+            && self
+                .positions
+                .iter()
+                .all(|p| id(&p.token) && p.top.iter().all(|a| id(&a.token)))
+    }
+
     /// Whether the answer carried the top-k alternatives of its tokens.
     pub fn has_top_logprobs(&self) -> bool {
         !self.positions.is_empty() && self.positions.iter().all(|p| !p.top.is_empty())
@@ -157,6 +171,23 @@ pub fn probe_prompts(seed: u64, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_by_id_are_told_from_text() {
+        let read = |a: &str, b: &str| {
+            parse_chat_completion(
+                &serde_json::json!({"model": "m", "choices": [{"message": {"content": "x"},
+                "logprobs": {"content": [{"token": a, "logprob": -0.1,
+                    "top_logprobs": [{"token": b, "logprob": -0.1}]}]}}]}),
+            )
+            .unwrap()
+        };
+        assert!(read("token_id:12", "token_id:3").tokens_are_ids());
+        // One alternative by text, an empty id, a token that only starts so.
+        assert!(!read("token_id:12", "x").tokens_are_ids());
+        assert!(!read("token_id:", "token_id:3").tokens_are_ids());
+        assert!(!read("token_id:1a", "token_id:3").tokens_are_ids());
+    }
 
     #[test]
     fn reads_a_chat_completion_with_and_without_logprobs() {

@@ -70,7 +70,12 @@ impl<T: Transport> Server<T> {
         v["data"][0]["id"]
             .as_str()
             .map(str::to_owned)
-            .ok_or_else(|| format!("{}: /models lists no model (give a model)", self.shown))
+            .ok_or_else(|| {
+                format!(
+                    "{}: /models lists no model (name one: --model, or the page's model)",
+                    self.shown
+                )
+            })
     }
 
     /// What the server can do: a one-token request with top-k
@@ -80,13 +85,22 @@ impl<T: Transport> Server<T> {
             model: model.to_owned(),
             max_tokens: 1,
             top: Some(top),
+            token_ids: false,
         };
         let read = |v: Result<Value, String>| v.ok().and_then(|v| parse_chat_completion(&v).ok());
         if let Some(s) = read(self.chat(&ask.body("Say hello.")).await) {
+            // Tokens by id: asked, and every token (and alternative) so named.
+            let by_id = Ask {
+                token_ids: true,
+                ..ask.clone()
+            };
+            let token_ids = read(self.chat(&by_id.body("Say hello.")).await)
+                .is_some_and(|s| s.has_top_logprobs() && s.tokens_are_ids());
             return Capabilities {
                 chat: true,
                 top_logprobs: s.has_top_logprobs(),
                 prompt_logprobs: false,
+                token_ids,
                 model: s.model,
             };
         }
@@ -96,6 +110,7 @@ impl<T: Transport> Server<T> {
                 chat: true,
                 top_logprobs: false,
                 prompt_logprobs: false,
+                token_ids: false,
                 model: s.model,
             },
             None => Capabilities::default(),
@@ -246,6 +261,8 @@ pub struct Ask {
     pub max_tokens: u32,
     /// Top-k log-probabilities asked for.
     pub top: Option<u32>,
+    /// Tokens named by id (vLLM's `return_tokens_as_token_ids`).
+    pub token_ids: bool,
 }
 
 impl Ask {
@@ -258,6 +275,9 @@ impl Ask {
         if let Some(k) = self.top {
             b["logprobs"] = json!(true);
             b["top_logprobs"] = json!(k);
+        }
+        if self.token_ids {
+            b["return_tokens_as_token_ids"] = json!(true);
         }
         b
     }

@@ -36,6 +36,9 @@ pub struct LmServe {
     /// Noise on the logits of a request that shared the engine with others
     /// (`--lm-batch-noise`): 0, batch-invariant.
     pub batch_noise: f64,
+    /// Name tokens by id when asked (vLLM's `return_tokens_as_token_ids`:
+    /// `token_id:N`, N the word's index in the vocabulary).
+    pub token_ids: bool,
 }
 
 impl LmServe {
@@ -81,8 +84,16 @@ pub fn token_ids(text: &str, salt: u64) -> Vec<u64> {
 }
 
 /// `n` greedy tokens of `prompt`'s answer: its text, and when asked (`top`:
-/// `top_logprobs`, at most the vocabulary) the `logprobs` object.
-pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize) -> (String, Value) {
+/// `top_logprobs`, at most the vocabulary) the `logprobs` object, its tokens
+/// named by id when `by_id` is asked of a server that can.
+pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize, by_id: bool) -> (String, Value) {
+    let name = |i: usize, pos: usize| {
+        if by_id && serve.token_ids {
+            format!("token_id:{i}")
+        } else {
+            ToyLm::token_text(i, pos)
+        }
+    };
     // A built-in task: its answer, right for the share the mock was told.
     if let Some((task_seed, index)) = tasks::tag_of(prompt) {
         let t = tasks::task(task_seed, index);
@@ -108,10 +119,10 @@ pub fn answer(serve: &LmServe, prompt: &str, n: usize, top: usize) -> (String, V
             let top: Vec<Value> = most_likely(&lp)
                 .iter()
                 .take(k.min(lp.len()))
-                .map(|&i| json!({"token": ToyLm::token_text(i, pos), "logprob": lp[i], "bytes": null}))
+                .map(|&i| json!({"token": name(i, pos), "logprob": lp[i], "bytes": null}))
                 .collect();
             content.push(
-                json!({"token": token, "logprob": lp[t], "bytes": null, "top_logprobs": top}),
+                json!({"token": name(t, pos), "logprob": lp[t], "bytes": null, "top_logprobs": top}),
             );
         }
         state = ToyLm::next(state, t);

@@ -82,6 +82,7 @@ pub(super) async fn measure(
         model: args.model.clone(),
         cand_model: args.cand_model.clone(),
         batch_invariant: args.batch_invariant,
+        token_ids: false,
     };
     // The reference: a golden file, or a server asked twice (the noise floor).
     let reference = match golden {
@@ -98,6 +99,13 @@ pub(super) async fn measure(
             };
             plan.chunks = fixed_chunks(args)?;
             let server = server(&args.reference, args.reference_key(), args.timeout)?;
+            // Tokens by id where both servers name them, unless the
+            // reference is kept as a golden file (tokens as text, for any
+            // candidate).
+            if let (Some(cand), None) = (&args.candidate, &args.save_golden) {
+                let cand = self::server(cand, args.candidate_key(), args.timeout)?;
+                plan.token_ids = run::token_ids_on_both(&plan, &server, &cand).await;
+            }
             let reference = run::reference(&plan, &server).await?;
             if let Some(path) = &args.save_golden {
                 let g = reference

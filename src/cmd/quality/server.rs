@@ -36,10 +36,17 @@ impl Http {
             None => req,
         };
         // reqwest's errors name the URL, query and all: never shown.
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| format!("{}: no answer ({})", self.shown, e.without_url()))?;
+        let resp = req.send().await.map_err(|e| {
+            // The cause chain (refused, timed out) without the URL.
+            let e = e.without_url();
+            let mut why = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                why.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            format!("{}: no answer ({why})", self.shown)
+        })?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         if status.as_u16() == 401 || status.as_u16() == 403 {

@@ -291,7 +291,7 @@ async fn mount_quality(root: &web_sys::Element, endpoint: DemoEndpoint) -> Resul
     let set = |k: &str, v: JsValue| Reflect::set(&options, &JsValue::from_str(k), &v);
     let set = match endpoint {
         DemoEndpoint::Sim(cfg) => set("model", JsValue::from_str(&cfg.model))
-            .and_then(|_| set("sim_seed", JsValue::from_f64(cfg.seed as f64))),
+            .and_then(|_| set("sim_seed", JsValue::from_str(&cfg.seed.to_string()))),
         DemoEndpoint::Real {
             base,
             model,
