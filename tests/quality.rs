@@ -273,6 +273,32 @@ fn over_a_top_k_the_kld_is_a_lower_bound() {
     );
 }
 
+/// SGLang's OpenAI server computes no prompt log-probabilities: a candidate
+/// like it is scored through its native `/generate` (`return_logprob` from
+/// `logprob_start_len: 0`), and the teacher-forced figures are the same exact
+/// ones as through `echo`.
+#[test]
+fn a_server_scoring_prompts_only_natively_is_teacher_forced_through_generate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &["--no-echo-logprobs"]));
+    let (out, report) = quality(&pair(&r, &c, "4", "8", &[]), &dir.path().join("q.json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let report = report.unwrap();
+    common::assert_schema("quality.schema.json", &report, "quality report");
+    let caps = |side: &str| report[side]["capabilities"].clone();
+    assert_eq!(caps("reference")["prompt_logprobs_via"], "echo");
+    assert_eq!(caps("candidate")["prompt_logprobs_via"], "generate");
+    let lm = ToyLm::new(SEED, 16);
+    let (kld, positions) = forced_truth(lm, lm.perturbed(0.3, 1), 7);
+    let tf = &report["levels"][0]["teacher_forced"];
+    eprintln!(
+        "teacher-forced through /generate: KLD {} over {} positions (exact {kld:.7} over {positions})",
+        tf["kld"]["mean"], tf["positions"]
+    );
+    assert_eq!(tf["positions"].as_u64().unwrap() as usize, positions);
+    assert!((f(&tf["kld"]["mean"]) - kld).abs() < 1e-9, "{tf}");
+}
+
 #[test]
 fn without_logprobs_the_behaviour_checks_still_run() {
     let dir = tempfile::tempdir().unwrap();

@@ -127,6 +127,13 @@ pub struct MockArgs {
     #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
     pub no_token_ids: bool,
 
+    /// Score no `echo`ed prompt on the completions API (SGLang's OpenAI
+    /// server): a prompt's own tokens are scored only by SGLang's native
+    /// `POST /generate` (`return_logprob`, `logprob_start_len: 0`), which the
+    /// mock always serves.
+    #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
+    pub no_echo_logprobs: bool,
+
     /// Move the toy model's logits by seeded noise of this standard deviation
     /// whenever a request shares the engine with others (a batch-variant
     /// kernel): greedy answers then change with load, as on engines without
@@ -354,6 +361,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
             lm: ToyLm::new(seed, args.lm_vocab).perturbed(args.lm_perturb, args.lm_perturb_seed),
             logprobs: !args.no_logprobs,
             token_ids: !args.no_token_ids,
+            echo_logprobs: !args.no_echo_logprobs,
             tasks_right: args.lm_tasks_right,
             seed,
             tokenizer_seed: args.tokenizer_seed,

@@ -28,6 +28,7 @@ mod engine;
 pub use tokenscope_core::quality::toy_serve::LmServe;
 mod log;
 mod metrics;
+mod native;
 pub mod server;
 mod state;
 pub mod tls;
@@ -51,6 +52,7 @@ pub fn router(state: MockState) -> Router {
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(server_metrics))
         .route("/tokenize", post(tokenize).options(preflight))
+        .route("/generate", post(native::generate).options(preflight))
         .layer(axum::middleware::map_response(cors))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -420,7 +422,7 @@ async fn handle(
         // decoding (temperature 0): `tokenscope quality`'s requests.
         let lm = logprobs
             .or(greedy.then_some(0))
-            .filter(|_| api == Api::Chat || (echo && logprobs.is_some()))
+            .filter(|_| api == Api::Chat || (echo && logprobs.is_some() && s.lm.echo_logprobs))
             .map(|k| (prompt.trim_end(), k, token_ids));
         return non_streaming(s, api, id, tok_rx, log, prompt_tokens, lm).await;
     }

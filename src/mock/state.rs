@@ -95,6 +95,7 @@ impl MockState {
                 tokenizer_seed: 0,
                 batch_noise: 0.0,
                 token_ids: true,
+                echo_logprobs: true,
             },
         })
     }

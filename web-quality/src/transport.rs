@@ -185,6 +185,7 @@ mod tests {
                 tokenizer_seed: 0,
                 batch_noise: 0.0,
                 token_ids: true,
+                echo_logprobs: true,
             },
             model: "toy".into(),
             say: Rc::new(|_| {}),

@@ -354,6 +354,7 @@ async fn measure(
                 tokenizer_seed: 0,
                 batch_noise: 0.0,
                 token_ids: true,
+                echo_logprobs: true,
             };
             let sim = |lm: ToyLm| Sim {
                 serve: LmServe { lm, ..serve },

@@ -26,6 +26,9 @@ pub struct Capabilities {
     /// completions API): teacher-forced scoring.
     #[serde(default)]
     pub prompt_logprobs: bool,
+    /// How: `echo` (completions) or `generate` (SGLang's native API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_logprobs_via: Option<String>,
     /// It named its tokens by id (vLLM's `return_tokens_as_token_ids`:
     /// `token_id:N`), so tokens of the same text are told apart.
     #[serde(default)]

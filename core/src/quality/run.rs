@@ -9,7 +9,7 @@ use super::golden::{GOLDEN_SCHEMA, Golden};
 use super::measure::{Distribution, PairFigures};
 use super::report::{Capabilities, QualityLevel, QualityReport, SCHEMA, Side, TokenizerCheck};
 use super::sample::Sample;
-use super::session::{Ask, Server, Transport, paired};
+use super::session::{Ask, Scoring, Server, Transport, paired};
 use super::tasks::{Task, compare_tasks};
 use super::teacher;
 
@@ -132,6 +132,7 @@ impl Reference {
                     chat: true,
                     top_logprobs: g.samples.iter().all(Sample::has_top_logprobs),
                     prompt_logprobs: !g.tf_samples.is_empty(),
+                    prompt_logprobs_via: None,
                     token_ids: false,
                     model: g.model.clone(),
                 },
@@ -233,14 +234,19 @@ pub async fn reference<T: Transport>(
     let tokenizer_ids = server.token_ids(&model, &teacher::tokenizer_probe()).await;
     let mut not_run = Vec::new();
     let mut forced = None;
-    caps.prompt_logprobs = !plan.chunks.is_empty() && server.probe_echo(&model, plan.top_k).await;
-    if caps.prompt_logprobs {
+    let scoring = match plan.chunks.is_empty() {
+        true => None,
+        false => server.prompt_scoring(&model, plan.top_k).await,
+    };
+    caps.prompt_logprobs = scoring.is_some();
+    caps.prompt_logprobs_via = scoring.map(|s| s.name().to_owned());
+    if let Some(how) = scoring {
         say(&format!(
             "quality: the reference, {} chunks teacher-forced, twice",
             plan.chunks.len()
         ));
-        let first = server.score(&model, plan.top_k, &plan.chunks, 1).await;
-        let second = server.score(&model, plan.top_k, &plan.chunks, 1).await;
+        let first = server.score(how, &model, plan.top_k, &plan.chunks, 1).await;
+        let second = server.score(how, &model, plan.top_k, &plan.chunks, 1).await;
         let missing = first.iter().chain(&second).filter(|s| s.is_none()).count();
         if missing == 0 {
             let first: Vec<Sample> = first.into_iter().flatten().collect();
@@ -321,7 +327,12 @@ pub async fn candidate<T: Transport>(
     if plan.tasks.is_empty() {
         not_run.insert(0, "tasks: none asked".to_owned());
     }
-    caps.prompt_logprobs = forced.is_some() && server.probe_echo(&model, plan.top_k).await;
+    let scoring = match forced {
+        Some(_) => server.prompt_scoring(&model, plan.top_k).await,
+        None => None,
+    };
+    caps.prompt_logprobs = scoring.is_some();
+    caps.prompt_logprobs_via = scoring.map(|s| s.name().to_owned());
     let candidate_ids = server.token_ids(&model, &teacher::tokenizer_probe()).await;
     let tokenizer = match (&reference_ids, &candidate_ids) {
         (Some(r), Some(c)) => Some(TokenizerCheck::of(r, c)),
@@ -391,9 +402,9 @@ pub async fn candidate<T: Transport>(
         ));
         let cand = server.answers(&ask, &plan.prompts, c).await;
         let cand_tasks = server.task_outputs(&task_ask, &plan.tasks, c).await;
-        let teacher_forced = match &forced {
-            Some(f) if caps.prompt_logprobs => {
-                forced_level(f, server, &ask.model, plan, c, &mut not_run).await
+        let teacher_forced = match (&forced, scoring) {
+            (Some(f), Some(how)) => {
+                forced_level(f, server, how, &ask.model, plan, c, &mut not_run).await
             }
             _ => None,
         };
@@ -447,6 +458,7 @@ pub async fn candidate<T: Transport>(
 async fn forced_level<T: Transport>(
     f: &Forced,
     server: &Server<T>,
+    how: Scoring,
     model: &str,
     plan: &Plan,
     c: u32,
@@ -456,7 +468,7 @@ async fn forced_level<T: Transport>(
         "quality: the candidate, {} chunks teacher-forced, concurrency {c}",
         f.chunks.len()
     ));
-    let scores = server.score(model, plan.top_k, &f.chunks, c).await;
+    let scores = server.score(how, model, plan.top_k, &f.chunks, c).await;
     let missing = scores.iter().filter(|s| s.is_none()).count();
     if missing > 0 {
         not_run.push(format!(

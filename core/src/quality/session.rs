@@ -35,6 +35,7 @@ pub struct Server<T> {
     chat_url: String,
     completions_url: String,
     tokenize_url: String,
+    generate_url: String,
     models_url: String,
     /// The URL as shown.
     pub shown: String,
@@ -50,6 +51,7 @@ impl<T: Transport> Server<T> {
             chat_url: base.endpoint("chat/completions"),
             completions_url: base.endpoint("completions"),
             tokenize_url: format!("{}/tokenize", base.origin()),
+            generate_url: format!("{}/generate", base.origin()),
             models_url: base.endpoint("models"),
             shown: redact_url(url),
             transport,
@@ -100,6 +102,7 @@ impl<T: Transport> Server<T> {
                 chat: true,
                 top_logprobs: s.has_top_logprobs(),
                 prompt_logprobs: false,
+                prompt_logprobs_via: None,
                 token_ids,
                 model: s.model,
             };
@@ -110,6 +113,7 @@ impl<T: Transport> Server<T> {
                 chat: true,
                 top_logprobs: false,
                 prompt_logprobs: false,
+                prompt_logprobs_via: None,
                 token_ids: false,
                 model: s.model,
             },
@@ -154,29 +158,57 @@ impl<T: Transport> Server<T> {
             .collect()
     }
 
-    /// Whether the server scores a prompt's own tokens (`echo` with
-    /// `logprobs` on its completions API).
-    pub async fn probe_echo(&self, model: &str, top: u32) -> bool {
+    /// How the server scores a prompt's own tokens, if it does: `echo` with
+    /// `logprobs` on its completions API, else SGLang's native `/generate`.
+    pub async fn prompt_scoring(&self, model: &str, top: u32) -> Option<Scoring> {
         let text = "The harbour wakes before the town.";
-        let Ok(v) = self
-            .transport
-            .post(&self.completions_url, &echo_body(model, text, top))
-            .await
-        else {
-            return false;
-        };
-        teacher::parse_echo(&v, text).is_ok_and(|s| {
-            s.positions.len() >= 2
-                && s.positions
-                    .iter()
-                    .all(|p| p.logprob.is_some() && !p.top.is_empty())
-        })
+        for how in [Scoring::Echo, Scoring::Generate] {
+            let scored = self.score_one(how, model, top, text).await.is_ok_and(|s| {
+                s.positions.len() >= 2
+                    && s.positions
+                        .iter()
+                        .all(|p| p.logprob.is_some() && !p.top.is_empty())
+            });
+            if scored {
+                return Some(how);
+            }
+        }
+        None
     }
 
-    /// Each chunk scored by the server (`None`: the request failed),
-    /// `concurrency` at a time, in order.
+    async fn score_one(
+        &self,
+        how: Scoring,
+        model: &str,
+        top: u32,
+        text: &str,
+    ) -> Result<Sample, String> {
+        let read = |r: Result<Sample, super::sample::SampleError>| {
+            r.map_err(|e| format!("{}: {e}", self.shown))
+        };
+        match how {
+            Scoring::Echo => {
+                let v = self
+                    .transport
+                    .post(&self.completions_url, &echo_body(model, text, top))
+                    .await?;
+                read(teacher::parse_echo(&v, text))
+            }
+            Scoring::Generate => {
+                let v = self
+                    .transport
+                    .post(&self.generate_url, &generate_body(text, top))
+                    .await?;
+                read(teacher::parse_generate(&v))
+            }
+        }
+    }
+
+    /// Each chunk scored by the server `how` it scores prompts (`None`: the
+    /// request failed), `concurrency` at a time, in order.
     pub async fn score(
         &self,
+        how: Scoring,
         model: &str,
         top: u32,
         chunks: &[String],
@@ -186,13 +218,7 @@ impl<T: Transport> Server<T> {
             chunks,
             concurrency,
             "a teacher-forced request",
-            |text| async move {
-                let v = self
-                    .transport
-                    .post(&self.completions_url, &echo_body(model, text, top))
-                    .await?;
-                teacher::parse_echo(&v, text).map_err(|e| format!("{}: {e}", self.shown))
-            },
+            |text| async move { self.score_one(how, model, top, text).await },
         )
         .await
     }
@@ -289,6 +315,38 @@ pub fn echo_body(model: &str, text: &str, top: u32) -> Value {
     json!({
         "model": model, "prompt": text, "max_tokens": 1, "temperature": 0,
         "echo": true, "logprobs": top,
+    })
+}
+
+/// How a server scores a prompt's own tokens (teacher forcing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scoring {
+    /// Completions with `echo` and `logprobs` (vLLM).
+    Echo,
+    /// SGLang's native `/generate` with `return_logprob` from
+    /// `logprob_start_len: 0` (its OpenAI server computes no prompt
+    /// log-probabilities).
+    Generate,
+}
+
+impl Scoring {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scoring::Echo => "echo",
+            Scoring::Generate => "generate",
+        }
+    }
+}
+
+/// SGLang's native request scoring `text`'s own tokens with the top `top`,
+/// each token's text included, one generated token after it.
+pub fn generate_body(text: &str, top: u32) -> Value {
+    json!({
+        "text": text,
+        "sampling_params": {"max_new_tokens": 1, "temperature": 0},
+        "return_logprob": true, "logprob_start_len": 0, "top_logprobs_num": top,
+        "return_text_in_logprobs": true,
     })
 }
 

@@ -1,7 +1,8 @@
 //! Teacher-forced scoring: both servers read the same fixed text as a prompt
 //! and give, for each of its tokens, the log-probability and top-k they gave it
-//! (OpenAI's legacy completions with `echo` and `logprobs`: vLLM, SGLang's
-//! OpenAI server). Every position is then scored on both sides, as llama.cpp's
+//! (OpenAI's legacy completions with `echo` and `logprobs`: vLLM; SGLang's
+//! native `/generate` with `return_logprob` from `logprob_start_len: 0`, its
+//! OpenAI server computing no prompt log-probabilities). Every position is then scored on both sides, as llama.cpp's
 //! `--kl-divergence` scores a text, rather than the generated positions up to
 //! where two greedy answers part.
 //!
@@ -117,6 +118,59 @@ pub fn parse_echo(v: &Value, prompt: &str) -> Result<Sample, SampleError> {
     })
 }
 
+/// One chunk as the server scored it, from SGLang's native `/generate` with
+/// `return_logprob`, `logprob_start_len: 0`, `top_logprobs_num` and
+/// `return_text_in_logprobs` (`meta_info.input_token_logprobs`: `[logprob,
+/// id, text]` per prompt token, the first without a log-probability;
+/// `input_top_logprobs`: a list of such per token): the prompt's tokens, the
+/// first left out as in [`parse_echo`]. A token without its text is named
+/// by id (`token_id:N`).
+pub fn parse_generate(v: &Value) -> Result<Sample, SampleError> {
+    let meta = &v["meta_info"];
+    let tokens = meta["input_token_logprobs"]
+        .as_array()
+        .ok_or(SampleError::Shape("no meta_info.input_token_logprobs"))?;
+    let tops = meta["input_top_logprobs"].as_array();
+    // `[logprob, id, text]`: the text, else the id.
+    let name = |e: &Value| -> Option<String> {
+        match e.get(2).and_then(Value::as_str) {
+            Some(t) => Some(t.to_owned()),
+            None => e.get(1)?.as_u64().map(|id| format!("token_id:{id}")),
+        }
+    };
+    let mut positions = Vec::new();
+    for (i, entry) in tokens.iter().enumerate().skip(1) {
+        let token = name(entry).ok_or(SampleError::Shape(
+            "an input_token_logprobs entry without a token",
+        ))?;
+        let mut top: Vec<Alt> = tops
+            .and_then(|t| t.get(i))
+            .and_then(Value::as_array)
+            .map(|alts| {
+                alts.iter()
+                    .filter_map(|a| {
+                        Some(Alt {
+                            token: name(a)?,
+                            logprob: finite(a.get(0)?.as_f64()?)?,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        most_likely_first(&mut top);
+        positions.push(Position {
+            token,
+            logprob: entry.get(0).and_then(Value::as_f64).and_then(finite),
+            top,
+        });
+    }
+    Ok(Sample {
+        text: String::new(),
+        positions,
+        model: String::new(),
+    })
+}
+
 /// llama.cpp's context rule (`perplexity`, `kl_divergence`): of a chunk of
 /// `n` tokens (the first, unscored, included) the logits from position `n/2`
 /// on are scored, predicting tokens `n/2 + 1 ..= n - 1`: `n - 1 - n/2` of them.
@@ -173,6 +227,31 @@ mod tests {
             "half a chunk kept"
         );
         assert_eq!(chunks(TEXT, CHUNK_WORDS, 2).len(), 2);
+    }
+
+    #[test]
+    fn a_generate_answer_reads_as_the_prompts_positions() {
+        // SGLang's /generate for "Hi there you": the first token unscored.
+        let v = json!({"text": ".", "meta_info": {
+            "input_token_logprobs": [[null, 1, "Hi"], [-1.5, 7, " there"], [-0.25, 9, " you"]],
+            "input_top_logprobs": [null,
+                [[-0.5, 8, " here"], [-1.5, 7, " there"]],
+                [[-0.25, 9, " you"]]],
+            "output_token_logprobs": [[-2.0, 4, "."]]}});
+        let s = parse_generate(&v).unwrap();
+        assert_eq!(s.positions.len(), 2);
+        assert_eq!(s.positions[0].token, " there");
+        assert_eq!(s.positions[0].logprob, Some(-1.5));
+        assert_eq!(s.positions[0].top[0].token, " here");
+        assert_eq!(s.positions[1].top.len(), 1);
+        // Without the text (no return_text_in_logprobs): tokens by id.
+        let bare = json!({"meta_info": {
+            "input_token_logprobs": [[null, 1], [-1.5, 7]],
+            "input_top_logprobs": [null, [[-1.5, 7]]]}});
+        let s = parse_generate(&bare).unwrap();
+        assert_eq!(s.positions[0].token, "token_id:7");
+        assert_eq!(s.positions[0].top[0].token, "token_id:7");
+        assert!(parse_generate(&json!({"text": "x"})).is_err());
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub struct LmServe {
     /// Name tokens by id when asked (vLLM's `return_tokens_as_token_ids`:
     /// `token_id:N`, N the word's index in the vocabulary).
     pub token_ids: bool,
+    /// Score an `echo`ed prompt on the completions API (vLLM); `false`: only
+    /// through [`generate`] (SGLang, whose OpenAI server computes no prompt
+    /// log-probabilities).
+    pub echo_logprobs: bool,
 }
 
 impl LmServe {
@@ -185,6 +189,51 @@ pub fn echo(serve: &LmServe, prompt: &str, n: usize, k: usize) -> (String, Value
         Value::Null
     };
     (text, logprobs)
+}
+
+/// SGLang's native `/generate` with `return_logprob` from
+/// `logprob_start_len: 0` and `top_logprobs_num: k`: `prompt` read by the toy
+/// tokenizer and scored token by token as [`echo`] scores it, then one greedy
+/// token; `meta_info`'s `input_token_logprobs` (`[logprob, id, text]`, the
+/// first without a log-probability), `input_top_logprobs` and the output's.
+/// Without log-probabilities (a server without them) the lists are absent.
+pub fn generate(serve: &LmServe, prompt: &str, k: usize) -> Value {
+    let lm = serve.lm;
+    let entry =
+        |lp: Option<f64>, id: usize, pos: usize| json!([lp, id, ToyLm::token_text(id, pos)]);
+    let top_of = |lp: &[f64], pos: usize| -> Value {
+        most_likely(lp)
+            .iter()
+            .take(k.clamp(1, lp.len()))
+            .map(|&i| entry(Some(lp[i]), i, pos))
+            .collect()
+    };
+    let (mut input, mut input_top) = (Vec::new(), Vec::new());
+    let mut state = lm.text_start();
+    let prompt_tokens = lm.tokenize(prompt);
+    for (pos, (piece, id)) in prompt_tokens.iter().enumerate() {
+        let lp = lm.logprobs(state);
+        // The prompt's own piece as its text, as `echo` names it.
+        if pos == 0 {
+            input.push(json!([null, id, piece]));
+            input_top.push(Value::Null);
+        } else {
+            input.push(json!([lp[*id], id, piece]));
+            input_top.push(top_of(&lp, pos));
+        }
+        state = ToyLm::next(state, *id);
+    }
+    let pos = prompt_tokens.len();
+    let lp = lm.logprobs(state);
+    let t = super::toy_lm::argmax(&lp);
+    let mut meta = json!({"prompt_tokens": pos, "completion_tokens": 1});
+    if serve.logprobs {
+        meta["input_token_logprobs"] = json!(input);
+        meta["input_top_logprobs"] = json!(input_top);
+        meta["output_token_logprobs"] = json!([entry(Some(lp[t]), t, pos)]);
+        meta["output_top_logprobs"] = json!([top_of(&lp, pos)]);
+    }
+    json!({"text": ToyLm::token_text(t, pos), "meta_info": meta})
 }
 
 /// Token ids by log-probability, the most likely first (the lowest id on a tie).
