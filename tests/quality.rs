@@ -299,6 +299,64 @@ fn a_server_scoring_prompts_only_natively_is_teacher_forced_through_generate() {
     assert!((f(&tf["kld"]["mean"]) - kld).abs() < 1e-9, "{tf}");
 }
 
+/// Through `/generate` the candidate is asked for the reference's own top ids
+/// (`token_ids_logprob`): over a top 4 of 36 words, every position is compared
+/// on the reference's whole top 4 plus one rest bin, and the figure is exactly
+/// that divergence of the two models, computed here; without the ids (`echo`)
+/// only the tokens both top lists hold are compared, a looser bound.
+#[test]
+fn asked_for_the_references_ids_the_kld_covers_its_whole_top_k() {
+    let dir = tempfile::tempdir().unwrap();
+    let sglang = ["--no-echo-logprobs"];
+    let (r, c) = (mock(36, 0.0, &sglang), mock(36, 0.5, &sglang));
+    let args = ["--top-logprobs", "4"];
+    let (out, report) = quality(&pair(&r, &c, "2", "4", &args), &dir.path().join("q.json"));
+    assert!(out.status.success(), "{}", text(&out));
+    let report = report.unwrap();
+    let tf = &report["levels"][0]["teacher_forced"];
+    assert_eq!(tf["kld"]["exact"], false);
+    assert_eq!(tf["kld"]["reference_top_k"], true, "{tf}");
+    // The truth: KL of the two models coarsened to the reference's top 4
+    // (most likely first, the lower id on a tie) and the rest, on the scored
+    // half of each chunk.
+    let (lm, k) = (ToyLm::new(SEED, 36), 4);
+    let cand = lm.perturbed(0.5, 1);
+    use tokenscope_core::quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
+    let (mut klds, mut whole) = (Vec::new(), Vec::new());
+    for chunk in cut(TEXT, CHUNK_WORDS, 7) {
+        let tokens = lm.tokenize(&chunk);
+        let mut state = lm.text_start();
+        for (i, (_, id)) in tokens.iter().enumerate() {
+            if i > tokens.len() / 2 {
+                let (p, q) = (lm.logprobs(state), cand.logprobs(state));
+                let mut order: Vec<usize> = (0..p.len()).collect();
+                order.sort_by(|a, b| p[*b].total_cmp(&p[*a]).then(a.cmp(b)));
+                let (mut kl, mut p_in, mut q_in) = (0.0, 0.0, 0.0);
+                for &j in &order[..k] {
+                    kl += p[j].exp() * (p[j] - q[j]);
+                    p_in += p[j].exp();
+                    q_in += q[j].exp();
+                }
+                let (pr, qr) = (1.0 - p_in, 1.0 - q_in);
+                klds.push(kl + pr * (pr / qr).ln());
+                whole.push(kld_exact(&p, &q));
+            }
+            state = ToyLm::next(state, *id);
+        }
+    }
+    let truth = klds.iter().sum::<f64>() / klds.len() as f64;
+    let exact = whole.iter().sum::<f64>() / whole.len() as f64;
+    let measured = f(&tf["kld"]["mean"]);
+    eprintln!(
+        "teacher-forced, top 4 of 36, the reference's ids asked: KLD {measured:.7} = its top 4 + rest {truth:.7} (whole vocabulary {exact:.7}) over {} positions",
+        klds.len()
+    );
+    assert_eq!(tf["positions"].as_u64().unwrap() as usize, klds.len());
+    assert!((measured - truth).abs() < 1e-9, "{measured} vs {truth}");
+    assert!(measured <= exact + 1e-12);
+    assert!(text(&out).contains("top k + rest"), "{}", text(&out));
+}
+
 #[test]
 fn without_logprobs_the_behaviour_checks_still_run() {
     let dir = tempfile::tempdir().unwrap();

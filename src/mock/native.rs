@@ -1,6 +1,7 @@
 //! SGLang's native `POST /generate`, as far as `tokenscope quality` asks it:
 //! a prompt's own tokens scored (`return_logprob`, `logprob_start_len: 0`,
-//! `top_logprobs_num`) by the toy model ([`toy_serve::generate`]), one greedy
+//! `top_logprobs_num`, and the ids of `token_ids_logprob`) by the toy model
+//! ([`toy_serve::generate`]), one greedy
 //! token after it. Answered at once, outside the engine's schedule (the
 //! scoring is a correctness check, not a timed request).
 
@@ -32,5 +33,10 @@ pub(super) async fn generate(State(s): State<MockState>, body: Bytes) -> Respons
         .get("top_logprobs_num")
         .and_then(|k| k.as_u64())
         .map_or(0, |k| k.min(1000) as usize);
-    axum::Json(toy_serve::generate(&s.lm, text.trim_end(), k)).into_response()
+    let ids: Vec<u64> = v
+        .get("token_ids_logprob")
+        .and_then(|l| l.as_array())
+        .map(|l| l.iter().filter_map(|i| i.as_u64()).collect())
+        .unwrap_or_default();
+    axum::Json(toy_serve::generate(&s.lm, text.trim_end(), k, &ids)).into_response()
 }

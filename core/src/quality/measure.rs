@@ -94,6 +94,23 @@ pub struct Kld {
     /// Exact (every position's lists held the whole vocabulary on both sides),
     /// or a lower bound.
     pub exact: bool,
+    /// Every position compared on the reference's whole top k plus one rest
+    /// bin: the candidate was asked for the reference's own ids (SGLang's
+    /// `token_ids_logprob`), not only its own top k. Still a lower bound of
+    /// the whole-vocabulary divergence, and the tightest one a top k allows.
+    #[serde(default)]
+    pub reference_top_k: bool,
+}
+
+impl Kld {
+    /// What the figure is, for a table (empty when exact).
+    pub fn label(&self) -> &'static str {
+        match (self.exact, self.reference_top_k) {
+            (true, _) => "",
+            (false, true) => " (reference's top k + rest)",
+            (false, false) => " (lower bound)",
+        }
+    }
 }
 
 /// Δp figures (probability, not %).
@@ -270,6 +287,7 @@ fn distribution(pairs: &[(&Sample, &Sample)], seed: u64) -> Option<Distribution>
     // Per prompt: its positions' KLDs (kept together for the bootstrap).
     let mut per_prompt: Vec<Vec<f64>> = Vec::with_capacity(pairs.len());
     let (mut same_top, mut positions, mut exact) = (0usize, 0usize, true);
+    let mut covered = true;
     let (mut dps, mut ln_p, mut ln_q) = (Vec::new(), 0.0, 0.0);
     for (r, c) in pairs {
         let d = r
@@ -290,6 +308,10 @@ fn distribution(pairs: &[(&Sample, &Sample)], seed: u64) -> Option<Distribution>
             let (k, ex) = kld_top_k(&a.top, &b.top);
             klds.push(k);
             exact &= ex;
+            covered &= a
+                .top
+                .iter()
+                .all(|x| b.top.iter().any(|y| y.token == x.token));
             same_top += usize::from(a.top[0].token == b.top[0].token);
             positions += 1;
             // The candidate's probability of the reference's token: its own
@@ -326,6 +348,7 @@ fn distribution(pairs: &[(&Sample, &Sample)], seed: u64) -> Option<Distribution>
             ci95,
             spread: Spread::of(&all)?,
             exact,
+            reference_top_k: covered,
         },
         same_top_p: same_top as f64 / positions as f64,
         delta_p,
@@ -366,6 +389,7 @@ mod tests {
             .map(|(t, p)| Alt {
                 token: (*t).into(),
                 logprob: p.ln(),
+                id: None,
             })
             .collect()
     }

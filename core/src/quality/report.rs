@@ -226,7 +226,11 @@ impl QualityReport {
                 s.push_str(&format!(
                     ". Mean KLD {:.5} nats {how} ({}, 95% {:.5}-{:.5}): {}; same top token at {} of {} positions",
                     d.kld.mean,
-                    if d.kld.exact { "exact" } else { "a lower bound: only the top k are seen" },
+                    match (d.kld.exact, d.kld.reference_top_k) {
+                        (true, _) => "exact",
+                        (false, true) => "on the reference's top k and the rest, the candidate asked for the reference's own ids",
+                        (false, false) => "a lower bound: only the top k are seen",
+                    },
                     d.kld.ci95[0],
                     d.kld.ci95[1],
                     calibrated(d.kld.mean),

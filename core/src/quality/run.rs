@@ -245,8 +245,13 @@ pub async fn reference<T: Transport>(
             "quality: the reference, {} chunks teacher-forced, twice",
             plan.chunks.len()
         ));
-        let first = server.score(how, &model, plan.top_k, &plan.chunks, 1).await;
-        let second = server.score(how, &model, plan.top_k, &plan.chunks, 1).await;
+        let asked: Vec<(String, Vec<u64>)> = plan
+            .chunks
+            .iter()
+            .map(|c| (c.clone(), Vec::new()))
+            .collect();
+        let first = server.score(how, &model, plan.top_k, &asked, 1).await;
+        let second = server.score(how, &model, plan.top_k, &asked, 1).await;
         let missing = first.iter().chain(&second).filter(|s| s.is_none()).count();
         if missing == 0 {
             let first: Vec<Sample> = first.into_iter().flatten().collect();
@@ -468,7 +473,28 @@ async fn forced_level<T: Transport>(
         "quality: the candidate, {} chunks teacher-forced, concurrency {c}",
         f.chunks.len()
     ));
-    let scores = server.score(how, model, plan.top_k, &f.chunks, c).await;
+    // Through `/generate` the candidate is asked for the reference's own top
+    // ids too (where the reference's scores carry them): every position is
+    // then compared on the reference's whole top k plus the rest.
+    let asked: Vec<(String, Vec<u64>)> = f
+        .chunks
+        .iter()
+        .zip(&f.samples)
+        .map(|(text, s)| {
+            let mut ids: Vec<u64> = match how {
+                Scoring::Generate => s
+                    .positions
+                    .iter()
+                    .flat_map(|p| p.top.iter().filter_map(|a| a.id))
+                    .collect(),
+                Scoring::Echo => Vec::new(),
+            };
+            ids.sort_unstable();
+            ids.dedup();
+            (text.clone(), ids)
+        })
+        .collect();
+    let scores = server.score(how, model, plan.top_k, &asked, c).await;
     let missing = scores.iter().filter(|s| s.is_none()).count();
     if missing > 0 {
         not_run.push(format!(

@@ -17,6 +17,10 @@ pub struct Alt {
     pub token: String,
     /// Its natural-log probability.
     pub logprob: f64,
+    /// Its id, where the server gave it (SGLang's native scores): what the
+    /// candidate can be asked for by id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
 }
 
 /// One generated token.
@@ -97,6 +101,7 @@ pub fn parse_chat_completion(v: &Value) -> Result<Sample, SampleError> {
                                 Some(Alt {
                                     token: x["token"].as_str()?.to_owned(),
                                     logprob: finite(x["logprob"].as_f64()?)?,
+                                    id: None,
                                 })
                             })
                             .collect()

@@ -163,12 +163,15 @@ impl<T: Transport> Server<T> {
     pub async fn prompt_scoring(&self, model: &str, top: u32) -> Option<Scoring> {
         let text = "The harbour wakes before the town.";
         for how in [Scoring::Echo, Scoring::Generate] {
-            let scored = self.score_one(how, model, top, text).await.is_ok_and(|s| {
-                s.positions.len() >= 2
-                    && s.positions
-                        .iter()
-                        .all(|p| p.logprob.is_some() && !p.top.is_empty())
-            });
+            let scored = self
+                .score_one(how, model, top, text, &[])
+                .await
+                .is_ok_and(|s| {
+                    s.positions.len() >= 2
+                        && s.positions
+                            .iter()
+                            .all(|p| p.logprob.is_some() && !p.top.is_empty())
+                });
             if scored {
                 return Some(how);
             }
@@ -182,6 +185,7 @@ impl<T: Transport> Server<T> {
         model: &str,
         top: u32,
         text: &str,
+        ids: &[u64],
     ) -> Result<Sample, String> {
         let read = |r: Result<Sample, super::sample::SampleError>| {
             r.map_err(|e| format!("{}: {e}", self.shown))
@@ -197,7 +201,7 @@ impl<T: Transport> Server<T> {
             Scoring::Generate => {
                 let v = self
                     .transport
-                    .post(&self.generate_url, &generate_body(text, top))
+                    .post(&self.generate_url, &generate_body(text, top, ids))
                     .await?;
                 read(teacher::parse_generate(&v))
             }
@@ -205,20 +209,21 @@ impl<T: Transport> Server<T> {
     }
 
     /// Each chunk scored by the server `how` it scores prompts (`None`: the
-    /// request failed), `concurrency` at a time, in order.
+    /// request failed), `concurrency` at a time, in order; through
+    /// `/generate`, each chunk's `ids` (the reference's) asked for too.
     pub async fn score(
         &self,
         how: Scoring,
         model: &str,
         top: u32,
-        chunks: &[String],
+        chunks: &[(String, Vec<u64>)],
         concurrency: u32,
     ) -> Vec<Option<Sample>> {
         self.in_order(
             chunks,
             concurrency,
             "a teacher-forced request",
-            |text| async move { self.score_one(how, model, top, text).await },
+            |(text, ids)| async move { self.score_one(how, model, top, text, ids).await },
         )
         .await
     }
@@ -241,16 +246,16 @@ impl<T: Transport> Server<T> {
 
     /// `ask` of each item, `concurrency` at a time, the results in the items'
     /// order; a failure is `None`, said once per kind (`what` failed).
-    async fn in_order<'a, O, F, Fut>(
+    async fn in_order<'a, I, O, F, Fut>(
         &self,
-        items: &'a [String],
+        items: &'a [I],
         concurrency: u32,
         what: &str,
         ask: F,
     ) -> Vec<Option<O>>
     where
         O: Clone,
-        F: Fn(&'a String) -> Fut,
+        F: Fn(&'a I) -> Fut,
         Fut: Future<Output = Result<O, String>>,
     {
         let results: Vec<(usize, Result<O, String>)> = stream::iter(items.iter().enumerate())
@@ -340,14 +345,19 @@ impl Scoring {
 }
 
 /// SGLang's native request scoring `text`'s own tokens with the top `top`,
-/// each token's text included, one generated token after it.
-pub fn generate_body(text: &str, top: u32) -> Value {
-    json!({
+/// each token's text included, one generated token after it; `ids` (the
+/// reference's top ids) asked for at every token too (`token_ids_logprob`).
+pub fn generate_body(text: &str, top: u32, ids: &[u64]) -> Value {
+    let mut b = json!({
         "text": text,
         "sampling_params": {"max_new_tokens": 1, "temperature": 0},
         "return_logprob": true, "logprob_start_len": 0, "top_logprobs_num": top,
         "return_text_in_logprobs": true,
-    })
+    });
+    if !ids.is_empty() {
+        b["token_ids_logprob"] = json!(ids);
+    }
+    b
 }
 
 /// Behaviour and distribution over the pairs where both sides answered.

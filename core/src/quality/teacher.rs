@@ -96,6 +96,7 @@ pub fn parse_echo(v: &Value, prompt: &str) -> Result<Sample, SampleError> {
                         Some(Alt {
                             token: k.clone(),
                             logprob: finite(v.as_f64()?)?,
+                            id: None,
                         })
                     })
                     .collect()
@@ -124,13 +125,16 @@ pub fn parse_echo(v: &Value, prompt: &str) -> Result<Sample, SampleError> {
 /// id, text]` per prompt token, the first without a log-probability;
 /// `input_top_logprobs`: a list of such per token): the prompt's tokens, the
 /// first left out as in [`parse_echo`]. A token without its text is named
-/// by id (`token_id:N`).
+/// by id (`token_id:N`). The ids the request named (`token_ids_logprob`:
+/// `input_token_ids_logprobs`, the same entries per token) join each
+/// position's list, so the list holds the reference's top k that were asked.
 pub fn parse_generate(v: &Value) -> Result<Sample, SampleError> {
     let meta = &v["meta_info"];
     let tokens = meta["input_token_logprobs"]
         .as_array()
         .ok_or(SampleError::Shape("no meta_info.input_token_logprobs"))?;
     let tops = meta["input_top_logprobs"].as_array();
+    let asked = meta["input_token_ids_logprobs"].as_array();
     // `[logprob, id, text]`: the text, else the id.
     let name = |e: &Value| -> Option<String> {
         match e.get(2).and_then(Value::as_str) {
@@ -143,20 +147,28 @@ pub fn parse_generate(v: &Value) -> Result<Sample, SampleError> {
         let token = name(entry).ok_or(SampleError::Shape(
             "an input_token_logprobs entry without a token",
         ))?;
-        let mut top: Vec<Alt> = tops
-            .and_then(|t| t.get(i))
-            .and_then(Value::as_array)
-            .map(|alts| {
-                alts.iter()
-                    .filter_map(|a| {
-                        Some(Alt {
-                            token: name(a)?,
-                            logprob: finite(a.get(0)?.as_f64()?)?,
+        let list = |l: Option<&Vec<Value>>| -> Vec<Alt> {
+            l.and_then(|t| t.get(i))
+                .and_then(Value::as_array)
+                .map(|alts| {
+                    alts.iter()
+                        .filter_map(|a| {
+                            Some(Alt {
+                                token: name(a)?,
+                                logprob: finite(a.get(0)?.as_f64()?)?,
+                                id: a.get(1).and_then(Value::as_u64),
+                            })
                         })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut top = list(tops);
+        for a in list(asked) {
+            if !top.iter().any(|t| t.token == a.token) {
+                top.push(a);
+            }
+        }
         most_likely_first(&mut top);
         positions.push(Position {
             token,

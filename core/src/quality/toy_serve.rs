@@ -195,9 +195,11 @@ pub fn echo(serve: &LmServe, prompt: &str, n: usize, k: usize) -> (String, Value
 /// `logprob_start_len: 0` and `top_logprobs_num: k`: `prompt` read by the toy
 /// tokenizer and scored token by token as [`echo`] scores it, then one greedy
 /// token; `meta_info`'s `input_token_logprobs` (`[logprob, id, text]`, the
-/// first without a log-probability), `input_top_logprobs` and the output's.
+/// first without a log-probability), `input_top_logprobs` and the output's;
+/// with `ids` (`token_ids_logprob`), `input_token_ids_logprobs`: those ids'
+/// entries at each token (ids outside the vocabulary left out).
 /// Without log-probabilities (a server without them) the lists are absent.
-pub fn generate(serve: &LmServe, prompt: &str, k: usize) -> Value {
+pub fn generate(serve: &LmServe, prompt: &str, k: usize, ids: &[u64]) -> Value {
     let lm = serve.lm;
     let entry =
         |lp: Option<f64>, id: usize, pos: usize| json!([lp, id, ToyLm::token_text(id, pos)]);
@@ -208,7 +210,7 @@ pub fn generate(serve: &LmServe, prompt: &str, k: usize) -> Value {
             .map(|&i| entry(Some(lp[i]), i, pos))
             .collect()
     };
-    let (mut input, mut input_top) = (Vec::new(), Vec::new());
+    let (mut input, mut input_top, mut input_ids) = (Vec::new(), Vec::new(), Vec::new());
     let mut state = lm.text_start();
     let prompt_tokens = lm.tokenize(prompt);
     for (pos, (piece, id)) in prompt_tokens.iter().enumerate() {
@@ -217,9 +219,16 @@ pub fn generate(serve: &LmServe, prompt: &str, k: usize) -> Value {
         if pos == 0 {
             input.push(json!([null, id, piece]));
             input_top.push(Value::Null);
+            input_ids.push(Value::Null);
         } else {
             input.push(json!([lp[*id], id, piece]));
             input_top.push(top_of(&lp, pos));
+            let asked: Vec<Value> = ids
+                .iter()
+                .filter_map(|&i| usize::try_from(i).ok().filter(|i| *i < lp.len()))
+                .map(|i| entry(Some(lp[i]), i, pos))
+                .collect();
+            input_ids.push(json!(asked));
         }
         state = ToyLm::next(state, *id);
     }
@@ -230,6 +239,9 @@ pub fn generate(serve: &LmServe, prompt: &str, k: usize) -> Value {
     if serve.logprobs {
         meta["input_token_logprobs"] = json!(input);
         meta["input_top_logprobs"] = json!(input_top);
+        if !ids.is_empty() {
+            meta["input_token_ids_logprobs"] = json!(input_ids);
+        }
         meta["output_token_logprobs"] = json!([entry(Some(lp[t]), t, pos)]);
         meta["output_top_logprobs"] = json!([top_of(&lp, pos)]);
     }

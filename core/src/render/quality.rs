@@ -44,7 +44,7 @@ pub fn text(r: &QualityReport) -> String {
                 d.kld.mean,
                 d.kld.ci95[0],
                 d.kld.ci95[1],
-                if d.kld.exact { "" } else { " (lower bound)" },
+                d.kld.label(),
                 d.kld.spread.p99,
                 d.same_top_p * 100.0
             ));
@@ -67,7 +67,7 @@ pub fn text(r: &QualityReport) -> String {
             d.kld.mean,
             d.kld.ci95[0],
             d.kld.ci95[1],
-            if d.kld.exact { "" } else { " (lower bound)" },
+            d.kld.label(),
             d.kld.spread.p99,
             d.same_top_p * 100.0,
             d.ppl_ratio
@@ -154,7 +154,7 @@ pub fn rows(r: &QualityReport) -> (Vec<String>, Vec<Vec<String>>) {
                     d.kld.mean,
                     d.kld.ci95[0],
                     d.kld.ci95[1],
-                    if d.kld.exact { "" } else { " (lower bound)" }
+                    d.kld.label()
                 )
             })),
             or_dash(d.map(|d| format!("{:.5}", d.kld.spread.p99))),
