@@ -358,7 +358,7 @@ pub async fn candidate<T: Transport>(
             (None, false) => "the reference does",
         };
         not_run.push(format!(
-            "teacher-forced distribution: {who} not score a prompt's own tokens (completions with echo and logprobs); the distribution is on the generated tokens"
+            "teacher-forced distribution: {who} not score a prompt's own tokens (completions with echo and logprobs, or SGLang's /generate); the distribution is on the generated tokens"
         ));
     }
     if !(caps.top_logprobs && reference_side.capabilities.top_logprobs) {
