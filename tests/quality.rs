@@ -8,10 +8,13 @@
 //! log-probabilities, a golden file, servers that do not share tokens, a gate.
 
 mod common;
+#[path = "common/quality_truth.rs"]
+mod quality_truth;
 
 use std::path::Path;
 
 use common::{Mock, bin, f, text};
+use quality_truth::forced_truth;
 use serde_json::Value;
 use tokenscope_core::quality::sample::probe_prompts;
 use tokenscope_core::quality::toy_lm::{ToyLm, kld_exact};
@@ -122,26 +125,6 @@ fn truth(r: ToyLm, c: ToyLm, prompts: &[String], n: usize) -> Truth {
         delta_p_mean: dps.iter().sum::<f64>() / dps.len() as f64,
         diverge_min: firsts.into_iter().min().unwrap_or(0),
     }
-}
-
-/// The teacher-forced truth: the built-in text's chunks read by the toy
-/// tokenizer, each chunk's tokens from `n/2 + 1` on scored (llama.cpp's rule):
-/// the mean KLD and the positions scored.
-fn forced_truth(r: ToyLm, c: ToyLm, chunks: usize) -> (f64, usize) {
-    use tokenscope_core::quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
-    let mut klds = Vec::new();
-    for chunk in cut(TEXT, CHUNK_WORDS, chunks) {
-        let tokens = r.tokenize(&chunk);
-        let mut state = r.text_start();
-        for (i, (_, id)) in tokens.iter().enumerate() {
-            // llama.cpp's: the logits from n/2 on, predicting n/2 + 1 ..
-            if i > tokens.len() / 2 {
-                klds.push(kld_exact(&r.logprobs(state), &c.logprobs(state)));
-            }
-            state = ToyLm::next(state, *id);
-        }
-    }
-    (klds.iter().sum::<f64>() / klds.len() as f64, klds.len())
 }
 
 #[test]
@@ -280,7 +263,11 @@ fn over_a_top_k_the_kld_is_a_lower_bound() {
 #[test]
 fn a_server_scoring_prompts_only_natively_is_teacher_forced_through_generate() {
     let dir = tempfile::tempdir().unwrap();
-    let (r, c) = (mock(16, 0.0, &[]), mock(16, 0.3, &["--no-echo-logprobs"]));
+    // The reference like vLLM (echo, no /generate), the candidate like SGLang.
+    let (r, c) = (
+        mock(16, 0.0, &["--no-generate"]),
+        mock(16, 0.3, &["--no-echo-logprobs"]),
+    );
     let (out, report) = quality(&pair(&r, &c, "4", "8", &[]), &dir.path().join("q.json"));
     assert!(out.status.success(), "{}", text(&out));
     let report = report.unwrap();
@@ -288,6 +275,13 @@ fn a_server_scoring_prompts_only_natively_is_teacher_forced_through_generate() {
     let caps = |side: &str| report[side]["capabilities"].clone();
     assert_eq!(caps("reference")["prompt_logprobs_via"], "echo");
     assert_eq!(caps("candidate")["prompt_logprobs_via"], "generate");
+    assert!(
+        report["not_run"]
+            .to_string()
+            .contains("one route of teacher forcing"),
+        "{}",
+        report["not_run"]
+    );
     let lm = ToyLm::new(SEED, 16);
     let (kld, positions) = forced_truth(lm, lm.perturbed(0.3, 1), 7);
     let tf = &report["levels"][0]["teacher_forced"];
@@ -862,6 +856,17 @@ fn servers_of_different_tokenizers_are_named() {
         report["verdict"].to_string().contains("Tokenizers differ"),
         "{}",
         report["verdict"]
+    );
+    // Neither tokens by id nor the reference's ids asked of another
+    // vocabulary (an id outside it can stop an engine).
+    assert_eq!(
+        report["levels"][0]["teacher_forced"]["kld"]["reference_top_k"],
+        false
+    );
+    assert!(
+        report["not_run"].to_string().contains("token ids"),
+        "{}",
+        report["not_run"]
     );
 }
 

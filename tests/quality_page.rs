@@ -9,13 +9,15 @@
 #[path = "common/chromium.rs"]
 mod chromium;
 mod common;
+#[path = "common/quality_truth.rs"]
+mod quality_truth;
 
 use std::time::Duration;
 
 use chromium::{Browser, Serve};
+use quality_truth::forced_truth;
 use serde_json::Value;
 use tokenscope_core::quality::sample::probe_prompts;
-use tokenscope_core::quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
 use tokenscope_core::quality::toy_lm::{ToyLm, kld_exact};
 
 /// One Chromium at a time: two at once on a 2-core machine would time each other.
@@ -43,22 +45,6 @@ fn generated_truth(r: ToyLm, c: ToyLm, prompts: &[String], n: usize) -> (f64, f6
         klds.iter().sum::<f64>() / klds.len() as f64,
         same as f64 / prompts.len() as f64,
     )
-}
-
-/// The teacher-forced mean KLD over the page's chunks (llama.cpp's rule).
-fn forced_truth(r: ToyLm, c: ToyLm) -> f64 {
-    let mut klds = Vec::new();
-    for chunk in cut(TEXT, CHUNK_WORDS, PAGE_CHUNKS) {
-        let tokens = r.tokenize(&chunk);
-        let mut state = r.text_start();
-        for (i, (_, id)) in tokens.iter().enumerate() {
-            if i > tokens.len() / 2 {
-                klds.push(kld_exact(&r.logprobs(state), &c.logprobs(state)));
-            }
-            state = ToyLm::next(state, *id);
-        }
-    }
-    klds.iter().sum::<f64>() / klds.len() as f64
 }
 
 /// Open the Quality view of `url` (checking that its module loads only then),
@@ -165,7 +151,7 @@ async fn the_pages_quality_view_measures_two_real_endpoints_exactly() {
     );
     let (r, c) = (ToyLm::new(11, 16), ToyLm::new(11, 16).perturbed(0.3, 1));
     let (kld, exact_match) = generated_truth(r, c, &probe_prompts(PAGE_SEED, 6), 8);
-    let forced = forced_truth(r, c);
+    let forced = forced_truth(r, c, PAGE_CHUNKS).0;
     let levels = report["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);
     for l in levels {
@@ -236,7 +222,7 @@ async fn the_pages_quality_view_runs_against_its_simulator() {
             assert_eq!(l["figures"]["distribution"]["kld"]["exact"], false);
             assert!((f(&l["figures"]["exact_match"]) - exact_match).abs() < 1e-12);
             let tf = f(&l["teacher_forced"]["kld"]["mean"]);
-            let forced = forced_truth(r, c);
+            let forced = forced_truth(r, c, PAGE_CHUNKS).0;
             assert!(tf > 0.0 && tf <= forced + 1e-9, "{tf} vs {forced}");
         }
         assert_eq!(f(&l["tasks"]["candidate_flexible"]["accuracy"]), 1.0);

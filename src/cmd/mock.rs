@@ -127,12 +127,17 @@ pub struct MockArgs {
     #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
     pub no_token_ids: bool,
 
-    /// Score no `echo`ed prompt on the completions API (SGLang's OpenAI
-    /// server): a prompt's own tokens are scored only by SGLang's native
-    /// `POST /generate` (`return_logprob`, `logprob_start_len: 0`), which the
-    /// mock always serves.
+    /// Score no `echo`ed prompt on the completions API (as SGLang's OpenAI
+    /// server in some versions): a prompt's own tokens are scored only by
+    /// SGLang's native `POST /generate` (`return_logprob`,
+    /// `logprob_start_len: 0`).
     #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
     pub no_echo_logprobs: bool,
+
+    /// Serve no `POST /generate` (SGLang's native API, which the mock serves
+    /// by default): a server such as vLLM or llama-server.
+    #[arg(long, help_heading = "Log-probabilities (tokenscope quality)")]
+    pub no_generate: bool,
 
     /// Move the toy model's logits by seeded noise of this standard deviation
     /// whenever a request shares the engine with others (a batch-variant
@@ -362,6 +367,7 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
             logprobs: !args.no_logprobs,
             token_ids: !args.no_token_ids,
             echo_logprobs: !args.no_echo_logprobs,
+            native_generate: !args.no_generate,
             tasks_right: args.lm_tasks_right,
             seed,
             tokenizer_seed: args.tokenizer_seed,

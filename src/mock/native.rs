@@ -23,6 +23,15 @@ pub(super) async fn generate(State(s): State<MockState>, body: Bytes) -> Respons
         )
             .into_response()
     };
+    if !s.lm.native_generate {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(
+                serde_json::json!({"error": {"message": "no /generate here", "type": "not_found"}}),
+            ),
+        )
+            .into_response();
+    }
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return bad("the body is not JSON");
     };

@@ -96,6 +96,7 @@ impl MockState {
                 batch_noise: 0.0,
                 token_ids: true,
                 echo_logprobs: true,
+                native_generate: true,
             },
         })
     }

@@ -186,6 +186,7 @@ mod tests {
                 batch_noise: 0.0,
                 token_ids: true,
                 echo_logprobs: true,
+                native_generate: true,
             },
             model: "toy".into(),
             say: Rc::new(|_| {}),

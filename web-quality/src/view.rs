@@ -355,6 +355,7 @@ async fn measure(
                 batch_noise: 0.0,
                 token_ids: true,
                 echo_logprobs: true,
+                native_generate: true,
             };
             let sim = |lm: ToyLm| Sim {
                 serve: LmServe { lm, ..serve },

@@ -215,7 +215,19 @@ pub async fn token_ids_on_both<R: Transport, C: Transport>(
     let Ok(c) = model_of(candidate, plan.cand_model.as_ref().or(plan.model.as_ref())).await else {
         return false;
     };
-    candidate.probe(&c, plan.top_k.max(1)).await.token_ids
+    if !candidate.probe(&c, plan.top_k.max(1)).await.token_ids {
+        return false;
+    }
+    // An id names the same token only in the same vocabulary: where both
+    // have `/tokenize`, their ids of the probe text must agree.
+    let probe = teacher::tokenizer_probe();
+    match (
+        reference.token_ids(&r, &probe).await,
+        candidate.token_ids(&c, &probe).await,
+    ) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    }
 }
 
 /// Measure the reference server: its capabilities, its `/tokenize` ids, the
@@ -236,7 +248,7 @@ pub async fn reference<T: Transport>(
     let mut forced = None;
     let scoring = match plan.chunks.is_empty() {
         true => None,
-        false => server.prompt_scoring(&model, plan.top_k).await,
+        false => server.prompt_scoring(&model, plan.top_k, None).await,
     };
     caps.prompt_logprobs = scoring.is_some();
     caps.prompt_logprobs_via = scoring.map(|s| s.name().to_owned());
@@ -257,7 +269,10 @@ pub async fn reference<T: Transport>(
             let first: Vec<Sample> = first.into_iter().flatten().collect();
             let second: Vec<Sample> = second.into_iter().flatten().collect();
             forced = Some(Forced {
-                self_check: teacher::distribution(&first, &second, plan.seed),
+                self_check: teacher::distribution(&first, &second, plan.seed).map(|mut d| {
+                    d.kld.reference_top_k = false;
+                    d
+                }),
                 chunks: plan.chunks.clone(),
                 samples: first,
             });
@@ -332,12 +347,31 @@ pub async fn candidate<T: Transport>(
     if plan.tasks.is_empty() {
         not_run.insert(0, "tasks: none asked".to_owned());
     }
+    // The reference's route first, so both read the text alike.
+    let reference_route = reference_side
+        .capabilities
+        .prompt_logprobs_via
+        .as_deref()
+        .and_then(Scoring::of_name);
     let scoring = match forced {
-        Some(_) => server.prompt_scoring(&model, plan.top_k).await,
+        Some(_) => {
+            server
+                .prompt_scoring(&model, plan.top_k, reference_route)
+                .await
+        }
         None => None,
     };
     caps.prompt_logprobs = scoring.is_some();
     caps.prompt_logprobs_via = scoring.map(|s| s.name().to_owned());
+    if let (Some(r), Some(c)) = (reference_route, scoring)
+        && r != c
+    {
+        not_run.push(format!(
+            "one route of teacher forcing: the reference scored the text by {}, the candidate by {} (tokens compared by their text as each route decodes it)",
+            r.name(),
+            c.name()
+        ));
+    }
     let candidate_ids = server.token_ids(&model, &teacher::tokenizer_probe()).await;
     let tokenizer = match (&reference_ids, &candidate_ids) {
         (Some(r), Some(c)) => Some(TokenizerCheck::of(r, c)),
@@ -407,9 +441,16 @@ pub async fn candidate<T: Transport>(
         ));
         let cand = server.answers(&ask, &plan.prompts, c).await;
         let cand_tasks = server.task_outputs(&task_ask, &plan.tasks, c).await;
+        // The reference's ids are asked only of a candidate of the same
+        // tokenizer (an id outside its vocabulary can stop an engine).
+        let same_vocabulary = tokenizer.as_ref().is_some_and(TokenizerCheck::same);
         let teacher_forced = match (&forced, scoring) {
             (Some(f), Some(how)) => {
-                forced_level(f, server, how, &ask.model, plan, c, &mut not_run).await
+                let route = Route {
+                    how,
+                    ask_ids: same_vocabulary,
+                };
+                forced_level(f, server, route, &ask.model, plan, c, &mut not_run).await
             }
             _ => None,
         };
@@ -458,17 +499,26 @@ pub async fn candidate<T: Transport>(
     Ok(report)
 }
 
+/// How the candidate scores the text: the route, and whether the
+/// reference's own ids may be asked (the same tokenizer).
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    how: Scoring,
+    ask_ids: bool,
+}
+
 /// The candidate's teacher-forced distribution at concurrency `c` (`None`,
 /// said in `not_run`, when a request failed or the tokens differ).
 async fn forced_level<T: Transport>(
     f: &Forced,
     server: &Server<T>,
-    how: Scoring,
+    route: Route,
     model: &str,
     plan: &Plan,
     c: u32,
     not_run: &mut Vec<String>,
 ) -> Option<Distribution> {
+    let how = route.how;
     server.transport.say(&format!(
         "quality: the candidate, {} chunks teacher-forced, concurrency {c}",
         f.chunks.len()
@@ -482,19 +532,29 @@ async fn forced_level<T: Transport>(
         .zip(&f.samples)
         .map(|(text, s)| {
             let mut ids: Vec<u64> = match how {
-                Scoring::Generate => s
+                Scoring::Generate if route.ask_ids => s
                     .positions
                     .iter()
                     .flat_map(|p| p.top.iter().filter_map(|a| a.id))
                     .collect(),
-                Scoring::Echo => Vec::new(),
+                _ => Vec::new(),
             };
             ids.sort_unstable();
             ids.dedup();
             (text.clone(), ids)
         })
         .collect();
-    let scores = server.score(how, model, plan.top_k, &asked, c).await;
+    let asked_ids = asked.iter().any(|(_, ids)| !ids.is_empty());
+    let mut scores = server.score(how, model, plan.top_k, &asked, c).await;
+    if asked_ids && scores.iter().any(Option::is_none) {
+        // Refused with the ids: once more without them.
+        let plain: Vec<(String, Vec<u64>)> =
+            f.chunks.iter().map(|t| (t.clone(), Vec::new())).collect();
+        scores = server.score(how, model, plan.top_k, &plain, c).await;
+        not_run.push(format!(
+            "the reference's ids at concurrency {c}: refused by the candidate; its own top k compared"
+        ));
+    }
     let missing = scores.iter().filter(|s| s.is_none()).count();
     if missing > 0 {
         not_run.push(format!(
@@ -503,12 +563,27 @@ async fn forced_level<T: Transport>(
         ));
         return None;
     }
-    let scores: Vec<Sample> = scores.into_iter().flatten().collect();
+    let mut scores: Vec<Sample> = scores.into_iter().flatten().collect();
     if !teacher::same_tokens(&f.samples, &scores) {
         not_run.push(format!(
             "teacher-forced at concurrency {c}: the two servers cut the fixed text into different tokens (another tokenizer): positions do not line up"
         ));
         return None;
     }
-    teacher::distribution(&f.samples, &scores, plan.seed)
+    // Each position keeps its own top k (the most likely first) and the
+    // reference's ids at that position, not every id the chunk asked.
+    for (r, s) in f.samples.iter().zip(&mut scores) {
+        for (rp, sp) in r.positions.iter().zip(&mut s.positions) {
+            let mut kept = 0usize;
+            sp.top.retain(|a| {
+                kept += 1;
+                kept <= plan.top_k as usize
+                    || a.id
+                        .is_some_and(|id| rp.top.iter().any(|x| x.id == Some(id)))
+            });
+        }
+    }
+    let mut d = teacher::distribution(&f.samples, &scores, plan.seed)?;
+    d.kld.reference_top_k &= asked_ids;
+    Some(d)
 }

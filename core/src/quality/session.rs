@@ -158,11 +158,23 @@ impl<T: Transport> Server<T> {
             .collect()
     }
 
-    /// How the server scores a prompt's own tokens, if it does: `echo` with
-    /// `logprobs` on its completions API, else SGLang's native `/generate`.
-    pub async fn prompt_scoring(&self, model: &str, top: u32) -> Option<Scoring> {
+    /// How the server scores a prompt's own tokens, if it does: `prefer`
+    /// (the other server's route, so both read the text alike) first, then
+    /// SGLang's native `/generate` (whose scores carry token ids), then `echo`
+    /// with `logprobs` on the completions API (vLLM).
+    pub async fn prompt_scoring(
+        &self,
+        model: &str,
+        top: u32,
+        prefer: Option<Scoring>,
+    ) -> Option<Scoring> {
         let text = "The harbour wakes before the town.";
-        for how in [Scoring::Echo, Scoring::Generate] {
+        let mut order = vec![Scoring::Generate, Scoring::Echo];
+        if let Some(p) = prefer {
+            order.retain(|h| *h != p);
+            order.insert(0, p);
+        }
+        for how in order {
             let scored = self
                 .score_one(how, model, top, text, &[])
                 .await
@@ -342,6 +354,13 @@ impl Scoring {
             Scoring::Generate => "generate",
         }
     }
+
+    /// The route named `name` in a report.
+    pub fn of_name(name: &str) -> Option<Scoring> {
+        [Scoring::Echo, Scoring::Generate]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
 }
 
 /// SGLang's native request scoring `text`'s own tokens with the top `top`,
@@ -371,5 +390,10 @@ pub fn paired(
         .zip(candidate)
         .filter_map(|(a, b)| Some((a.clone()?, b.clone()?)))
         .unzip();
-    compare(&r, &c, seed)
+    let mut figures = compare(&r, &c, seed);
+    // Chat answers are never asked for the other side's ids.
+    if let Some(d) = figures.distribution.as_mut() {
+        d.kld.reference_top_k = false;
+    }
+    figures
 }

@@ -164,8 +164,13 @@ pub fn parse_generate(v: &Value) -> Result<Sample, SampleError> {
                 .unwrap_or_default()
         };
         let mut top = list(tops);
+        // (By id where both carry one: two ids of one text are two tokens.)
         for a in list(asked) {
-            if !top.iter().any(|t| t.token == a.token) {
+            let listed = top.iter().any(|t| match (t.id, a.id) {
+                (Some(x), Some(y)) => x == y,
+                _ => t.token == a.token,
+            });
+            if !listed {
                 top.push(a);
             }
         }

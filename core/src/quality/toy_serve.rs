@@ -43,6 +43,9 @@ pub struct LmServe {
     /// through [`generate`] (SGLang, whose OpenAI server computes no prompt
     /// log-probabilities).
     pub echo_logprobs: bool,
+    /// Serve SGLang's native `/generate` ([`generate`]); `false`: a server
+    /// without it (vLLM, llama-server).
+    pub native_generate: bool,
 }
 
 impl LmServe {

@@ -255,17 +255,10 @@ async fn mount(root: &web_sys::Element, endpoint: DemoEndpoint) -> Result<(), St
             base: _,
             model,
             headers,
-        } => {
-            let h = js_sys::Object::new();
-            for (k, v) in &headers {
-                let _ = Reflect::set(&h, &JsValue::from_str(k), &JsValue::from_str(v));
-            }
-            let model = model.map_or(JsValue::NULL, |m| JsValue::from_str(&m));
-            set("url", JsValue::from_str(&chat_url))
-                .and_then(|_| set("modelsUrl", JsValue::from_str(&models_url)))
-                .and_then(|_| set("model", model))
-                .and_then(|_| set("headers", h.into()))
-        }
+        } => set("url", JsValue::from_str(&chat_url))
+            .and_then(|_| set("modelsUrl", JsValue::from_str(&models_url)))
+            .and_then(|_| set("model", model_value(model)))
+            .and_then(|_| set("headers", headers_object(&headers))),
     };
     set.map_err(|e| js_error_text(&e))?;
     let failed = |e: JsValue| format!("the chat demo could not start: {}", js_error_text(&e));
@@ -297,20 +290,27 @@ async fn mount_quality(root: &web_sys::Element, endpoint: DemoEndpoint) -> Resul
             model,
             headers,
             ..
-        } => {
-            let h = js_sys::Object::new();
-            for (k, v) in &headers {
-                let _ = Reflect::set(&h, &JsValue::from_str(k), &JsValue::from_str(v));
-            }
-            let model = model.map_or(JsValue::NULL, |m| JsValue::from_str(&m));
-            set("url", JsValue::from_str(&base))
-                .and_then(|_| set("model", model))
-                .and_then(|_| set("headers", h.into()))
-        }
+        } => set("url", JsValue::from_str(&base))
+            .and_then(|_| set("model", model_value(model)))
+            .and_then(|_| set("headers", headers_object(&headers))),
     };
     set.map_err(|e| js_error_text(&e))?;
     mount
         .call2(&JsValue::NULL, root, &options)
         .map_err(|e| format!("the Quality view could not start: {}", js_error_text(&e)))?;
     Ok(())
+}
+
+/// `{name: value}` of the headers to send.
+fn headers_object(headers: &[(String, String)]) -> JsValue {
+    let h = js_sys::Object::new();
+    for (k, v) in headers {
+        let _ = Reflect::set(&h, &JsValue::from_str(k), &JsValue::from_str(v));
+    }
+    h.into()
+}
+
+/// The model, or `null` (the first `/models` lists).
+fn model_value(model: Option<String>) -> JsValue {
+    model.map_or(JsValue::NULL, |m| JsValue::from_str(&m))
 }
