@@ -46,11 +46,29 @@ pub fn mount_view(root: web_sys::Element, settings: &str, on_report: js_sys::Fun
     let onreport = yew::Callback::from(move |json: String| {
         let _ = on_report.call1(&JsValue::NULL, &JsValue::from_str(&json));
     });
+    // The page is a yew app of another wasm module, and yew tells apps apart
+    // by a number each module counts from 1 (`__yew_subtree_id` on the root):
+    // with the same number as the page's own app, the page would take this
+    // view's events for its own and run its listeners of the same ids (a
+    // click on "Measure this GPU" switched the page's tab). An empty app on a
+    // detached element takes number 1 here, so this view is 2.
+    if let Some(spare) = root
+        .owner_document()
+        .and_then(|d| d.create_element("div").ok())
+    {
+        yew::Renderer::<Nothing>::with_root(spare).render();
+    }
     yew::Renderer::<view::GpuView>::with_root_and_props(
         root,
         view::GpuViewProps { settings, onreport },
     )
     .render();
+}
+
+/// An app that renders nothing (see [`mount_view`]).
+#[yew::function_component]
+fn Nothing() -> yew::Html {
+    yew::Html::default()
 }
 
 /// The adapter the GPU view would use: resolves to an `AdapterProbe` JSON, rejects

@@ -40,8 +40,12 @@ fn gpu_view_query() {
     let (g, notes) = GpuSettings::from_query("?view=rum&autorun=1");
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!((g.view, g.autorun), (View::Rum, false));
+    // view=quality opens the Quality view.
+    let (g, notes) = GpuSettings::from_query("?view=quality");
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(g.view, View::Quality);
     let (_, notes) = GpuSettings::from_query("?view=chat");
-    assert!(notes[0].contains("bench, gpu or rum"), "{notes:?}");
+    assert!(notes[0].contains("bench, gpu, rum or quality"), "{notes:?}");
 }
 
 #[test]
