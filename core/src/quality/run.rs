@@ -225,7 +225,7 @@ pub async fn token_ids_on_both<R: Transport, C: Transport>(
         reference.token_ids(&r, &probe).await,
         candidate.token_ids(&c, &probe).await,
     ) {
-        (Some(a), Some(b)) => a == b,
+        (Some(a), Some(b)) => TokenizerCheck::of(&a, &b).same(),
         _ => true,
     }
 }
