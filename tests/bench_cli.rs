@@ -571,7 +571,7 @@ fn long_context_prompts_resolve_against_the_window_and_overflow_is_classified() 
     let mock = Mock::start(&["--max-context", "400", "--ttft-ms", "5", "--itl-ms", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let bench = |input: &str, extra: &[&str]| {
+    let bench = |input: &str, extra: &[&str], code: i32| {
         let mut args = vec![
             "bench",
             "--url",
@@ -596,24 +596,25 @@ fn long_context_prompts_resolve_against_the_window_and_overflow_is_classified() 
         ];
         args.extend_from_slice(extra);
         let o = run(&args);
-        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!(o.status.code(), Some(code), "{}", text(&o));
         let r: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         r
     };
     // 75% of 400: 300 tokens, exact by the mock's /tokenize; every request fits.
-    let r = bench("0.75max", &[]);
+    let r = bench("0.75max", &[], 0);
     assert_eq!(r["config"]["context_window"], 400);
     assert_eq!(r["config"]["input_tokens"], 300);
     assert_eq!(r["levels"][0]["ok"], 3);
     assert_eq!(r["levels"][0]["usage_prompt_tokens"], 900);
-    // The whole window plus max_tokens does not fit: refused, counted as such.
-    let r = bench("1max", &[]);
+    // The whole window plus max_tokens does not fit: refused, counted as such;
+    // nothing succeeded, so the run failed as a run (exit 4, the report written).
+    let r = bench("1max", &[], 4);
     let level = &r["levels"][0];
     assert_eq!(level["errors"], 3, "{level}");
     assert_eq!(level["error_kinds"]["context_overflow"], 3, "{level}");
     // --context-window for a server that does not say (here: overriding it).
-    let r = bench("0.5max", &["--context-window", "200"]);
+    let r = bench("0.5max", &["--context-window", "200"], 0);
     assert_eq!(r["config"]["input_tokens"], 100);
     // Bad values are one line before anything runs.
     for (value, want) in [
