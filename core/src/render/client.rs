@@ -489,3 +489,88 @@ pub fn csv(report: &ClientReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::slo::Slo;
+    use crate::analyze::sweep::analyze_sweep;
+    use crate::analyze::verdict::sweep_sentences;
+    use crate::model::{Load, ReachedLoad, SloCheck, Source};
+    use crate::testing;
+
+    /// Levels at `c` with one SLO check each, met or not, the last `under`
+    /// of them under-loaded at 8 in flight.
+    fn report(levels: &[(u32, bool)], under: usize) -> ClientReport {
+        let slos = Slo::parse_list("ttft_ms:p50<=500").unwrap();
+        let n = levels.len();
+        let levels = levels
+            .iter()
+            .enumerate()
+            .map(|(i, &(c, met))| {
+                let mut l =
+                    testing::level(Load::Concurrency(c), &[testing::record(0.0, 10.0, 1.0, 2)]);
+                l.reached = Some(ReachedLoad {
+                    client_in_flight_max: if i + under >= n { 8 } else { c },
+                    client_in_flight_mean: 1.0,
+                    under_loaded: i + under >= n,
+                });
+                l.slo_checks = vec![SloCheck {
+                    slo: slos[0].label(),
+                    value_ms: Some(10.0),
+                    met,
+                    not_evaluable: None,
+                }];
+                l
+            })
+            .collect();
+        let mut r = testing::client_report(Source::Native, levels);
+        r.config.slos = slos.clone();
+        r.sweep = analyze_sweep(&r.levels, &slos);
+        r
+    }
+
+    #[test]
+    fn capacity_and_knee_say_how_far_the_levels_pin_them() {
+        let text = |r: &ClientReport| notes(r).join("\n");
+        let r = report(&[(1, true), (8, true), (16, false)], 0);
+        let t = text(&r);
+        assert!(
+            t.contains("SLO capacity (ttft_ms:p50<=500): c=8, bracketed: c=16 fails"),
+            "{t}"
+        );
+        assert!(
+            sweep_sentences(&r)[0].contains("8 concurrent users")
+                && sweep_sentences(&r)[0].contains("bracketed: c=16 fails"),
+            "{:?}",
+            sweep_sentences(&r)
+        );
+        let r = report(&[(8, true)], 0);
+        assert!(
+            text(&r)
+                .contains("SLO capacity (ttft_ms:p50<=500): at least c=8, no level tested failed")
+        );
+        assert!(sweep_sentences(&r)[0].contains("at least 8 concurrent users"));
+        let r = report(&[(1, false), (8, false)], 0);
+        assert!(
+            text(&r).contains("below c=1: no level tested met every SLO"),
+            "{}",
+            text(&r)
+        );
+        // c=16 met the SLO with only 8 in flight: left out, c=8 is a floor.
+        let r = report(&[(1, true), (8, true), (16, true)], 1);
+        let t = text(&r);
+        assert!(t.contains("at least c=8, no level tested failed"), "{t}");
+        assert!(
+            t.contains("left out of the knee and the SLO capacity (under-loaded): c=16"),
+            "{t}"
+        );
+        let (_, rows) = summary_rows(&r);
+        assert_eq!(rows[2][0], "c=16 (under-loaded: 8 in flight)");
+        assert!(
+            sweep_sentences(&r)
+                .iter()
+                .any(|s| s.contains("Left out as under-loaded"))
+        );
+    }
+}
