@@ -276,6 +276,8 @@ fn failures_during_a_run_are_data_and_the_report_validates() {
         "16",
         "--slo",
         "ttft_ms:p95<=500,tpot_ms:p95<=50",
+        // 24 requests cannot carry a p95 (exit 3 otherwise): said, allowed.
+        "--allow-unevaluated",
         "--quiet",
         "--out",
         out.to_str().unwrap(),
@@ -569,7 +571,7 @@ fn long_context_prompts_resolve_against_the_window_and_overflow_is_classified() 
     let mock = Mock::start(&["--max-context", "400", "--ttft-ms", "5", "--itl-ms", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let bench = |input: &str, extra: &[&str]| {
+    let bench = |input: &str, extra: &[&str], code: i32| {
         let mut args = vec![
             "bench",
             "--url",
@@ -594,24 +596,25 @@ fn long_context_prompts_resolve_against_the_window_and_overflow_is_classified() 
         ];
         args.extend_from_slice(extra);
         let o = run(&args);
-        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!(o.status.code(), Some(code), "{}", text(&o));
         let r: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         r
     };
     // 75% of 400: 300 tokens, exact by the mock's /tokenize; every request fits.
-    let r = bench("0.75max", &[]);
+    let r = bench("0.75max", &[], 0);
     assert_eq!(r["config"]["context_window"], 400);
     assert_eq!(r["config"]["input_tokens"], 300);
     assert_eq!(r["levels"][0]["ok"], 3);
     assert_eq!(r["levels"][0]["usage_prompt_tokens"], 900);
-    // The whole window plus max_tokens does not fit: refused, counted as such.
-    let r = bench("1max", &[]);
+    // The whole window plus max_tokens does not fit: refused, counted as such;
+    // nothing succeeded, so the run failed as a run (exit 4, the report written).
+    let r = bench("1max", &[], 4);
     let level = &r["levels"][0];
     assert_eq!(level["errors"], 3, "{level}");
     assert_eq!(level["error_kinds"]["context_overflow"], 3, "{level}");
     // --context-window for a server that does not say (here: overriding it).
-    let r = bench("0.5max", &["--context-window", "200"]);
+    let r = bench("0.5max", &["--context-window", "200"], 0);
     assert_eq!(r["config"]["input_tokens"], 100);
     // Bad values are one line before anything runs.
     for (value, want) in [
@@ -667,6 +670,7 @@ fn stalls_and_longest_gaps_match_the_gaps_the_mock_injected() {
         "250ms",
         "--slo",
         "max_gap_ms:p95<=300",
+        "--allow-unevaluated",
         "--server-metrics",
         "none",
         "--tokenizer",
@@ -716,9 +720,16 @@ fn stalls_and_longest_gaps_match_the_gaps_the_mock_injected() {
     let max_gap = &level["metrics"]["max_gap_ms"];
     assert_eq!(max_gap["count"], 4);
     assert!(common::f(&max_gap["p50"]) >= 400.0, "{max_gap}");
-    // The SLO on smoothness: no request met it, the level does not.
+    // The SLO on smoothness: no request met it; 4 requests cannot carry the
+    // level's p95, which is said rather than judged.
     assert_eq!(level["goodput_per_s"], 0.0, "{level}");
     assert_eq!(level["slo_checks"][0]["met"], false, "{level}");
+    assert!(
+        level["slo_checks"][0]["not_evaluable"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("4 successful requests: a p95 needs 100")),
+        "{level}"
+    );
     assert_eq!(level["slo_checks"][0]["slo"], "max_gap_ms:p95<=300");
 }
 
@@ -1218,4 +1229,233 @@ fn input_tiers_pick_a_prompts_files_prompts_by_length() {
         t.contains("--input-tokens 500") && t.contains("within 25%") && t.contains("9 to 100"),
         "{t}"
     );
+}
+
+/// The most spans `(start, end)` open at once (an end at a start does not overlap).
+fn most_at_once(spans: &[(f64, f64)]) -> usize {
+    let mut events: Vec<(f64, i32)> = spans.iter().flat_map(|&(a, b)| [(a, 1), (b, -1)]).collect();
+    events.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    let (mut open, mut most) = (0, 0);
+    for (_, d) in events {
+        open += d;
+        most = most.max(open);
+    }
+    most as usize
+}
+
+/// A closed-loop level is the load it claims, or it is left out. `--requests 24`
+/// over 3 rounds gives c=16 8 requests a round (never 16 in flight; main
+/// concluded "SLO capacity c=16" from it): the level is raised to 48 and that is
+/// said. Each level's reached load is what the mock's own log shows in flight.
+/// The same raw file with c=16 cut back to 8 a round (what main sent), rebuilt,
+/// marks c=16 under-loaded and leaves it out of the capacity and the knee.
+#[test]
+fn a_level_is_the_load_it_claims_or_is_left_out() {
+    let mock = Mock::start(&["--ttft-ms", "20", "--itl-ms", "5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, raw) = (dir.path().join("r.json"), dir.path().join("raw.jsonl"));
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "1,8,16",
+        "--requests",
+        "24",
+        "--max-tokens",
+        "8",
+        "--input-tokens",
+        "16",
+        "--slo",
+        "ttft_ms:p50<=500",
+        "--server-metrics",
+        "none",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        stderr.matches("c=16 sends 48").count(),
+        1,
+        "said once: {stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    common::assert_schema("client.schema.json", &report, "the report");
+    let levels = report["levels"].as_array().unwrap();
+    let sent: Vec<u64> = levels.iter().map(|l| l["sent"].as_u64().unwrap()).collect();
+    assert_eq!(sent, [24, 24, 48], "c=16 raised to 16 a round");
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "requests_raised"),
+        "{}",
+        report["warnings"]
+    );
+    // The client's in-flight maximum is the concurrency, and the mock's log
+    // (each measured request from its arrival to its last byte) shows the same.
+    let records = common::raw_requests(&raw);
+    let log = mock.log_records(records.len());
+    for (i, c) in [1usize, 8, 16].into_iter().enumerate() {
+        let reached = &levels[i]["reached"];
+        assert_eq!(reached["client_in_flight_max"], c, "c={c}: {reached}");
+        assert!(reached.get("under_loaded").is_none(), "c={c}: {reached}");
+        let ids: Vec<&str> = records
+            .iter()
+            .filter(|r| r["level"] == i && r["warmup"] == false)
+            .map(|r| r["request_id"].as_str().unwrap())
+            .collect();
+        let spans: Vec<(f64, f64)> = log
+            .iter()
+            .filter(|s| ids.contains(&s["request_id"].as_str().unwrap_or("")))
+            .map(|s| (common::f(&s["t_received_ms"]), common::f(&s["t_end_ms"])))
+            .collect();
+        assert_eq!(spans.len(), ids.len(), "c={c}: every request in the log");
+        assert_eq!(most_at_once(&spans), c, "c={c}: in flight at the mock");
+        let mean = common::f(&reached["client_in_flight_mean"]);
+        assert!(mean > 0.0 && mean <= c as f64, "c={c}: mean {mean}");
+    }
+    assert!(
+        report["sweep"].get("left_out").is_none(),
+        "{}",
+        report["sweep"]
+    );
+    let cap = &report["sweep"]["slo_capacity"];
+    assert_eq!(
+        (cap["concurrency"].as_u64(), cap["bound"].as_str()),
+        (Some(16), Some("floor"))
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("SLO capacity (ttft_ms:p50<=500): at least c=16, no level tested failed"),
+        "{stdout}"
+    );
+
+    // What main ran: c=16 with 8 a round (the first 8 sent of each round).
+    let lines = common::read_jsonl(&raw);
+    let mut kept = Vec::new();
+    for round in 1..=3 {
+        let mut of_round: Vec<&serde_json::Value> = lines
+            .iter()
+            .filter(|l| l["level"] == 2 && l["round"] == round)
+            .collect();
+        assert_eq!(of_round.len(), 16);
+        of_round.sort_by(|a, b| common::f(&a["t_send_ms"]).total_cmp(&common::f(&b["t_send_ms"])));
+        kept.extend(of_round[..8].iter().map(|l| l["request_id"].clone()));
+    }
+    let cut: String = lines
+        .iter()
+        .filter(|l| {
+            !(l["level"] == 2 && l.get("round").is_some()) || kept.contains(&l["request_id"])
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (cut_raw, rebuilt) = (
+        dir.path().join("cut.jsonl"),
+        dir.path().join("rebuilt.json"),
+    );
+    std::fs::write(&cut_raw, cut).unwrap();
+    let o = run(&[
+        "report",
+        "--raw",
+        cut_raw.to_str().unwrap(),
+        "--client-out",
+        rebuilt.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&rebuilt).unwrap()).unwrap();
+    common::assert_schema("client.schema.json", &r, "the rebuilt report");
+    let c16 = &r["levels"][2];
+    assert_eq!(c16["sent"], 24);
+    assert_eq!(c16["reached"]["client_in_flight_max"], 8, "{c16}");
+    assert_eq!(c16["reached"]["under_loaded"], true, "{c16}");
+    assert_eq!(r["sweep"]["left_out"], serde_json::json!([2]));
+    // c=16 met the SLO, yet the capacity is c=8's: at least, nothing above tested.
+    assert_eq!(c16["slo_checks"][0]["met"], true, "{c16}");
+    let cap = &r["sweep"]["slo_capacity"];
+    assert_eq!(
+        (cap["concurrency"].as_u64(), cap["bound"].as_str()),
+        (Some(8), Some("floor"))
+    );
+    assert!(
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "under_loaded"),
+        "{}",
+        r["warnings"]
+    );
+}
+
+/// Every `--slo` check is evaluated or said not to be: a p95 of 24 requests
+/// exits 3 with the reason and the fix, the report written and saying the same;
+/// `--allow-unevaluated` exits 0 and still says it. Without `--requests` the
+/// levels send what the percentile needs, and the check is evaluated.
+#[test]
+fn an_slo_check_that_cannot_be_evaluated_exits_3() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--url",
+            &mock.url,
+            "--concurrency",
+            "4",
+            "--max-tokens",
+            "4",
+            "--input-tokens",
+            "8",
+            "--slo",
+            "ttft_ms:p95<=500",
+            "--server-metrics",
+            "none",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        (o, r)
+    };
+    let why = "24 successful requests: a p95 needs 100 (run --requests 100 or more)";
+    let (o, r) = bench(&["--requests", "24"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(&format!("c=4: ttft_ms:p95<=500: {why}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--allow-unevaluated"), "{stderr}");
+    common::assert_schema("client.schema.json", &r, "the report");
+    let check = &r["levels"][0]["slo_checks"][0];
+    assert_eq!(check["not_evaluable"], why, "{check}");
+    assert_eq!(check["met"], false, "{check}");
+    assert!(r["sweep"]["slo_capacity"].is_null(), "{}", r["sweep"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("not evaluable"), "{stdout}");
+    // Allowed: exit 0, still said.
+    let (o, _) = bench(&["--requests", "24", "--allow-unevaluated"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("could not be evaluated"));
+    // No count given: each level sends what a p95 needs (34 a round), said.
+    let (o, r) = bench(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("each level sends at least 100"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(r["levels"][0]["sent"], 102);
+    let check = &r["levels"][0]["slo_checks"][0];
+    assert!(check.get("not_evaluable").is_none(), "{check}");
+    assert_eq!(check["met"], true, "{check}");
 }

@@ -127,3 +127,95 @@ fn body_ends_without_done() {
 fn headers_never_come() {
     matrix("no_headers");
 }
+
+/// A bench run against the mock with `fault_args`, its exit code, stderr and
+/// report (always written, whatever the code).
+fn failing_run(fault_args: &[&str], extra: &[&str]) -> (i32, String, serde_json::Value) {
+    let mut args = vec!["--itl-ms", "2", "--ttft-ms", "5", "--seed", "3"];
+    args.extend_from_slice(fault_args);
+    let mock = Mock::start(&args);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut bench = vec![
+        "bench",
+        "--url",
+        &mock.url,
+        "--model",
+        "tokenscope-sim",
+        "--no-preflight",
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "12",
+        "--warmup",
+        "0",
+        "--max-tokens",
+        "6",
+        "--input-tokens",
+        "8",
+        "--server-metrics",
+        "none",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    bench.extend_from_slice(extra);
+    let o = run(&bench);
+    let report = serde_json::from_slice(&std::fs::read(&out).unwrap_or_else(|e| {
+        panic!(
+            "the report is written whatever the exit code ({e}): {}",
+            text(&o)
+        )
+    }))
+    .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        report,
+    )
+}
+
+/// Every request answered with a `200 text/html` page (no event stream): the
+/// run failed as a run, and says so with exit 4 after writing its report (it
+/// exited 0 before).
+#[test]
+fn a_run_in_which_nothing_succeeded_exits_4() {
+    let (code, stderr, report) = failing_run(&["--error-rate", "1", "--faults", "html"], &[]);
+    assert_eq!(code, 4, "{stderr}");
+    assert!(
+        stderr.contains("none of its 24 measured requests succeeded (non_sse: 24)"),
+        "{stderr}"
+    );
+    let levels = report["levels"].as_array().unwrap();
+    assert!(levels.iter().all(|l| l["ok"] == 0 && l["errors"] == 12));
+}
+
+/// `--max-error-rate`: a level whose errors pass it exits 4 (each level judged
+/// on its own); under it, the same failures are data and the run exits 0.
+#[test]
+fn max_error_rate_fails_the_run_above_it_only() {
+    let faults = ["--error-rate", "0.5", "--faults", "http_503"];
+    let (code, stderr, report) = failing_run(&faults, &["--max-error-rate", "5%"]);
+    assert_eq!(code, 4, "{stderr}");
+    let worst = report["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| common::f(&l["error_rate"]))
+        .fold(0.0, f64::max);
+    assert!(worst > 0.05, "the mock failed about half: {worst}");
+    assert!(stderr.contains("--max-error-rate 5%: c="), "{stderr}");
+    // The same failures under a looser bound (as a fraction): exit 0.
+    let (code, stderr, _) = failing_run(&faults, &["--max-error-rate", "0.95"]);
+    assert_eq!(code, 0, "{stderr}");
+    // A bad bound is bad input, before anything is sent.
+    let o = run(&[
+        "bench",
+        "--url",
+        "http://127.0.0.1:1/v1",
+        "--max-error-rate",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--max-error-rate"), "{}", text(&o));
+}

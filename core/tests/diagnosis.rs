@@ -51,7 +51,11 @@ fn level(spec: &Spec) -> LevelReport {
         };
         acc.push(0, &r);
     }
-    acc.finish()
+    let mut l = acc.finish();
+    // The records lie end to end (no closed loop's timing): loaded as claimed,
+    // unless a test says otherwise.
+    l.reached = None;
+    l
 }
 
 fn client(source: Source, levels: Vec<LevelReport>) -> ClientReport {
@@ -120,6 +124,23 @@ fn healthy() -> ClientReport {
 fn a_healthy_run_triggers_nothing() {
     let f = run(vec![healthy()]);
     assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn an_under_loaded_level_is_no_evidence() {
+    // TTFT 8x at "c=16", but the client never had 16 in flight: that level
+    // measured a lower load, and the rules comparing loads leave it out.
+    let mut c16 = level(&spec(16, 400.0));
+    c16.reached = Some(tokenscope_core::model::ReachedLoad {
+        client_in_flight_max: 8,
+        client_in_flight_mean: 7.5,
+        under_loaded: true,
+    });
+    let f = run(vec![client(
+        Source::Native,
+        vec![level(&spec(1, 50.0)), c16],
+    )]);
+    silent(&f, "ttft_prefill_queueing");
 }
 
 #[test]

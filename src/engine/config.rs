@@ -256,6 +256,51 @@ impl BenchConfig {
         Ok(self)
     }
 
+    /// The measured requests of the level at `load` when a count was asked:
+    /// raised to what a closed-loop level needs ([`plan::level_requests`]).
+    pub fn level_requests(&self, load: Load) -> Option<u64> {
+        let PerLevel::Requests(n) = self.per_level else {
+            return None;
+        };
+        let turns = self.conversation.map_or(1, |c| c.turns);
+        Some(plan::level_requests(n, self.rounds, load, turns))
+    }
+
+    /// The levels whose asked request count was raised, said once: `None` when
+    /// every level sends what was asked.
+    pub fn raised_requests(&self) -> Option<String> {
+        let PerLevel::Requests(n) = self.per_level else {
+            return None;
+        };
+        let raised: Vec<String> = self
+            .load
+            .loads()
+            .into_iter()
+            .filter_map(|l| {
+                let m = self.level_requests(l)?;
+                (m > n).then(|| format!("{} sends {m}", l.label()))
+            })
+            .collect();
+        if raised.is_empty() {
+            return None;
+        }
+        let per_round = if self.conversation.is_some() {
+            "concurrency x turns x rounds"
+        } else {
+            "concurrency x rounds"
+        };
+        Some(format!(
+            "--requests {n} over {} rounds is fewer than a round needs to have every worker busy: {} ({per_round}), so that each level has its concurrency in flight",
+            self.rounds,
+            raised.join(", ")
+        ))
+    }
+
+    /// The fewest requests per level the SLOs' percentiles need (0 without SLOs).
+    pub fn slo_min_requests(&self) -> u64 {
+        self.slos.iter().map(Slo::min_requests).max().unwrap_or(0)
+    }
+
     /// The shard (the whole plan when not sharded).
     pub fn shard_or_whole(&self) -> Shard {
         self.shard.as_ref().map_or(Shard::WHOLE, |s| s.shard)

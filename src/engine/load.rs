@@ -29,17 +29,24 @@ pub(super) enum Quota {
 /// A round's quota at `load` (a shard's part of `plan_load`): the default is
 /// the whole plan's, split over the shards, so N shards send what one client would.
 pub(super) fn quota_for(cfg: &BenchConfig, load: Load, plan_load: Load, round: u32) -> Quota {
+    let need = cfg.slo_min_requests();
     match cfg.per_level {
-        PerLevel::Requests(n) => Quota::Count(plan::split(n, cfg.rounds, round)),
+        PerLevel::Requests(_) => Quota::Count(plan::split(
+            cfg.level_requests(load).unwrap_or(0),
+            cfg.rounds,
+            round,
+        )),
         PerLevel::Duration(d) => {
             Quota::For(d.as_secs_f64() * 1000.0 / f64::from(cfg.rounds.max(1)))
         }
         PerLevel::Auto if cfg.shard.is_some() => Quota::Count(
             cfg.shard_or_whole()
-                .part(plan::default_round_requests(plan_load))
+                .part(plan::default_round_requests_for(
+                    plan_load, cfg.rounds, need,
+                ))
                 .max(1),
         ),
-        PerLevel::Auto => Quota::Count(plan::default_round_requests(load)),
+        PerLevel::Auto => Quota::Count(plan::default_round_requests_for(load, cfg.rounds, need)),
     }
 }
 

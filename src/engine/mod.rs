@@ -155,7 +155,16 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
             "--insecure: the server's TLS certificate was NOT verified; anyone on the path could have answered these requests",
         )
     });
-    for w in pre.warnings.into_iter().chain(scrape_notes).chain(insecure) {
+    let raised = cfg
+        .raised_requests()
+        .map(|m| ReportWarning::new(WarningKind::RequestsRaised, m));
+    for w in pre
+        .warnings
+        .into_iter()
+        .chain(scrape_notes)
+        .chain(insecure)
+        .chain(raised)
+    {
         lock(&run).warn(w);
     }
     for s in first_scrapes {

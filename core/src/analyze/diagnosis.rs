@@ -40,9 +40,15 @@ pub fn diagnose(input: &ReportInput) -> Vec<Finding> {
     out
 }
 
+/// The levels that were the load they claim (an under-loaded one measured a
+/// lower load: the rules that compare levels as load grows leave it out).
+fn loaded(c: &ClientReport) -> impl Iterator<Item = &LevelReport> {
+    c.levels.iter().filter(|l| !l.under_loaded())
+}
+
 /// TTFT rising much faster than TPOT as load grows: prefill and queueing, not decode.
 fn rule_ttft_queueing(c: &ClientReport, who: &str) -> Option<Finding> {
-    let levels: Vec<&LevelReport> = c.levels.iter().filter(|l| l.ok > 0).collect();
+    let levels: Vec<&LevelReport> = loaded(c).filter(|l| l.ok > 0).collect();
     let (first, last) = (levels.first()?, levels.last()?);
     if levels.len() < 2 {
         return None;
@@ -144,7 +150,7 @@ fn rule_tail_queueing(c: &ClientReport, who: &str) -> Option<Finding> {
 fn rule_past_the_knee(c: &ClientReport, who: &str) -> Option<Finding> {
     let knee = c.sweep.knee.as_ref()?;
     let k = c.levels.get(knee.level_index)?;
-    let last = c.levels.iter().rev().find(|l| l.ok > 0)?;
+    let last = loaded(c).filter(|l| l.ok > 0).last()?;
     if std::ptr::eq(k, last) {
         return None;
     }
@@ -173,7 +179,7 @@ fn rule_past_the_knee(c: &ClientReport, who: &str) -> Option<Finding> {
 
 /// Errors or timeouts growing with load.
 fn rule_failures_grow_with_load(c: &ClientReport, who: &str) -> Option<Finding> {
-    let levels: Vec<&LevelReport> = c.levels.iter().filter(|l| l.sent > 0).collect();
+    let levels: Vec<&LevelReport> = loaded(c).filter(|l| l.sent > 0).collect();
     if levels.len() < 2 {
         return None;
     }

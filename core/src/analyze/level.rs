@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use super::in_flight::InFlightAcc;
 use super::level_samples::LevelSamples;
 use super::long_run::{SnapAcc, drift, snapshots};
 use super::rounds::{RoundAcc, analyze_rounds};
@@ -83,6 +84,7 @@ pub struct LevelAccumulator {
     load: Load,
     opts: LevelOptions,
     rounds: Vec<RoundAcc>,
+    in_flight: InFlightAcc,
     samples: LevelSamples,
     ttft_at_network_stack: u64,
     sent: u64,
@@ -123,6 +125,7 @@ impl LevelAccumulator {
         Self {
             load,
             rounds: Vec::new(),
+            in_flight: InFlightAcc::default(),
             samples: LevelSamples::new(opts.sample_cap),
             ttft_at_network_stack: 0,
             sent: 0,
@@ -189,6 +192,7 @@ impl LevelAccumulator {
         ra.t_first_send = Some(ra.t_first_send.map_or(t_ref, |t| t.min(t_ref)));
         ra.t_last_done = Some(ra.t_last_done.map_or(t_done, |t| t.max(t_done)));
         self.sent += 1;
+        self.in_flight.push(round, r);
         if let Some(lag) = m.client_lag_ms {
             self.samples.lag.push(lag);
         }
@@ -391,6 +395,7 @@ impl LevelAccumulator {
             timeout_rate: self.timeouts as f64 / sent_f,
             goodput_per_s: has_slos.then(|| per_s(self.goodput)),
             goodput_fraction: has_slos.then(|| self.goodput as f64 / sent_f),
+            reached: self.in_flight.finish(self.load),
             slo_checks,
             output_tokens_total: self.tokens_total,
             output_tokens_estimated: self.estimated,
@@ -484,14 +489,23 @@ mod tests {
                 ..LevelOptions::default()
             },
         );
-        acc.push(0, &testing::record(0.0, 100.0, 10.0, 5)); // meets
-        acc.push(0, &testing::record(200.0, 200.0, 10.0, 5)); // TTFT too slow
-        acc.push(0, &testing::record(500.0, 100.0, 60.0, 5)); // TPOT too slow
+        for i in 0..4 {
+            let t = 1000.0 * f64::from(i);
+            acc.push(0, &testing::record(t, 100.0, 10.0, 5)); // meets
+            acc.push(0, &testing::record(t + 200.0, 200.0, 10.0, 5)); // TTFT too slow
+            acc.push(0, &testing::record(t + 500.0, 100.0, 60.0, 5)); // TPOT too slow
+        }
         let l = acc.finish();
-        assert_eq!(l.goodput_fraction, Some(1.0 / 3.0));
+        assert!((l.goodput_fraction.unwrap() - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(l.slo_checks[0].value_ms, Some(100.0));
         assert!(l.slo_checks[0].met);
+        assert_eq!(l.slo_checks[0].not_evaluable, None);
+        // 12 requests cannot carry a p95 (it needs 100): not met, and said why.
         assert!(!l.slo_checks[1].met);
+        assert_eq!(
+            l.slo_checks[1].not_evaluable.as_deref(),
+            Some("12 successful requests: a p95 needs 100 (run --requests 100 or more)")
+        );
     }
 
     #[test]

@@ -250,13 +250,28 @@ impl LevelSamples {
         slos.iter()
             .map(|slo| {
                 let value = self.slo_value(metrics, slo);
+                let not_evaluable = slo.not_evaluable(self.slo_samples(metrics, slo));
                 SloCheck {
                     slo: slo.label(),
                     value_ms: value,
-                    met: value.is_some_and(|v| v <= slo.max_ms),
+                    met: not_evaluable.is_none() && value.is_some_and(|v| v <= slo.max_ms),
+                    not_evaluable,
                 }
             })
             .collect()
+    }
+
+    /// How many samples an SLO's percentile is taken over.
+    fn slo_samples(&self, m: &LevelMetrics, slo: &Slo) -> u64 {
+        let summary = match slo.metric {
+            SloMetric::TtftMs => Some(&m.ttft_ms),
+            SloMetric::TpotMs => Some(&m.tpot_ms),
+            SloMetric::ItlMs => Some(&m.itl_ms),
+            SloMetric::E2eMs => Some(&m.e2e_ms),
+            SloMetric::RenderedTtftMs => m.rendered_ttft_ms.as_ref(),
+            SloMetric::MaxGapMs => m.max_gap_ms.as_ref(),
+        };
+        summary.map_or(0, |s| s.count)
     }
 
     /// The level's value of an SLO's percentile: from the summaries for the

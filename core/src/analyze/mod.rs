@@ -4,6 +4,7 @@
 //! - [`stats`]: summaries, percentiles, histograms, linear fits (pure maths);
 //! - [`level`]: one load level from its requests, with [`rounds`], [`long_run`]
 //!   (snapshots, drift) and [`turns`] (conversations, the prefix cache);
+//! - [`in_flight`]: the load a level really offered (requests in flight);
 //! - [`sweep`]: the knee and the SLO capacity across levels; [`slo`]: SLOs;
 //! - [`floor`]: model shapes, bytes per decode step and the bandwidth floor of TPOT;
 //! - [`verdict`] and [`diagnosis`]: the combined report's conclusions and the rules
@@ -14,6 +15,7 @@
 pub mod compare;
 pub mod diagnosis;
 pub mod floor;
+pub mod in_flight;
 pub mod level;
 pub mod level_samples;
 pub mod long_run;

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::analyze::compare::min_samples;
 use crate::analyze::stats::percentile;
 use crate::measure::metrics::RequestMetrics;
 
@@ -192,6 +193,41 @@ impl Slo {
         )
     }
 
+    /// Why a level's `n` samples of the metric cannot carry this SLO's
+    /// percentile, with the fix; `None` when they can. A percentile needs
+    /// [`min_samples`] of them (the rule `compare` gives its intervals: with
+    /// fewer, the percentile is one of the last few samples).
+    pub fn not_evaluable(&self, n: u64) -> Option<String> {
+        let need = self.min_requests();
+        if n >= need {
+            return None;
+        }
+        let what = match self.metric {
+            SloMetric::ItlMs => "gaps between tokens",
+            _ => "successful requests",
+        };
+        Some(match n {
+            0 => format!(
+                "no successful request measured {}{}",
+                self.metric.as_str(),
+                if self.metric == SloMetric::RenderedTtftMs {
+                    " (a paint time: measured in the browser only)"
+                } else {
+                    ""
+                }
+            ),
+            _ => format!(
+                "{n} {what}: a p{} needs {need} (run --requests {need} or more)",
+                fmt_num(self.percentile)
+            ),
+        })
+    }
+
+    /// The fewest samples this SLO's percentile needs ([`min_samples`]).
+    pub fn min_requests(&self) -> u64 {
+        min_samples(self.percentile / 100.0) as u64
+    }
+
     /// Whether one request meets this SLO (true when the request lacks the metric).
     pub fn request_meets(&self, m: &RequestMetrics) -> bool {
         let value = match self.metric {
@@ -243,6 +279,22 @@ mod tests {
         assert_eq!(Slo::parse("e2e:p99.9<=2000ms").unwrap().percentile, 99.9);
         assert_eq!(Slo::parse("itl_ms:p999<=80").unwrap().percentile, 99.9);
         assert_eq!(Slo::parse("ttft<=100").unwrap().percentile, 95.0);
+    }
+
+    #[test]
+    fn a_percentile_of_too_few_samples_is_not_evaluable() {
+        let p95 = Slo::parse("ttft_ms:p95<=500").unwrap();
+        assert_eq!(p95.min_requests(), 100);
+        assert_eq!(
+            p95.not_evaluable(24).as_deref(),
+            Some("24 successful requests: a p95 needs 100 (run --requests 100 or more)")
+        );
+        assert_eq!(p95.not_evaluable(100), None);
+        let p50 = Slo::parse("tpot_ms:p50<=50").unwrap();
+        assert_eq!(p50.not_evaluable(10), None);
+        assert!(p50.not_evaluable(9).is_some());
+        let paint = Slo::parse("rendered_ttft_ms:p50<=50").unwrap();
+        assert!(paint.not_evaluable(0).unwrap().contains("browser only"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::diagnosis::diagnose;
 use crate::analyze::stats::Summary;
-use crate::model::{ClientReport, LevelReport, Load, Source};
+use crate::model::{CapacityBound, ClientReport, LevelReport, Load, Source};
 use crate::render::fmt::{fmt_ms, fmt_rate};
 use crate::report::combined::{Combined, Comparison, FloorComparison, ReportInput, StageDelta};
 
@@ -17,7 +17,10 @@ fn headline_level(c: &ClientReport) -> Option<&LevelReport> {
     if let Some(k) = &c.sweep.knee {
         return c.levels.get(k.level_index);
     }
-    c.levels.iter().rev().find(|l| l.ok > 0)
+    c.levels
+        .iter()
+        .rev()
+        .find(|l| l.ok > 0 && !l.under_loaded())
 }
 
 /// Analyse the inputs.
@@ -193,39 +196,7 @@ fn floor_sentence(
 
 /// Capacity at the SLO, the knee, and the failures, of the primary run.
 fn capacity_sentences(c: &ClientReport, verdict: &mut Vec<String>) {
-    if let Some(cap) = &c.sweep.slo_capacity {
-        let level = &c.levels[cap.level_index];
-        verdict.push(format!(
-            "Capacity at your SLO ({}): {} ({} tok/s, {} req/s).",
-            cap.slos.join(", "),
-            capacity_label(level.load()),
-            fmt_rate(cap.output_tokens_per_s),
-            fmt_rate(cap.requests_per_s)
-        ));
-    } else if !c.config.slos.is_empty() {
-        verdict.push(format!(
-            "No load level met your SLO ({}).",
-            c.config
-                .slos
-                .iter()
-                .map(crate::analyze::slo::Slo::label)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if let Some(k) = &c.sweep.knee {
-        let level = &c.levels[k.level_index];
-        verdict.push(format!(
-            "Throughput stops scaling past {} (the knee): {} tok/s there; beyond it latency grows faster than throughput.",
-            level.label(),
-            fmt_rate(level.output_tokens_per_s)
-        ));
-    } else if c.levels.len() > 1 {
-        verdict.push(format!(
-            "No knee within the levels tried (up to {}): latency never grew faster than throughput.",
-            c.levels.last().map(|l| l.label()).unwrap_or_default()
-        ));
-    }
+    verdict.extend(sweep_sentences(c));
     let sent: u64 = c.levels.iter().map(|l| l.sent).sum();
     let errors: u64 = c.levels.iter().map(|l| l.errors).sum();
     let timeouts: u64 = c.levels.iter().map(|l| l.timeouts).sum();
@@ -248,6 +219,82 @@ fn capacity_sentences(c: &ClientReport, verdict: &mut Vec<String>) {
             100.0 * timeouts as f64 / sent as f64
         ));
     }
+}
+
+/// What the sweep concludes, bounded by the levels tested: the SLO capacity
+/// (bracketed, a floor, a ceiling, or not evaluable), the knee (or how far it was
+/// looked for), and the levels left out as under-loaded. The text summary and
+/// the combined report say the same sentences.
+pub fn sweep_sentences(c: &ClientReport) -> Vec<String> {
+    let mut out = Vec::new();
+    let label = |i: usize| c.levels.get(i).map(|l| l.label()).unwrap_or_default();
+    let slos = || {
+        c.config
+            .slos
+            .iter()
+            .map(crate::analyze::slo::Slo::label)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(cap) = &c.sweep.slo_capacity {
+        let level = &c.levels[cap.level_index];
+        let (at_least, bound) = match (&cap.bound, &cap.failed_at) {
+            (Some(CapacityBound::Bracketed), Some(f)) => {
+                ("", format!(", bracketed: {} fails", label(f.level_index)))
+            }
+            (Some(_), _) => (
+                "at least ",
+                ", a floor: no level tested above it failed".to_owned(),
+            ),
+            // A report from before the bound was said.
+            (None, _) => ("", String::new()),
+        };
+        out.push(format!(
+            "Capacity at your SLO ({}): {at_least}{} ({} tok/s, {} req/s){bound}.",
+            cap.slos.join(", "),
+            capacity_label(level.load()),
+            fmt_rate(cap.output_tokens_per_s),
+            fmt_rate(cap.requests_per_s)
+        ));
+    } else if let Some(b) = &c.sweep.slo_below {
+        out.push(format!(
+            "Capacity at your SLO ({}): below {}: no level tested met it, the lowest failed.",
+            slos(),
+            label(b.level_index)
+        ));
+    } else if !c.config.slos.is_empty() {
+        out.push(format!(
+            "Capacity at your SLO ({}): not evaluable: no level's checks could be evaluated (see the SLO checks).",
+            slos()
+        ));
+    }
+    if let Some(k) = &c.sweep.knee {
+        let level = &c.levels[k.level_index];
+        out.push(format!(
+            "Throughput stops scaling past {} (the knee): {} tok/s there; beyond it latency grows faster than throughput.",
+            level.label(),
+            fmt_rate(level.output_tokens_per_s)
+        ));
+    } else if let Some(p) = &c.sweep.knee_not_reached_up_to {
+        out.push(format!(
+            "No knee up to {}: latency never grew faster than throughput (the knee, if any, is higher).",
+            label(p.level_index)
+        ));
+    } else if c.levels.len() > 1 && c.sweep.left_out.is_empty() {
+        // A report from before the search's reach was said.
+        out.push(format!(
+            "No knee within the levels tried (up to {}): latency never grew faster than throughput.",
+            c.levels.last().map(|l| l.label()).unwrap_or_default()
+        ));
+    }
+    if !c.sweep.left_out.is_empty() {
+        let names: Vec<String> = c.sweep.left_out.iter().map(|&i| label(i)).collect();
+        out.push(format!(
+            "Left out as under-loaded (the client never had that many requests in flight): {}.",
+            names.join(", ")
+        ));
+    }
+    out
 }
 
 /// Notes carried from the inputs: the kernels' adapter when it is a fallback,

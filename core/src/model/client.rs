@@ -41,6 +41,29 @@ pub struct Knee {
     pub method: String,
 }
 
+/// A level of the sweep, by its index and its load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadPoint {
+    /// Index into `levels`.
+    pub level_index: usize,
+    /// Its concurrency (closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Its rate, req/s (open loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+}
+
+/// How far an SLO capacity is pinned down by the levels tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityBound {
+    /// A higher level tested failed (`failed_at`): the capacity lies between.
+    Bracketed,
+    /// No higher level tested failed: the capacity is at least this level's.
+    Floor,
+}
+
 /// The most load that still meets every SLO.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SloCapacity {
@@ -58,6 +81,13 @@ pub struct SloCapacity {
     pub requests_per_s: f64,
     /// The SLOs checked.
     pub slos: Vec<String>,
+    /// Bracketed (a higher level failed) or only a floor (none above failed);
+    /// absent in reports written before it was said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<CapacityBound>,
+    /// The lowest level above it that failed the SLOs (bracketed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<LoadPoint>,
 }
 
 /// Results across the sweep.
@@ -68,6 +98,21 @@ pub struct SweepReport {
     /// SLO capacity, or null (no SLOs, or no level met them).
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub slo_capacity: Option<SloCapacity>,
+    /// No level met the SLOs: the capacity is below this one, the lowest level
+    /// whose checks were evaluated (a ceiling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub slo_below: Option<LoadPoint>,
+    /// No knee: the highest level it was looked for up to (absent with a knee,
+    /// or with fewer than two levels to compare).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub knee_not_reached_up_to: Option<LoadPoint>,
+    /// Levels left out of the knee and the SLO capacity: under-loaded ones
+    /// (their client never had their concurrency in flight).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
+    pub left_out: Vec<usize>,
 }
 
 /// The whole client report.

@@ -222,8 +222,29 @@ pub struct SloCheck {
     pub slo: String,
     /// The level's value of that percentile.
     pub value_ms: Option<f64>,
-    /// Whether it is within the bound.
+    /// Whether it is within the bound (false when it could not be evaluated).
     pub met: bool,
+    /// Why the level's data cannot carry this check, and the fix (`24
+    /// successful requests: a p95 needs 100 (--requests 100 or more)`); absent
+    /// when the check was evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_evaluable: Option<String>,
+}
+
+/// The load a level really offered: the requests the client had in flight at
+/// once during the measured rounds (a conversation level: the conversations
+/// under way, its concurrency being sessions).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReachedLoad {
+    /// The most in flight at once.
+    pub client_in_flight_max: u32,
+    /// The time-weighted mean in flight over the measured window.
+    pub client_in_flight_mean: f64,
+    /// A closed-loop level whose client never had its concurrency in flight at
+    /// once: its figures are not those of its concurrency, and the knee, the
+    /// SLO capacity and the verdict leave it out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub under_loaded: bool,
 }
 
 /// A per-minute (or per-interval) snapshot of a long run.
@@ -306,6 +327,10 @@ pub struct LevelReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub goodput_fraction: Option<f64>,
+    /// The load the level really offered (absent: not known, e.g. a report
+    /// older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached: Option<ReachedLoad>,
     /// Per-SLO verdicts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
@@ -442,6 +467,26 @@ impl LevelReport {
     /// (`c=8`, `5 req/s`).
     pub fn label(&self) -> String {
         self.group.clone().unwrap_or_else(|| self.load().label())
+    }
+
+    /// A closed-loop level whose client never had its concurrency in flight
+    /// ([`ReachedLoad::under_loaded`]): no conclusion across levels uses it.
+    pub fn under_loaded(&self) -> bool {
+        self.reached.is_some_and(|r| r.under_loaded)
+    }
+
+    /// The server's largest count of running requests over the level, where its
+    /// `/metrics` was scraped and says it (informative: a server that batches
+    /// fewer than the client sends queues the rest).
+    #[cfg(feature = "server-view")]
+    pub fn server_running_max(&self) -> Option<f64> {
+        use crate::analyze::server::engines::Series;
+        self.server
+            .as_ref()?
+            .series
+            .iter()
+            .find(|s| s.series == Series::RequestsRunning)?
+            .max
     }
 
     /// The level's load.

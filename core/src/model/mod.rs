@@ -29,11 +29,12 @@ pub mod transport;
 pub mod warning;
 
 pub use client::{
-    CLIENT_SCHEMA, ClientReport, Knee, ReportError, SloCapacity, SweepReport, check_schema,
+    CLIENT_SCHEMA, CapacityBound, ClientReport, Knee, LoadPoint, ReportError, SloCapacity,
+    SweepReport, check_schema,
 };
 pub use level::{
-    ConnectionCounts, Drift, LevelMetrics, LevelReport, PositionBucket, PromptCache, RoundReport,
-    RoundSpread, SloCheck, Snapshot, Spread, StallReport, TurnReport,
+    ConnectionCounts, Drift, LevelMetrics, LevelReport, PositionBucket, PromptCache, ReachedLoad,
+    RoundReport, RoundSpread, SloCheck, Snapshot, Spread, StallReport, TurnReport,
 };
 pub use load::{Arrival, Load, LoadMode, ReasoningDisplay, Source};
 #[cfg(feature = "server-view")]

@@ -54,6 +54,15 @@ pub enum WarningKind {
     /// Real users' turns were sampled: the figures are weighted estimates and
     /// there is no raw file (no intervals in `compare`).
     RumSampled,
+    /// A closed-loop level whose client never had its concurrency in flight:
+    /// the sweep's conclusions leave it out.
+    UnderLoaded,
+    /// Levels whose requests were raised so that each round has every worker
+    /// busy (`--requests` fewer than concurrency x rounds).
+    RequestsRaised,
+    /// An SLO check a level's data cannot carry (too few requests for its
+    /// percentile, the metric absent).
+    SloNotEvaluable,
     /// A kind this build does not know (written by a newer tokenscope).
     #[serde(other)]
     Unknown,
@@ -83,6 +92,9 @@ impl WarningKind {
             WarningKind::RemoteWrite => "remote_write",
             WarningKind::TlsNotVerified => "tls_not_verified",
             WarningKind::RumSampled => "rum_sampled",
+            WarningKind::UnderLoaded => "under_loaded",
+            WarningKind::RequestsRaised => "requests_raised",
+            WarningKind::SloNotEvaluable => "slo_not_evaluable",
             WarningKind::Unknown => "unknown",
         }
     }
@@ -97,6 +109,7 @@ impl WarningKind {
                 | WarningKind::DeliveryUnmeasured
                 | WarningKind::Merged
                 | WarningKind::RumSampled
+                | WarningKind::RequestsRaised
         )
     }
 }
@@ -148,6 +161,9 @@ mod tests {
             WarningKind::ServerMetricsOff,
             WarningKind::TokenMismatch,
             WarningKind::RumSampled,
+            WarningKind::UnderLoaded,
+            WarningKind::RequestsRaised,
+            WarningKind::SloNotEvaluable,
         ] {
             let json = serde_json::to_string(&k).unwrap();
             assert_eq!(json, format!("\"{}\"", k.as_str()));

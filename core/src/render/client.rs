@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::fmt::{fmt_ms, fmt_rate};
 use super::table::{markdown_table, text_table};
 use crate::analyze::stats::Summary;
-use crate::report::{ClientReport, LevelReport};
+use crate::report::{CapacityBound, ClientReport, LevelReport};
 
 /// The summary table: headers and one row per level.
 pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
@@ -91,13 +91,26 @@ pub(crate) fn level_table(
         .enumerate()
         .map(|(i, l)| {
             let m = &l.metrics;
-            let label = l.label();
+            let mut label = l.label();
+            if knee == Some(i) {
+                label.push_str(" (knee)");
+            }
+            if let Some(r) = l.reached.filter(|r| r.under_loaded) {
+                // Never the load it claims: said where the level is named, with
+                // the server's own running count where it was scraped.
+                let _ = write!(
+                    label,
+                    " (under-loaded: {} in flight",
+                    r.client_in_flight_max
+                );
+                #[cfg(feature = "server-view")]
+                if let Some(s) = l.server_running_max() {
+                    let _ = write!(label, ", server running max {s:.0}");
+                }
+                label.push(')');
+            }
             let mut row = vec![
-                if knee == Some(i) {
-                    format!("{label} (knee)")
-                } else {
-                    label
-                },
+                label,
                 l.sent.to_string(),
                 l.ok.to_string(),
                 l.errors.to_string(),
@@ -189,34 +202,7 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
             ));
         }
     }
-    match &report.sweep.knee {
-        Some(k) => notes.push(match k.elasticity_after {
-            Some(e) => format!(
-                "knee: {} (after it, p95 E2E grows {e:.1}x faster than throughput)",
-                report.levels[k.level_index].label(),
-            ),
-            None => format!(
-                "knee: {} (after it, p95 E2E grows while throughput does not)",
-                report.levels[k.level_index].label(),
-            ),
-        }),
-        // Real users' levels are groups, not a sweep: no knee to look for.
-        None if report.levels.len() > 1 && report.levels.iter().all(|l| l.group.is_none()) => {
-            notes.push("knee: not reached (latency never grew faster than throughput)".into())
-        }
-        None => {}
-    }
-    if let Some(c) = &report.sweep.slo_capacity {
-        notes.push(format!(
-            "SLO capacity ({}): {} at {} tok/s, {} req/s",
-            c.slos.join(", "),
-            report.levels[c.level_index].label(),
-            fmt_rate(c.output_tokens_per_s),
-            fmt_rate(c.requests_per_s)
-        ));
-    } else if !report.config.slos.is_empty() {
-        notes.push("SLO capacity: no level met every SLO".into());
-    }
+    notes.extend(sweep_notes(report));
     #[cfg(feature = "server-view")]
     notes.extend(super::turns::cache_notes(report));
     #[cfg(feature = "server-view")]
@@ -237,6 +223,86 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
         notes.push(
             "rebuilt from the raw file alone: the same levels, sweep and warnings as the run; what it does not hold (the environment of a run killed before its end line) is missing".into(),
         );
+    }
+    notes
+}
+
+/// The knee and the SLO capacity, each with how far the levels tested pin it
+/// down, and the levels left out of both.
+pub fn sweep_notes(report: &ClientReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    let label = |i: usize| report.levels.get(i).map(|l| l.label()).unwrap_or_default();
+    let sweep = &report.sweep;
+    match (&sweep.knee, &sweep.knee_not_reached_up_to) {
+        (Some(k), _) => notes.push(match k.elasticity_after {
+            Some(e) => format!(
+                "knee: {} (after it, p95 E2E grows {e:.1}x faster than throughput)",
+                label(k.level_index),
+            ),
+            None => format!(
+                "knee: {} (after it, p95 E2E grows while throughput does not)",
+                label(k.level_index),
+            ),
+        }),
+        (None, Some(p)) => notes.push(format!(
+            "knee: not reached up to {} (latency never grew faster than throughput)",
+            label(p.level_index)
+        )),
+        // Real users' levels are groups, not a sweep: no knee to look for.
+        (None, None)
+            if report.levels.len() > 1 && report.levels.iter().all(|l| l.group.is_none()) =>
+        {
+            notes.push(if sweep.left_out.is_empty() {
+                // (A report from before the search's reach was said.)
+                "knee: not reached (latency never grew faster than throughput)".into()
+            } else {
+                "knee: not looked for (fewer than two levels loaded as claimed)".into()
+            })
+        }
+        (None, None) => {}
+    }
+    let slos = report
+        .config
+        .slos
+        .iter()
+        .map(crate::analyze::slo::Slo::label)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Some(c) = &sweep.slo_capacity {
+        let (at, bound) = match (&c.bound, &c.failed_at) {
+            (Some(CapacityBound::Bracketed), Some(f)) => (
+                label(c.level_index),
+                format!(", bracketed: {} fails", label(f.level_index)),
+            ),
+            (Some(_), _) => (
+                format!("at least {}", label(c.level_index)),
+                ", no level tested failed".to_owned(),
+            ),
+            // A report from before the bound was said.
+            (None, _) => (label(c.level_index), String::new()),
+        };
+        notes.push(format!(
+            "SLO capacity ({}): {at}{bound} ({} tok/s, {} req/s there)",
+            c.slos.join(", "),
+            fmt_rate(c.output_tokens_per_s),
+            fmt_rate(c.requests_per_s)
+        ));
+    } else if let Some(b) = &sweep.slo_below {
+        notes.push(format!(
+            "SLO capacity ({slos}): below {}: no level tested met every SLO",
+            label(b.level_index)
+        ));
+    } else if !report.config.slos.is_empty() {
+        notes.push(format!(
+            "SLO capacity ({slos}): not evaluable: no level's checks could be evaluated (see the warnings)"
+        ));
+    }
+    if !sweep.left_out.is_empty() {
+        let names: Vec<String> = sweep.left_out.iter().map(|&i| label(i)).collect();
+        notes.push(format!(
+            "left out of the knee and the SLO capacity (under-loaded): {}",
+            names.join(", ")
+        ));
     }
     notes
 }
@@ -422,4 +488,89 @@ pub fn csv(report: &ClientReport) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::slo::Slo;
+    use crate::analyze::sweep::analyze_sweep;
+    use crate::analyze::verdict::sweep_sentences;
+    use crate::model::{Load, ReachedLoad, SloCheck, Source};
+    use crate::testing;
+
+    /// Levels at `c` with one SLO check each, met or not, the last `under`
+    /// of them under-loaded at 8 in flight.
+    fn report(levels: &[(u32, bool)], under: usize) -> ClientReport {
+        let slos = Slo::parse_list("ttft_ms:p50<=500").unwrap();
+        let n = levels.len();
+        let levels = levels
+            .iter()
+            .enumerate()
+            .map(|(i, &(c, met))| {
+                let mut l =
+                    testing::level(Load::Concurrency(c), &[testing::record(0.0, 10.0, 1.0, 2)]);
+                l.reached = Some(ReachedLoad {
+                    client_in_flight_max: if i + under >= n { 8 } else { c },
+                    client_in_flight_mean: 1.0,
+                    under_loaded: i + under >= n,
+                });
+                l.slo_checks = vec![SloCheck {
+                    slo: slos[0].label(),
+                    value_ms: Some(10.0),
+                    met,
+                    not_evaluable: None,
+                }];
+                l
+            })
+            .collect();
+        let mut r = testing::client_report(Source::Native, levels);
+        r.config.slos = slos.clone();
+        r.sweep = analyze_sweep(&r.levels, &slos);
+        r
+    }
+
+    #[test]
+    fn capacity_and_knee_say_how_far_the_levels_pin_them() {
+        let text = |r: &ClientReport| notes(r).join("\n");
+        let r = report(&[(1, true), (8, true), (16, false)], 0);
+        let t = text(&r);
+        assert!(
+            t.contains("SLO capacity (ttft_ms:p50<=500): c=8, bracketed: c=16 fails"),
+            "{t}"
+        );
+        assert!(
+            sweep_sentences(&r)[0].contains("8 concurrent users")
+                && sweep_sentences(&r)[0].contains("bracketed: c=16 fails"),
+            "{:?}",
+            sweep_sentences(&r)
+        );
+        let r = report(&[(8, true)], 0);
+        assert!(
+            text(&r)
+                .contains("SLO capacity (ttft_ms:p50<=500): at least c=8, no level tested failed")
+        );
+        assert!(sweep_sentences(&r)[0].contains("at least 8 concurrent users"));
+        let r = report(&[(1, false), (8, false)], 0);
+        assert!(
+            text(&r).contains("below c=1: no level tested met every SLO"),
+            "{}",
+            text(&r)
+        );
+        // c=16 met the SLO with only 8 in flight: left out, c=8 is a floor.
+        let r = report(&[(1, true), (8, true), (16, true)], 1);
+        let t = text(&r);
+        assert!(t.contains("at least c=8, no level tested failed"), "{t}");
+        assert!(
+            t.contains("left out of the knee and the SLO capacity (under-loaded): c=16"),
+            "{t}"
+        );
+        let (_, rows) = summary_rows(&r);
+        assert_eq!(rows[2][0], "c=16 (under-loaded: 8 in flight)");
+        assert!(
+            sweep_sentences(&r)
+                .iter()
+                .any(|s| s.contains("Left out as under-loaded"))
+        );
+    }
 }

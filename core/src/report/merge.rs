@@ -508,6 +508,7 @@ fn combine(
         timeout_rate: timeouts as f64 / sent_f,
         goodput_per_s: has_slos.then(|| sumf(|l| l.goodput_per_s.unwrap_or(0.0))),
         goodput_fraction: has_slos.then(|| goodput / sent_f),
+        reached: merged_reach(parts),
         slo_checks: samples.slo_checks(&metrics, &config.slos),
         output_tokens_total: sum(|l| l.output_tokens_total),
         output_tokens_estimated: parts.iter().any(|l| l.output_tokens_estimated),
@@ -606,4 +607,16 @@ fn environment(shards: &[&ShardRun], info: MergeInfo) -> Environment {
     env.rebuilt_from_raw = false;
     env.merged = Some(info);
     env
+}
+
+/// The shards' reached loads summed (each ran its part of the level's load):
+/// under-loaded when a shard's part was; unknown when a shard's is.
+fn merged_reach(parts: &[&LevelReport]) -> Option<crate::model::ReachedLoad> {
+    let reached: Vec<crate::model::ReachedLoad> =
+        parts.iter().map(|l| l.reached).collect::<Option<_>>()?;
+    Some(crate::model::ReachedLoad {
+        client_in_flight_max: reached.iter().map(|r| r.client_in_flight_max).sum(),
+        client_in_flight_mean: reached.iter().map(|r| r.client_in_flight_mean).sum(),
+        under_loaded: reached.iter().any(|r| r.under_loaded),
+    })
 }

@@ -21,9 +21,9 @@ pub mod warning;
 pub use crate::model::NoServerView;
 pub use crate::model::transport;
 pub use crate::model::{
-    Arrival, CLIENT_SCHEMA, ClientReport, ConnectionCounts, Drift, Environment, Knee, LevelMetrics,
-    LevelReport, LevelServer, Load, LoadMode, PositionBucket, PromptCache, ReasoningDisplay,
-    ReportError, ReportWarning, RoundReport, RoundSpread, RunConfig, RunServer, SloCapacity,
-    SloCheck, Snapshot, Source, Spread, StallReport, SweepReport, TokenCounting, TraceInfo,
-    TurnReport, WarningKind, check_schema,
+    Arrival, CLIENT_SCHEMA, CapacityBound, ClientReport, ConnectionCounts, Drift, Environment,
+    Knee, LevelMetrics, LevelReport, LevelServer, Load, LoadMode, LoadPoint, PositionBucket,
+    PromptCache, ReachedLoad, ReasoningDisplay, ReportError, ReportWarning, RoundReport,
+    RoundSpread, RunConfig, RunServer, SloCapacity, SloCheck, Snapshot, Source, Spread,
+    StallReport, SweepReport, TokenCounting, TraceInfo, TurnReport, WarningKind, check_schema,
 };

@@ -61,6 +61,25 @@ pub fn level_warnings(levels: &[LevelReport]) -> Vec<ReportWarning> {
                 message: format!("{}: none of {} requests succeeded", l.label(), l.sent),
             });
         }
+        if let (Some(c), Some(r)) = (l.concurrency, l.reached.filter(|r| r.under_loaded)) {
+            out.push(ReportWarning::new(
+                WarningKind::UnderLoaded,
+                format!(
+                    "{}: the client never had {c} requests in flight (at most {}, {:.1} on average): this level measured a lower load, and the knee, the SLO capacity and the verdict leave it out (send at least {c} requests per round)",
+                    l.label(),
+                    r.client_in_flight_max,
+                    r.client_in_flight_mean
+                ),
+            ));
+        }
+        for check in &l.slo_checks {
+            if let Some(why) = &check.not_evaluable {
+                out.push(ReportWarning::new(
+                    WarningKind::SloNotEvaluable,
+                    format!("{}: SLO {} not evaluable: {why}", l.label(), check.slo),
+                ));
+            }
+        }
     }
     out
 }

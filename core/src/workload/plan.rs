@@ -20,11 +20,34 @@ pub fn default_round_requests(load: Load) -> u64 {
     }
 }
 
+/// The requests a level measures when `requests` per level were asked: a
+/// closed-loop level needs at least `concurrency x rounds` (a conversation
+/// level `x turns` more), so that each round has every worker busy; fewer would
+/// never put its concurrency in flight and the level would measure a lower load.
+/// An open-loop level sends what was asked.
+pub fn level_requests(requests: u64, rounds: u32, load: Load, turns: u32) -> u64 {
+    match load {
+        Load::Concurrency(c) => requests.max(
+            u64::from(c)
+                .saturating_mul(u64::from(rounds.max(1)))
+                .saturating_mul(u64::from(turns.max(1))),
+        ),
+        Load::Rate(_) => requests,
+    }
+}
+
+/// Requests in one round when the user gave no count but SLOs are checked:
+/// the default, or enough for `need` requests over the level's `rounds` (the
+/// fewest its SLOs' percentiles need: `Slo::min_requests`).
+pub fn default_round_requests_for(load: Load, rounds: u32, need: u64) -> u64 {
+    default_round_requests(load).max(need.div_ceil(u64::from(rounds.max(1))))
+}
+
 /// Requests in round `round` of a level: `requests_per_level` split over the rounds,
 /// or the default.
 pub fn round_requests(requests_per_level: Option<u64>, rounds: u32, round: u32, load: Load) -> u64 {
     match requests_per_level {
-        Some(n) => split(n, rounds, round),
+        Some(n) => split(level_requests(n, rounds, load, 1), rounds, round),
         None => default_round_requests(load),
     }
 }
@@ -117,5 +140,27 @@ mod tests {
         assert_eq!(round_requests(None, 3, 0, Load::Concurrency(1)), 10);
         assert_eq!(round_requests(None, 3, 0, Load::Rate(2.5)), 25);
         assert_eq!(default_warmup(Load::Rate(0.5)), 1);
+    }
+
+    #[test]
+    fn a_closed_loop_level_gets_every_worker_busy_each_round() {
+        // 24 over 3 rounds at c=16: 8 a round would never have 16 in flight.
+        assert_eq!(level_requests(24, 3, Load::Concurrency(16), 1), 48);
+        assert_eq!(level_requests(24, 3, Load::Concurrency(8), 1), 24);
+        assert_eq!(level_requests(24, 3, Load::Concurrency(4), 2), 24);
+        assert_eq!(level_requests(24, 3, Load::Concurrency(8), 2), 48);
+        assert_eq!(level_requests(5, 3, Load::Rate(100.0), 1), 5);
+        assert_eq!(
+            (0..3)
+                .map(|r| round_requests(Some(24), 3, r, Load::Concurrency(16)))
+                .collect::<Vec<_>>(),
+            [16, 16, 16]
+        );
+        // An SLO's p95 needs 100 requests: 34 a round over 3 rounds.
+        assert_eq!(default_round_requests_for(Load::Concurrency(1), 3, 100), 34);
+        assert_eq!(
+            default_round_requests_for(Load::Concurrency(64), 3, 100),
+            128
+        );
     }
 }

@@ -290,6 +290,18 @@ pub struct BenchArgs {
     #[arg(long, value_name = "THRESHOLDS", requires = "quality")]
     pub fail_on: Option<String>,
 
+    /// Exit 4 when any level's errors and timeouts exceed this share of its
+    /// requests: a fraction (0.05) or a percentage (5%). A run in which no
+    /// measured request succeeded exits 4 without it.
+    #[arg(long, value_name = "RATE")]
+    pub max_error_rate: Option<String>,
+
+    /// Exit 0 rather than 3 when an --slo check could not be evaluated at some
+    /// level (too few requests for its percentile, the metric absent); the
+    /// report and the summary still say which and why.
+    #[arg(long)]
+    pub allow_unevaluated: bool,
+
     /// Run the K-th (0-based) of N equal parts of this plan, for N load
     /// generators together: each level's concurrency or rate, the request
     /// counts and the prompts split between the shards (docs/scale.md). Each

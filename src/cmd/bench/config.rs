@@ -140,21 +140,6 @@ impl BenchArgs {
         })
     }
 
-    /// Say so when a round sends fewer requests than a level's concurrency: that
-    /// level never has them all in flight.
-    fn warn_thin_rounds(&self, per_level: &PerLevel, load: &LoadPlan) {
-        if let (PerLevel::Requests(n), LoadPlan::Concurrency(cs)) = (per_level, load) {
-            let rounds = self.rounds();
-            let per_round = n / u64::from(rounds);
-            if let Some(c) = cs.iter().find(|&&c| u64::from(c) > per_round) {
-                eprintln!(
-                    "warning: --requests {n} over {rounds} rounds sends {per_round} per round, fewer than concurrency {c}: that level never has {c} requests in flight (use --requests {} or more)",
-                    u64::from(*c) * u64::from(rounds)
-                );
-            }
-        }
-    }
-
     /// Validate everything before anything is sent.
     pub fn into_config(self) -> anyhow::Result<(Plan, Outputs)> {
         let (base_url, url_note) = flag("url", parse_base_url(&self.url))?;
@@ -226,7 +211,6 @@ impl BenchArgs {
             },
             None => Prompts::Synthetic { tokens: input },
         };
-        self.warn_thin_rounds(&per_level, &load);
         let slos = match &self.slo {
             Some(s) => Slo::parse_list(s).map_err(|e| anyhow::anyhow!("--slo: {e}"))?,
             None => Vec::new(),
@@ -380,6 +364,7 @@ impl BenchArgs {
                 (None, None) => None,
             },
         };
+        say_request_counts(&cfg);
         let cfg = match &self.shard {
             Some(s) => {
                 let shard = flag("shard", Shard::parse(s).map_err(|e| e.to_string()))?;
@@ -435,9 +420,39 @@ impl BenchArgs {
                 synthetic: self.prompts.is_none(),
                 pick_by_length,
                 quality,
+                gates: super::outcome::RunGates {
+                    max_error_rate: match &self.max_error_rate {
+                        Some(r) => Some(flag("max-error-rate", super::outcome::parse_share(r))?),
+                        None => None,
+                    },
+                    allow_unevaluated: self.allow_unevaluated,
+                },
             },
             outputs,
         ))
+    }
+}
+
+/// Say once, before anything is sent, where the requests per level differ from
+/// what was asked: a closed-loop level raised so that every round has each
+/// worker busy ([`BenchConfig::raised_requests`]; the report keeps it as the
+/// warning `requests_raised`), and the default raised so that the SLOs'
+/// percentiles can be evaluated.
+fn say_request_counts(cfg: &BenchConfig) {
+    if let Some(m) = cfg.raised_requests() {
+        eprintln!("note: {m}");
+    }
+    let need = cfg.slo_min_requests();
+    if matches!(cfg.per_level, PerLevel::Auto)
+        && cfg.shard.is_none()
+        && cfg.load.loads().iter().any(|&l| {
+            tokenscope_core::workload::plan::default_round_requests(l) * u64::from(cfg.rounds)
+                < need
+        })
+    {
+        eprintln!(
+            "note: --slo: its percentiles need {need} successful requests per level to be evaluated: each level sends at least {need} (--requests N to choose)"
+        );
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod args;
 mod config;
+mod outcome;
 mod plan;
 
 use std::process::ExitCode;
@@ -80,12 +81,31 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if done.iter().any(|(_, r)| r.interrupted) {
         return Ok(ExitCode::from(130));
     }
-    match &plan.quality {
+    let quality_code = match &plan.quality {
         Some(q) => {
             let key = plan.cfg.api_key.as_ref().map(|k| k.expose());
-            rt.block_on(quality(q, &done, &pre.model, key, &outputs, tiered))
+            Some(rt.block_on(quality(q, &done, &pre.model, key, &outputs, tiered))?)
         }
-        None => Ok(ExitCode::SUCCESS),
+        None => None,
+    };
+    Ok(finish(&done, &plan.gates, quality_code))
+}
+
+/// The run's exit code, once every output is written ([`outcome::exit_code`]):
+/// 4 before the quality gate's own code, which comes before 3 (2 > 4 > 1 > 3).
+fn finish(
+    done: &[(Tier, ClientReport)],
+    gates: &outcome::RunGates,
+    quality: Option<ExitCode>,
+) -> ExitCode {
+    let reports: Vec<&ClientReport> = done.iter().map(|(_, r)| r).collect();
+    let (code, said) = outcome::exit_code(&reports, gates);
+    for line in said {
+        eprintln!("{line}");
+    }
+    match quality {
+        Some(q) if code != outcome::RUN_FAILED && q != ExitCode::SUCCESS => q,
+        _ => ExitCode::from(code),
     }
 }
 

@@ -23,6 +23,8 @@ pub struct Plan {
     pub(super) pick_by_length: bool,
     /// The quality checks after the sweep (`--quality`).
     pub quality: Option<QualityPlan>,
+    /// The run's own gates (`--max-error-rate`, `--allow-unevaluated`).
+    pub gates: super::outcome::RunGates,
 }
 
 /// The quality checks after the sweep: `tokenscope quality`'s settings with the

@@ -108,8 +108,9 @@ fn sweep() -> Vec<LevelReport> {
         .iter()
         .map(|&(c, ttft, itl)| {
             let mut acc = LevelAccumulator::new(Load::Concurrency(c), LevelOptions::default());
+            // Closed-loop waves: `c` sent together each second (c in flight).
             for i in 0..20 {
-                let t0 = f64::from(i) * 1000.0 / f64::from(c);
+                let t0 = f64::from(i / c) * 1000.0;
                 acc.push(0, &record(t0, ttft + f64::from(i % 5), itl, 16, Some(8.0)));
             }
             acc.finish()
