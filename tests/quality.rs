@@ -742,7 +742,22 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         text(&out)
     );
     assert!(text(&out).contains("quality of"), "{}", text(&out));
+    // A speed term these runs cannot judge (no raw files: summaries only) is
+    // said, exit 3; --allow-unevaluated passes it.
     let out = compare(&base, &new, "kld_mean:>0.5,ttft_ms:p95:+1000%");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("ttft_ms:p95:+1000%: not evaluable: no raw file"),
+        "{}",
+        text(&out)
+    );
+    let out = std::process::Command::new(bin())
+        .arg("compare")
+        .args([&base, &new])
+        .args(["--fail-on", "kld_mean:>0.5,ttft_ms:p95:+1000%"])
+        .arg("--allow-unevaluated")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let out = compare(&new, &base, "kld_mean:>0.5");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
