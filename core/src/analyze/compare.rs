@@ -2,12 +2,12 @@
 //! stands on (`docs/metrics.md`, "Comparing runs"):
 //!
 //! - a **percentile's difference** (TTFT p95 new minus base) gets a 95% interval
-//!   from the percentile bootstrap over requests: each run's requests resampled
-//!   with replacement, the percentile taken on each resample (core's one
-//!   definition, [`super::stats::percentile_sorted`]), the difference's 2.5th and
-//!   97.5th percentiles over the resamples; seeded, so the same files give the same
-//!   interval ([`bootstrap_diff`]). It assumes requests are independent draws of
-//!   each run's behaviour (a level's requests under the same load);
+//!   with rounds as a random effect ([`rounds_diff`]): the requests' sampling
+//!   by the bootstrap within rounds (core's one percentile definition,
+//!   [`super::stats::percentile_sorted`]; seeded, so the same files give the
+//!   same interval) plus the rounds' spread beyond it (method of moments),
+//!   Student's t with Satterthwaite's degrees of freedom ([`bootstrap_diff`]: the
+//!   bootstrap over requests alone, for samples without rounds);
 //! - a **rate's difference** (error rate) gets Newcombe's hybrid score interval for
 //!   a difference of two proportions (Wilson's interval for each), which holds for
 //!   small counts and for rates of 0 ([`proportion_diff`]);

@@ -329,6 +329,10 @@ pub struct Gate {
     pub value: f64,
 }
 
+/// A gate at one level: the figure and whether it crossed, or why it could
+/// not be checked.
+pub type GateAt = Result<(f64, bool), String>;
+
 /// The metrics `--fail-on` knows.
 pub const GATE_METRICS: [&str; 9] = [
     "kld_mean",
@@ -430,7 +434,7 @@ impl Gate {
 
     /// This gate at every level of `report`: the figure and whether it
     /// crossed, or why it could not be checked ([`Gate::not_measured`]).
-    pub fn at_levels(&self, report: &QualityReport) -> Vec<(u32, Result<(f64, bool), String>)> {
+    pub fn at_levels(&self, report: &QualityReport) -> Vec<(u32, GateAt)> {
         report
             .levels
             .iter()

@@ -121,7 +121,7 @@ fn absent(metric: &str) -> String {
 pub fn resolution(cell: &Cell, asked: f64, asked_text: &str) -> Option<String> {
     let i = cell.interval?;
     let half = (i.hi - i.lo) / 2.0;
-    if !(asked > 0.0) || half <= asked {
+    if asked.is_nan() || asked <= 0.0 || half <= asked {
         return None;
     }
     let shown = match cell.relative {
