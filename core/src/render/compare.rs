@@ -155,7 +155,7 @@ pub fn gate_lines(g: &GateReport) -> Vec<String> {
     let count = |s: TermStatus| g.terms.iter().filter(|t| t.status == s).count();
     let (crossed, not_evaluable) = (count(TermStatus::Crossed), count(TermStatus::NotEvaluable));
     let mut out = vec![format!(
-        "gate (--fail-on): {} judged at a level: {} crossed, {} passed, {} passed but not resolved, {} not evaluable{}",
+        "gate (--fail-on): {} term(s) at a level: {} crossed, {} passed, {} passed but not resolved, {} not evaluable{}",
         g.terms.len(),
         crossed,
         count(TermStatus::Passed),
