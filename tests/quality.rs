@@ -502,6 +502,23 @@ fn the_gate_fails_a_changed_candidate_and_bad_input_is_named() {
     );
     let (out, _) = run(&r.url, "kld_mean:>0.001,exact_match:<90%");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // A candidate without log-probabilities: the KLD gate cannot be checked
+    // there: said with why and what would measure it, exit 3 (neither a pass nor
+    // an error); --allow-unevaluated passes it.
+    let bare = mock(16, 0.0, &["--no-logprobs"]);
+    let (out, _) = run(&bare.url, "kld_mean:>0.001");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("kld_mean:>0.001: not evaluable")
+            && text(&out).contains("it needs top-k log-probabilities"),
+        "{}",
+        text(&out)
+    );
+    let mut a = vec!["--ref", r.url.as_str(), "--cand", bare.url.as_str()];
+    a.extend_from_slice(&["--fail-on", "kld_mean:>0.001", "--allow-unevaluated"]);
+    a.extend_from_slice(&common);
+    let (out, _) = quality(&a, &json);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let (out, _) = run(&c.url, "speed:>1");
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -742,7 +759,22 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         text(&out)
     );
     assert!(text(&out).contains("quality of"), "{}", text(&out));
+    // A speed term these runs cannot judge (no raw files: summaries only) is
+    // said, exit 3; --allow-unevaluated passes it.
     let out = compare(&base, &new, "kld_mean:>0.5,ttft_ms:p95:+1000%");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("ttft_ms:p95:+1000%: not evaluable: no raw file"),
+        "{}",
+        text(&out)
+    );
+    let out = std::process::Command::new(bin())
+        .arg("compare")
+        .args([&base, &new])
+        .args(["--fail-on", "kld_mean:>0.5,ttft_ms:p95:+1000%"])
+        .arg("--allow-unevaluated")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let out = compare(&new, &base, "kld_mean:>0.5");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));

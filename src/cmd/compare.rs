@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use tokenscope_core::quality::report::{GATE_METRICS, QualityReport};
+use tokenscope_core::quality::report::{GATE_METRICS, Gate, QualityReport};
 use tokenscope_core::render;
-use tokenscope_core::report::compare::{CompareRun, Threshold, compare, crossings};
+use tokenscope_core::report::compare::{
+    CompareRun, Comparison, GateReport, TermOutcome, TermStatus, compare,
+};
+use tokenscope_core::report::compare_gate::{self, Threshold};
 
 use super::runs;
 
@@ -26,8 +29,13 @@ use super::runs;
       (new.json from bench --quality URL|golden.json --out new.json: new.quality.json beside it)
 
 A report's raw file is found beside it when --raw is not given: report.json ->
-report.raw.jsonl or report.jsonl. Exit status: 0, 1 when --fail-on is crossed, 2
-on an error (or, with --strict, runs that differ in more than the change).")]
+report.raw.jsonl or report.jsonl. Every --fail-on term is judged on every level
+of every compared run, or said not evaluable with the reason and the fix (a p95
+of 24 requests: it needs 100; a metric or a level one run lacks). Exit status: 0;
+1 when --fail-on is crossed; 2 on an error (or, with --strict, runs that differ in
+more than the change; a quality report whose servers share no tokenizer); 3 when
+a --fail-on term could not be evaluated (--allow-unevaluated passes it). 2
+outranks 1, 1 outranks 3.")]
 pub struct CompareArgs {
     /// The base report, then one or more to compare with it.
     #[arg(value_name = "REPORT", num_args = 2.., required = true)]
@@ -59,6 +67,12 @@ pub struct CompareArgs {
     /// accuracy, accuracy_drop, flips (e.g. `kld_mean:>0.01,flips:>2%`).
     #[arg(long, value_name = "THRESHOLDS")]
     pub fail_on: Option<String>,
+
+    /// A --fail-on term that cannot be evaluated at a level (no interval, a
+    /// metric or a level one run lacks) does not fail the run; without it: exit
+    /// 3, each said with the reason and the fix.
+    #[arg(long)]
+    pub allow_unevaluated: bool,
 
     /// The runs' quality reports (`bench --quality`), in the same order; found
     /// beside a report as `X.quality.json` when not given. Shown after the
@@ -112,7 +126,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             kernels: loaded.kernels[i].as_ref(),
         })
         .collect();
-    let c = compare(&runs, &opts);
+    let mut c = compare(&runs, &opts);
     if args.strict
         && let Some(run) = c.runs.iter().find(|r| !r.mismatches.is_empty())
     {
@@ -127,6 +141,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             run.name,
             fields.join(", ")
         );
+    }
+    if !thresholds.is_empty() || !gates.is_empty() {
+        let mut terms = compare_gate::judge(&c, &thresholds);
+        terms.extend(quality_terms(&names, &qualities, &gates));
+        c.gate = Some(GateReport {
+            allow_unevaluated: args.allow_unevaluated,
+            terms,
+        });
     }
     let with_quality: Vec<(&String, &QualityReport)> = names
         .iter()
@@ -166,37 +188,127 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             html
         },
     )?;
-    // The quality gates on each compared run (its own exit status: 2 when a
-    // figure cannot be checked, 1 when crossed).
-    // 2 (a quality figure that cannot be checked) outranks 1 (crossed).
+    // The quality gates on each compared run: 2 (the servers share no
+    // tokenizer) outranks 1 (crossed), which outranks 3 (not evaluable).
     let mut quality_status = 0u8;
     for (i, q) in qualities.iter().enumerate().skip(1) {
         if let Some(q) = q
             && !gates.is_empty()
         {
-            let status = super::quality::judge(q, &gates);
+            let status = super::quality::judge_with(q, &gates, args.allow_unevaluated);
             if status == ExitCode::from(2) {
                 quality_status = 2;
-            } else if status != ExitCode::SUCCESS {
+            } else if status == ExitCode::from(1) {
                 eprintln!("fail-on: {} crossed a quality threshold", names[i]);
-                quality_status = quality_status.max(1);
+                quality_status = if quality_status == 2 { 2 } else { 1 };
+            } else if status == ExitCode::from(3) && quality_status == 0 {
+                quality_status = 3;
             }
         }
     }
-    let crossed = crossings(&c, &thresholds);
-    if crossed.is_empty() {
-        return Ok(ExitCode::from(quality_status));
+    Ok(ExitCode::from(gate_status(&c, quality_status)))
+}
+
+/// The exit status of the speed terms (each crossing and each term not
+/// evaluable said on stderr) with the quality terms' `quality`: 2 > 1 > 3 > 0.
+fn gate_status(c: &Comparison, quality: u8) -> u8 {
+    let Some(gate) = &c.gate else {
+        return quality;
+    };
+    let speed: Vec<&TermOutcome> = gate
+        .terms
+        .iter()
+        .filter(|t| !t.level.starts_with("quality"))
+        .collect();
+    for t in &speed {
+        let cell = c
+            .runs
+            .iter()
+            .find(|r| r.name == t.run)
+            .and_then(|r| r.levels.iter().find(|l| l.load == t.level))
+            .and_then(|l| {
+                let metric = Threshold::parse(&t.term).ok()?.metric;
+                l.cells.iter().find(|x| x.metric == metric)
+            });
+        match (t.status, cell) {
+            (TermStatus::Crossed, Some(cell)) => eprintln!(
+                "fail-on: {} {} {}: {} -> {} ({:+.1}%), significant",
+                t.run,
+                t.level,
+                cell.metric,
+                cell.base,
+                cell.new,
+                cell.relative.unwrap_or(0.0) * 100.0
+            ),
+            (TermStatus::NotEvaluable, _) => eprintln!(
+                "fail-on: {} {} {}: not evaluable: {}",
+                t.run,
+                t.level,
+                t.term,
+                t.reason.as_deref().unwrap_or("")
+            ),
+            (TermStatus::Unresolved, _) => eprintln!(
+                "fail-on: {} {} {}: passed, not resolved: {}",
+                t.run,
+                t.level,
+                t.term,
+                t.reason.as_deref().unwrap_or("")
+            ),
+            _ => {}
+        }
     }
-    for (run, level, cell) in &crossed {
+    let own: Vec<TermOutcome> = speed.into_iter().cloned().collect();
+    let status = match (
+        compare_gate::exit_status(&own, gate.allow_unevaluated),
+        quality,
+    ) {
+        (_, 2) | (2, _) => 2,
+        (1, _) | (_, 1) => 1,
+        (3, _) | (_, 3) => 3,
+        _ => 0,
+    };
+    if status == 3 {
+        let n = gate
+            .terms
+            .iter()
+            .filter(|t| t.status == TermStatus::NotEvaluable)
+            .count();
         eprintln!(
-            "fail-on: {run} {level} {}: {} -> {} ({:+.1}%), significant",
-            cell.metric,
-            cell.base,
-            cell.new,
-            cell.relative.unwrap_or(0.0) * 100.0
+            "fail-on: {n} term(s) at a level could not be evaluated: exit 3 (--allow-unevaluated passes them)"
         );
     }
-    Ok(ExitCode::from(quality_status.max(1)))
+    status
+}
+
+/// The quality terms on each compared run's quality report, level by level
+/// (`quality c=N`), for the comparison's gate.
+fn quality_terms(
+    names: &[String],
+    qualities: &[Option<QualityReport>],
+    gates: &[Gate],
+) -> Vec<TermOutcome> {
+    let mut out = Vec::new();
+    for (name, q) in names.iter().zip(qualities).skip(1) {
+        let Some(q) = q else { continue };
+        for g in gates {
+            for (c, r) in g.at_levels(q) {
+                let (status, value, reason) = match r {
+                    Ok((v, true)) => (TermStatus::Crossed, Some(v), None),
+                    Ok((v, false)) => (TermStatus::Passed, Some(v), None),
+                    Err(why) => (TermStatus::NotEvaluable, None, Some(why)),
+                };
+                out.push(TermOutcome {
+                    term: g.term.clone(),
+                    run: name.clone(),
+                    level: format!("quality c={c}"),
+                    status,
+                    value,
+                    reason,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// Each run's quality report: `--quality` in order, else `X.quality.json`

@@ -2,12 +2,12 @@
 //! stands on (`docs/metrics.md`, "Comparing runs"):
 //!
 //! - a **percentile's difference** (TTFT p95 new minus base) gets a 95% interval
-//!   from the percentile bootstrap over requests: each run's requests resampled
-//!   with replacement, the percentile taken on each resample (core's one
-//!   definition, [`super::stats::percentile_sorted`]), the difference's 2.5th and
-//!   97.5th percentiles over the resamples; seeded, so the same files give the same
-//!   interval ([`bootstrap_diff`]). It assumes requests are independent draws of
-//!   each run's behaviour (a level's requests under the same load);
+//!   with rounds as a random effect ([`rounds_diff`]): the requests' sampling
+//!   by the bootstrap within rounds (core's one percentile definition,
+//!   [`super::stats::percentile_sorted`]; seeded, so the same files give the
+//!   same interval) plus the rounds' spread beyond it (method of moments),
+//!   Student's t with Satterthwaite's degrees of freedom ([`bootstrap_diff`]: the
+//!   bootstrap over requests alone, for samples without rounds);
 //! - a **rate's difference** (error rate) gets Newcombe's hybrid score interval for
 //!   a difference of two proportions (Wilson's interval for each), which holds for
 //!   small counts and for rates of 0 ([`proportion_diff`]);
@@ -305,6 +305,208 @@ pub fn bootstrap_one(
     Some((value, Some(interval)))
 }
 
+/// The 97.5th percentile of Student's `t` with `df` degrees of freedom (a
+/// fraction allowed; bisection on [`t_two_sided_p`]); 1.96 past 10^6.
+pub fn t_quantile_975(df: f64) -> f64 {
+    if !df.is_finite() || df > 1e6 {
+        return 1.959_963_984_540_054;
+    }
+    let df = df.max(1.0);
+    let (mut lo, mut hi) = (1.9, 13.0);
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if t_two_sided_p(mid, df) > 0.05 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// A percentile's difference between two runs measured in rounds
+/// ([`rounds_diff`]), with what its interval stands on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundsDiff {
+    /// The difference, its interval and p-value.
+    pub diff: Difference,
+    /// The `t`'s degrees of freedom (Satterthwaite); `None`: the normal's
+    /// (no variance between rounds found, or one round each).
+    pub df: Option<f64>,
+    /// The share of the difference's variance that is between rounds (0: the
+    /// requests' sampling alone).
+    pub between_share: f64,
+    /// Requests behind the percentile: base, new.
+    pub requests: [usize; 2],
+}
+
+/// The sampling variance of `q` within one run's rounds, by the stratified
+/// bootstrap (requests resampled within their round): of the run's pooled
+/// percentile, and of each round's own.
+struct Within {
+    /// Each resample's pooled percentile.
+    pooled: Vec<f64>,
+    /// Each round's percentile's bootstrap variance.
+    round_var: Vec<f64>,
+}
+
+fn variance(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
+}
+
+fn within(rounds: &[Vec<Vec<f64>>], q: f64, resamples: u32, rng: &mut Rng) -> Within {
+    let mut draws: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples as usize); rounds.len()];
+    let mut pooled = Vec::with_capacity(resamples as usize);
+    let (mut all, mut one) = (Vec::new(), Vec::new());
+    for _ in 0..resamples.max(2) {
+        all.clear();
+        for (r, groups) in rounds.iter().enumerate() {
+            one.clear();
+            for _ in 0..groups.len() {
+                one.extend_from_slice(&groups[rng.below(groups.len() as u64) as usize]);
+            }
+            one.sort_by(f64::total_cmp);
+            draws[r].push(percentile_sorted(&one, q));
+            all.extend_from_slice(&one);
+        }
+        // Sorted runs, one a round: the sort merges them.
+        all.sort_by(f64::total_cmp);
+        pooled.push(percentile_sorted(&all, q));
+    }
+    Within {
+        pooled,
+        round_var: draws.iter().map(|d| variance(d)).collect(),
+    }
+}
+
+/// The difference of the `q` percentile of two runs measured in rounds (each
+/// run: its rounds, each round its requests' values, a request's values moving
+/// together: [`bootstrap_clusters`]), with **rounds as a random effect**
+/// (`docs/metrics.md`, "Comparing runs"): a round's offset `a ~ (0, σ²_a)` shifts
+/// all its requests, the requests vary within it.
+///
+/// - The percentile of each run's requests pooled; their difference.
+/// - `V_w`: the requests' sampling variance of the difference, from the
+///   stratified bootstrap (requests drawn within their round, `resamples`
+///   seeded by `seed`).
+/// - `σ²_a`, by the method of moments: the rounds' own percentiles vary by
+///   `MS = Σ (x_r - x̄)² / Σ (R - 1)` over both runs (one between-round variance
+///   for the two: the same configuration but for the change), of which
+///   `v̄`, the mean of the rounds' bootstrap variances, is sampling; so
+///   `σ²_a = max(0, MS - v̄)` with `Σ (R - 1)` degrees of freedom.
+/// - `V = V_w + σ²_a (1/R_base + 1/R_new)`; the interval `diff ± t·√V` with
+///   Satterthwaite's degrees of freedom `df = df_a V² / (σ²_a (1/R_b + 1/R_n))²`
+///   (the normal's when `σ²_a` is 0), the p-value the same `t`'s.
+///
+/// `None` when either run has no value; no interval under [`min_samples`].
+pub fn rounds_diff(
+    base: &[Vec<Vec<f64>>],
+    new: &[Vec<Vec<f64>>],
+    q: f64,
+    resamples: u32,
+    seed: u64,
+) -> Option<RoundsDiff> {
+    let clean = |rounds: &[Vec<Vec<f64>>]| -> Vec<Vec<Vec<f64>>> {
+        rounds
+            .iter()
+            .map(|groups| {
+                groups
+                    .iter()
+                    .map(|g| g.iter().copied().filter(|x| !x.is_nan()).collect())
+                    .filter(|g: &Vec<f64>| !g.is_empty())
+                    .collect()
+            })
+            .filter(|g: &Vec<Vec<f64>>| !g.is_empty())
+            .collect()
+    };
+    let (b, n) = (clean(base), clean(new));
+    let flat = |rounds: &[Vec<Vec<f64>>]| {
+        let mut s: Vec<f64> = rounds.iter().flatten().flatten().copied().collect();
+        s.sort_by(f64::total_cmp);
+        s
+    };
+    let (fb, fnew) = (flat(&b), flat(&n));
+    if fb.is_empty() || fnew.is_empty() {
+        return None;
+    }
+    let (vb, vn) = (percentile_sorted(&fb, q), percentile_sorted(&fnew, q));
+    let requests = [b.iter().map(Vec::len).sum(), n.iter().map(Vec::len).sum()];
+    let mut out = RoundsDiff {
+        diff: Difference {
+            base: vb,
+            new: vn,
+            diff: vn - vb,
+            interval: None,
+            p_value: None,
+        },
+        df: None,
+        between_share: 0.0,
+        requests,
+    };
+    if fb.len().min(fnew.len()) < min_samples(q) {
+        return Some(out);
+    }
+    let mut rng = Rng::for_stream(seed, 0xB007);
+    let (wb, wn) = (
+        within(&b, q, resamples, &mut rng),
+        within(&n, q, resamples, &mut rng),
+    );
+    let v_within = variance(&wb.pooled) + variance(&wn.pooled);
+    // The rounds' own percentiles, and how much more they vary than their
+    // sampling says.
+    let (mut ss, mut df_a, mut sampling) = (0.0, 0usize, Vec::new());
+    for (rounds, w) in [(&b, &wb), (&n, &wn)] {
+        if rounds.len() < 2 {
+            continue;
+        }
+        let x: Vec<f64> = rounds
+            .iter()
+            .map(|groups| {
+                let mut v: Vec<f64> = groups.iter().flatten().copied().collect();
+                v.sort_by(f64::total_cmp);
+                percentile_sorted(&v, q)
+            })
+            .collect();
+        ss += variance(&x) * (x.len() - 1) as f64;
+        df_a += x.len() - 1;
+        sampling.extend_from_slice(&w.round_var);
+    }
+    let ms = if df_a > 0 { ss / df_a as f64 } else { 0.0 };
+    let between = if df_a > 0 {
+        let v_bar = sampling.iter().sum::<f64>() / sampling.len() as f64;
+        (ms - v_bar).max(0.0)
+    } else {
+        0.0
+    };
+    let c = 1.0 / b.len() as f64 + 1.0 / n.len() as f64;
+    let v = v_within + between * c;
+    let df = (between > 0.0).then(|| (df_a as f64 * v.powi(2) / (ms * c).powi(2)).max(1.0));
+    let se = v.sqrt();
+    let half = t_quantile_975(df.unwrap_or(f64::INFINITY)) * se;
+    let d = vn - vb;
+    out.diff.interval = Some(Interval {
+        lo: d - half,
+        hi: d + half,
+    });
+    out.diff.p_value = Some(if se > 0.0 {
+        match df {
+            Some(df) => t_two_sided_p(d / se, df),
+            None => 2.0 * (1.0 - normal_cdf((d / se).abs())),
+        }
+    } else if d == 0.0 {
+        1.0
+    } else {
+        0.0
+    });
+    out.df = df;
+    out.between_share = if v > 0.0 { between * c / v } else { 0.0 };
+    Some(out)
+}
+
 /// Wilson's 95% score interval for `k` successes of `n`.
 pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     const Z: f64 = 1.959_963_984_540_054;
@@ -598,5 +800,97 @@ mod tests {
             verdict(&d, Direction::HigherIsBetter, 0.02),
             Verdict::Unknown
         );
+    }
+    /// One run measured in `rounds` rounds of `per_round` requests: each round
+    /// offset by `normal(0, between)`, each request `normal(centre + offset,
+    /// within)`.
+    fn hierarchical(
+        centre: f64,
+        within: f64,
+        between: f64,
+        rounds: usize,
+        per_round: usize,
+        rng: &mut Rng,
+    ) -> Vec<Vec<Vec<f64>>> {
+        (0..rounds)
+            .map(|_| {
+                let offset = between * rng.normal();
+                (0..per_round)
+                    .map(|_| vec![centre + offset + within * rng.normal()])
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// How many of `pairs` seeded comparisons of runs `shift` apart (3 rounds of
+    /// 20 requests, within-round sd 5, between-round sd `between`) call a
+    /// change at `q`: by [`rounds_diff`], and by the bootstrap over requests
+    /// pooled alone.
+    fn called(pairs: u64, shift: f64, between: f64, q: f64) -> (usize, usize) {
+        let (mut by_rounds, mut pooled) = (0, 0);
+        for s in 0..pairs {
+            let mut rng = Rng::new(1000 + s);
+            let b = hierarchical(100.0, 5.0, between, 3, 20, &mut rng);
+            let n = hierarchical(100.0 + shift, 5.0, between, 3, 20, &mut rng);
+            let d = rounds_diff(&b, &n, q, 300, s).unwrap();
+            by_rounds +=
+                usize::from(verdict(&d.diff, Direction::LowerIsBetter, 0.0) != Verdict::NoChange);
+            let flat = |r: &Vec<Vec<Vec<f64>>>| r.iter().flatten().cloned().collect::<Vec<_>>();
+            let d = bootstrap_clusters(&flat(&b), &flat(&n), q, 300, s).unwrap();
+            pooled += usize::from(verdict(&d, Direction::LowerIsBetter, 0.0) != Verdict::NoChange);
+        }
+        (by_rounds, pooled)
+    }
+
+    /// Rounds with a random offset (sd 1, 2, 4 against the median's sampling
+    /// sd of 1.4 in a round of 20): 200 same-configuration pairs (seeded: the
+    /// counts are fixed) call a change at about the nominal 5% per cell, where
+    /// the bootstrap over requests alone, which takes the rounds' offsets for
+    /// signal, calls up to 40%; without an offset the random effect keeps the
+    /// rate too.
+    #[test]
+    fn rounds_as_a_random_effect_keep_the_false_positive_rate() {
+        for between in [0.0, 1.0, 2.0, 4.0] {
+            let (by_rounds, pooled) = called(200, 0.0, between, 0.5);
+            eprintln!("between sd {between}: {by_rounds} of 200 (pooled bootstrap: {pooled})");
+            // 5% of 200 is 10; binomial sd 3.1.
+            assert!(
+                (2..=17).contains(&by_rounds),
+                "between {between}: {by_rounds} of 200"
+            );
+            if between >= 2.0 {
+                assert!(
+                    pooled >= 2 * by_rounds + 10,
+                    "between {between}: {pooled} vs {by_rounds}"
+                );
+            }
+        }
+    }
+
+    /// And they find a real shift: 5 (1.4 x the requests' sd of 5 over 60
+    /// requests a run: z about 4.4) in most seeds without an offset between
+    /// rounds, and in many with one.
+    #[test]
+    fn rounds_as_a_random_effect_find_a_shift() {
+        for (shift, between, least) in [(5.0, 0.0, 85), (8.0, 2.0, 60)] {
+            let (by_rounds, pooled) = called(100, shift, between, 0.5);
+            eprintln!(
+                "shift {shift} between sd {between}: {by_rounds} of 100 (pooled bootstrap: {pooled})"
+            );
+            assert!(
+                by_rounds >= least,
+                "shift {shift} between {between}: {by_rounds} of 100"
+            );
+        }
+        // Too few for the p95 (60 < 100): the values, no interval.
+        let mut rng = Rng::new(1);
+        let b = hierarchical(100.0, 5.0, 1.0, 3, 20, &mut rng);
+        let d = rounds_diff(&b, &b, 0.95, 100, 1).unwrap();
+        assert_eq!((d.diff.interval, d.requests), (None, [60, 60]));
+        // One round each: the requests' sampling alone (normal, no df).
+        let d = rounds_diff(&b[..1], &b[1..2], 0.5, 100, 1).unwrap();
+        assert!(d.diff.interval.is_some() && d.df.is_none() && d.between_share == 0.0);
+        assert!((t_quantile_975(4.0) - 2.776).abs() < 1e-3);
+        assert!((t_quantile_975(f64::INFINITY) - 1.96).abs() < 1e-3);
     }
 }

@@ -319,6 +319,8 @@ impl QualityReport {
 /// One `--fail-on` threshold: `METRIC:>N`, `METRIC:<N%`, ...
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gate {
+    /// The term as given (`kld_mean:>0.01`).
+    pub term: String,
     /// The metric's name.
     pub metric: String,
     /// Fails above (`>`) or below (`<`) the value.
@@ -326,6 +328,10 @@ pub struct Gate {
     /// The value (a `%` is divided by 100).
     pub value: f64,
 }
+
+/// A gate at one level: the figure and whether it crossed, or why it could
+/// not be checked.
+pub type GateAt = Result<(f64, bool), String>;
 
 /// The metrics `--fail-on` knows.
 pub const GATE_METRICS: [&str; 9] = [
@@ -370,6 +376,7 @@ impl Gate {
                     .parse()
                     .map_err(|_| format!("{p:?}: {num:?} is not a number"))?;
                 Ok(Gate {
+                    term: p.trim().to_owned(),
                     metric: metric.to_owned(),
                     above,
                     value: value * scale,
@@ -402,6 +409,43 @@ impl Gate {
             "ppl_ratio" => d.and_then(|d| d.ppl_ratio),
             _ => None,
         }
+    }
+
+    /// Why this gate's figure is missing at a level of `report`, and what
+    /// would measure it.
+    pub fn not_measured(&self, report: &QualityReport) -> String {
+        let needs = match self.metric.as_str() {
+            "accuracy" | "accuracy_drop" | "flips" => "tasks (--tasks N, or --tasks-file)",
+            "exact_match" => "an answer from both servers",
+            _ => {
+                "top-k log-probabilities from both servers (--top-logprobs; a server that returns them)"
+            }
+        };
+        let why = if report.not_run.is_empty() {
+            "no answer carried it".to_owned()
+        } else {
+            report.not_run.join("; ")
+        };
+        format!(
+            "{} not measured at this level ({why}): it needs {needs}",
+            self.metric
+        )
+    }
+
+    /// This gate at every level of `report`: the figure and whether it
+    /// crossed, or why it could not be checked ([`Gate::not_measured`]).
+    pub fn at_levels(&self, report: &QualityReport) -> Vec<(u32, GateAt)> {
+        report
+            .levels
+            .iter()
+            .map(|l| {
+                let r = match self.value_of(l) {
+                    Some(v) => Ok((v, self.crossed(l).is_some())),
+                    None => Err(self.not_measured(report)),
+                };
+                (l.concurrency, r)
+            })
+            .collect()
     }
 
     /// Crossed at this level?

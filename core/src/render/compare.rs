@@ -9,7 +9,8 @@ use super::charts::{RunCurve, cdf, throughput_latency_runs};
 use super::fmt::{escape_html, fmt_ms, fmt_rate};
 use super::table::{html_table, markdown_table, text_table};
 use crate::analyze::compare::Verdict;
-use crate::report::compare::{Cell, CompareRun, Comparison, RunVsBase};
+use crate::report::compare::{Cell, CompareRun, Comparison, GateReport, RunVsBase, TermStatus};
+use crate::report::compare_gate::resolution;
 
 /// A value of `metric` as the tables show it.
 pub(crate) fn value(metric: &str, v: f64) -> String {
@@ -101,7 +102,7 @@ fn preamble(c: &Comparison, run: &RunVsBase) -> Vec<String> {
     }
     out.push(if run.intervals {
         format!(
-            "95% intervals: latencies by bootstrap over requests ({} resamples, seed {}; a percentile needs 5 samples beyond it: 10 for p50, 100 for p95, 500 for p99), widened to the spread between rounds where both runs have rounds (Welch); throughput over rounds (Welch); rates by Newcombe's score interval. A change is significant when its whole interval lies beyond {}% of the base on one side and Holm's control over the comparison's cells keeps it (5% family-wise)",
+            "95% intervals: latency percentiles with rounds as a random effect: the requests' sampling by the bootstrap within rounds ({} resamples, seed {}; a percentile needs 5 samples beyond it: 10 for p50, 100 for p95, 500 for p99) plus the variance between rounds beyond that sampling (both runs' rounds, method of moments; Student's t with Satterthwaite's degrees of freedom); throughput over rounds (Welch); rates by Newcombe's score interval. A change is significant when its whole interval lies beyond {}% of the base on one side and Holm's control over the comparison's cells keeps it (5% family-wise)",
             c.resamples,
             c.seed,
             c.min_change * 100.0
@@ -109,6 +110,91 @@ fn preamble(c: &Comparison, run: &RunVsBase) -> Vec<String> {
     } else {
         "note: no raw file for one of the runs: latencies are compared on the stored summaries, without intervals (give --raw)".into()
     });
+    out.extend(unresolved(c, run));
+    out
+}
+
+/// The line saying which cells' intervals are too wide to resolve the noise
+/// floor (`--min-change`), with the first latency median's need: what a "no
+/// change" there is worth.
+fn unresolved(c: &Comparison, run: &RunVsBase) -> Option<String> {
+    if c.min_change <= 0.0 {
+        return None;
+    }
+    let asked = format!("±{}%", c.min_change * 100.0);
+    let wide: Vec<(&str, &Cell, String)> = run
+        .levels
+        .iter()
+        .flat_map(|l| l.cells.iter().map(move |x| (l.load.as_str(), x)))
+        .filter(|(_, x)| !x.metric.ends_with("_rate") && x.metric != "goodput_fraction")
+        .filter_map(|(load, x)| {
+            let why = resolution(x, c.min_change * x.base.abs(), &asked)?;
+            Some((load, x, why))
+        })
+        .collect();
+    let judged = run
+        .levels
+        .iter()
+        .flat_map(|l| &l.cells)
+        .filter(|x| x.interval.is_some() && !x.metric.ends_with("_rate"))
+        .count();
+    let (load, x, why) = wide
+        .iter()
+        .find(|(_, x, _)| x.metric.ends_with(":p50"))
+        .or(wide.first())?;
+    Some(format!(
+        "{} of {judged} cells cannot resolve the noise floor ({asked}): their \"no change\" says only that any change is within their interval; e.g. {} at {load}: {why}",
+        wide.len(),
+        x.metric
+    ))
+}
+
+/// The gate's lines (`--fail-on`): a count, then every term at a level that
+/// did not pass plainly (crossed, not evaluable, not resolved) with its reason.
+pub fn gate_lines(g: &GateReport) -> Vec<String> {
+    let count = |s: TermStatus| g.terms.iter().filter(|t| t.status == s).count();
+    let (crossed, not_evaluable) = (count(TermStatus::Crossed), count(TermStatus::NotEvaluable));
+    let mut out = vec![format!(
+        "gate (--fail-on): {} term(s) at a level: {} crossed, {} passed, {} passed but not resolved, {} not evaluable{}",
+        g.terms.len(),
+        crossed,
+        count(TermStatus::Passed),
+        count(TermStatus::Unresolved),
+        not_evaluable,
+        if crossed > 0 {
+            " (exit 1)"
+        } else if not_evaluable > 0 && !g.allow_unevaluated {
+            " (exit 3; --allow-unevaluated passes them)"
+        } else if not_evaluable > 0 {
+            " (allowed: --allow-unevaluated)"
+        } else {
+            ""
+        }
+    )];
+    for t in &g.terms {
+        let word = match t.status {
+            TermStatus::Passed => continue,
+            TermStatus::Crossed => "CROSSED",
+            TermStatus::Unresolved => "passed, not resolved",
+            TermStatus::NotEvaluable => "not evaluable",
+        };
+        let value = t.value.map_or(String::new(), |v| {
+            if t.term.ends_with('%') && !t.level.starts_with("quality") {
+                format!(" ({:+.1}%)", v * 100.0)
+            } else {
+                format!(" ({v:.4})")
+            }
+        });
+        out.push(format!(
+            "{} at {} {}: {word}{value}{}",
+            t.term,
+            t.run,
+            t.level,
+            t.reason
+                .as_deref()
+                .map_or(String::new(), |r| format!(": {r}"))
+        ));
+    }
     out
 }
 
@@ -123,6 +209,12 @@ pub fn text(c: &Comparison) -> String {
         let (h, r) = rows(run);
         out.push_str(&text_table(&h, &r));
         out.push('\n');
+    }
+    if let Some(g) = &c.gate {
+        for line in gate_lines(g) {
+            out.push_str(&line);
+            out.push('\n');
+        }
     }
     out
 }
@@ -142,6 +234,16 @@ pub fn markdown(c: &Comparison) -> String {
         out.push('\n');
         out.push_str(&markdown_table(&h, &r));
         out.push('\n');
+    }
+    if let Some(g) = &c.gate {
+        let mut lines = gate_lines(g).into_iter();
+        out.push_str("## Gate\n\n");
+        if let Some(first) = lines.next() {
+            out.push_str(&format!("{first}\n\n"));
+        }
+        for line in lines {
+            out.push_str(&format!("- {line}\n"));
+        }
     }
     out
 }
@@ -172,6 +274,20 @@ pub fn html_body(c: &Comparison, runs: &[CompareRun<'_>]) -> String {
         o.push_str("</ul>");
         let (h, r) = rows(run);
         o.push_str(&html_table(&h, &r));
+    }
+    if let Some(g) = &c.gate {
+        let mut lines = gate_lines(g).into_iter();
+        if let Some(first) = lines.next() {
+            let _ = write!(
+                o,
+                "<h2>Gate</h2><p>{}</p><ul class=\"notes\">",
+                escape_html(&first)
+            );
+        }
+        for line in lines {
+            let _ = write!(o, "<li>{}</li>", escape_html(&line));
+        }
+        o.push_str("</ul>");
     }
     o.push_str("<h2>Charts</h2><div class=\"charts\">");
     let curves: Vec<RunCurve<'_>> = runs

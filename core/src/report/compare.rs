@@ -13,11 +13,10 @@ use super::kernels::KernelReport;
 use super::raw::RawFile;
 use super::{ClientReport, LevelReport};
 use crate::analyze::compare::{
-    Difference, Direction, Interval, Verdict, bootstrap_clusters, holm, proportion_diff, verdict,
-    welch_diff,
+    Difference, Direction, Interval, RoundsDiff, Verdict, holm, min_samples, proportion_diff,
+    rounds_diff, verdict, welch_diff,
 };
 use crate::analyze::level::LevelOptions;
-use crate::analyze::stats::percentile_sorted;
 use crate::measure::metrics::RequestMetrics;
 use crate::measure::record::Outcome;
 
@@ -75,6 +74,56 @@ pub struct Comparison {
     pub seed: u64,
     /// Each other run against the base.
     pub runs: Vec<RunVsBase>,
+    /// The `--fail-on` terms, each judged on every level of every run or said
+    /// not evaluable (`report::compare_gate`); absent without `--fail-on`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateReport>,
+}
+
+/// A CI gate's outcome: every term on every level of every compared run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateReport {
+    /// `--allow-unevaluated`: terms not evaluable do not fail the run.
+    pub allow_unevaluated: bool,
+    /// One a term, run and level.
+    pub terms: Vec<TermOutcome>,
+}
+
+/// One gate term at one level of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TermOutcome {
+    /// The term as given (`tpot_ms:p95:+5%`, `kld_mean:>0.01`).
+    pub term: String,
+    /// The compared run.
+    pub run: String,
+    /// The level (`c=4`; a quality term: `quality c=4`).
+    pub level: String,
+    /// What the term found there.
+    pub status: TermStatus,
+    /// The change the term reads (relative for `%`, else absolute; a quality
+    /// term: the figure), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// Why the term is not evaluable or not resolved, and what would make it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What a gate term found at a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TermStatus {
+    /// A significant change past the limit: the gate fails (exit 1).
+    Crossed,
+    /// Judged, and not crossed.
+    Passed,
+    /// Judged and not crossed, but the interval is wider than the limit: the
+    /// data cannot tell a change of that size from noise (said, with how much
+    /// more data could).
+    Unresolved,
+    /// Could not be judged (no interval, absent, a level in one run only):
+    /// exit 3 unless `--allow-unevaluated`.
+    NotEvaluable,
 }
 
 /// One run against the base.
@@ -137,6 +186,19 @@ pub struct Cell {
     pub p_value: Option<f64>,
     /// Better, worse, no change, or unknown (no interval).
     pub verdict: Verdict,
+    /// Requests behind a percentile's cell: base, new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<[usize; 2]>,
+    /// The interval's degrees of freedom (Student's t), where finite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
+    /// The share of the difference's variance between rounds (the rounds'
+    /// random effect), for a percentile's cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between_rounds: Option<f64>,
+    /// Why the cell has no interval, and what would give it one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_interval: Option<String>,
 }
 
 /// The latency metrics compared, each at p50, p95 and p99.
@@ -181,44 +243,38 @@ pub(crate) fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
     out
 }
 
-/// The difference of the `q` percentile of two runs' samples (by round): the
-/// bootstrap over requests of all rounds pooled, its interval widened to the
-/// rounds' when both runs have two rounds or more (Welch's interval over the
-/// rounds' percentiles, centred on the pooled difference; a round's percentile
-/// from few samples is noisy, which only widens the interval). The bootstrap sees the sampling noise within a run; the
-/// rounds also see the drift between rounds of one run, which the bootstrap
-/// takes for signal.
+/// The difference of the `q` percentile of two runs' samples (by round), rounds
+/// as a random effect ([`rounds_diff`]).
 fn percentile_diff(
     base: &BTreeMap<u32, Vec<Vec<f64>>>,
     new: &BTreeMap<u32, Vec<Vec<f64>>>,
     q: f64,
     opts: &CompareOptions,
-) -> Option<Difference> {
-    let pooled = |r: &BTreeMap<u32, Vec<Vec<f64>>>| -> Vec<Vec<f64>> {
-        r.values().flatten().cloned().collect()
+) -> Option<RoundsDiff> {
+    let rounds =
+        |r: &BTreeMap<u32, Vec<Vec<f64>>>| -> Vec<Vec<Vec<f64>>> { r.values().cloned().collect() };
+    rounds_diff(&rounds(base), &rounds(new), q, opts.resamples, opts.seed)
+}
+
+/// Why a percentile's cell of `metric` at `p` has no interval when the raw
+/// files have `counts` (values: requests, or gaps for ITL) of it.
+pub(crate) fn too_few(metric: &str, p: &str, q: f64, counts: [usize; 2]) -> String {
+    let what = if metric == "itl_ms" {
+        "gaps"
+    } else {
+        "requests"
     };
-    let mut d = bootstrap_clusters(&pooled(base), &pooled(new), q, opts.resamples, opts.seed)?;
-    let per_round = |r: &BTreeMap<u32, Vec<Vec<f64>>>| -> Option<Vec<f64>> {
-        r.values()
-            .map(|groups| {
-                let mut v: Vec<f64> = groups.iter().flatten().copied().collect();
-                v.sort_by(f64::total_cmp);
-                (v.len() >= 2).then(|| percentile_sorted(&v, q))
-            })
-            .collect()
-    };
-    if let (Some(interval), Some(b), Some(n)) =
-        (d.interval.as_mut(), per_round(base), per_round(new))
-        && let Some(Difference {
-            diff,
-            interval: Some(rounds),
-            ..
-        }) = welch_diff(&b, &n)
-    {
-        interval.lo = interval.lo.min(d.diff - (diff - rounds.lo));
-        interval.hi = interval.hi.max(d.diff + (rounds.hi - diff));
-    }
-    Some(d)
+    let need = min_samples(q);
+    format!(
+        "{} {what} (base) and {} (new): a {p} needs {need} in each (core::analyze::compare::min_samples): {}",
+        counts[0],
+        counts[1],
+        if metric == "itl_ms" {
+            "more requests or longer answers (--requests, --max-tokens)".to_owned()
+        } else {
+            format!("bench --requests {need} or more per level")
+        }
+    )
 }
 
 /// The level's stored summary of `metric` at `p` (no raw file).
@@ -237,6 +293,10 @@ pub(crate) fn stored(level: &LevelReport, metric: &str, p: &str) -> Option<f64> 
 
 fn cell(metric: String, direction: Direction, d: &Difference, min_change: f64) -> Cell {
     Cell {
+        requests: None,
+        df: None,
+        between_rounds: None,
+        no_interval: None,
         metric,
         direction,
         base: d.base,
@@ -279,7 +339,11 @@ fn server_cells(base: &LevelReport, new: &LevelReport) -> Vec<Cell> {
             interval: None,
             p_value: None,
         };
-        Some(cell(name.into(), Direction::LowerIsBetter, &d, 0.0))
+        let mut c = cell(name.into(), Direction::LowerIsBetter, &d, 0.0);
+        c.no_interval = Some(
+            "the server's means over the level: no per-request samples, shown, not judged".into(),
+        );
+        Some(c)
     })
     .collect()
 }
@@ -368,6 +432,7 @@ pub fn compare(runs: &[CompareRun<'_>], opts: &CompareOptions) -> Comparison {
         min_change: opts.min_change,
         resamples: opts.resamples,
         seed: opts.seed,
+        gate: None,
         runs: runs
             .iter()
             .skip(1)
@@ -386,6 +451,11 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
     let sampled = |r: &CompareRun<'_>| r.raw.map(|raw| samples(r.report, raw));
     let (bs, ns) = (sampled(base), sampled(new));
     let intervals = bs.is_some() && ns.is_some();
+    let missing_raw = match (&bs, &ns) {
+        (None, None) => "either run",
+        (None, _) => "the base",
+        _ => "the new run",
+    };
     let label = |l: &LevelReport| l.label();
     let mut levels = Vec::new();
     for (bi, bl) in base.report.levels.iter().enumerate() {
@@ -400,33 +470,57 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
         };
         let mut cells = Vec::new();
         for metric in LATENCIES {
+            let get = |s: &LevelSamples, i: usize| {
+                s.get(&i)
+                    .and_then(|m| m.get(metric))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let raw = match (&bs, &ns) {
+                (Some(b), Some(n)) => Some((get(b, bi), get(n, ni))),
+                _ => None,
+            };
             for (p, q) in PERCENTILES {
-                let from_raw = match (&bs, &ns) {
-                    (Some(b), Some(n)) => {
-                        let get = |s: &LevelSamples, i: usize| {
-                            s.get(&i)
-                                .and_then(|m| m.get(metric))
-                                .cloned()
-                                .unwrap_or_default()
+                let name = format!("{metric}:{p}");
+                if let Some(r) = raw
+                    .as_ref()
+                    .and_then(|(b, n)| percentile_diff(b, n, q, opts))
+                {
+                    let mut c = cell(name, Direction::LowerIsBetter, &r.diff, opts.min_change);
+                    c.requests = Some(r.requests);
+                    c.df = r.df;
+                    c.between_rounds = Some(r.between_share);
+                    if c.interval.is_none() {
+                        let values = |s: &BTreeMap<u32, Vec<Vec<f64>>>| {
+                            s.values().flatten().map(Vec::len).sum::<usize>()
                         };
-                        percentile_diff(&get(b, bi), &get(n, ni), q, opts)
+                        let counts = raw.as_ref().map_or([0, 0], |(b, n)| [values(b), values(n)]);
+                        c.no_interval = Some(too_few(metric, p, q, counts));
                     }
-                    _ => None,
-                };
-                let d = from_raw.or_else(|| {
-                    let (x, y) = (stored(bl, metric, p)?, stored(nl, metric, p)?);
-                    Some(Difference {
-                        base: x,
-                        new: y,
-                        diff: y - x,
-                        interval: None,
-                        p_value: None,
-                    })
-                });
-                if let Some(d) = d {
-                    let name = format!("{metric}:{p}");
-                    cells.push(cell(name, Direction::LowerIsBetter, &d, opts.min_change));
+                    cells.push(c);
+                    continue;
                 }
+                let (Some(x), Some(y)) = (stored(bl, metric, p), stored(nl, metric, p)) else {
+                    continue;
+                };
+                let d = Difference {
+                    base: x,
+                    new: y,
+                    diff: y - x,
+                    interval: None,
+                    p_value: None,
+                };
+                let mut c = cell(name, Direction::LowerIsBetter, &d, opts.min_change);
+                c.no_interval = Some(if raw.is_some() {
+                    "no per-request samples of it in the raw files: the stored summaries only"
+                        .into()
+                } else {
+                    format!(
+                        "no raw file for {}: the stored summaries only (give --raw, or keep X.jsonl beside X.json)",
+                        missing_raw
+                    )
+                });
+                cells.push(c);
             }
         }
         let rounds = |l: &LevelReport| -> Vec<f64> {
@@ -448,7 +542,15 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
             d.new = y;
             d.diff = y - x;
             let name = "output_tokens_per_s".to_owned();
-            cells.push(cell(name, Direction::HigherIsBetter, &d, opts.min_change));
+            let mut c = cell(name, Direction::HigherIsBetter, &d, opts.min_change);
+            if c.interval.is_none() {
+                c.no_interval = Some(format!(
+                    "{} round(s) (base) and {} (new): an interval over rounds needs 2 or more in each (bench --rounds 3)",
+                    bl.rounds.len().max(1),
+                    nl.rounds.len().max(1)
+                ));
+            }
+            cells.push(c);
         }
         for (name, k) in [
             ("error_rate", (bl.errors, nl.errors)),
@@ -456,7 +558,9 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
         ] {
             if let Some(d) = proportion_diff(k.0, bl.sent, k.1, nl.sent) {
                 // Rates' noise floor is absolute: no relative floor on a base of 0.
-                cells.push(cell(name.to_owned(), Direction::LowerIsBetter, &d, 0.0));
+                let mut c = cell(name.to_owned(), Direction::LowerIsBetter, &d, 0.0);
+                c.requests = Some([bl.sent as usize, nl.sent as usize]);
+                cells.push(c);
             }
         }
         // Goodput: the share of sent requests that met every SLO (a rate, so
@@ -537,132 +641,9 @@ pub fn known_metric(metric: &str) -> bool {
     .contains(&metric)
 }
 
-/// A CI gate's threshold (`--fail-on ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%`):
-/// a metric, the direction and size of change that fails.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Threshold {
-    /// The metric as the cells name it (`ttft_ms:p95`, `error_rate`,
-    /// `output_tokens_per_s`; `out_tok_s` is an alias).
-    pub metric: String,
-    /// The change that fails: `+5%` (relative), `+1pp` (absolute, for rates, in
-    /// percentage points), `+20` (absolute, in the metric's unit); the sign is
-    /// the failing direction.
-    pub limit: f64,
-    /// `limit` is a fraction of the base (`%`), not an absolute change.
-    pub relative: bool,
-}
-
-impl Threshold {
-    /// Parse a comma-separated list.
-    pub fn parse_list(s: &str) -> Result<Vec<Threshold>, String> {
-        s.split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .map(Threshold::parse)
-            .collect()
-    }
-
-    /// Parse one: `METRIC[:PCTL]:±N(%|pp)`.
-    pub fn parse(s: &str) -> Result<Threshold, String> {
-        let (metric, change) = s
-            .rsplit_once(':')
-            .ok_or_else(|| format!("{s:?}: expected METRIC:CHANGE, e.g. ttft_ms:p95:+5%"))?;
-        let metric = match metric.trim() {
-            "out_tok_s" => "output_tokens_per_s".to_owned(),
-            m => m.to_owned(),
-        };
-        let change = change.trim();
-        if !change.starts_with(['+', '-']) {
-            return Err(format!(
-                "{s:?}: the change needs its sign (+5% fails a rise, -3% a fall)"
-            ));
-        }
-        let (number, relative, scale) = if let Some(n) = change.strip_suffix('%') {
-            (n, true, 0.01)
-        } else if let Some(n) = change.strip_suffix("pp") {
-            (n, false, 0.01)
-        } else {
-            (change, false, 1.0)
-        };
-        let limit: f64 = number
-            .parse()
-            .map_err(|_| format!("{s:?}: {change:?} is not a number (+5%, +1pp, +20)"))?;
-        if limit == 0.0 || !limit.is_finite() {
-            return Err(format!("{s:?}: the change must not be zero"));
-        }
-        if !known_metric(&metric) {
-            return Err(format!("{s:?}: unknown metric {metric:?} ({METRIC_NAMES})"));
-        }
-        Ok(Threshold {
-            metric,
-            limit: limit * scale,
-            relative,
-        })
-    }
-
-    /// Whether `cell` crosses this threshold: a significant change (its verdict
-    /// better or worse) at least as large as the limit, in its direction. A cell
-    /// without an interval never fails (it cannot be judged).
-    pub fn crossed_by(&self, cell: &Cell) -> bool {
-        let significant = matches!(cell.verdict, Verdict::Better | Verdict::Worse);
-        if cell.metric != self.metric || !significant {
-            return false;
-        }
-        let change = if self.relative {
-            match cell.relative {
-                Some(r) => r,
-                None => return false,
-            }
-        } else {
-            cell.diff
-        };
-        if self.limit > 0.0 {
-            change >= self.limit
-        } else {
-            change <= self.limit
-        }
-    }
-}
-
-/// The cells of `c` that cross any of `thresholds`, with their run and level.
-pub fn crossings<'a>(
-    c: &'a Comparison,
-    thresholds: &[Threshold],
-) -> Vec<(&'a str, &'a str, &'a Cell)> {
-    let mut out = Vec::new();
-    for run in &c.runs {
-        for level in &run.levels {
-            for cell in &level.cells {
-                if thresholds.iter().any(|t| t.crossed_by(cell)) {
-                    out.push((run.name.as_str(), level.load.as_str(), cell));
-                }
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cell(metric: &str, base: f64, new: f64, lo: f64, hi: f64) -> Cell {
-        Cell {
-            metric: metric.into(),
-            direction: Direction::LowerIsBetter,
-            base,
-            new,
-            diff: new - base,
-            relative: Some((new - base) / base),
-            interval: Some(Interval { lo, hi }),
-            p_value: None,
-            verdict: if lo > 0.0 || hi < 0.0 {
-                Verdict::Worse
-            } else {
-                Verdict::NoChange
-            },
-        }
-    }
 
     #[test]
     fn mismatches_name_each_field_that_differs() {
@@ -684,31 +665,5 @@ mod tests {
             ["config.max_tokens", "config.prompts_hash", "source"],
             "{fields:?}"
         );
-    }
-
-    #[test]
-    fn thresholds_fail_significant_changes_past_them() {
-        let t = Threshold::parse_list("ttft_ms:p95:+5%, error_rate:+1pp, out_tok_s:-3%").unwrap();
-        assert_eq!(t.len(), 3);
-        assert_eq!(t[2].metric, "output_tokens_per_s");
-        assert!((t[1].limit - 0.01).abs() < 1e-12 && !t[1].relative);
-        // +10% and significant: fails; +10% with zero in the interval: does not;
-        // +3%: under the limit.
-        assert!(t[0].crossed_by(&cell("ttft_ms:p95", 100.0, 110.0, 4.0, 16.0)));
-        assert!(!t[0].crossed_by(&cell("ttft_ms:p95", 100.0, 110.0, -2.0, 16.0)));
-        assert!(!t[0].crossed_by(&cell("ttft_ms:p95", 100.0, 103.0, 1.0, 5.0)));
-        // A fall in throughput past -3% fails; a rise does not.
-        assert!(t[2].crossed_by(&cell("output_tokens_per_s", 100.0, 90.0, -15.0, -5.0)));
-        assert!(!t[2].crossed_by(&cell("output_tokens_per_s", 100.0, 110.0, 5.0, 15.0)));
-        assert!(t[1].crossed_by(&cell("error_rate", 0.0, 0.05, 0.01, 0.1)));
-        for bad in [
-            "ttft_ms:p95:5%",
-            "ttft_ms:p95",
-            "nope:+5%",
-            "ttft_ms:p42:+5%",
-            "e2e_ms:p95:+x%",
-        ] {
-            assert!(Threshold::parse(bad).is_err(), "{bad}");
-        }
     }
 }

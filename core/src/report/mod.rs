@@ -8,6 +8,7 @@
 pub mod assemble;
 pub mod combined;
 pub mod compare;
+pub mod compare_gate;
 pub mod history;
 pub mod kernels;
 #[cfg(feature = "server-view")]

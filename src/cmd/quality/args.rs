@@ -16,8 +16,10 @@ use clap::Args;
 
 Exit status: 0; 1 when --fail-on is crossed or a --batch-invariant claim is
 broken; 2 on an error, or when the two servers do not share tokens or their
-tokenizers differ (another tokenizer or model: nothing to compare). The report
-is written before either.")]
+tokenizers differ (another tokenizer or model: nothing to compare); 3 when a
+--fail-on term's figure was not measured at a level (each said with why;
+--allow-unevaluated passes them). 2 outranks 1, 1 outranks 3. The report is
+written before any.")]
 pub struct QualityArgs {
     /// The reference: a base URL (`http://host:port/v1`) or a golden file.
     #[arg(long = "ref", value_name = "URL|FILE")]
@@ -104,9 +106,15 @@ pub struct QualityArgs {
 
     /// Exit 1 when a level crosses one of these: `METRIC:>N` or `METRIC:<N[%]`,
     /// METRIC one of kld_mean, kld_p99, same_top_p, exact_match, delta_p_rms,
-    /// ppl_ratio, accuracy, accuracy_drop, flips (a share: `flips:>2%`).
+    /// ppl_ratio, accuracy, accuracy_drop, flips (a share: `flips:>2%`); exit 3
+    /// when a term's figure was not measured at a level (`--allow-unevaluated`).
     #[arg(long, value_name = "THRESHOLDS")]
     pub fail_on: Option<String>,
+
+    /// A --fail-on term whose figure a level did not measure does not fail
+    /// the run (without it: exit 3, each such term said with why).
+    #[arg(long)]
+    pub allow_unevaluated: bool,
 
     /// API key for both servers (never printed); the reference's is
     /// --ref-api-key when given.

@@ -29,7 +29,7 @@ pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
         write_json(&report, path, "--json")?;
     }
     print!("{}", tokenscope_core::render::quality::text(&report));
-    Ok(judge(&report, &gates))
+    Ok(judge_with(&report, &gates, args.allow_unevaluated))
 }
 
 /// `tokenscope quality`'s settings for `bench --quality REF`: the bench's
@@ -145,11 +145,18 @@ pub fn write_json(
         .with_context(|| format!("{flag} {}: cannot write", path.display()))
 }
 
-/// The exit status the report earns: 2 when the servers share no tokens (or
-/// their tokenizers differ) or a
-/// gate's figure was measured at no level, 1 when a gate is crossed, else 0
-/// (each said on stderr).
+/// The exit status the report earns ([`judge_with`], terms not evaluable not
+/// allowed).
 pub fn judge(report: &QualityReport, gates: &[Gate]) -> ExitCode {
+    judge_with(report, gates, false)
+}
+
+/// The exit status the report earns, each reason said on stderr: 2 when the
+/// servers share no tokens or their tokenizers differ (nothing compares); 1
+/// when a gate is crossed at a level (or a batch-invariance claim is broken);
+/// 3 when a gate's figure was not measured at a level (said with why and what
+/// would measure it) unless `allow_unevaluated`; else 0. 2 > 1 > 3 > 0.
+pub fn judge_with(report: &QualityReport, gates: &[Gate], allow_unevaluated: bool) -> ExitCode {
     // Servers that do not share tokens: nothing here means anything.
     if let Some(l) = report
         .levels
@@ -171,22 +178,6 @@ pub fn judge(report: &QualityReport, gates: &[Gate]) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    // A gate on a figure no level measured cannot pass or fail: say so.
-    if let Some(g) = gates
-        .iter()
-        .find(|g| report.levels.iter().all(|l| g.value_of(l).is_none()))
-    {
-        eprintln!(
-            "quality: --fail-on {}: measured at no level ({}); the gate cannot be checked",
-            g.metric,
-            if report.not_run.is_empty() {
-                "no answer carried it".to_owned()
-            } else {
-                report.not_run.join("; ")
-            }
-        );
-        return ExitCode::from(2);
-    }
     let mut crossed = false;
     for l in report.batch_invariance_broken() {
         crossed = true;
@@ -200,22 +191,42 @@ pub fn judge(report: &QualityReport, gates: &[Gate]) -> ExitCode {
             a * 100.0
         );
     }
-    for l in &report.levels {
-        for g in gates {
-            if let Some(v) = g.crossed(l) {
-                crossed = true;
-                eprintln!(
-                    "fail-on: concurrency {} {}: {v:.6} {} {}",
-                    l.concurrency,
-                    g.metric,
-                    if g.above { ">" } else { "<" },
-                    g.value
-                );
+    let mut unevaluated = 0;
+    for g in gates {
+        let levels = g.at_levels(report);
+        if levels.is_empty() {
+            unevaluated += 1;
+            eprintln!(
+                "fail-on: {}: not evaluable: the report has no level",
+                g.term
+            );
+        }
+        for (c, r) in levels {
+            match r {
+                Ok((v, true)) => {
+                    crossed = true;
+                    eprintln!(
+                        "fail-on: concurrency {c} {}: {v:.6} {} {}",
+                        g.metric,
+                        if g.above { ">" } else { "<" },
+                        g.value
+                    );
+                }
+                Ok(_) => {}
+                Err(why) => {
+                    unevaluated += 1;
+                    eprintln!("fail-on: concurrency {c} {}: not evaluable: {why}", g.term);
+                }
             }
         }
     }
     if crossed {
         ExitCode::from(1)
+    } else if unevaluated > 0 && !allow_unevaluated {
+        eprintln!(
+            "fail-on: {unevaluated} term(s) could not be evaluated: exit 3 (--allow-unevaluated passes them)"
+        );
+        ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     }
