@@ -128,7 +128,7 @@ pub fn fmt_duration(ms: f64) -> String {
     let s = (ms / 1000.0).round() as u64;
     match s {
         0..60 => format!("{s} s"),
-        60..3600 if s % 60 == 0 => format!("{} min", s / 60),
+        60..3600 if s.is_multiple_of(60) => format!("{} min", s / 60),
         60..3600 => format!("{} min {} s", s / 60, s % 60),
         _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
     }
