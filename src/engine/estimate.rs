@@ -120,6 +120,21 @@ fn round_waves(w: &mut LevelWork, c: u32, n: u64, conv: Option<Conversation>) {
     }
 }
 
+/// One request's time at load `x` (a concurrency or a rate), from the levels
+/// measured so far (`(load, request time)`, in the order run): the line
+/// through the last two, never below the last (a server slows as load
+/// grows, rarely the other way); the last alone when there is one.
+pub fn e2e_at(measured: &[(f64, f64)], x: f64) -> Option<f64> {
+    let &(x1, y1) = measured.last()?;
+    let Some(&(x0, y0)) = measured.len().checked_sub(2).map(|i| &measured[i]) else {
+        return Some(y1);
+    };
+    if x <= x1 || x1 <= x0 {
+        return Some(y1);
+    }
+    Some((y1 + (y1 - y0) / (x1 - x0) * (x - x1)).max(y1))
+}
+
 /// A duration for people: `0.4 s`, `45 s`, `2 min 50 s`, `1 h 5 min`.
 pub fn fmt_duration(ms: f64) -> String {
     if ms < 9_950.0 {
@@ -170,6 +185,18 @@ mod tests {
         round_waves(&mut w, 2, 12, Some(conv));
         assert_eq!(w.waves, 6.0);
         assert_eq!(w.fixed_ms, 2.0 * 2.0 * 1000.0);
+    }
+
+    #[test]
+    fn the_request_time_grows_with_load_as_the_last_two_levels_did() {
+        assert_eq!(e2e_at(&[], 8.0), None);
+        assert_eq!(e2e_at(&[(1.0, 2000.0)], 8.0), Some(2000.0));
+        // 2.7 s at c=8, 3.4 s at c=16: 4.8 s at c=32.
+        let m = [(1.0, 2000.0), (8.0, 2700.0), (16.0, 3400.0)];
+        assert!((e2e_at(&m, 32.0).unwrap() - 4800.0).abs() < 1e-9);
+        // Never below the last level's, nor extrapolated backwards.
+        assert_eq!(e2e_at(&[(4.0, 3000.0), (8.0, 2000.0)], 16.0), Some(2000.0));
+        assert_eq!(e2e_at(&m, 8.0), Some(3400.0));
     }
 
     #[test]

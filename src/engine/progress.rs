@@ -1,5 +1,6 @@
 //! Progress over the whole sweep: which level of how many, the round, the time
-//! gone and an estimate of the time left, refined as each level ends. On a
+//! gone and an estimate of the time left, refined as each level ends (the
+//! request time grown with load as the levels so far grew it). On a
 //! terminal a bar on stderr; elsewhere (CI logs, tests) one line per level.
 
 use std::io::IsTerminal;
@@ -10,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokenscope_core::measure::record::RequestRecord;
 use tokenscope_core::report::LevelReport;
 
-use super::estimate::{LevelWork, fmt_duration};
+use super::estimate::{LevelWork, e2e_at, fmt_duration};
 
 /// Progress display of a run.
 pub struct Progress {
@@ -26,9 +27,12 @@ struct State {
     failed: u64,
     /// Every level's work, in order.
     work: Vec<LevelWork>,
-    /// One request's time end to end as last estimated, ms: the pre-flight's,
-    /// then the level that ended last.
+    /// One request's time end to end before any level ended, ms: the
+    /// pre-flight's.
     e2e_ms: Option<f64>,
+    /// Each level ended so far: its load and the request time that explains
+    /// its duration, ms ([`e2e_at`] extrapolates them to the levels ahead).
+    measured: Vec<(f64, f64)>,
     /// Requests finished at the current level and their summed time, for an
     /// estimate where there is none yet (no pre-flight).
     level_e2e: (u64, f64),
@@ -43,21 +47,20 @@ impl State {
     /// Time left, ms: the rest of the current level as planned, then the
     /// levels after it; none while no request time is known.
     fn left_ms(&self) -> Option<f64> {
-        let e2e = self.e2e_ms.or_else(|| {
+        let first = self.e2e_ms.or_else(|| {
             let (n, sum) = self.level_e2e;
             (n > 0).then(|| sum / n as f64)
-        })?;
+        });
+        let e2e = |w: &LevelWork| e2e_at(&self.measured, w.load.value()).or(first);
         let elapsed = self.level_start.elapsed().as_secs_f64() * 1000.0;
         let this = match self.work.get(self.level) {
-            Some(w) if !self.level_over => (w.ms(e2e) - elapsed).max(0.0),
+            Some(w) if !self.level_over => (w.ms(e2e(w)?) - elapsed).max(0.0),
             _ => 0.0,
         };
-        let rest: f64 = self
-            .work
-            .iter()
-            .skip(self.level + 1)
-            .map(|w| w.ms(e2e))
-            .sum();
+        let mut rest = 0.0;
+        for w in self.work.iter().skip(self.level + 1) {
+            rest += w.ms(e2e(w)?);
+        }
         Some(this + rest)
     }
 
@@ -100,6 +103,7 @@ impl Progress {
                 failed: 0,
                 work,
                 e2e_ms,
+                measured: Vec::new(),
                 level_e2e: (0, 0.0),
                 level: 0,
                 level_over: false,
@@ -184,8 +188,10 @@ impl Progress {
     pub fn level_done(&self, l: &LevelReport) {
         let mut s = self.state();
         let took_ms = s.level_start.elapsed().as_secs_f64() * 1000.0;
-        if let Some(e2e) = s.work.get(s.level).and_then(|w| w.e2e_from(took_ms)) {
-            s.e2e_ms = Some(e2e);
+        if let Some(w) = s.work.get(s.level).copied()
+            && let Some(e2e) = w.e2e_from(took_ms)
+        {
+            s.measured.push((w.load.value(), e2e));
         }
         s.level_over = true;
         let line = format!(
