@@ -4,6 +4,8 @@
 //! subcommand's runner, print `{:#}` of any error and exit non-zero.
 
 mod cli;
+#[cfg(test)]
+mod cli_examples;
 mod cmd;
 mod collect;
 mod engine;

@@ -1459,3 +1459,303 @@ fn an_slo_check_that_cannot_be_evaluated_exits_3() {
     assert!(check.get("not_evaluable").is_none(), "{check}");
     assert_eq!(check["met"], true, "{check}");
 }
+
+/// The run's results folder: the one folder `parent` holds.
+fn only_folder(parent: &std::path::Path) -> std::path::PathBuf {
+    let dirs: Vec<_> = std::fs::read_dir(parent)
+        .unwrap_or_else(|e| panic!("{}: {e}", parent.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one results folder: {dirs:?}");
+    dirs[0].clone()
+}
+
+/// The first run as a user meets it: the plan and an estimate before
+/// sending, one line per level with the time left (no terminal here), the
+/// verdict's sentences and the files written at the end; the results kept in
+/// a results folder that `report` and `compare` read (the raw file beside the
+/// report under the name they look for).
+#[test]
+fn a_first_run_says_its_plan_and_keeps_its_results() {
+    let mock = Mock::start(&["--ttft-ms", "5", "--itl-ms", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let bench = || {
+        run(&[
+            "bench",
+            "--url",
+            &mock.url,
+            "--concurrency",
+            "1,2",
+            "--requests",
+            "4",
+            "--rounds",
+            "2",
+            "--max-tokens",
+            "6",
+            "--ignore-eos",
+            "--results-dir",
+            runs.to_str().unwrap(),
+        ])
+    };
+    let o = bench();
+    assert!(o.status.success(), "{}", text(&o));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    // Before sending: the plan, and the estimate said as one.
+    assert!(
+        stderr.contains("plan: 2 levels (c=1, c=2), 2 rounds each; 4 measured requests per level, 1 to 2 warm-up requests first"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("max_tokens 6"), "{stderr}");
+    let estimate = stderr
+        .lines()
+        .find(|l| l.starts_with("estimate: about "))
+        .unwrap_or_else(|| panic!("no estimate: {stderr}"));
+    assert!(
+        estimate.contains("for 11 requests")
+            && estimate.contains("as long as the pre-flight's short one")
+            && estimate.contains("at max_tokens 6"),
+        "{estimate}"
+    );
+    // Each level's line, the estimate refined (not a terminal: no bar).
+    for l in ["level 1/2 (c=1) done in", "level 2/2 (c=2) done in"] {
+        let line = stderr
+            .lines()
+            .find(|s| s.starts_with(l))
+            .unwrap_or_else(|| panic!("no {l:?}: {stderr}"));
+        assert!(line.contains("elapsed, about"), "{line}");
+    }
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains(" done in ")).count(),
+        2,
+        "one line per level, not per request: {stderr}"
+    );
+    // The results folder and its files, each named on stdout.
+    let folder = only_folder(&runs);
+    let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.len() == "2026-12-06T07-41-55Z".len() && name.ends_with('Z') && !name.contains(':'),
+        "{name}"
+    );
+    let (report, raw, md) = (
+        folder.join("report.json"),
+        folder.join("report.raw.jsonl"),
+        folder.join("report.md"),
+    );
+    for p in [&report, &raw, &md] {
+        assert!(p.is_file(), "{} missing", p.display());
+        assert!(
+            stdout.contains(&format!("wrote {}", p.display())),
+            "{} not named: {stdout}",
+            p.display()
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    common::assert_schema("client.schema.json", &json, "the results folder's report");
+    let measured = common::raw_requests(&raw)
+        .into_iter()
+        .filter(|l| l["warmup"] != true)
+        .count();
+    assert_eq!(measured, 8, "the raw file holds every measured request");
+    // The verdict's sentences, as core makes them of the report written.
+    let parsed = tokenscope_core::report::ClientReport::from_json(
+        &std::fs::read_to_string(&report).unwrap(),
+    )
+    .unwrap();
+    let verdict = tokenscope_core::analyze::verdict::analyze(
+        &tokenscope_core::report::combined::ReportInput {
+            clients: vec![parsed],
+            kernels: None,
+            model: None,
+        },
+    )
+    .verdict;
+    assert!(!verdict.is_empty());
+    for v in &verdict {
+        assert!(stdout.contains(v.as_str()), "{v:?} not printed: {stdout}");
+    }
+    // `report` reads the folder's report (and its raw file alone), `compare`
+    // two folders' reports with their raw files found beside them.
+    let o = run(&[
+        "report",
+        "--client",
+        report.to_str().unwrap(),
+        "--markdown",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["report", "--raw", raw.to_str().unwrap(), "--markdown", "-"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = bench();
+    assert!(o.status.success(), "{}", text(&o));
+    let mut folders: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("report.json"))
+        .collect();
+    folders.sort();
+    assert_eq!(folders.len(), 2, "a second run, a second folder");
+    let cmp = dir.path().join("cmp.json");
+    let o = run(&[
+        "compare",
+        folders[0].to_str().unwrap(),
+        folders[1].to_str().unwrap(),
+        "--json",
+        cmp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let cmp = std::fs::read_to_string(&cmp).unwrap();
+    assert!(
+        !text(&o).contains("no raw file"),
+        "compare found the raw files beside the reports: {}",
+        text(&o)
+    );
+    let cmp: serde_json::Value = serde_json::from_str(&cmp).unwrap();
+    assert!(
+        cmp.to_string().contains("\"intervals\":true"),
+        "the raw files were read: {cmp}"
+    );
+}
+
+/// Where the results go without flags: `tokenscope-results/` in the working
+/// folder (or `TOKENSCOPE_RESULTS_DIR`); `--no-save` writes nothing and says
+/// so; beside an output flag both are refused.
+#[test]
+fn results_are_kept_by_default_and_no_save_says_nothing_was_saved() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let cwd = tempfile::tempdir().unwrap();
+    let bench = |extra: &[&str]| {
+        std::process::Command::new(common::bin())
+            .args([
+                "bench",
+                "--url",
+                &mock.url,
+                "--concurrency",
+                "1",
+                "--requests",
+                "2",
+                "--rounds",
+                "1",
+                "--max-tokens",
+                "3",
+                "-q",
+            ])
+            .args(extra)
+            .current_dir(cwd.path())
+            .env_remove("TOKENSCOPE_RESULTS_DIR")
+            .env_remove("TOKENSCOPE_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap()
+    };
+    let o = bench(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let folder = only_folder(&cwd.path().join("tokenscope-results"));
+    assert!(folder.join("report.json").is_file(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("tokenscope compare OTHER/report.json"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_dir_all(cwd.path().join("tokenscope-results")).unwrap();
+
+    let o = bench(&["--no-save"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("nothing was saved (--no-save)"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "--no-save wrote nothing"
+    );
+    for (a, b) in [
+        ("--no-save", "--out"),
+        ("--results-dir", "--raw"),
+        ("--results-dir", "--no-save"),
+    ] {
+        let mut args = vec![a];
+        if a == "--results-dir" {
+            args.push("r");
+        }
+        args.extend([b, "x.json"]);
+        if b == "--no-save" {
+            args.pop();
+        }
+        let o = bench(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("cannot be used with"),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0);
+}
+
+/// A wrong base path: `/models` and the completion route both 404. The error
+/// says the base path is probably wrong, names the URL tried (without its
+/// query) and the base that answers, instead of asking for a model.
+#[test]
+fn a_wrong_base_path_is_named_as_such() {
+    let mock = Mock::start(&[]);
+    let origin = mock.url.trim_end_matches("/v1");
+    let wrong = format!("{origin}/wrong/v1?key=sekrit");
+    for extra in [&[][..], &["--model", "m"][..]] {
+        let mut args = vec!["bench", "--url", &wrong, "--requests", "3"];
+        args.extend(extra);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
+        let err = stderr_line(&o);
+        assert!(
+            err.contains("base path of --url is probably wrong")
+                && err.contains(&format!("GET {origin}/wrong/v1/models"))
+                && err.contains(&format!("try --url {origin}/v1")),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("pass --model"), "{err}");
+        assert!(!err.contains("sekrit"), "the query is redacted: {err}");
+    }
+}
+
+/// A negative number is the flag's value, refused by the flag's own check,
+/// not "unexpected argument '-1'".
+#[test]
+fn negative_numbers_get_the_flags_own_error() {
+    let url = "http://127.0.0.1:1/v1";
+    for (flag, says) in [
+        (
+            "--max-tokens",
+            "--max-tokens: \"-1\" is not a positive whole number",
+        ),
+        (
+            "--concurrency",
+            "--concurrency: \"-1\" is not a positive whole number",
+        ),
+        ("--input-tokens", "--input-tokens"),
+        (
+            "--requests",
+            "'--requests <N>': expected a positive whole number",
+        ),
+        (
+            "--rounds",
+            "'--rounds <N>': expected a positive whole number",
+        ),
+        (
+            "--warmup",
+            "'--warmup <N>': expected a whole number, 0 or more",
+        ),
+        ("--temperature", "--temperature: -1 must be between 0 and 2"),
+    ] {
+        let o = run(&["bench", "--url", url, flag, "-1"]);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", text(&o));
+        let err = stderr_line(&o);
+        assert!(err.contains(says), "{flag}: {err}");
+        assert!(!err.contains("unexpected argument"), "{flag}: {err}");
+    }
+}

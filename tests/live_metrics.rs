@@ -323,6 +323,7 @@ fn a_remote_write_endpoint_that_is_down_loses_nothing() {
             "3",
         ])
         .args(["--metrics-listen", &addr, "--quiet"])
+        .env("TOKENSCOPE_RESULTS_DIR", common::results_dir())
         .output()
         .unwrap();
     assert!(!o.status.success());

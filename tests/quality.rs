@@ -631,6 +631,7 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
             .env_remove("TOKENSCOPE_API_KEY")
             .env_remove("TOKENSCOPE_REF_API_KEY")
             .env_remove("OPENAI_API_KEY")
+            .env("TOKENSCOPE_RESULTS_DIR", common::results_dir())
             .args([
                 "bench",
                 "--url",

@@ -82,7 +82,7 @@ pub fn parse_u32_list(s: &str) -> Result<Vec<u32>, String> {
         .map(|x| match x.parse::<u32>() {
             Ok(0) => Err(format!("{x:?} must be at least 1")),
             Ok(v) => Ok(v),
-            Err(_) => Err(format!("{x:?} is not a whole number")),
+            Err(_) => Err(format!("{x:?} is not a positive whole number")),
         })
         .collect();
     let items = items?;

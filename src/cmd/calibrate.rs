@@ -50,7 +50,11 @@ EXAMPLES:
   tokenscope calibrate --levels 1,16,64 --max-tokens 64 --itl-ms 5 --json calibrate.json")]
 pub struct CalibrateArgs {
     /// Concurrency levels to try.
-    #[arg(long, default_value = "1,16,64,128,256,512")]
+    #[arg(
+        long,
+        default_value = "1,16,64,128,256,512",
+        allow_hyphen_values = true
+    )]
     pub levels: String,
 
     /// Tokens per request.

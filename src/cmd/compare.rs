@@ -24,7 +24,8 @@ use super::runs;
   tokenscope compare before.json after.json
   tokenscope compare before.json after.json --raw before.jsonl after.jsonl
   tokenscope compare base.json new.json --fail-on 'ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%'
-  tokenscope compare base.json new.json --json compare.json --markdown compare.md --html compare.html
+  tokenscope compare base.json new.json --json compare.json --markdown compare.md \\
+      --html compare.html
   tokenscope compare base.json new.json --fail-on 'ttft_ms:p95:+5%,kld_mean:>0.01,flips:>2%'
       (new.json from bench --quality URL|golden.json --out new.json: new.quality.json beside it)
 

@@ -14,7 +14,8 @@ use tokenscope_core::render::kv_plan;
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
   tokenscope plan --model llama-3.1-8b --gpu-memory 80GiB --context 8192
-  tokenscope plan --model-config ./config.json --quant q4_0 --kv-dtype q8_0 --gpu-memory 24GB --context 32768
+  tokenscope plan --model-config ./config.json --quant q4_0 --kv-dtype q8_0 \\
+      --gpu-memory 24GB --context 32768
   tokenscope plan --model gemma-3-270m --gpu-memory 8GiB --context 4096 --json")]
 pub struct PlanArgs {
     /// The model: a preset name (an unknown name lists them).

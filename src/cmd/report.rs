@@ -23,9 +23,9 @@ use tokenscope_core::report::kernels::{GgufReport, KernelReport};
   tokenscope report --client client.json --out report.html
   tokenscope report --client native.json --client browser.json --kernels kernels.json \\
       --model llama-3.1-8b --quant q4_0 --context 4096 --out report.html --markdown report.md
-  tokenscope report --client report.in*.json --out tiers.html   (a tiered bench's reports)
-  tokenscope report --raw requests.jsonl --markdown -      (a report from a raw file alone)
-  tokenscope report --raw requests.jsonl --client-out client.json   (the client report rebuilt)")]
+  tokenscope report --client report.in*.json --out tiers.html   # a tiered bench's reports
+  tokenscope report --raw requests.jsonl --markdown -      # a report from a raw file alone
+  tokenscope report --raw requests.jsonl --client-out client.json   # the client report rebuilt")]
 pub struct ReportArgs {
     /// Client reports (tokenscope.client/1) from `bench --out` or the page's
     /// export: one or more after the flag, or the flag repeated (a tiered

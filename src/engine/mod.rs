@@ -10,6 +10,7 @@
 
 pub mod clock;
 mod config;
+pub mod estimate;
 pub mod http;
 mod level;
 mod load;
@@ -65,6 +66,9 @@ pub struct Preflight {
     pub protocol: Option<String>,
     /// Warnings to carry into the report.
     pub warnings: Vec<ReportWarning>,
+    /// How long its streamed request took (none when it was skipped or
+    /// failed): the base of the run's time estimate.
+    pub timing: Option<estimate::RequestTime>,
 }
 
 /// Run a benchmark. `preflight` is the result of [`preflight::check`].
@@ -186,11 +190,16 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
         lock(&run).warn(w);
     }
     let lag_monitor = LagMonitor::spawn(live.clone());
-    let progress = Progress::new(cfg.progress);
+    let progress = Progress::new(
+        cfg.progress,
+        estimate::plan_work(cfg),
+        pre.timing.map(|t| t.e2e_ms(cfg.max_tokens)),
+    );
     for (li, load) in loads.iter().enumerate() {
         if ctx.stop.is_cancelled() {
             break;
         }
+        progress.level_started(li);
         run_level(&ctx, li, *load, &run, scraper.as_ref(), &progress).await;
     }
     progress.finish();

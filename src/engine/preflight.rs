@@ -1,16 +1,19 @@
 //! Before a run: is the endpoint there, which model does it serve, and does it
 //! answer a tiny streaming request with an event stream? A failure here is one
-//! clear line and a non-zero exit, before anything is measured.
+//! clear line and a non-zero exit, before anything is measured. The streamed
+//! request's time is kept: it is what the run's time estimate starts from.
 
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokenscope_core::measure::metrics::{MetricOptions, RequestMetrics};
 use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
 use tokenscope_core::measure::record::{ErrorKind, Outcome};
 use tokenscope_core::report::{ReportWarning, WarningKind};
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
+use super::estimate::RequestTime;
 use super::transport::{self, Target};
 use super::{BenchConfig, Preflight};
 use crate::util::{join_url, redact_url};
@@ -27,20 +30,96 @@ pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
     let model = match (&cfg.model, listing.first_model) {
         (Some(m), _) => m.clone(),
         (None, Some(m)) => m,
-        (None, None) => anyhow::bail!(
-            "no --model given and GET {base}/models listed none (HTTP {}): pass --model NAME",
-            listing.status
-        ),
+        (None, None) => {
+            if listing.status == 404 && route_status(&client, cfg).await == Some(404) {
+                anyhow::bail!("{}", wrong_base(&client, cfg, &base).await);
+            }
+            anyhow::bail!(
+                "no --model given and GET {base}/models listed none (HTTP {}): pass --model NAME",
+                listing.status
+            )
+        }
     };
-    let mut warnings = Vec::new();
+    let (mut warnings, mut timing) = (Vec::new(), None);
     if cfg.preflight {
-        warnings.extend(tiny_request(&client, cfg, &model, &base).await?);
+        match tiny_request(&client, cfg, &model, &base, listing.status).await? {
+            Tiny::Timed(t) => timing = t,
+            Tiny::Failed(w) => warnings.push(w),
+        }
     }
     Ok(Preflight {
         model,
         protocol: Some(listing.protocol),
         warnings,
+        timing,
     })
+}
+
+/// The status of the completion route to a request of no model the server
+/// knows (none when it did not answer): a 404 there too says the path is wrong.
+async fn route_status(client: &reqwest::Client, cfg: &BenchConfig) -> Option<u16> {
+    let spec = tiny_spec(cfg, "tokenscope-preflight");
+    let resp = client
+        .post(join_url(&cfg.base_url, cfg.api.path()))
+        .json(&request_body(&spec))
+        .timeout(cfg.timeout.min(Duration::from_secs(15)))
+        .send()
+        .await
+        .ok()?;
+    Some(resp.status().as_u16())
+}
+
+/// The error for a base path that serves neither `/models` nor the
+/// completion route, with the usual base where the server answers there.
+async fn wrong_base(client: &reqwest::Client, cfg: &BenchConfig, base: &str) -> String {
+    let mut usual = cfg.base_url.clone();
+    usual.set_path("/v1");
+    let hint = if usual.path() != cfg.base_url.path().trim_end_matches('/') {
+        let answers = client
+            .get(join_url(&usual, "models"))
+            .timeout(cfg.timeout.min(Duration::from_secs(15)))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        if answers {
+            format!(
+                ": {} answers GET /models, try --url {}",
+                redact_url(&usual),
+                redact_url(&usual)
+            )
+        } else {
+            String::new()
+        }
+    } else {
+        String::new()
+    };
+    format!(
+        "GET {base}/models and POST {base}/{} both answered HTTP 404: the base path of --url is probably wrong (OpenAI-compatible servers usually serve the API under /v1, e.g. http://HOST:PORT/v1){hint}",
+        cfg.api.path()
+    )
+}
+
+/// The pre-flight's tiny request of `model`.
+fn tiny_spec(cfg: &BenchConfig, model: &str) -> RequestSpec {
+    RequestSpec {
+        system: None,
+        messages: None,
+        api: cfg.api,
+        model: model.to_owned(),
+        prompt: "Say hello.".into(),
+        max_tokens: 4,
+        ignore_eos: cfg.ignore_eos,
+        min_tokens: None,
+        temperature: cfg.temperature,
+    }
+}
+
+/// How the tiny request went, when it did not stop the run.
+enum Tiny {
+    /// It streamed: its time, where it had a first token.
+    Timed(Option<RequestTime>),
+    /// It kept failing transiently: the run goes ahead, warned.
+    Failed(ReportWarning),
 }
 
 /// What `GET /models` said.
@@ -119,23 +198,14 @@ async fn tiny_request(
     cfg: &BenchConfig,
     model: &str,
     base: &str,
-) -> anyhow::Result<Option<ReportWarning>> {
+    models_status: u16,
+) -> anyhow::Result<Tiny> {
     let target = Target {
         url: join_url(&cfg.base_url, cfg.api.path()),
         timeout: cfg.timeout.min(Duration::from_secs(30)),
         connections: None,
     };
-    let spec = RequestSpec {
-        system: None,
-        messages: None,
-        api: cfg.api,
-        model: model.to_owned(),
-        prompt: "Say hello.".into(),
-        max_tokens: 4,
-        ignore_eos: cfg.ignore_eos,
-        min_tokens: None,
-        temperature: cfg.temperature,
-    };
+    let spec = tiny_spec(cfg, model);
     let body = Bytes::from(serde_json::to_vec(&request_body(&spec))?);
     let clock = Clock::start();
     let never = CancellationToken::new();
@@ -153,11 +223,20 @@ async fn tiny_request(
         )
         .await;
         match &rec.outcome {
-            Outcome::Ok => return Ok(None),
+            Outcome::Ok => {
+                let m = RequestMetrics::from_record(&rec, &MetricOptions::default());
+                return Ok(Tiny::Timed(m.ttft_ms.map(|ttft_ms| RequestTime {
+                    ttft_ms,
+                    per_token_ms: m.tpot_ms.unwrap_or(0.0),
+                })));
+            }
             Outcome::Error { kind, message } => match kind {
                 ErrorKind::Connect => anyhow::bail!("cannot reach {endpoint}: {message}"),
                 ErrorKind::NonSse => {
                     anyhow::bail!("{endpoint} did not answer with an event stream: {message}")
+                }
+                ErrorKind::Http(404) if models_status == 404 => {
+                    anyhow::bail!("{}", wrong_base(client, cfg, base).await)
                 }
                 ErrorKind::Http(s) if *s != 429 && *s != 503 && *s != 502 && *s != 504 => {
                     anyhow::bail!("{endpoint} failed: {message}")
@@ -173,7 +252,7 @@ async fn tiny_request(
         }
     }
     eprintln!("warning: pre-flight request failed {ATTEMPTS} times (last: {last}); running anyway");
-    Ok(Some(ReportWarning {
+    Ok(Tiny::Failed(ReportWarning {
         kind: WarningKind::PreflightFailed,
         message: format!(
             "the pre-flight request failed {ATTEMPTS} times (last: {last}); the run went ahead and counts such failures as data"

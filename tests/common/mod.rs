@@ -106,12 +106,21 @@ impl Drop for Mock {
     }
 }
 
-/// Run `tokenscope <args>` to completion.
+/// Where a `bench` run without output flags keeps its results folder in the
+/// tests (`TOKENSCOPE_RESULTS_DIR`): under the target folder, not the
+/// repository.
+pub fn results_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-results")
+}
+
+/// Run `tokenscope <args>` to completion (a bench without output flags keeps
+/// its results in [`results_dir`]).
 pub fn run(args: &[&str]) -> Output {
     Command::new(bin())
         .args(args)
         .env_remove("TOKENSCOPE_API_KEY")
         .env_remove("OPENAI_API_KEY")
+        .env("TOKENSCOPE_RESULTS_DIR", results_dir())
         .output()
         .expect("run tokenscope")
 }

@@ -4,6 +4,22 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+/// A count that must be at least 1 (`--requests 40`): `-1` is refused as a
+/// value with what was expected, not taken for another flag. Zero passes here
+/// and is refused by the flag's own check, which names it.
+fn positive<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| "expected a positive whole number".to_owned())
+}
+
+/// A whole number, 0 or more (`--warmup 0`), refused as [`positive`] is.
+fn zero_or_more<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| "expected a whole number, 0 or more".to_owned())
+}
+
 /// Endpoint kind on the command line.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ApiArg {
@@ -18,14 +34,22 @@ pub enum ApiArg {
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
   tokenscope bench --url http://127.0.0.1:8000/v1
-  tokenscope bench --url http://127.0.0.1:8080/v1 --api completions --concurrency 1,4 \\
-      --input-tokens 512 --max-tokens 128 --ignore-eos --slo ttft_ms:p95<=500,tpot_ms:p95<=50 \\
-      --out report.json --raw requests.jsonl
-  tokenscope bench --url https://api.example.com/v1 --model m --rate 1,2,4 --duration 60s
-  tokenscope bench --url http://new:8000/v1 --concurrency 1,16 --quality http://old:8000/v1 \\
-      --fail-on 'kld_mean:>0.01,flips:>2%' --out new.json
+  tokenscope bench --url http://127.0.0.1:8080/v1 --api completions \\
+      --concurrency 1,4 --input-tokens 512 --max-tokens 128 --ignore-eos \\
+      --slo 'ttft_ms:p95<=500,tpot_ms:p95<=50' --out report.json
+  tokenscope bench --url https://api.example.com/v1 --model m \\
+      --rate 1,2,4 --duration 60s
+  tokenscope bench --url http://new:8000/v1 --concurrency 1,16 \\
+      --quality http://old:8000/v1 --fail-on 'kld_mean:>0.01,flips:>2%'
 
-The API key comes from --api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY, and is never printed.")]
+Before sending, bench prints its plan and an estimate of the time it takes; at
+the end, the verdict and the files it wrote. Without --out, --raw, --csv or
+--markdown the results go to a new folder tokenscope-results/<UTC time>/
+(report.json, report.raw.jsonl written as the run goes, report.md):
+--results-dir DIR chooses the parent folder, --no-save keeps nothing.
+
+The API key comes from --api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY, and is
+never printed.")]
 pub struct BenchArgs {
     /// Base URL of the API, e.g. http://127.0.0.1:8000/v1 (a URL without a path gets /v1).
     #[arg(long, value_name = "URL")]
@@ -72,7 +96,7 @@ pub struct BenchArgs {
 
     /// Measured requests per level, split over the rounds
     /// (default: per round max(10, 2 x concurrency); rate: 10 s worth).
-    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    #[arg(long, value_name = "N", conflicts_with = "duration", allow_negative_numbers = true, value_parser = positive::<u64>)]
     pub requests: Option<u64>,
 
     /// Measured time per level, split over the rounds (e.g. 60s, 30m): soak mode.
@@ -81,12 +105,12 @@ pub struct BenchArgs {
 
     /// Rounds per level (their spread is reported; a round 2x off is flagged)
     /// [default: 3].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive::<u32>)]
     pub rounds: Option<u32>,
 
     /// Warm-up requests before each level, not measured (default: one per
     /// concurrency slot; rate mode: about one second's worth).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = zero_or_more::<u32>)]
     pub warmup: Option<u32>,
 
     /// Instead of the warm-up, raise the load linearly for this long before each
@@ -101,13 +125,13 @@ pub struct BenchArgs {
     /// (64,256,512) are input tiers: the whole sweep runs at each, one report
     /// per tier (see --max-tokens). With --prompts: each tier sends the file's
     /// prompts within 25% of its length (by --tokenizer's count) [default: 256].
-    #[arg(long, value_name = "N|Fmax,..")]
+    #[arg(long, value_name = "N|Fmax,..", allow_hyphen_values = true)]
     pub input_tokens: Option<String>,
 
     /// Begin every request with the same system prompt of this many tokens (a
     /// system message for chat, the prompt's first words for completions): what a
     /// server's prefix cache can reuse.
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true, value_parser = positive::<u32>)]
     pub shared_prefix: Option<u32>,
 
     /// Run conversations: sessions of N turns, each turn sending the history so
@@ -125,7 +149,7 @@ pub struct BenchArgs {
 
     /// The server's context window, tokens, when it does not say (for
     /// --input-tokens 0.75max).
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true, value_parser = positive::<u64>)]
     pub context_window: Option<u64>,
 
     /// Your own prompts: JSON Lines ({"prompt": "..."} or {"messages": [{"role",
@@ -135,7 +159,7 @@ pub struct BenchArgs {
     pub prompts: Option<PathBuf>,
 
     /// Use N prompts of the file, picked with a seeded shuffle (--seed).
-    #[arg(long, value_name = "N", requires = "prompts")]
+    #[arg(long, value_name = "N", requires = "prompts", allow_negative_numbers = true, value_parser = positive::<usize>)]
     pub sample: Option<usize>,
 
     /// Replay a request trace as it was recorded: Mooncake JSONL (timestamp ms,
@@ -152,12 +176,24 @@ pub struct BenchArgs {
     pub trace: Option<PathBuf>,
 
     /// Replay the trace this many times faster (2: half the gaps).
-    #[arg(long, default_value_t = 1.0, value_name = "F", requires = "trace")]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "F",
+        requires = "trace",
+        allow_negative_numbers = true
+    )]
     pub trace_speed: f64,
 
     /// Multiply every length in the trace (and its prefix block) by this, for a
     /// small server or a test (0.05: a 6758-token prompt becomes 338).
-    #[arg(long, default_value_t = 1.0, value_name = "F", requires = "trace")]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "F",
+        requires = "trace",
+        allow_negative_numbers = true
+    )]
     pub trace_token_scale: f64,
 
     /// How prompt tokens are counted, so prompts are exactly --input-tokens long:
@@ -170,7 +206,12 @@ pub struct BenchArgs {
     /// max_tokens of each request. Several (128,256,512) are output tiers: the
     /// whole sweep runs at each (and at each input tier), one report per tier,
     /// its files named with the tier (report.in256-out128.json).
-    #[arg(long, default_value = "128", value_name = "N,..")]
+    #[arg(
+        long,
+        default_value = "128",
+        value_name = "N,..",
+        allow_hyphen_values = true
+    )]
     pub max_tokens: String,
 
     /// Send ignore_eos: true (llama.cpp, vLLM) so every answer is max_tokens long.
@@ -178,18 +219,19 @@ pub struct BenchArgs {
     pub ignore_eos: bool,
 
     /// Send min_tokens (vLLM).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = zero_or_more::<u32>)]
     pub min_tokens: Option<u32>,
 
     /// Sampling temperature to send.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub temperature: Option<f64>,
 
     /// Per-request timeout (e.g. 60s, 500ms).
     #[arg(long, default_value = "60s", value_name = "DURATION")]
     pub timeout: String,
 
-    /// SLOs for goodput and capacity, e.g. ttft_ms:p95<=500,tpot_ms:p95<=50.
+    /// SLOs for goodput and capacity, e.g. 'ttft_ms:p95<=500,tpot_ms:p95<=50'
+    /// (quoted: `<` is the shell's).
     #[arg(long, value_name = "SLOS")]
     pub slo: Option<String>,
 
@@ -204,7 +246,7 @@ pub struct BenchArgs {
     pub stall_threshold: String,
 
     /// Seed of the synthetic prompts and the arrival schedule.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = zero_or_more::<u64>)]
     pub seed: u64,
 
     /// What this run is (a version, a config), stored in the report:
@@ -240,6 +282,18 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
+    /// Where the results go when none of --out, --raw, --csv and --markdown
+    /// is given: a new folder DIR/<UTC time>/ holding report.json,
+    /// report.raw.jsonl (written as the run goes) and report.md [default:
+    /// $TOKENSCOPE_RESULTS_DIR, else tokenscope-results].
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "raw", "csv", "markdown", "no_save"])]
+    pub results_dir: Option<PathBuf>,
+
+    /// Keep nothing: no results folder (the summary is printed, and the end
+    /// says that nothing was saved).
+    #[arg(long, conflicts_with_all = ["out", "raw", "csv", "markdown"])]
+    pub no_save: bool,
+
     /// The server's Prometheus metrics, scraped during the run for the server view
     /// (queue, batch, KV cache, server-side TTFT and stages): `auto` (the
     /// endpoint's origin + /metrics, dropped quietly when not there), a URL, or `none`.
@@ -260,7 +314,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub metrics_send_key: bool,
 
-    /// No progress bar.
+    /// Leave the verdict to the caller (`demo`'s report prints it, with the
+    /// GPU's floor): not a flag.
+    #[arg(skip)]
+    pub verdict_elsewhere: bool,
+
+    /// No plan, estimate or progress on stderr.
     #[arg(long, short)]
     pub quiet: bool,
 

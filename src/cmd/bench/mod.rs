@@ -1,12 +1,15 @@
 //! `tokenscope bench`: benchmark an OpenAI-compatible streaming endpoint.
 //!
 //! [`args`] defines the flags, [`config`] checks them and builds the [`Plan`], and
-//! [`run`] runs it tier by tier, writing each tier's reports ([`Outputs`]).
+//! [`run`] runs it tier by tier, writing each tier's reports ([`Outputs`]:
+//! the flags', else a new results folder); [`say`] is what it prints around
+//! the run (the plan and estimate, the verdict, the files written).
 
 mod args;
 mod config;
 mod outcome;
 mod plan;
+mod say;
 
 use std::process::ExitCode;
 
@@ -19,12 +22,17 @@ use crate::engine::{self, InputLength};
 
 pub use args::BenchArgs;
 pub use plan::quality_path;
-use plan::{Outputs, QualityPlan};
+use plan::{Outputs, QualityPlan, Save};
 
 /// Run the subcommand: the sweep at each tier in turn, each tier's report
 /// written as soon as it ends.
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let (plan, outputs) = args.into_config()?;
+    let save = Save::of(
+        &args,
+        std::env::var_os("TOKENSCOPE_RESULTS_DIR").map(std::path::PathBuf::from),
+    );
+    let verdict_elsewhere = args.verdict_elsewhere;
+    let (mut plan, mut outputs) = args.into_config()?;
     let rt = super::runtime()?;
     let pre = rt.block_on(async {
         let pre = engine::preflight::check(&plan.cfg).await?;
@@ -38,6 +46,28 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         anyhow::Ok(pre)
     })?;
+    // The results folder once the endpoint answers (a failed pre-flight
+    // leaves no empty folder).
+    let folder = match &save {
+        Save::Folder(parent) => {
+            let dir = plan::results_folder(parent, &crate::util::now_rfc3339())?;
+            outputs = Outputs::in_folder(&dir);
+            plan.cfg.raw = Some(Outputs::raw_in_folder(&dir));
+            if let Some(q) = plan.quality.as_mut() {
+                q.json = outputs.out.as_deref().map(quality_path);
+            }
+            Some(dir)
+        }
+        Save::Given | Save::Nothing => None,
+    };
+    if plan.cfg.progress {
+        let why_none = if !plan.cfg.preflight {
+            "--no-preflight"
+        } else {
+            "the pre-flight request failed"
+        };
+        eprint!("{}", say::plan_lines(&plan, pre.timing, why_none));
+    }
     let tiered = plan.tiers.len() > 1;
     let mut done = Vec::new();
     for (i, tier) in plan.tiers.iter().enumerate() {
@@ -54,6 +84,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             );
         }
         let cfg = plan.tier_config(i);
+        let cfg_raw = cfg.raw.clone();
         let report =
             rt.block_on(async { anyhow::Ok(engine::run(cfg, pre.clone()).await?.report) })?;
         // Exports first (a failing terminal must not lose the files), then the table.
@@ -64,11 +95,19 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         };
         out.write(&report)?;
         print!("{}", render::client::text_summary(&report));
-        if tiered {
-            for p in out.paths() {
-                println!("wrote {}", p.display());
-            }
+        if !verdict_elsewhere {
+            print!("\n{}", say::verdict(&report));
         }
+        let mut written: Vec<std::path::PathBuf> = out
+            .paths()
+            .into_iter()
+            .map(std::path::Path::to_path_buf)
+            .collect();
+        written.extend(cfg_raw);
+        print!(
+            "{}",
+            say::written(&written, &save, folder.as_deref().filter(|_| !tiered))
+        );
         let interrupted = report.interrupted;
         done.push((*tier, report));
         if interrupted {

@@ -81,17 +81,100 @@ pub fn quality_path(report: &Path) -> PathBuf {
     report.with_file_name(tokenscope_core::page::compare::quality_name(&name))
 }
 
-/// `report.json` -> `report.in256-out128.json`.
+/// `report.json` -> `report.in256-out128.json`; a raw file keeps its
+/// `.raw.jsonl` last (`report.in256-out128.raw.jsonl`), the name `compare`
+/// and `report` look for beside the tier's report.
 fn tier_path(path: &Path, tier: &Tier) -> PathBuf {
-    let stem = path
-        .file_stem()
+    let name = path
+        .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}.{}.{}", tier.label(), ext.to_string_lossy()),
+    let (stem, ext) = match name.strip_suffix(".raw.jsonl") {
+        Some(stem) => (stem.to_owned(), Some("raw.jsonl".to_owned())),
+        None => (
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path.extension().map(|e| e.to_string_lossy().into_owned()),
+        ),
+    };
+    let name = match ext {
+        Some(ext) => format!("{stem}.{}.{ext}", tier.label()),
         None => format!("{stem}.{}", tier.label()),
     };
     path.with_file_name(name)
+}
+
+/// What `bench` keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Save {
+    /// What the output flags name (`--out`, `--raw`, `--csv`, `--markdown`).
+    Given,
+    /// No output flag: a new folder under this one ([`results_folder`]).
+    Folder(PathBuf),
+    /// Nothing (`--no-save`).
+    Nothing,
+}
+
+impl Save {
+    /// From the flags; `env_dir` is `TOKENSCOPE_RESULTS_DIR`.
+    pub fn of(args: &super::BenchArgs, env_dir: Option<PathBuf>) -> Self {
+        if args.no_save {
+            Save::Nothing
+        } else if args.out.is_some()
+            || args.raw.is_some()
+            || args.csv.is_some()
+            || args.markdown.is_some()
+        {
+            Save::Given
+        } else {
+            Save::Folder(
+                args.results_dir
+                    .clone()
+                    .or(env_dir.filter(|d| !d.as_os_str().is_empty()))
+                    .unwrap_or_else(|| PathBuf::from(RESULTS_DIR)),
+            )
+        }
+    }
+}
+
+/// The results folder's parent when none is named.
+pub const RESULTS_DIR: &str = "tokenscope-results";
+
+/// A new folder for this run's results under `parent`, named for the time
+/// (UTC, `2026-12-06T07-41-55Z`; `-2`, `-3`... when taken), created.
+pub fn results_folder(parent: &Path, rfc3339: &str) -> anyhow::Result<PathBuf> {
+    // `2026-12-06T07:41:55.123Z` -> `2026-12-06T07-41-55Z` (no `:` in a file name).
+    let secs = rfc3339.split('.').next().unwrap_or(rfc3339);
+    let stamp = format!("{}Z", secs.trim_end_matches('Z').replace(':', "-"));
+    std::fs::create_dir_all(parent).with_context(|| {
+        format!(
+            "--results-dir {}: cannot create the folder",
+            parent.display()
+        )
+    })?;
+    for n in 1..1000 {
+        let dir = match n {
+            1 => parent.join(&stamp),
+            n => parent.join(format!("{stamp}-{n}")),
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "--results-dir {}: cannot create a folder in it",
+                        parent.display()
+                    )
+                });
+            }
+        }
+    }
+    anyhow::bail!(
+        "--results-dir {}: every name for {stamp} is taken",
+        parent.display()
+    )
 }
 
 /// Where the report goes.
@@ -114,6 +197,21 @@ impl Outputs {
             csv: name(&self.csv),
             markdown: name(&self.markdown),
         }
+    }
+
+    /// The outputs of a results folder: `report.json`, `report.md`.
+    pub(super) fn in_folder(dir: &Path) -> Self {
+        Self {
+            out: Some(dir.join("report.json")),
+            csv: None,
+            markdown: Some(dir.join("report.md")),
+        }
+    }
+
+    /// The raw file of a results folder, beside `report.json` under the name
+    /// `compare` and `report` look for (`page::compare::raw_names`).
+    pub(super) fn raw_in_folder(dir: &Path) -> PathBuf {
+        dir.join(&tokenscope_core::page::compare::raw_names("report.json")[0])
     }
 
     /// The files written, for the closing lines.

@@ -12,7 +12,8 @@ use clap::Args;
 #[command(after_help = "EXAMPLES:
   tokenscope quality --ref http://old:8000/v1 --cand http://new:8000/v1
   tokenscope quality --ref http://old:8000/v1 --save-golden golden.json
-  tokenscope quality --ref golden.json --cand http://new:8000/v1 --concurrency 1,16 --fail-on 'kld_mean:>0.01,exact_match:<90%'
+  tokenscope quality --ref golden.json --cand http://new:8000/v1 --concurrency 1,16 \\
+      --fail-on 'kld_mean:>0.01,exact_match:<90%'
 
 Exit status: 0; 1 when --fail-on is crossed or a --batch-invariant claim is
 broken; 2 on an error, or when the two servers do not share tokens or their
@@ -51,7 +52,7 @@ pub struct QualityArgs {
 
     /// The candidate's concurrency levels: the same prompts at each (1 is
     /// the unloaded answer; higher levels show batching's effect).
-    #[arg(long, default_value = "1")]
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
     pub concurrency: String,
 
     /// Built-in tasks with one right answer each (arithmetic, counting,
