@@ -12,8 +12,6 @@
 //! running requests is another figure: a server that batches fewer than the
 //! client sends queues the rest, and the client's load is still what it claims.
 
-use std::collections::BTreeMap;
-
 use crate::measure::record::RequestRecord;
 use crate::model::{Load, ReachedLoad};
 
@@ -22,8 +20,9 @@ use crate::model::{Load, ReachedLoad};
 pub(crate) struct InFlightAcc {
     /// Per round: each request's send and end (outside conversations).
     requests: Vec<Vec<(f64, f64)>>,
-    /// Per round: each conversation's first send and last end.
-    sessions: Vec<BTreeMap<u64, (f64, f64)>>,
+    /// Per round: each conversation's first send and last end (a level has
+    /// as many conversations as its concurrency: a short list, searched).
+    sessions: Vec<Vec<(u64, (f64, f64))>>,
 }
 
 impl InFlightAcc {
@@ -33,13 +32,15 @@ impl InFlightAcc {
         let end = r.t_done_ms.unwrap_or(start).max(start);
         if self.requests.len() <= round {
             self.requests.resize_with(round + 1, Vec::new);
-            self.sessions.resize_with(round + 1, BTreeMap::new);
+            self.sessions.resize_with(round + 1, Vec::new);
         }
         match r.session {
             Some(s) => {
-                let span = self.sessions[round].entry(s).or_insert((start, end));
-                span.0 = span.0.min(start);
-                span.1 = span.1.max(end);
+                let sessions = &mut self.sessions[round];
+                match sessions.iter_mut().find(|(id, _)| *id == s) {
+                    Some((_, span)) => *span = (span.0.min(start), span.1.max(end)),
+                    None => sessions.push((s, (start, end))),
+                }
             }
             None => self.requests[round].push((start, end)),
         }
@@ -51,7 +52,7 @@ impl InFlightAcc {
         let (mut busy_ms, mut window_ms) = (0.0, 0.0);
         let mut any = false;
         for (reqs, sessions) in self.requests.iter().zip(&self.sessions) {
-            let spans: Vec<(f64, f64)> = reqs.iter().chain(sessions.values()).copied().collect();
+            let spans: Vec<(f64, f64)> = reqs.iter().chain(sessions.iter().map(|(_, s)| s)).copied().collect();
             if spans.is_empty() {
                 continue;
             }
@@ -77,15 +78,20 @@ impl InFlightAcc {
 /// The most spans open at once; a span ending when another starts does not
 /// overlap it (a closed-loop worker's next send follows its last end).
 pub fn max_overlap(spans: &[(f64, f64)]) -> u32 {
-    // Ends (-1) sort before starts (+1) at the same instant.
-    let mut events: Vec<(f64, i32)> = spans.iter().flat_map(|&(a, b)| [(a, 1), (b, -1)]).collect();
-    events.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-    let (mut open, mut max) = (0i32, 0i32);
-    for (_, d) in events {
-        open += d;
-        max = max.max(open);
+    // Starts and ends each sorted (the sort the percentiles use: one copy of
+    // its code in the page), then walked together, an end at a start first.
+    let mut starts: Vec<f64> = spans.iter().map(|s| s.0).collect();
+    let mut ends: Vec<f64> = spans.iter().map(|s| s.1).collect();
+    starts.sort_by(f64::total_cmp);
+    ends.sort_by(f64::total_cmp);
+    let (mut closed, mut max) = (0usize, 0usize);
+    for (opened, start) in starts.iter().enumerate() {
+        while closed < ends.len() && ends[closed] <= *start {
+            closed += 1;
+        }
+        max = max.max(opened + 1 - closed);
     }
-    max.max(0) as u32
+    max as u32
 }
 
 #[cfg(test)]

@@ -123,7 +123,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let quality_code = match &plan.quality {
         Some(q) => {
             let key = plan.cfg.api_key.as_ref().map(|k| k.expose());
-            Some(rt.block_on(quality(q, &done, &pre.model, key, &outputs, tiered))?)
+            let allow = plan.gates.allow_unevaluated;
+            Some(rt.block_on(quality(q, &done, &pre.model, key, &outputs, tiered, allow))?)
         }
         None => None,
     };
@@ -143,6 +144,8 @@ fn finish(
         eprintln!("{line}");
     }
     match quality {
+        // Quality's 2 (tokenizers that differ) outranks a failed run's 4.
+        Some(q) if q == ExitCode::from(2) => q,
         Some(q) if code != outcome::RUN_FAILED && q != ExitCode::SUCCESS => q,
         _ => ExitCode::from(code),
     }
@@ -159,6 +162,7 @@ async fn quality(
     key: Option<&str>,
     outputs: &Outputs,
     tiered: bool,
+    allow_unevaluated: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut levels: Vec<u32> = done
         .iter()
@@ -236,7 +240,11 @@ async fn quality(
                 .map_err(|e| anyhow::anyhow!("--markdown {}: cannot write ({e})", p.display()))?;
         }
     }
-    Ok(crate::cmd::quality::judge(&report, &q.gates))
+    Ok(crate::cmd::quality::judge_with(
+        &report,
+        &q.gates,
+        allow_unevaluated,
+    ))
 }
 
 /// The tiers side by side ([`tiers::tier_rows`]).

@@ -145,12 +145,6 @@ pub fn write_json(
         .with_context(|| format!("{flag} {}: cannot write", path.display()))
 }
 
-/// The exit status the report earns ([`judge_with`], terms not evaluable not
-/// allowed).
-pub fn judge(report: &QualityReport, gates: &[Gate]) -> ExitCode {
-    judge_with(report, gates, false)
-}
-
 /// The exit status the report earns, each reason said on stderr: 2 when the
 /// servers share no tokens or their tokenizers differ (nothing compares); 1
 /// when a gate is crossed at a level (or a batch-invariance claim is broken);
