@@ -605,6 +605,9 @@ fn Results(props: &ResultsProps) -> Html {
             <p class="hint" id="gpu-timing">{ format!("Timing: {}.", v.timing) }</p>
             <p class="hint" id="gpu-variants">{ format!("Variants: {}.", v.variants) }</p>
             { bandwidth.unwrap_or_default() }
+            for m in v.ceiling_remarks.iter() {
+                <p class="hint warn">{ m.clone() }</p>
+            }
             <figure class="chart" id="chart-gpu-kernels">
                 { Html::from_html_unchecked(AttrValue::from(v.chart_svg.clone())) }
             </figure>

@@ -191,6 +191,10 @@ pub struct KernelsView {
     /// What the two floors divide by, in a sentence.
     #[serde(default)]
     pub floor_legend: String,
+    /// The read ceiling's moves (during the run, since the variant search), each
+    /// in a sentence.
+    #[serde(default)]
+    pub ceiling_remarks: Vec<String>,
     /// Kernels skipped, each in a line.
     pub skipped: Vec<String>,
     /// Errors, each in a line.
@@ -253,6 +257,7 @@ impl KernelsView {
             floor_headers,
             floor,
             floor_legend: floor_legend(r.read_gbps()),
+            ceiling_remarks: r.ceiling_remarks(),
             skipped: r
                 .skipped
                 .iter()

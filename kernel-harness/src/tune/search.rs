@@ -21,7 +21,7 @@
 //! their buffers (gigabytes on a GPU: filled once).
 
 use tokenscope_core::report::kernels::{
-    ProblemKey, TUNING_SCHEMA, TriedVariant, TuningEntry, TuningFile,
+    ProblemKey, TUNING_SCHEMA, TuningEntry, TuningFile,
 };
 
 use crate::clock::Clock;

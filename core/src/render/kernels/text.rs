@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use super::floor::{decode_steps_section, floor_section, gguf_floor_text};
 use super::labels::{kernel_table, mib_label, rows_table, shape_label};
 use super::tuning::{search_section, tuning_section};
+use crate::render::fmt::fmt_sig3;
 use crate::report::kernels::{KernelReport, ROOFLINE_TURN};
 
 
@@ -47,10 +48,10 @@ fn bandwidth_section(s: &mut String, r: &KernelReport) {
         };
         let _ = writeln!(
             s,
-            "Bandwidth ceiling: read {:.1} GB/s{}, copy {:.1} GB/s{} (working set {} in {} x {} buffers; median of {} samples, {timing})",
-            b.read_gbps,
+            "Bandwidth ceiling: read {} GB/s{}, copy {} GB/s{} (working set {} in {} x {} buffers; median of {} samples, {timing})",
+            fmt_sig3(b.read_gbps),
             variant(&b.read_variant),
-            b.copy_gbps,
+            fmt_sig3(b.copy_gbps),
             variant(&b.copy_variant),
             mib_label(b.working_set_bytes),
             b.buffers,
