@@ -349,14 +349,19 @@ fn the_floor_of_the_gguf_file_served() {
 
 #[test]
 fn a_kernels_report_alone_renders_the_kernels() {
-    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/kernels-lavapipe.json");
+    let kernels =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/kernels-lavapipe.json");
     let k = kernels.to_str().unwrap();
     // To the terminal: the kernels' own tables, never a serving verdict.
     let o = run(&["report", "--kernels", k]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("no level had a successful request"), "{out}");
-    for part in ["Bandwidth ceiling: read ", "Decode floor (batch 1", "a kernels report alone"] {
+    for part in [
+        "Bandwidth ceiling: read ",
+        "Decode floor (batch 1",
+        "a kernels report alone",
+    ] {
         assert!(out.contains(part), "{part:?} missing:\n{out}");
     }
     // As Markdown: the kernels section, and a verdict that says what is missing.
@@ -364,6 +369,12 @@ fn a_kernels_report_alone_renders_the_kernels() {
     assert!(o.status.success(), "{}", text(&o));
     let md = String::from_utf8_lossy(&o.stdout);
     assert!(!md.contains("no level had a successful request"), "{md}");
-    assert!(md.contains("No client run given (--client or --raw)"), "{md}");
-    assert!(md.contains("## GPU kernels") && md.contains("### Decode floor"), "{md}");
+    assert!(
+        md.contains("No client run given (--client or --raw)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## GPU kernels") && md.contains("### Decode floor"),
+        "{md}"
+    );
 }

@@ -588,7 +588,10 @@ fn Results(props: &ResultsProps) -> Html {
             </tr>
         }
     });
-    let floor_head = v.floor_headers.iter().map(|h| html! { <th>{ h.clone() }</th> });
+    let floor_head = v
+        .floor_headers
+        .iter()
+        .map(|h| html! { <th>{ h.clone() }</th> });
     let verdict = if props.partial {
         "partial results (the run was cancelled or is still going)".to_owned()
     } else if v.verified {

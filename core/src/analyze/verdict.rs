@@ -4,9 +4,9 @@
 //! notes carried from the runs. The diagnosis rules are [`super::diagnosis`].
 
 use super::diagnosis::diagnose;
+use crate::analyze::floor::{FLOOR_AT_READ, FLOOR_WITH_KERNELS};
 use crate::analyze::stats::Summary;
 use crate::model::{ClientReport, LevelReport, Load, Source};
-use crate::analyze::floor::{FLOOR_AT_READ, FLOOR_WITH_KERNELS};
 use crate::render::fmt::{fmt_ms, fmt_rate, fmt_sig3};
 use crate::report::combined::{Combined, Comparison, FloorComparison, ReportInput, StageDelta};
 

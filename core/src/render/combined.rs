@@ -60,16 +60,16 @@ fn floor_sentence(f: &FloorComparison) -> String {
         ),
         _ => String::new(),
     };
-    let against_read = f
-        .floor
-        .read_floor_ms
-        .filter(|ms| *ms > 0.0)
-        .map_or_else(String::new, |ms| {
-            format!(
-                ", {} the {FLOOR_AT_READ}",
-                read_ratio_label(f.tpot_p50_ms / ms)
-            )
-        });
+    let against_read =
+        f.floor
+            .read_floor_ms
+            .filter(|ms| *ms > 0.0)
+            .map_or_else(String::new, |ms| {
+                format!(
+                    ", {} the {FLOOR_AT_READ}",
+                    read_ratio_label(f.tpot_p50_ms / ms)
+                )
+            });
     format!(
         "{} on {}: {} bytes per token ({} weights + {} KV at {} context): {read}{FLOOR_WITH_KERNELS} {} ms ({} tok/s; GEMV {} GB/s ({}), attention {} GB/s ({})). Measured TPOT p50 {} ms at {}: {:.1}x the {FLOOR_WITH_KERNELS}{against_read}. Floor: {}.",
         e.model,
@@ -112,7 +112,8 @@ fn empty_verdict(input: &ReportInput) -> String {
         Some(k) => format!(
             "No client run given (--client or --raw): nothing about serving to conclude. GPU kernels on {}: read ceiling {} GB/s, {} kernels, {} (below).",
             k.adapter.name,
-            k.read_gbps().map_or_else(|| "not measured".into(), fmt_sig3),
+            k.read_gbps()
+                .map_or_else(|| "not measured".into(), fmt_sig3),
             k.kernels.len(),
             if k.verified {
                 "every one matched its CPU reference"
@@ -120,7 +121,9 @@ fn empty_verdict(input: &ReportInput) -> String {
                 "NOT every one matched its CPU reference"
             }
         ),
-        None => "No client run given (--client or --raw): nothing about serving to conclude.".into(),
+        None => {
+            "No client run given (--client or --raw): nothing about serving to conclude.".into()
+        }
     }
 }
 const NO_RULE_FIRED: &str = "No rule fired: none of the known symptoms is in the data.";

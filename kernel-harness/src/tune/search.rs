@@ -20,10 +20,10 @@
 //! run) is made once; each variant only rebinds it. The bandwidth read and copy share
 //! their buffers (gigabytes on a GPU: filled once).
 
-use tokenscope_core::report::kernels::{
-    ProblemKey, TUNING_SCHEMA, TuningEntry, TuningFile,
-};
+use tokenscope_core::report::kernels::{ProblemKey, TUNING_SCHEMA, TuningEntry, TuningFile};
 
+pub use super::walk::{FINAL_ROUNDS, IMPROVEMENT, Pass, Searchable, final_round};
+use super::walk::{entry, walk};
 use crate::clock::Clock;
 use crate::context::GpuContext;
 use crate::error::{HarnessError, Result};
@@ -37,8 +37,6 @@ use crate::kernels::gemv::defaults::gemv_default;
 use crate::kernels::gemv::{GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath};
 use crate::kernels::{VariantCaps, rotation_for};
 use crate::timing::{TimingOptions, measure};
-pub use super::walk::{FINAL_ROUNDS, IMPROVEMENT, Pass, Searchable, final_round};
-use super::walk::{entry, walk};
 use crate::tune::Choice;
 
 impl Searchable for GemvVariant {
@@ -478,11 +476,8 @@ pub async fn tune(
                     e.worst_us,
                     e.tried.len(),
                     match e.spread {
-                        Some(s) => format!(
-                            "{} interleaved rounds, spread {:.1}%",
-                            e.rounds,
-                            100.0 * s
-                        ),
+                        Some(s) =>
+                            format!("{} interleaved rounds, spread {:.1}%", e.rounds, 100.0 * s),
                         None => "one variant, brief timing".into(),
                     },
                     if e.failed.is_empty() {

@@ -93,9 +93,9 @@ fn summarise_rounds<V: Copy>(rounds: &[(V, Vec<f64>)]) -> (Vec<(V, f64)>, Option
         };
         finals.push((*v, med));
         if times.len() >= 2 && med > 0.0 {
-            let (lo, hi) = times
-                .iter()
-                .fold((f64::INFINITY, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
+            let (lo, hi) = times.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), t| {
+                (lo.min(*t), hi.max(*t))
+            });
             let s = (hi - lo) / med;
             spread = Some(spread.map_or(s, |x| x.max(s)));
         }
@@ -256,4 +256,3 @@ pub(super) fn entry<V: Display + Copy + PartialEq>(
         failed: walk.failed.iter().map(ToString::to_string).collect(),
     })
 }
-

@@ -251,13 +251,7 @@ pub fn gguf_floor_text(g: &GgufReport) -> String {
     let gemvs: Vec<String> = g
         .types
         .iter()
-        .filter_map(|t| {
-            Some(format!(
-                "{} {} GB/s",
-                t.ggml_type,
-                fmt_sig3(t.gemv_gbps?)
-            ))
-        })
+        .filter_map(|t| Some(format!("{} {} GB/s", t.ggml_type, fmt_sig3(t.gemv_gbps?))))
         .collect();
     if !gemvs.is_empty() {
         let _ = writeln!(s, "  GEMV bandwidth by type: {}", gemvs.join(", "));
@@ -345,12 +339,18 @@ mod tests {
         for (i, f) in r.decode_floor.iter().enumerate() {
             let read = fmt_sig3(f.read_floor_ms.unwrap());
             let kernels = fmt_sig3(f.estimate.tpot_floor_ms);
-            assert_eq!((&rows[i][read_col], &rows[i][kernels_col]), (&read, &kernels));
+            assert_eq!(
+                (&rows[i][read_col], &rows[i][kernels_col]),
+                (&read, &kernels)
+            );
             assert_eq!(view.floor[i], rows[i]);
             // The terminal's row, the Markdown's and the HTML's carry both figures.
             let line = |doc: &str| {
-                doc.lines()
-                    .any(|l| l.contains(&read) && l.contains(&kernels) && l.contains(f.estimate.quant.as_str()))
+                doc.lines().any(|l| {
+                    l.contains(&read)
+                        && l.contains(&kernels)
+                        && l.contains(f.estimate.quant.as_str())
+                })
             };
             assert!(line(&text), "{read} / {kernels} not in:\n{text}");
             assert!(line(&md), "{read} / {kernels} not in:\n{md}");

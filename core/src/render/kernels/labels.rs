@@ -5,7 +5,6 @@ use crate::render::fmt::fmt_rate;
 use crate::render::table::{Align, text_table_with};
 use crate::report::kernels::{KernelReport, KernelResult};
 
-
 /// A buffer size as tables show it: `128 MiB`, or `2 GiB` when a whole number of GiB.
 pub fn mib_label(bytes: u64) -> String {
     if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
@@ -141,4 +140,3 @@ pub(super) fn rows_table(rows: &[Vec<String>], right: &[usize]) -> String {
 pub(super) fn gb(bytes: u64) -> String {
     format!("{:.2}", bytes as f64 / 1e9)
 }
-

@@ -8,7 +8,6 @@ use super::tuning::{search_section, tuning_section};
 use crate::render::fmt::fmt_sig3;
 use crate::report::kernels::{KernelReport, ROOFLINE_TURN};
 
-
 /// The kernels report as the terminal shows it: the bandwidth ceiling, the kernel
 /// table, the roofline turn, the decode steps, the decode floor and the goals.
 pub fn text(r: &KernelReport) -> String {

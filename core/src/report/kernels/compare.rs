@@ -147,7 +147,11 @@ fn differences(a: &KernelReport, b: &KernelReport) -> (bool, Vec<String>) {
     ];
     for (what, p, q) in pairs {
         if same_gpu && p.trim() != q.trim() || !same_gpu && what != "driver" && p != q {
-            out.push(format!("{what} differs: {} before, {} after", p.trim(), q.trim()));
+            out.push(format!(
+                "{what} differs: {} before, {} after",
+                p.trim(),
+                q.trim()
+            ));
         }
     }
     (same_gpu, out)
@@ -255,9 +259,7 @@ pub fn compare_kernels(
             row.note = Some("a side did not match its CPU reference: not judged".into());
             row.verdict = Verdict::Unknown;
         } else if k.cache_resident || o.cache_resident {
-            row.note = Some(
-                "cache-resident on a side: a time, not a memory bandwidth".into(),
-            );
+            row.note = Some("cache-resident on a side: a time, not a memory bandwidth".into());
         }
         rows.push(row);
     }
@@ -447,7 +449,11 @@ mod tests {
     fn a_ten_percent_slowdown_is_worse_with_its_interval() {
         let (a, b) = (report(1.0, 20, 1), report(1.1, 20, 2));
         let c = compare_kernels(("a", &a), ("b", &b), &OPTS);
-        assert!(c.same_gpu && c.differences.is_empty(), "{:?}", c.differences);
+        assert!(
+            c.same_gpu && c.differences.is_empty(),
+            "{:?}",
+            c.differences
+        );
         assert_eq!(c.rows.len(), a.kernels.len() + 1);
         assert_eq!(c.rows[0].kernel, "bandwidth_read");
         for r in &c.rows {
@@ -482,15 +488,26 @@ mod tests {
         b.adapter.name = "NVIDIA H100".into();
         let c = compare_kernels(("a", &a), ("b", &b), &OPTS);
         assert!(!c.same_gpu);
-        assert!(c.differences[0].starts_with("different GPU"), "{:?}", c.differences);
+        assert!(
+            c.differences[0].starts_with("different GPU"),
+            "{:?}",
+            c.differences
+        );
         let r = &c.rows[1];
         assert_eq!((r.verdict, r.interval), (Verdict::Unknown, None));
-        assert!(r.note.as_deref().unwrap().contains("no per-sample"), "{r:?}");
+        assert!(
+            r.note.as_deref().unwrap().contains("no per-sample"),
+            "{r:?}"
+        );
         let out = judge(&c, &KernelGate::parse_list("gbps:-5%").unwrap());
         assert!(out.iter().all(|o| matches!(o, GateOutcome::Unevaluated(_))));
         // Too few samples on one side.
         let c = compare_kernels(("b", &b), ("s", &report(1.0, 3, 7)), &OPTS);
-        assert!(c.rows[1].note.as_deref().unwrap().contains("needs 10"), "{:?}", c.rows[1]);
+        assert!(
+            c.rows[1].note.as_deref().unwrap().contains("needs 10"),
+            "{:?}",
+            c.rows[1]
+        );
     }
 
     #[test]
@@ -509,7 +526,13 @@ mod tests {
         assert_eq!(g[0].metric, KernelMetric::Gbps);
         assert!((g[0].limit + 0.05).abs() < 1e-12);
         assert_eq!(g[1].label(), "median_us:+3%");
-        for bad in ["gbps:+5%", "median_us:-5%", "gbps:5", "ttft_ms:p95:+5%", "gbps"] {
+        for bad in [
+            "gbps:+5%",
+            "median_us:-5%",
+            "gbps:5",
+            "ttft_ms:p95:+5%",
+            "gbps",
+        ] {
             let e = KernelGate::parse_list(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }

@@ -433,10 +433,14 @@ mod tests {
         assert!(r.ceiling_remarks().is_empty());
         let read = r.read_gbps().unwrap();
         // The read kernel 20% slower at the end: the ceiling fell to 1/1.2.
-        r.drift.push(DriftCheck::new("bandwidth_read".into(), 100.0, 120.0));
+        r.drift
+            .push(DriftCheck::new("bandwidth_read".into(), 100.0, 120.0));
         let m = r.ceiling_remarks();
         assert_eq!(m.len(), 1, "{m:?}");
-        assert!(m[0].contains("-17%") && m[0].contains("start and the end"), "{m:?}");
+        assert!(
+            m[0].contains("-17%") && m[0].contains("start and the end"),
+            "{m:?}"
+        );
         // 4% is within the limit.
         r.drift[0] = DriftCheck::new("bandwidth_read".into(), 100.0, 104.0);
         assert!(r.ceiling_remarks().is_empty());

@@ -460,9 +460,21 @@ mod tests {
             batch: 1,
             kv_heads: Some(8),
         });
-        let p = ("attention_decode_split", "f16", &[32u64, 1024, 128][..], 1, Some(8));
+        let p = (
+            "attention_decode_split",
+            "f16",
+            &[32u64, 1024, 128][..],
+            1,
+            Some(8),
+        );
         assert!(f.is_unsearched(p));
-        assert!(!f.is_unsearched(("attention_decode_split", "f16", &[32, 4096, 128], 1, Some(8))));
+        assert!(!f.is_unsearched((
+            "attention_decode_split",
+            "f16",
+            &[32, 4096, 128],
+            1,
+            Some(8)
+        )));
         assert!(!f.is_unsearched(("gemv", "f16", &[4096, 4096], 1, None)));
         assert_eq!(f.read_gbps(), None);
         let mut read = entry(vec![8, 256 << 20], "t256");
