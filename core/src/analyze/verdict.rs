@@ -180,16 +180,16 @@ fn floor_sentence(
     } else if let Some(f) = floor {
         let against_read = read_ms(f).map_or_else(String::new, |ms| {
             format!(
-                ", {:.1}x the {FLOOR_AT_READ} ({} ms)",
-                f.tpot_p50_ms / ms,
+                ", {}x the {FLOOR_AT_READ} ({} ms)",
+                fmt_sig3(f.tpot_p50_ms / ms),
                 fmt_sig3(ms)
             )
         });
         verdict.push(format!(
-            "TPOT p50 {} ms at {} is {:.1}x the {FLOOR_WITH_KERNELS} ({} ms){against_read} of {} for {} {} at {} context.",
+            "TPOT p50 {} ms at {} is {}x the {FLOOR_WITH_KERNELS} ({} ms){against_read} of {} for {} {} at {} context.",
             fmt_ms(Some(f.tpot_p50_ms)),
             f.level,
-            f.ratio,
+            fmt_sig3(f.ratio),
             fmt_sig3(f.floor.estimate.tpot_floor_ms),
             f.gpu,
             f.floor.estimate.model,

@@ -71,7 +71,7 @@ fn floor_sentence(f: &FloorComparison) -> String {
                 )
             });
     format!(
-        "{} on {}: {} bytes per token ({} weights + {} KV at {} context): {read}{FLOOR_WITH_KERNELS} {} ms ({} tok/s; GEMV {} GB/s ({}), attention {} GB/s ({})). Measured TPOT p50 {} ms at {}: {:.1}x the {FLOOR_WITH_KERNELS}{against_read}. Floor: {}.",
+        "{} on {}: {} bytes per token ({} weights + {} KV at {} context): {read}{FLOOR_WITH_KERNELS} {} ms ({} tok/s; GEMV {} GB/s ({}), attention {} GB/s ({})). Measured TPOT p50 {} ms at {}: {}x the {FLOOR_WITH_KERNELS}{against_read}. Floor: {}.",
         e.model,
         f.gpu,
         e.bytes_per_token,
@@ -86,7 +86,7 @@ fn floor_sentence(f: &FloorComparison) -> String {
         f.floor.attention_source,
         fmt_ms(Some(f.tpot_p50_ms)),
         f.level,
-        f.ratio,
+        fmt_sig3(f.ratio),
         f.source
     )
 }
@@ -560,9 +560,12 @@ fn charts(input: &ReportInput, c: &Combined, opts: BodyOptions) -> Vec<String> {
 
 fn read_ratio_label(r: f64) -> String {
     if r >= BELOW_FLOOR_RATIO {
-        format!("{r:.1}x")
+        format!("{}x", fmt_sig3(r))
     } else {
-        format!("{r:.3}x (below: impossible for this model on this GPU)")
+        format!(
+            "{}x (below: impossible for this model on this GPU)",
+            fmt_sig3(r)
+        )
     }
 }
 

@@ -295,7 +295,35 @@ impl KernelReport {
             .and_then(serde_json::Value::as_str)
             .ok_or(ReportError::MissingSchema)?;
         check_schema(schema)?;
-        serde_json::from_value(value).map_err(|e| ReportError::Json(e.to_string()))
+        let mut report: KernelReport =
+            serde_json::from_value(value).map_err(|e| ReportError::Json(e.to_string()))?;
+        report.fill_read_floors();
+        Ok(report)
+    }
+
+    /// Gives every floor row and decode step without a floor at the read bandwidth
+    /// (a report written before it was added) the one its own read bandwidth
+    /// gives: every view then shows both floors.
+    pub fn fill_read_floors(&mut self) {
+        let Some(read) = self.read_gbps() else {
+            return;
+        };
+        for f in self
+            .decode_floor
+            .iter_mut()
+            .filter(|f| f.read_floor_ms.is_none())
+        {
+            f.read_gbps = Some(read);
+            f.read_floor_ms = ms_at(f.estimate.bytes_per_token, read);
+            f.read_tokens_per_s_ceiling = f.read_floor_ms.map(|ms| 1e3 / ms);
+        }
+        for s in self
+            .decode_steps
+            .iter_mut()
+            .filter(|s| s.read_floor_ms.is_none())
+        {
+            s.read_floor_ms = ms_at(s.bytes_per_token, read);
+        }
     }
 
     /// Serializes as pretty JSON.
