@@ -60,12 +60,13 @@ pub fn compare_table(c: &KernelsComparison) -> (Vec<String>, Vec<Vec<String>>) {
 /// and the kernels only one side ran.
 fn preamble(c: &KernelsComparison) -> Vec<String> {
     let mut out = vec![format!(
-        "Kernels: {} ({}) -> {} ({}); a change is significant when its 95% interval (bootstrap of the median over the samples) lies beyond {:.0}% of the base",
+        "Kernels: {} ({}) -> {} ({}); a change is significant when its 95% interval (bootstrap of the median over the samples) lies beyond {:.1}% of the base ({})",
         c.before,
         c.before_adapter.name,
         c.after,
         c.after_adapter.name,
-        100.0 * c.min_change
+        100.0 * c.noise_floor,
+        c.noise_source
     )];
     out.extend(c.differences.iter().map(|d| format!("! {d}")));
     out

@@ -81,8 +81,16 @@ pub struct KernelsComparison {
     /// What differs between the runs besides the change under test, each in a
     /// sentence (another GPU first).
     pub differences: Vec<String>,
-    /// The noise floor used (fraction of the base).
+    /// The noise floor asked for (`--min-change`, fraction of the base).
     pub min_change: f64,
+    /// The noise floor used: `min_change`, or the largest move either run saw of
+    /// one kernel timed twice (its drift check) when larger: the samples of one
+    /// run do not hold how far a figure moves between runs, the drift does.
+    #[serde(default)]
+    pub noise_floor: f64,
+    /// Where the noise floor came from, in words.
+    #[serde(default)]
+    pub noise_source: String,
     /// The read ceiling and every kernel both reports ran, in the base's order.
     pub rows: Vec<KernelChange>,
     /// Kernels only the base ran.
@@ -221,6 +229,28 @@ pub fn compare_kernels(
 ) -> KernelsComparison {
     let (a, b) = (before.1, after.1);
     let (same_gpu, differences) = differences(a, b);
+    let drift = a
+        .drift
+        .iter()
+        .chain(&b.drift)
+        .filter(|d| d.change.is_finite())
+        .max_by(|x, y| x.change.abs().total_cmp(&y.change.abs()));
+    let (noise_floor, noise_source) = match drift {
+        Some(d) if d.change.abs() > opts.min_change => (
+            d.change.abs(),
+            format!(
+                "the largest drift within a run ({} {:+.1}%): a figure moved that much with nothing changed",
+                d.kernel,
+                100.0 * d.change
+            ),
+        ),
+        _ => (opts.min_change, "--min-change".to_owned()),
+    };
+    let asked = opts.min_change;
+    let opts = &KernelCompareOptions {
+        min_change: noise_floor,
+        ..*opts
+    };
     let mut rows = Vec::new();
     if let (Some(x), Some(y)) = (&a.bandwidth, &b.bandwidth) {
         rows.push(change(
@@ -277,7 +307,9 @@ pub fn compare_kernels(
         after_adapter: b.adapter.clone(),
         same_gpu,
         differences,
-        min_change: opts.min_change,
+        min_change: asked,
+        noise_floor,
+        noise_source,
         rows,
         only_before,
         only_after,
@@ -392,7 +424,8 @@ pub fn judge(c: &KernelsComparison, gates: &[KernelGate]) -> Vec<GateOutcome> {
                 KernelMetric::MedianUs => point > g.limit,
                 KernelMetric::Gbps => point < g.limit,
             };
-            if crossed && sure {
+            // Beyond the noise floor too (the verdict), not only beyond zero.
+            if crossed && sure && r.verdict == Verdict::Worse {
                 out.push(GateOutcome::Crossed(format!(
                     "{} crossed on {}: {:+.1}% (time {:+.1}%, 95% interval [{:+.1}%, {:+.1}%])",
                     g.label(),
@@ -428,6 +461,7 @@ mod tests {
     fn report(scale: f64, n: usize, seed: u64) -> KernelReport {
         let text = include_str!("../../../../tests/fixtures/reports/kernels-lavapipe.json");
         let mut r = KernelReport::from_json(text).unwrap();
+        r.drift.clear();
         let mut rng = Rng::new(seed);
         let mut draw = |m: f64| -> Vec<f64> {
             (0..n)
@@ -507,6 +541,37 @@ mod tests {
             c.rows[1].note.as_deref().unwrap().contains("needs 10"),
             "{:?}",
             c.rows[1]
+        );
+    }
+
+    #[test]
+    fn a_run_that_drifted_widens_the_noise_floor() {
+        let (mut a, b) = (report(1.0, 20, 1), report(1.1, 20, 2));
+        a.drift = vec![super::super::DriftCheck::new(
+            "gemv f32".into(),
+            100.0,
+            130.0,
+        )];
+        let c = compare_kernels(("a", &a), ("b", &b), &OPTS);
+        assert!((c.noise_floor - 0.3).abs() < 1e-12, "{}", c.noise_floor);
+        assert!(c.noise_source.contains("drift"), "{}", c.noise_source);
+        // A 10% change inside a 30% drift is no change, and no gate trips.
+        assert!(
+            c.rows.iter().all(|r| r.verdict == Verdict::NoChange),
+            "{:?}",
+            c.rows
+        );
+        assert!(judge(&c, &KernelGate::parse_list("gbps:-5%").unwrap()).is_empty());
+        // A drift under --min-change leaves it.
+        a.drift = vec![super::super::DriftCheck::new(
+            "gemv f32".into(),
+            100.0,
+            101.0,
+        )];
+        let c = compare_kernels(("a", &a), ("b", &b), &OPTS);
+        assert_eq!(
+            (c.noise_floor, c.noise_source.as_str()),
+            (0.02, "--min-change")
         );
     }
 
