@@ -240,7 +240,7 @@ fn end_to_end_report_renders_in_chromium() {
     let h = std::fs::read_to_string(&html).unwrap();
     assert_self_contained(&h);
     assert!(
-        h.contains("the bandwidth floor"),
+        h.contains("the floor with these kernels") || h.contains("the floor at read bw"),
         "the verdict compares TPOT with the floor"
     );
     assert!(h.contains("id=\"floor\"") && h.contains("id=\"kernels\""));
@@ -325,7 +325,13 @@ fn the_floor_of_the_gguf_file_served() {
     let ratio: f64 = before_x[before_x.rfind(' ').unwrap() + 1..]
         .parse()
         .unwrap();
-    let (floor_ms, tpot) = (num("floor ", " ms/token"), num("Measured TPOT p50 ", " ms"));
+    let (floor_ms, tpot) = (
+        num("floor with these kernels ", " ms ("),
+        num("Measured TPOT p50 ", " ms"),
+    );
+    // Both floors, named as every table names them, the hardware's first.
+    let read_ms = num("floor at read bw ", " ms (");
+    assert!(read_ms > 0.0 && read_ms <= floor_ms, "{floor}");
     assert!(
         (tpot / floor_ms - ratio).abs() < 0.05 * ratio,
         "{tpot} / {floor_ms} vs {ratio}"
@@ -345,5 +351,37 @@ fn the_floor_of_the_gguf_file_served() {
         text(&o).contains("--gguf") && text(&o).contains("--model"),
         "{}",
         text(&o)
+    );
+}
+
+#[test]
+fn a_kernels_report_alone_renders_the_kernels() {
+    let kernels =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports/kernels-lavapipe.json");
+    let k = kernels.to_str().unwrap();
+    // To the terminal: the kernels' own tables, never a serving verdict.
+    let o = run(&["report", "--kernels", k]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("no level had a successful request"), "{out}");
+    for part in [
+        "Bandwidth ceiling: read ",
+        "Decode floor (batch 1",
+        "a kernels report alone",
+    ] {
+        assert!(out.contains(part), "{part:?} missing:\n{out}");
+    }
+    // As Markdown: the kernels section, and a verdict that says what is missing.
+    let o = run(&["report", "--kernels", k, "--markdown", "-"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(!md.contains("no level had a successful request"), "{md}");
+    assert!(
+        md.contains("No client run given (--client or --raw)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## GPU kernels") && md.contains("### Decode floor"),
+        "{md}"
     );
 }

@@ -95,7 +95,7 @@ fn the_analysis_of_the_fixtures() {
     assert!(
         a.verdict
             .iter()
-            .any(|v| v.contains("below the bandwidth floor")),
+            .any(|v| v.contains("below the floor at read bw")),
         "{:#?}",
         a.verdict
     );

@@ -186,11 +186,19 @@ async fn choose_adapter(instance: &wgpu::Instance, opts: &AdapterOptions) -> Res
     adapters.sort_by_key(|a| rank(&a.get_info()));
     if let Some(name) = &wanted {
         let needle = name.to_ascii_lowercase();
+        let found: Vec<String> = adapters
+            .iter()
+            .map(|a| {
+                let i = a.get_info();
+                format!("{} ({}, {:?})", i.name, i.backend.to_str(), i.device_type)
+            })
+            .collect();
         return adapters
             .into_iter()
             .find(|a| a.get_info().name.to_ascii_lowercase().contains(&needle))
             .ok_or_else(|| HarnessError::NoAdapter {
                 wanted: format!(" matching \"{name}\""),
+                found,
             });
     }
     if let Some(best) = adapters.into_iter().next() {
@@ -206,6 +214,7 @@ async fn choose_adapter(instance: &wgpu::Instance, opts: &AdapterOptions) -> Res
         .await
         .map_err(|_| HarnessError::NoAdapter {
             wanted: String::new(),
+            found: Vec::new(),
         })
 }
 

@@ -556,6 +556,7 @@ pub fn result(
         bytes_per_token,
         effective_gbps: bytes_per_token as f64 / (step_ms * 1e-3) / 1e9,
         tpot_floor_ms,
+        read_floor_ms: None,
         gap: step_ms / tpot_floor_ms,
         layers_timing: t.layers,
         lm_head_timing: t.lm_head,

@@ -20,16 +20,33 @@ impl fmt::Display for KernelId {
     }
 }
 
+/// The no-adapter message: which adapters exist and that none matched, or, when
+/// none exists at all, how to get one on the CPU.
+fn no_adapter_message(wanted: &str, found: &[String]) -> String {
+    if found.is_empty() {
+        format!(
+            "no GPU adapter found{wanted}; to run on the CPU install Mesa lavapipe (`apt install mesa-vulkan-drivers`), or pick one with --adapter/--backend (see --list-adapters)"
+        )
+    } else {
+        format!(
+            "no GPU adapter{wanted}: found {} ({}), none matched; pick one with --adapter and a part of its name, or --backend (see --list-adapters)",
+            found.len(),
+            found.join("; ")
+        )
+    }
+}
+
 /// Everything that can go wrong in the harness.
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     /// No adapter matched (or none exists at all).
-    #[error(
-        "no GPU adapter found{wanted}; to run on the CPU install Mesa lavapipe (`apt install mesa-vulkan-drivers`), or pick one with --adapter/--backend (see --list-adapters)"
-    )]
+    #[error("{}", no_adapter_message(wanted, found))]
     NoAdapter {
         /// What was asked for (empty, or ` matching "..."`).
         wanted: String,
+        /// The adapters that exist (name, backend, type), when some do but none
+        /// matched.
+        found: Vec<String>,
     },
     /// The adapter refused to create a device.
     #[error("adapter `{adapter}` refused to create a device: {message}")]

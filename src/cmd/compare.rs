@@ -87,6 +87,17 @@ pub struct CompareArgs {
 
 /// Run `tokenscope compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    // Kernels reports (`tokenscope.kernels/1`): compared kernel by kernel.
+    if super::kernels::compare::given(&args.reports)? {
+        return super::kernels::compare::run(
+            &args.reports,
+            args.fail_on.as_deref(),
+            &args.stats,
+            &args.output,
+            args.strict,
+            args.allow_unevaluated,
+        );
+    }
     let opts = args.stats.options()?;
     // Speed thresholds and quality thresholds share the list.
     let (quality_list, speed_list): (Vec<&str>, Vec<&str>) = args

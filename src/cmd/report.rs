@@ -213,6 +213,21 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         }
         md
     };
+    // A kernels report alone, to the terminal: the kernels' own tables (as
+    // `tokenscope kernels` prints them), not a serving verdict without a run.
+    if input.clients.is_empty()
+        && input.model.is_none()
+        && quality.is_none()
+        && args.out.is_none()
+        && args.markdown.is_none()
+        && let Some(k) = &input.kernels
+    {
+        print!("{}", render::kernels::text(k));
+        println!(
+            "(a kernels report alone: --client or --raw adds the serving side, --model the TPOT against the floor)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut wrote = false;
     if let Some(p) = &args.client_out {
         let [_] = args.raw.as_slice() else {

@@ -383,6 +383,7 @@ mod tests {
         );
         let f = GpuPageError::from(HarnessError::NoAdapter {
             wanted: String::new(),
+            found: Vec::new(),
         })
         .failure();
         assert_eq!(f.kind, GpuFailureKind::NoAdapter);

@@ -583,12 +583,15 @@ fn Results(props: &ResultsProps) -> Html {
     let floors = v.floor.iter().map(|row| {
         html! {
             <tr>
-                <td>{ row[0].clone() }</td>
-                <td>{ row[1].clone() }</td>
-                { for row[2..].iter().map(|x| html! { <td class="num">{ x.clone() }</td> }) }
+                { for row.iter().take(2).map(|x| html! { <td>{ x.clone() }</td> }) }
+                { for row.iter().skip(2).map(|x| html! { <td class="num">{ x.clone() }</td> }) }
             </tr>
         }
     });
+    let floor_head = v
+        .floor_headers
+        .iter()
+        .map(|h| html! { <th>{ h.clone() }</th> });
     let verdict = if props.partial {
         "partial results (the run was cancelled or is still going)".to_owned()
     } else if v.verified {
@@ -605,6 +608,9 @@ fn Results(props: &ResultsProps) -> Html {
             <p class="hint" id="gpu-timing">{ format!("Timing: {}.", v.timing) }</p>
             <p class="hint" id="gpu-variants">{ format!("Variants: {}.", v.variants) }</p>
             { bandwidth.unwrap_or_default() }
+            for m in v.ceiling_remarks.iter() {
+                <p class="hint warn">{ m.clone() }</p>
+            }
             <figure class="chart" id="chart-gpu-kernels">
                 { Html::from_html_unchecked(AttrValue::from(v.chart_svg.clone())) }
             </figure>
@@ -619,14 +625,12 @@ fn Results(props: &ResultsProps) -> Html {
                 <p class="error">{ e.clone() }</p>
             }
             if !v.floor.is_empty() {
-                <h3>{ "Decode floor " }<span class="hint">{ "the fastest a model can decode on this GPU at batch 1: weights and KV cache read once per token at the measured bandwidths" }</span></h3>
+                <h3>{ "Decode floor " }<span class="hint">{ "the fastest a model can decode on this GPU at batch 1: weights and KV cache read once per token" }</span></h3>
                 <table class="levels" id="gpu-floor">
-                    <thead><tr>
-                        <th>{ "model" }</th><th>{ "weights" }</th><th>{ "context" }</th><th>{ "GB per token" }</th>
-                        <th>{ "TPOT floor ms" }</th><th>{ "tokens/s ceiling" }</th>
-                    </tr></thead>
+                    <thead><tr>{ for floor_head }</tr></thead>
                     <tbody>{ for floors }</tbody>
                 </table>
+                <p class="hint" id="gpu-floor-legend">{ v.floor_legend.clone() }</p>
             }
         </section>
     }

@@ -4,9 +4,10 @@
 //! notes carried from the runs. The diagnosis rules are [`super::diagnosis`].
 
 use super::diagnosis::diagnose;
+use crate::analyze::floor::{FLOOR_AT_READ, FLOOR_WITH_KERNELS};
 use crate::analyze::stats::Summary;
 use crate::model::{CapacityBound, ClientReport, LevelReport, Load, Source};
-use crate::render::fmt::{fmt_ms, fmt_rate};
+use crate::render::fmt::{fmt_ms, fmt_rate, fmt_sig3};
 use crate::report::combined::{Combined, Comparison, FloorComparison, ReportInput, StageDelta};
 
 /// The level the verdict speaks about: SLO capacity, else the knee, else the highest load.
@@ -163,24 +164,36 @@ fn floor_sentence(
     verdict: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) {
-    if let Some(f) = floor.filter(|f| f.ratio < BELOW_FLOOR_RATIO) {
+    // Impossible only below the floor at the read bandwidth (the hardware's): the
+    // floor with these kernels is beaten by any server with faster kernels.
+    let read_ms = |f: &FloorComparison| f.floor.read_floor_ms.filter(|ms| *ms > 0.0);
+    if let Some((f, read)) = floor.and_then(|f| Some((f, read_ms(f)?)))
+        && f.tpot_p50_ms / read < BELOW_FLOOR_RATIO
+    {
         verdict.push(format!(
-            "TPOT p50 {} ms at {} is below the bandwidth floor ({} ms) of {} for {} {} at {} context, which no server on that GPU can do: the model, quantization or GPU given does not match what served these requests.",
+            "TPOT p50 {} ms at {} is below the {FLOOR_AT_READ} ({} ms) of {} for {} {} at {} context, which no server on that GPU can do: the model, quantization or GPU given does not match what served these requests.",
             fmt_ms(Some(f.tpot_p50_ms)),
             f.level,
-            fmt_ms(Some(f.floor.estimate.tpot_floor_ms)),
+            fmt_sig3(read),
             f.gpu,
             f.floor.estimate.model,
             f.floor.estimate.quant,
             context_label(f.floor.estimate.context)
         ));
     } else if let Some(f) = floor {
+        let against_read = read_ms(f).map_or_else(String::new, |ms| {
+            format!(
+                ", {}x the {FLOOR_AT_READ} ({} ms)",
+                fmt_sig3(f.tpot_p50_ms / ms),
+                fmt_sig3(ms)
+            )
+        });
         verdict.push(format!(
-            "TPOT p50 {} ms at {} is {:.1}x the bandwidth floor ({} ms) of {} for {} {} at {} context.",
+            "TPOT p50 {} ms at {} is {}x the {FLOOR_WITH_KERNELS} ({} ms){against_read} of {} for {} {} at {} context.",
             fmt_ms(Some(f.tpot_p50_ms)),
             f.level,
-            f.ratio,
-            fmt_ms(Some(f.floor.estimate.tpot_floor_ms)),
+            fmt_sig3(f.ratio),
+            fmt_sig3(f.floor.estimate.tpot_floor_ms),
             f.gpu,
             f.floor.estimate.model,
             f.floor.estimate.quant,

@@ -182,9 +182,19 @@ pub struct KernelsView {
     pub headers: Vec<String>,
     /// Its rows.
     pub rows: Vec<Vec<String>>,
-    /// The decode floor: model, weights, context, GB per token, TPOT floor ms,
-    /// tokens/s ceiling.
-    pub floor: Vec<[String; 6]>,
+    /// The decode floor table's headers (`render::kernels::floor_table`: the floor
+    /// at the read bandwidth beside the floor with these kernels).
+    #[serde(default)]
+    pub floor_headers: Vec<String>,
+    /// Its rows.
+    pub floor: Vec<Vec<String>>,
+    /// What the two floors divide by, in a sentence.
+    #[serde(default)]
+    pub floor_legend: String,
+    /// The read ceiling's moves (during the run, since the variant search), each
+    /// in a sentence.
+    #[serde(default)]
+    pub ceiling_remarks: Vec<String>,
     /// Kernels skipped, each in a line.
     pub skipped: Vec<String>,
     /// Errors, each in a line.
@@ -194,7 +204,7 @@ pub struct KernelsView {
 impl KernelsView {
     /// What the page shows of `r`.
     pub fn of(r: &KernelReport) -> KernelsView {
-        use crate::render::kernels::{kernel_table, mib_label};
+        use crate::render::kernels::{floor_legend, floor_table, kernel_table, mib_label};
         use crate::report::kernels::TimingMethod;
         let timing = match r.timing {
             TimingMethod::TimestampQuery if r.config.timestamp_batch_ms > 0.0 => format!(
@@ -222,15 +232,11 @@ impl KernelsView {
             )
         });
         let (headers, rows) = kernel_table(r);
-        let tuned = r
-            .kernels
-            .iter()
-            .filter(|k| k.variant.as_ref().is_some_and(|v| v.source == "tuned"))
-            .count();
+        let (floor_headers, floor) = floor_table(r);
         let variants = match &r.tuning {
             Some(t) if t.used => format!(
-                "{tuned} of {} kernels ran the variant searched on this GPU ({}: {})",
-                r.kernels.len(),
+                "{} ({}: {})",
+                crate::render::kernels::VariantCounts::of(r).sentence(),
                 t.file,
                 t.note
             ),
@@ -248,21 +254,10 @@ impl KernelsView {
             chart_svg: crate::render::charts::kernel_roofline(r),
             headers,
             rows,
-            floor: r
-                .decode_floor
-                .iter()
-                .map(|row| {
-                    let f = &row.estimate;
-                    [
-                        f.model.clone(),
-                        f.quant.as_str().to_owned(),
-                        f.context.to_string(),
-                        format!("{:.3}", f.bytes_per_token as f64 / 1e9),
-                        format!("{:.1}", f.tpot_floor_ms),
-                        format!("{:.2}", f.tokens_per_s_ceiling),
-                    ]
-                })
-                .collect(),
+            floor_headers,
+            floor,
+            floor_legend: floor_legend(r.read_gbps()),
+            ceiling_remarks: r.ceiling_remarks(),
             skipped: r
                 .skipped
                 .iter()

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use super::glossary::GLOSSARY;
 use crate::analyze::verdict::BELOW_FLOOR_RATIO;
-use crate::render::fmt::{escape_html, fmt_ms, fmt_rate};
+use crate::render::fmt::{escape_html, fmt_ms, fmt_rate, fmt_sig3};
+use crate::render::kernels::{FLOOR_AT_READ, FLOOR_WITH_KERNELS, floor_legend, floor_table};
 use crate::render::table::{html_table, markdown_table};
 use crate::report::combined::{Combined, Comparison, FloorComparison, ReportInput};
 use crate::report::kernels::KernelReport;
@@ -46,33 +47,85 @@ fn comparison_rows(cmp: &Comparison) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The TPOT-vs-floor paragraph (Markdown and HTML).
+/// The TPOT-vs-floor paragraph (Markdown and HTML): the floor at the read
+/// bandwidth beside the floor with these kernels, named as every table names them.
 fn floor_sentence(f: &FloorComparison) -> String {
     let e = &f.floor.estimate;
+    let read = match (f.floor.read_floor_ms, f.floor.read_gbps) {
+        (Some(ms), Some(gbps)) => format!(
+            "{FLOOR_AT_READ} {} ms ({} tok/s; every byte at the read bandwidth, {} GB/s); ",
+            fmt_sig3(ms),
+            fmt_sig3(1e3 / ms),
+            fmt_sig3(gbps)
+        ),
+        _ => String::new(),
+    };
+    let against_read =
+        f.floor
+            .read_floor_ms
+            .filter(|ms| *ms > 0.0)
+            .map_or_else(String::new, |ms| {
+                format!(
+                    ", {} the {FLOOR_AT_READ}",
+                    read_ratio_label(f.tpot_p50_ms / ms)
+                )
+            });
     format!(
-        "{} on {}: {} bytes per token ({} weights + {} KV at {} context), GEMV {} GB/s ({}), attention {} GB/s ({}): floor {} ms/token, ceiling {} tok/s. Measured TPOT p50 {} ms at {}: {} the floor. Floor: {}.",
+        "{} on {}: {} bytes per token ({} weights + {} KV at {} context): {read}{FLOOR_WITH_KERNELS} {} ms ({} tok/s; GEMV {} GB/s ({}), attention {} GB/s ({})). Measured TPOT p50 {} ms at {}: {}x the {FLOOR_WITH_KERNELS}{against_read}. Floor: {}.",
         e.model,
         f.gpu,
         e.bytes_per_token,
         e.weight_bytes,
         e.kv_bytes,
         e.context,
-        fmt_rate(e.gemv_gbps),
+        fmt_sig3(e.tpot_floor_ms),
+        fmt_sig3(e.tokens_per_s_ceiling),
+        fmt_sig3(e.gemv_gbps),
         f.floor.gemv_source,
-        fmt_rate(e.attention_gbps),
+        fmt_sig3(e.attention_gbps),
         f.floor.attention_source,
-        fmt_ms(Some(e.tpot_floor_ms)),
-        fmt_rate(e.tokens_per_s_ceiling),
         fmt_ms(Some(f.tpot_p50_ms)),
         f.level,
-        ratio_label(f.ratio),
+        fmt_sig3(f.ratio),
         f.source
     )
+}
+
+/// The kernels report's decode floor table (both floors, as `tokenscope kernels`
+/// shows it) with its legend, for the combined report.
+fn kernel_floor_table(k: &KernelReport) -> Option<(Vec<String>, Vec<Vec<String>>, String)> {
+    let (h, rows) = floor_table(k);
+    (!rows.is_empty()).then(|| (h, rows, floor_legend(k.read_gbps())))
 }
 
 /// The report as Markdown.
 // Sentences and headers the Markdown and the HTML renderings share.
 const NOTHING_TO_CONCLUDE: &str = "Nothing to conclude: no level had a successful request.";
+
+/// The verdict's line when it has no sentence: no client run given (a kernels
+/// report alone says what it measured), or no successful request.
+fn empty_verdict(input: &ReportInput) -> String {
+    if !input.clients.is_empty() {
+        return NOTHING_TO_CONCLUDE.to_owned();
+    }
+    match &input.kernels {
+        Some(k) => format!(
+            "No client run given (--client or --raw): nothing about serving to conclude. GPU kernels on {}: read ceiling {} GB/s, {} kernels, {} (below).",
+            k.adapter.name,
+            k.read_gbps()
+                .map_or_else(|| "not measured".into(), fmt_sig3),
+            k.kernels.len(),
+            if k.verified {
+                "every one matched its CPU reference"
+            } else {
+                "NOT every one matched its CPU reference"
+            }
+        ),
+        None => {
+            "No client run given (--client or --raw): nothing about serving to conclude.".into()
+        }
+    }
+}
 const NO_RULE_FIRED: &str = "No rule fired: none of the known symptoms is in the data.";
 const ROUND_SPREAD_NOTE: &str = "Times in ms. Round spread: (max - min) / median of the rounds' E2E medians; ! = a round more than 2x off.";
 const COMPARISON_HEADERS: [&str; 4] = ["stage", "native ms", "browser ms", "browser's own cost ms"];
@@ -83,7 +136,7 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
     let _ = writeln!(out, "{}\n", inputs_line(input));
     out.push_str("## Verdict\n\n");
     if c.verdict.is_empty() {
-        let _ = writeln!(out, "{NOTHING_TO_CONCLUDE}");
+        let _ = writeln!(out, "{}", empty_verdict(input));
     }
     for v in &c.verdict {
         let _ = writeln!(out, "- {v}");
@@ -138,6 +191,11 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
         );
         let (h, rows) = kernel_table(k);
         out.push_str(&markdown_table(&h, &rows));
+        if let Some((h, rows, legend)) = kernel_floor_table(k) {
+            out.push_str("\n### Decode floor (batch 1)\n\n");
+            out.push_str(&markdown_table(&h, &rows));
+            let _ = writeln!(out, "\n{legend}");
+        }
     }
     if !c.notes.is_empty() {
         out.push_str("\n## Notes\n\n");
@@ -292,7 +350,7 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
         "<p class=\"from\">{}</p>",
         escape_html(&inputs_line(input))
     );
-    html_verdict_and_diagnosis(&mut o, c);
+    html_verdict_and_diagnosis(&mut o, c, &empty_verdict(input));
     let charts = charts(input, c, opts);
     if !charts.is_empty() {
         o.push_str("<h2 id=\"charts\">Charts</h2><div class=\"charts\">");
@@ -361,6 +419,11 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
         );
         let (h, rows) = kernel_table(k);
         o.push_str(&html_table(&h, &rows));
+        if let Some((h, rows, legend)) = kernel_floor_table(k) {
+            o.push_str("<h3 id=\"kernel-floor\">Decode floor (batch 1)</h3>");
+            o.push_str(&html_table(&h, &rows));
+            let _ = write!(o, "<p class=\"hint\">{}</p>", escape_html(&legend));
+        }
     }
     if !c.notes.is_empty() {
         o.push_str("<h2>Notes</h2><ul class=\"notes\">");
@@ -415,10 +478,10 @@ fn kv_plan_headers() -> Vec<String> {
 }
 
 /// The verdict's sentences and the diagnosis's findings, each with its evidence.
-fn html_verdict_and_diagnosis(o: &mut String, c: &Combined) {
+fn html_verdict_and_diagnosis(o: &mut String, c: &Combined, empty: &str) {
     o.push_str("<h2 id=\"verdict\">Verdict</h2><ul class=\"verdict\">");
     if c.verdict.is_empty() {
-        let _ = write!(o, "<li>{NOTHING_TO_CONCLUDE}</li>");
+        let _ = write!(o, "<li>{}</li>", escape_html(empty));
     }
     for v in &c.verdict {
         let _ = write!(o, "<li>{}</li>", escape_html(v));
@@ -495,11 +558,14 @@ fn charts(input: &ReportInput, c: &Combined, opts: BodyOptions) -> Vec<String> {
     out
 }
 
-fn ratio_label(r: f64) -> String {
+fn read_ratio_label(r: f64) -> String {
     if r >= BELOW_FLOOR_RATIO {
-        format!("{r:.1}x")
+        format!("{}x", fmt_sig3(r))
     } else {
-        format!("{r:.3}x (below: impossible for this model on this GPU)")
+        format!(
+            "{}x (below: impossible for this model on this GPU)",
+            fmt_sig3(r)
+        )
     }
 }
 

@@ -404,6 +404,7 @@ pub async fn run(
         buffers: plan.buffers,
         read: read_t,
         copy: copy_t,
+        read_samples_us: read_m.samples.clone(),
         read_verified: read_ver.failure.is_none(),
         copy_verified: copy_ver.failure.is_none(),
         read_reduction: Some(Reduction::of(ctx).as_str().into()),

@@ -207,6 +207,8 @@ pub fn sample_indices(n: u64, full: u64, boundaries: &[u64]) -> Vec<u64> {
 pub struct Outcome {
     /// Timing.
     pub timing: TimingSummary,
+    /// Every sample, microseconds per call.
+    pub samples_us: Vec<f64>,
     /// Verification.
     pub verification: VerificationReport,
     /// Bytes moved per call.
@@ -285,6 +287,7 @@ pub fn kernel_result(id: ResultId, o: Outcome, read_gbps: f64) -> KernelResult {
         verification: o.verification,
         median_us: o.timing.median_us,
         timing: o.timing,
+        samples_us: o.samples_us,
         bytes_moved: o.bytes_moved,
         flops: o.flops,
         gbps: (!cache_resident).then_some(effective_gbps),

@@ -1,6 +1,8 @@
 //! The report's conclusions once every kernel ran: the decode floors, the decode
 //! steps against them, and the goals.
 
+use tokenscope_core::analyze::floor::{FLOOR_AT_READ, ms_at};
+use tokenscope_core::render::fmt::fmt_sig3;
 use tokenscope_core::report::kernels::{
     DecodeStepResult, FloorRow, GoalResult, KernelReport, KernelResult,
 };
@@ -27,15 +29,16 @@ pub(super) fn step_results(
     steps
         .iter()
         .filter_map(|(spec, t)| {
-            let f = report
-                .floor_row(
-                    &spec.model,
-                    spec.quant,
-                    u64::from(spec.context),
-                    spec.kv_dtype,
-                )?
-                .estimate;
-            Some(decode::result(spec, t, f.bytes_per_token, f.tpot_floor_ms))
+            let row = report.floor_row(
+                &spec.model,
+                spec.quant,
+                u64::from(spec.context),
+                spec.kv_dtype,
+            )?;
+            let f = &row.estimate;
+            let mut step = decode::result(spec, t, f.bytes_per_token, f.tpot_floor_ms);
+            step.read_floor_ms = row.read_floor_ms;
+            Some(step)
         })
         .collect()
 }
@@ -154,22 +157,24 @@ pub fn goals(report: &KernelReport) -> Vec<GoalResult> {
         });
     }
     for s in &report.decode_steps {
-        if read <= 0.0 || s.step_ms <= 0.0 {
+        // The floor at the read bandwidth, as the floor table shows it.
+        let read_floor = s.read_floor_ms.or_else(|| ms_at(s.bytes_per_token, read));
+        let Some(read_floor_ms) = read_floor.filter(|_| s.step_ms > 0.0) else {
             continue;
-        }
-        let read_floor_ms = s.bytes_per_token as f64 / (read * 1e6);
+        };
         let measured = read_floor_ms / s.step_ms;
         out.push(GoalResult {
             goal: format!(
-                "decode step {} {} at {} tokens, within 1.25x of the read floor",
+                "decode step {} {} at {} tokens, within 1.25x of the {FLOOR_AT_READ}",
                 s.model, s.quant, s.context
             ),
             target_fraction: 0.80,
             measured_fraction: Some(measured),
             met: Some(measured >= 0.80),
             source: format!(
-                "{:.2} ms against {:.2} ms at the read bandwidth",
-                s.step_ms, read_floor_ms
+                "step {} ms; {FLOOR_AT_READ} {} ms",
+                fmt_sig3(s.step_ms),
+                fmt_sig3(read_floor_ms)
             ),
         });
     }

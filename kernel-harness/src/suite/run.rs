@@ -498,9 +498,8 @@ async fn run_gemv(
             .await?;
         ver = merge(ver, v2);
     }
-    let timing = measure(ctx, clock, &spec.id(), &bench, &cfg.timing)
-        .await?
-        .summary(&spec.id())?;
+    let measured = measure(ctx, clock, &spec.id(), &bench, &cfg.timing).await?;
+    let timing = measured.summary(&spec.id())?;
     let mut notes: Vec<String> = bench
         .kernel
         .f16
@@ -524,6 +523,7 @@ async fn run_gemv(
         },
         Outcome {
             timing,
+            samples_us: measured.samples,
             verification: ver,
             bytes_moved: spec.bytes_moved(),
             flops: spec.flops(),
@@ -557,9 +557,8 @@ async fn run_attention(
         let (v2, _) = bench.verify(ctx, rotation as usize - 1).await?;
         ver = merge(ver, v2);
     }
-    let timing = measure(ctx, clock, &spec.id(), &bench, &cfg.timing)
-        .await?
-        .summary(&spec.id())?;
+    let measured = measure(ctx, clock, &spec.id(), &bench, &cfg.timing).await?;
+    let timing = measured.summary(&spec.id())?;
     let notes: Vec<String> = bench.f16().map(|p| p.note().into()).into_iter().collect();
     Ok(kernel_result(
         ResultId {
@@ -580,6 +579,7 @@ async fn run_attention(
         },
         Outcome {
             timing,
+            samples_us: measured.samples,
             verification: ver,
             bytes_moved: spec.bytes_moved(),
             flops: spec.flops(),

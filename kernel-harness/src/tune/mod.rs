@@ -9,6 +9,7 @@
 //! [`tokenscope_core::report::kernels::TuningFile`]); variant names are the kernels'.
 
 pub mod search;
+mod walk;
 
 use tokenscope_core::report::kernels::{
     AdapterReport, SearchReport, TuningFile, TuningUse, VariantReport,
@@ -121,6 +122,7 @@ impl Tuning {
                             )
                         }
                     ),
+                    read_gbps: file.read_gbps(),
                 }),
                 file: Some(file),
             },
@@ -136,6 +138,7 @@ impl Tuning {
                 file: path.into(),
                 used: false,
                 note,
+                read_gbps: None,
             }),
         }
     }
@@ -155,6 +158,18 @@ impl Tuning {
         default: impl FnOnce() -> (V, String),
     ) -> Choice<V> {
         let (kernel, dtype, shape, batch, kv_heads) = problem;
+        // A problem the search had but never reached runs its default: another
+        // shape's variant (and figures) would claim a search that did not happen.
+        if self.file.as_ref().is_some_and(|f| f.is_unsearched(problem)) {
+            let (v, note) = default();
+            let mut c = Choice::default_of(v, note);
+            c.report.source = "unsearched".into();
+            c.report.note = format!(
+                "left unsearched when the tuning budget ran out: the default ran ({})",
+                c.report.note
+            );
+            return c;
+        }
         if let Some((entry, exact)) = self
             .file
             .as_ref()
@@ -176,18 +191,23 @@ fn tuned_report(
     entry: &tokenscope_core::report::kernels::TuningEntry,
     exact: bool,
 ) -> VariantReport {
+    if exact {
+        return VariantReport {
+            name: name.into(),
+            source: "tuned".into(),
+            note: "tuned on this adapter for this shape".into(),
+            search: Some(SearchReport::of(entry)),
+        };
+    }
+    // Another shape's choice: its name, never its figures.
     let shape: Vec<String> = entry.shape.iter().map(u64::to_string).collect();
     VariantReport {
         name: name.into(),
-        source: "tuned".into(),
-        note: if exact {
-            "tuned on this adapter for this shape".into()
-        } else {
-            format!(
-                "tuned on this adapter for the nearest shape searched, {}",
-                shape.join("x")
-            )
-        },
-        search: Some(SearchReport::of(entry)),
+        source: "nearest".into(),
+        note: format!(
+            "this shape was not searched: the variant tuned on this adapter for the nearest shape searched, {}",
+            shape.join("x")
+        ),
+        search: None,
     }
 }

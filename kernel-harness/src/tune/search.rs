@@ -9,19 +9,21 @@
 //!    while a neighbour is faster by more than [`IMPROVEMENT`], and stops at a local
 //!    best or when the problem's share of the budget is spent. Variants that cannot
 //!    run, or give a wrong answer, are never chosen (the latter are listed).
-//! 3. The two fastest are timed again with the full timing, and the faster wins (a
-//!    walk that timed only the default keeps its brief figure).
+//! 3. A final pass times the two fastest, the default and the slowest again,
+//!    interleaved over [`FINAL_ROUNDS`] rounds (a round times each once, in an order
+//!    that rotates), so that every figure the file keeps (best, default, worst) comes
+//!    from the same pass: the fastest there wins, and the spread between a variant's
+//!    rounds is kept beside the figures. A walk that timed only the default keeps its
+//!    brief figure.
 //!
 //! The data of a problem (its matrices or KV caches, rotated beyond the cache as in a
 //! run) is made once; each variant only rebinds it. The bandwidth read and copy share
 //! their buffers (gigabytes on a GPU: filled once).
 
-use std::collections::HashMap;
-use std::fmt::Display;
-use std::hash::Hash;
+use tokenscope_core::report::kernels::{ProblemKey, TUNING_SCHEMA, TuningEntry, TuningFile};
 
-use tokenscope_core::report::kernels::{TUNING_SCHEMA, TriedVariant, TuningEntry, TuningFile};
-
+pub use super::walk::{FINAL_ROUNDS, IMPROVEMENT, Pass, Searchable, final_round};
+use super::walk::{entry, walk};
 use crate::clock::Clock;
 use crate::context::GpuContext;
 use crate::error::{HarnessError, Result};
@@ -36,17 +38,6 @@ use crate::kernels::gemv::{GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, X
 use crate::kernels::{VariantCaps, rotation_for};
 use crate::timing::{TimingOptions, measure};
 use crate::tune::Choice;
-
-/// A variant type the search can walk: its neighbours, and whether one can run a
-/// problem here.
-pub trait Searchable: Copy + Eq + Hash + Display {
-    /// The problem it runs.
-    type Spec;
-    /// The variants one step away.
-    fn neighbours(&self) -> Vec<Self>;
-    /// Why it cannot run `spec` here (None: it can).
-    fn check(&self, spec: &Self::Spec, caps: &VariantCaps) -> Option<String>;
-}
 
 impl Searchable for GemvVariant {
     type Spec = GemvSpec;
@@ -78,9 +69,6 @@ impl Searchable for AttentionVariant {
     }
 }
 
-/// Relative gain a neighbour needs for the walk to move to it.
-pub const IMPROVEMENT: f64 = 0.02;
-
 /// A problem to tune.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Problem {
@@ -93,6 +81,34 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// The key a run looks the problem up by (as its entry would name it).
+    pub fn key(&self) -> ProblemKey {
+        let (kernel, dtype, shape, batch, kv_heads) = match self {
+            Problem::Gemv(s) => (
+                s.name(),
+                s.dtype.as_str(),
+                vec![u64::from(s.rows), u64::from(s.cols)],
+                s.batch,
+                None,
+            ),
+            Problem::Attention(s) => (
+                s.name(),
+                s.kv_dtype.as_str(),
+                s.shape(),
+                1,
+                Some(s.kv_heads),
+            ),
+            Problem::Stream(k, p) => (k.name(), "u32", p.shape(), 1, None),
+        };
+        ProblemKey {
+            kernel: kernel.into(),
+            dtype: dtype.into(),
+            shape,
+            batch,
+            kv_heads,
+        }
+    }
+
     /// `gemv f16 [14336, 4096] batch 1`.
     pub fn label(&self) -> String {
         match self {
@@ -130,7 +146,8 @@ pub struct SearchOptions {
     pub seed: u64,
     /// Brief timing of each candidate.
     pub quick: TimingOptions,
-    /// Timing of the two finalists.
+    /// Timing of the final pass, all rounds together (each round gets its share of
+    /// the samples and the time).
     pub full: TimingOptions,
     /// Last-level cache to defeat (rotation as in a run).
     pub cache_bytes: u64,
@@ -186,149 +203,6 @@ pub trait TuneProgress {
 #[derive(Debug, Default)]
 pub struct Quiet;
 impl TuneProgress for Quiet {}
-
-/// What one problem's walk found.
-struct Walk<V> {
-    /// Every variant timed (brief timing), in order.
-    tried: Vec<(V, f64)>,
-    /// Variants that gave a wrong answer.
-    failed: Vec<V>,
-    /// The winner and its full-timing median (its brief one when it ran alone).
-    best: Option<(V, f64)>,
-}
-
-/// Walks the space from `seeds` (see the module's documentation). `eval(v, full)`
-/// compiles, verifies and times `v`: `Ok(None)` when it gave a wrong answer, `Err`
-/// when it cannot run here.
-async fn walk<V, F>(
-    seeds: Vec<V>,
-    spec: &V::Spec,
-    caps: &VariantCaps,
-    mut eval: F,
-    clock: &dyn Clock,
-    deadline_ms: f64,
-) -> Walk<V>
-where
-    V: Searchable,
-    F: AsyncFnMut(V, bool) -> Result<Option<f64>>,
-{
-    let neighbours = |v: &V| -> Vec<V> {
-        v.neighbours()
-            .into_iter()
-            .filter(|n| n.check(spec, caps).is_none())
-            .collect()
-    };
-    let mut times: HashMap<V, f64> = HashMap::new();
-    let mut order = Vec::new();
-    let mut failed = Vec::new();
-    let mut skipped = Vec::new();
-    let mut try_one = async |v: V, times: &mut HashMap<V, f64>| {
-        if times.contains_key(&v) || failed.contains(&v) || skipped.contains(&v) {
-            return;
-        }
-        match eval(v, false).await {
-            Ok(Some(us)) => {
-                times.insert(v, us);
-                order.push(v);
-            }
-            Ok(None) => failed.push(v),
-            Err(_) => skipped.push(v),
-        }
-    };
-    for (i, v) in seeds.iter().enumerate() {
-        // The first seed (the default) always; the others while time is left.
-        if i > 0 && clock.now_ms() > deadline_ms {
-            break;
-        }
-        try_one(*v, &mut times).await;
-    }
-    let fastest = |times: &HashMap<V, f64>| {
-        times
-            .iter()
-            .min_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(v, t)| (*v, *t))
-    };
-    let mut current = fastest(&times);
-    while let Some((at, at_us)) = current {
-        if clock.now_ms() > deadline_ms {
-            break;
-        }
-        for n in neighbours(&at) {
-            if clock.now_ms() > deadline_ms {
-                break;
-            }
-            try_one(n, &mut times).await;
-        }
-        match fastest(&times) {
-            Some((v, us)) if us < at_us * (1.0 - IMPROVEMENT) => current = Some((v, us)),
-            _ => break,
-        }
-    }
-    // Finalists: the two fastest, timed in full. A walk that timed one variant only
-    // (its share was spent on the default) has nothing to choose between: the brief
-    // figure stands, and the budget goes to the problems after it.
-    let mut ranked: Vec<(V, f64)> = order.iter().map(|v| (*v, times[v])).collect();
-    ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let (mut best, finalists) = match ranked[..] {
-        [only] => (Some(only), &ranked[..0]),
-        _ => (None, &ranked[..ranked.len().min(2)]),
-    };
-    for (v, _) in finalists {
-        if let Ok(Some(us)) = eval(*v, true).await
-            && best.is_none_or(|(_, b)| us < b)
-        {
-            best = Some((*v, us));
-        }
-    }
-    Walk {
-        tried: ranked,
-        failed,
-        best,
-    }
-}
-
-/// The entry of a finished walk (None when nothing ran).
-fn entry<V: Display + Copy + PartialEq>(
-    walk: Walk<V>,
-    problem: (&str, &str, Vec<u64>, u32, Option<u32>),
-    default: V,
-) -> Option<TuningEntry> {
-    let (best, best_us) = walk.best?;
-    // The slowest other variant by its brief timing (the winner alone: itself).
-    let (worst, worst_us) = walk
-        .tried
-        .iter()
-        .rev()
-        .find(|(v, _)| *v != best)
-        .map_or((best, best_us), |(v, t)| (*v, *t));
-    let (kernel, dtype, shape, batch, kv_heads) = problem;
-    Some(TuningEntry {
-        kernel: kernel.into(),
-        dtype: dtype.into(),
-        shape,
-        batch,
-        kv_heads,
-        best: best.to_string(),
-        best_us,
-        worst: worst.to_string(),
-        worst_us,
-        default: default.to_string(),
-        default_us: walk
-            .tried
-            .iter()
-            .find(|(v, _)| *v == default)
-            .map(|(_, t)| *t),
-        tried: walk
-            .tried
-            .iter()
-            .map(|(v, t)| TriedVariant {
-                variant: v.to_string(),
-                median_us: *t,
-            })
-            .collect(),
-        failed: walk.failed.iter().map(ToString::to_string).collect(),
-    })
-}
 
 /// Structurally different starting points for a GEMV: the default first.
 fn gemv_seeds(spec: &GemvSpec, default: GemvVariant, caps: &VariantCaps) -> Vec<GemvVariant> {
@@ -393,7 +267,8 @@ async fn tune_gemv(
     let mut bench = GemvBench::with_kernel(ctx, spec, opts.seed, rotation, None, kernel).await?;
     let id = spec.id();
     let bench_ref = &mut bench;
-    let eval = async |v: GemvVariant, full: bool| -> Result<Option<f64>> {
+    let round = final_round(&opts.full);
+    let eval = async |v: GemvVariant, pass: Pass| -> Result<Option<f64>> {
         if v.check(&spec, &caps).is_some() {
             return Err(HarnessError::InvalidShape {
                 kernel: id.clone(),
@@ -402,13 +277,17 @@ async fn tune_gemv(
         }
         let kernel = GemvKernel::with_variant(ctx, &spec, Choice::given(v)).await?;
         bench_ref.set_kernel(ctx, kernel).await?;
-        if !full {
+        if pass == Pass::Brief {
             let (_, err) = bench_ref.verify(ctx, 0, opts.verify_macs).await?;
             if err.is_some() {
                 return Ok(None);
             }
         }
-        let timing = if full { &opts.full } else { &opts.quick };
+        let timing = if pass == Pass::Final {
+            &round
+        } else {
+            &opts.quick
+        };
         let m = measure(ctx, clock, &id, &*bench_ref, timing).await?;
         Ok(Some(m.summary(&id)?.median_us))
     };
@@ -444,8 +323,13 @@ async fn tune_stream(
         _ => buffers.insert(StreamBench::new(ctx, plan, opts.seed).await?),
     };
     let bench = &*bench;
-    let eval = async |v: StreamVariant, full: bool| -> Result<Option<f64>> {
-        let timing = if full { &opts.full } else { &opts.quick };
+    let round = final_round(&opts.full);
+    let eval = async |v: StreamVariant, pass: Pass| -> Result<Option<f64>> {
+        let timing = if pass == Pass::Final {
+            &round
+        } else {
+            &opts.quick
+        };
         let (m, _, err) = bench.time(ctx, clock, stream, v, timing).await?;
         if err.is_some() {
             return Ok(None);
@@ -491,17 +375,22 @@ async fn tune_attention(
     let mut bench = AttentionBench::new(ctx, spec, opts.seed, rotation).await?;
     let id = spec.id();
     let bench_ref = &mut bench;
-    let eval = async |v: AttentionVariant, full: bool| -> Result<Option<f64>> {
+    let round = final_round(&opts.full);
+    let eval = async |v: AttentionVariant, pass: Pass| -> Result<Option<f64>> {
         let kernels = AttentionKernels::with_variant(ctx, &spec, Choice::given(v)).await?;
         bench_ref.set_kernels(ctx, kernels);
-        if !full {
+        if pass == Pass::Brief {
             // One KV head's outputs: the variant's layout is the same for every head.
             let (_, err) = bench_ref.verify_heads(ctx, 0, 1).await?;
             if err.is_some() {
                 return Ok(None);
             }
         }
-        let timing = if full { &opts.full } else { &opts.quick };
+        let timing = if pass == Pass::Final {
+            &round
+        } else {
+            &opts.quick
+        };
         let m = measure(ctx, clock, &id, &*bench_ref, timing).await?;
         Ok(Some(m.summary(&id)?.median_us))
     };
@@ -544,6 +433,7 @@ pub async fn tune(
     let end = start + opts.budget_ms;
     let mut entries = Vec::new();
     let mut unsearched = Vec::new();
+    let mut unsearched_problems = Vec::new();
     // The bandwidth buffers, kept from the read's problem to the copy's.
     let mut stream_buffers: Option<StreamBench> = None;
     for (i, p) in problems.iter().enumerate() {
@@ -557,6 +447,7 @@ pub async fn tune(
         // The budget is a budget: once it is spent, the rest keep their defaults.
         if i > 0 && clock.now_ms() > end {
             unsearched.push(label);
+            unsearched_problems.push(p.key());
             continue;
         }
         progress.start(i, problems.len(), &label);
@@ -575,7 +466,7 @@ pub async fn tune(
         match found {
             Ok(Some(e)) => {
                 let line = format!(
-                    "{} {:.1} us (default {} {}, slowest {} {:.1} us, {} tried{})",
+                    "{} {:.1} us (default {} {}, slowest {} {:.1} us, {} tried; {}{})",
                     e.best,
                     e.best_us,
                     e.default,
@@ -584,6 +475,11 @@ pub async fn tune(
                     e.worst,
                     e.worst_us,
                     e.tried.len(),
+                    match e.spread {
+                        Some(s) =>
+                            format!("{} interleaved rounds, spread {:.1}%", e.rounds, 100.0 * s),
+                        None => "one variant, brief timing".into(),
+                    },
                     if e.failed.is_empty() {
                         String::new()
                     } else {
@@ -606,5 +502,6 @@ pub async fn tune(
         spent_s: (clock.now_ms() - start) / 1e3,
         entries,
         unsearched,
+        unsearched_problems,
     })
 }

@@ -4,6 +4,8 @@
 //! adapter exists or the options are wrong.
 
 mod args;
+pub mod compare;
+mod runtime_dir;
 mod tuning;
 
 use std::fmt::Write as _;
@@ -26,6 +28,8 @@ use tuning::tuning;
 
 /// Runs `tokenscope kernels`.
 pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
+    // Before any GPU probe (and any thread): no Wayland noise without a session.
+    let _runtime_dir = runtime_dir::ensure();
     if args.list_adapters {
         return list(&args);
     }
@@ -181,6 +185,7 @@ fn list(args: &KernelsArgs) -> anyhow::Result<ExitCode> {
     if adapters.is_empty() {
         return Err(no_adapter(HarnessError::NoAdapter {
             wanted: String::new(),
+            found: Vec::new(),
         }));
     }
     let headers = [

@@ -358,6 +358,27 @@ pub struct FloorEstimate {
     pub tokens_per_s_ceiling: f64,
 }
 
+/// The name of the floor at the memory's measured read bandwidth, in every view:
+/// every byte a decode step reads (weights and KV cache) at the read ceiling. The
+/// hardware's floor: no kernel does better, and a format with fewer bytes always
+/// has a lower one.
+pub const FLOOR_AT_READ: &str = "floor at read bw";
+/// The name of the floor with the kernels a run measured, in every view: each
+/// weight format at its own GEMV's bandwidth, the KV cache at the attention
+/// kernel's ([`ModelShape::floor`]).
+pub const FLOOR_WITH_KERNELS: &str = "floor with these kernels";
+
+/// Milliseconds to move `bytes` at `gbps` GB/s (10^9 bytes per second): the one
+/// division every floor makes. `None` unless the bandwidth is positive and finite.
+///
+/// The *floor at the read bandwidth* is every byte one decode step reads at the
+/// memory's measured read bandwidth: the hardware's floor, the same for any kernel
+/// and never higher for a format with fewer bytes. The *floor with these kernels*
+/// ([`ModelShape::floor`]) divides each part by the bandwidth its own kernel reached.
+pub fn ms_at(bytes: u64, gbps: f64) -> Option<f64> {
+    (gbps.is_finite() && gbps > 0.0).then(|| bytes as f64 / (gbps * 1e6))
+}
+
 /// `efficiency = TPOT_floor / TPOT_measured`: 1.0 means the server runs at the floor.
 pub fn efficiency(tpot_floor_ms: f64, measured_tpot_ms: f64) -> Option<f64> {
     (measured_tpot_ms > 0.0 && tpot_floor_ms.is_finite()).then(|| tpot_floor_ms / measured_tpot_ms)
@@ -650,6 +671,9 @@ mod tests {
         );
         assert_eq!(efficiency(10.0, 20.0), Some(0.5));
         assert_eq!(efficiency(10.0, 0.0), None);
+        assert_eq!(ms_at(2_000_000, 1.0), Some(2.0));
+        assert_eq!(ms_at(1, 0.0), None);
+        assert_eq!(ms_at(1, f64::INFINITY), None);
     }
 
     #[test]

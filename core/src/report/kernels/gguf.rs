@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{FloorRow, KernelReport};
-use crate::analyze::floor::{FloorEstimate, Quant};
+use crate::analyze::floor::{FloorEstimate, Quant, ms_at};
 use crate::gguf::{FileFloor, GgmlType, GgufHeader, GgufModel, UnsupportedType, file_floor};
 
 /// A GGUF file in a kernels report.
@@ -61,6 +61,9 @@ pub struct GgufFloorRow {
     /// Every byte at the measured read bandwidth: the hardware's floor, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_floor_ms: Option<f64>,
+    /// `1000 / read_floor_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_tokens_per_s_ceiling: Option<f64>,
     /// Each type's weights at its own GEMV's bandwidth (the read bandwidth for a
     /// type without a kernel or not measured), the KV cache at the attention
     /// kernel's: the floor with these kernels, ms.
@@ -98,6 +101,7 @@ impl GgufReport {
             .map(|&c| GgufFloorRow {
                 bytes: file_floor(header, &model, c, kv_dtype),
                 read_floor_ms: None,
+                read_tokens_per_s_ceiling: None,
                 tpot_floor_ms: None,
                 tokens_per_s_ceiling: None,
                 gemv_gbps: None,
@@ -139,12 +143,7 @@ impl GgufReport {
     /// bandwidth (all its verified GEMVs together), the read bandwidth, the
     /// attention bandwidth at each context.
     pub fn measure(&mut self, report: &KernelReport) {
-        let Some(read) = report
-            .bandwidth
-            .as_ref()
-            .map(|b| b.read_gbps)
-            .filter(|r| *r > 0.0)
-        else {
+        let Some(read) = report.read_gbps() else {
             return;
         };
         for t in &mut self.types {
@@ -156,7 +155,8 @@ impl GgufReport {
         }
         for row in &mut self.floors {
             let b = &row.bytes;
-            row.read_floor_ms = Some(b.bytes_per_token as f64 / (read * 1e6));
+            row.read_floor_ms = ms_at(b.bytes_per_token, read);
+            row.read_tokens_per_s_ceiling = row.read_floor_ms.map(|ms| 1e3 / ms);
             let weights_ms: f64 = b
                 .by_type
                 .iter()
@@ -167,12 +167,12 @@ impl GgufReport {
                         .find(|r| r.ggml_type == t.ggml_type)
                         .and_then(|r| r.gemv_gbps)
                         .unwrap_or(read);
-                    t.bytes as f64 / (gbps * 1e6)
+                    ms_at(t.bytes, gbps).unwrap_or(0.0)
                 })
                 .sum();
             let (attn, source) = report.attention_bandwidth(b.kv_dtype, b.context_tokens);
             let attn = if attn > 0.0 { attn } else { read };
-            let ms = weights_ms + b.kv_bytes_per_token as f64 / (attn * 1e6);
+            let ms = weights_ms + ms_at(b.kv_bytes_per_token, attn).unwrap_or(0.0);
             row.tpot_floor_ms = Some(ms);
             row.tokens_per_s_ceiling = Some(1e3 / ms);
             row.gemv_gbps =
@@ -220,6 +220,12 @@ impl GgufReport {
             },
             gemv_source: format!("the file's GEMVs by type: {}", types.join(", ")),
             attention_source: f.attention_source.clone().unwrap_or_default(),
+            read_gbps: f
+                .read_floor_ms
+                .filter(|ms| *ms > 0.0)
+                .map(|ms| b.bytes_per_token as f64 / (ms * 1e6)),
+            read_floor_ms: f.read_floor_ms,
+            read_tokens_per_s_ceiling: f.read_tokens_per_s_ceiling,
             decode_step_ms: None,
             step_efficiency: None,
         })

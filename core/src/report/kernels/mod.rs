@@ -5,11 +5,16 @@
 //! fields but never renames one. Units are in the names (`_us`, `_gbps`, `_bytes`). [`KernelReport::from_json`] refuses a document whose major
 //! schema version it does not know.
 
+mod compare;
 mod device;
 mod gguf;
 mod results;
 mod tuning;
 
+pub use compare::{
+    GateOutcome, KERNELS_COMPARE_SCHEMA, KernelChange, KernelCompareOptions, KernelGate,
+    KernelGateError, KernelMetric, KernelsComparison, compare_kernels, judge, min_kernel_samples,
+};
 pub use device::{
     AdapterReport, AvailableFeatures, FeatureReport, LimitsReport, RunConfig, RunEnvironment,
     TimingMethod,
@@ -22,11 +27,11 @@ pub use results::{
 };
 use serde::{Deserialize, Serialize};
 pub use tuning::{
-    SearchReport, TUNING_SCHEMA, TriedVariant, TuningEntry, TuningError, TuningFile, TuningUse,
-    VariantReport,
+    CEILING_MOVE_LIMIT, ProblemKey, SPREAD_LIMIT, SearchReport, TUNING_SCHEMA, TriedVariant,
+    TuningEntry, TuningError, TuningFile, TuningUse, VariantReport,
 };
 
-use crate::analyze::floor::{FloorBandwidth, ModelShape, Quant};
+use crate::analyze::floor::{FloorBandwidth, ModelShape, Quant, ms_at};
 
 /// The schema id this build writes.
 pub const SCHEMA: &str = "tokenscope.kernels/1";
@@ -195,6 +200,8 @@ impl KernelReport {
             attention_gbps: attn,
         };
         let estimate = model.floor(quant, context, kv, bw).ok()?;
+        let read_gbps = self.read_gbps();
+        let read_floor_ms = read_gbps.and_then(|r| ms_at(estimate.bytes_per_token, r));
         let step = self
             .decode_steps
             .iter()
@@ -206,7 +213,18 @@ impl KernelReport {
             estimate,
             gemv_source,
             attention_source,
+            read_gbps,
+            read_floor_ms,
+            read_tokens_per_s_ceiling: read_floor_ms.map(|ms| 1e3 / ms),
         })
+    }
+
+    /// The measured read bandwidth, when it is a usable (positive, finite) figure.
+    pub fn read_gbps(&self) -> Option<f64> {
+        self.bandwidth
+            .as_ref()
+            .map(|b| b.read_gbps)
+            .filter(|r| r.is_finite() && *r > 0.0)
     }
 
     /// [`KernelReport::floor_row`] with the KV format the report's own floor used
@@ -219,6 +237,54 @@ impl KernelReport {
         self.floor_row(model, quant, context, kv)
     }
 
+    /// The read ceiling's moves this report can see, in sentences: between the start
+    /// and the end of the run (the drift check's read kernel), and between the
+    /// variant search and this run (the tuning file's read kernel), each when more
+    /// than [`CEILING_MOVE_LIMIT`]. Every fraction of the read bandwidth is
+    /// uncertain by that much.
+    pub fn ceiling_remarks(&self) -> Vec<String> {
+        let Some(read) = self.read_gbps() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let fig = |g: f64| crate::render::fmt::fmt_sig3(g);
+        if let Some(d) = self
+            .drift
+            .iter()
+            .find(|d| d.kernel == "bandwidth_read" && d.again_us > 0.0)
+        {
+            // GB/s scale as 1 / time.
+            let end = read * d.first_us / d.again_us;
+            let change = end / read - 1.0;
+            if change.abs() > CEILING_MOVE_LIMIT {
+                out.push(format!(
+                    "the read ceiling moved {} -> {} GB/s ({:+.0}%) between the start and the end of this run: every fraction of it is uncertain by that much",
+                    fig(read),
+                    fig(end),
+                    100.0 * change
+                ));
+            }
+        }
+        if let Some(then) = self
+            .tuning
+            .as_ref()
+            .filter(|t| t.used)
+            .and_then(|t| t.read_gbps)
+            .filter(|g| *g > 0.0)
+        {
+            let change = read / then - 1.0;
+            if change.abs() > CEILING_MOVE_LIMIT {
+                out.push(format!(
+                    "the read ceiling was {} GB/s when the variants were searched and is {} GB/s in this run ({:+.0}%): the adapter's state moved, the tuned choices may not hold",
+                    fig(then),
+                    fig(read),
+                    100.0 * change
+                ));
+            }
+        }
+        out
+    }
+
     /// Reads a report, refusing unknown major schema versions with a clear error.
     /// Minor additions (unknown fields) are ignored.
     pub fn from_json(text: &str) -> Result<KernelReport, ReportError> {
@@ -229,7 +295,35 @@ impl KernelReport {
             .and_then(serde_json::Value::as_str)
             .ok_or(ReportError::MissingSchema)?;
         check_schema(schema)?;
-        serde_json::from_value(value).map_err(|e| ReportError::Json(e.to_string()))
+        let mut report: KernelReport =
+            serde_json::from_value(value).map_err(|e| ReportError::Json(e.to_string()))?;
+        report.fill_read_floors();
+        Ok(report)
+    }
+
+    /// Gives every floor row and decode step without a floor at the read bandwidth
+    /// (a report written before it was added) the one its own read bandwidth
+    /// gives: every view then shows both floors.
+    pub fn fill_read_floors(&mut self) {
+        let Some(read) = self.read_gbps() else {
+            return;
+        };
+        for f in self
+            .decode_floor
+            .iter_mut()
+            .filter(|f| f.read_floor_ms.is_none())
+        {
+            f.read_gbps = Some(read);
+            f.read_floor_ms = ms_at(f.estimate.bytes_per_token, read);
+            f.read_tokens_per_s_ceiling = f.read_floor_ms.map(|ms| 1e3 / ms);
+        }
+        for s in self
+            .decode_steps
+            .iter_mut()
+            .filter(|s| s.read_floor_ms.is_none())
+        {
+            s.read_floor_ms = ms_at(s.bytes_per_token, read);
+        }
     }
 
     /// Serializes as pretty JSON.
@@ -356,6 +450,37 @@ mod tests {
         assert_eq!(env.runtime, "browser");
         assert_eq!(env.clock, "performance.now()");
         assert_eq!(env.user_agent.as_deref(), Some("Mozilla/5.0 test"));
+    }
+
+    #[test]
+    fn a_moving_ceiling_is_remarked() {
+        let text = include_str!("../../../../tests/fixtures/reports/kernels-lavapipe.json");
+        let mut r = KernelReport::from_json(text).unwrap();
+        r.drift.clear();
+        r.tuning = None;
+        assert!(r.ceiling_remarks().is_empty());
+        let read = r.read_gbps().unwrap();
+        // The read kernel 20% slower at the end: the ceiling fell to 1/1.2.
+        r.drift
+            .push(DriftCheck::new("bandwidth_read".into(), 100.0, 120.0));
+        let m = r.ceiling_remarks();
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].contains("-17%") && m[0].contains("start and the end"),
+            "{m:?}"
+        );
+        // 4% is within the limit.
+        r.drift[0] = DriftCheck::new("bandwidth_read".into(), 100.0, 104.0);
+        assert!(r.ceiling_remarks().is_empty());
+        // The 2.5 -> 3.2 GB/s between the search and the run.
+        r.tuning = Some(TuningUse {
+            file: "t.json".into(),
+            used: true,
+            note: String::new(),
+            read_gbps: Some(read / 1.28),
+        });
+        let m = r.ceiling_remarks();
+        assert!(m[0].contains("+28%") && m[0].contains("searched"), "{m:?}");
     }
 
     #[test]

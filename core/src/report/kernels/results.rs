@@ -88,6 +88,9 @@ pub struct BandwidthReport {
     pub read: TimingSummary,
     /// Copy kernel timing.
     pub copy: TimingSummary,
+    /// Every sample of the read kernel, microseconds per call (for `compare`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_samples_us: Vec<f64>,
     /// Read kernel checksum matched the CPU.
     pub read_verified: bool,
     /// Copy destination matched the source.
@@ -159,6 +162,11 @@ pub struct KernelResult {
     pub median_us: f64,
     /// Timing spread.
     pub timing: TimingSummary,
+    /// Every timed sample, microseconds per call, in the order taken: what
+    /// `tokenscope compare` resamples for a kernel's interval (absent in reports
+    /// written before it was added).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples_us: Vec<f64>,
     /// Bytes one call must move (weights with scales, activations in and out).
     pub bytes_moved: u64,
     /// Floating-point operations of one call (a multiply-add counts 2).
@@ -294,6 +302,18 @@ pub struct FloorRow {
     pub gemv_source: String,
     /// Which measurement gave `attention_gbps`.
     pub attention_source: String,
+    /// The memory's measured read bandwidth (`bandwidth.read_gbps`), GB/s: what the
+    /// floor at the read bandwidth divides by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_gbps: Option<f64>,
+    /// Every byte of the step (weights and KV cache) at the read bandwidth: the
+    /// hardware's floor, the same whatever the kernels, ms. `tpot_floor_ms` is the
+    /// floor with these kernels (each part at its own kernel's bandwidth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_floor_ms: Option<f64>,
+    /// `1000 / read_floor_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_tokens_per_s_ceiling: Option<f64>,
     /// Median of the synthetic decode step at this model/quant/context, if one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_step_ms: Option<f64>,
@@ -331,8 +351,11 @@ pub struct DecodeStepResult {
     pub bytes_per_token: u64,
     /// `bytes_per_token / step_ms`, GB/s.
     pub effective_gbps: f64,
-    /// The floor at the same model/quant/context, milliseconds.
+    /// The floor with these kernels at the same model/quant/context, milliseconds.
     pub tpot_floor_ms: f64,
+    /// The floor at the read bandwidth at the same model/quant/context, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_floor_ms: Option<f64>,
     /// `step_ms / tpot_floor_ms` (>= 1; the gap between the kernels and the floor).
     pub gap: f64,
     /// Layer timing spread.
