@@ -251,10 +251,11 @@ fn every_example_in_the_help_pastes_into_a_shell_and_parses() {
     assert!(examples >= 20, "only {examples} examples found in the help");
 }
 
-#[test]
-fn every_command_in_the_cli_docs_pastes_into_a_shell_and_parses() {
-    let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md"))
-        .expect("docs/cli.md");
+/// Every `tokenscope` command in one Markdown file's code blocks: (examples,
+/// synopses, failures).
+fn check_markdown(path: &str) -> (usize, usize, Vec<String>) {
+    let md = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
     let (mut failures, mut examples, mut synopses) = (Vec::new(), 0, 0);
     for block in code_blocks(&md) {
         for c in commands(&block) {
@@ -264,14 +265,34 @@ fn every_command_in_the_cli_docs_pastes_into_a_shell_and_parses() {
                 examples += 1;
             }
             if let Err(e) = check(&c) {
-                failures.push(format!("docs/cli.md: {c}\n  {e}"));
+                failures.push(format!("{path}: {c}\n  {e}"));
             }
         }
     }
+    (examples, synopses, failures)
+}
+
+#[test]
+fn every_command_in_the_cli_docs_pastes_into_a_shell_and_parses() {
+    let (examples, synopses, failures) = check_markdown("docs/cli.md");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert!(
         examples >= 3 && synopses >= 5,
         "docs/cli.md: {examples} examples and {synopses} synopses found"
+    );
+}
+
+/// The README's commands (a newcomer pastes them first) and the tour's.
+#[test]
+fn every_command_in_the_readme_and_the_tour_pastes_into_a_shell_and_parses() {
+    let (examples, _, failures) = check_markdown("README.md");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(examples >= 6, "README.md: only {examples} examples found");
+    let (examples, synopses, failures) = check_markdown("docs/tour.md");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(
+        examples + synopses >= 10,
+        "docs/tour.md: {examples} examples and {synopses} synopses found"
     );
 }
 

@@ -52,7 +52,11 @@ impl InFlightAcc {
         let (mut busy_ms, mut window_ms) = (0.0, 0.0);
         let mut any = false;
         for (reqs, sessions) in self.requests.iter().zip(&self.sessions) {
-            let spans: Vec<(f64, f64)> = reqs.iter().chain(sessions.iter().map(|(_, s)| s)).copied().collect();
+            let spans: Vec<(f64, f64)> = reqs
+                .iter()
+                .chain(sessions.iter().map(|(_, s)| s))
+                .copied()
+                .collect();
             if spans.is_empty() {
                 continue;
             }
@@ -89,7 +93,8 @@ pub fn max_overlap(spans: &[(f64, f64)]) -> u32 {
         while closed < ends.len() && ends[closed] <= *start {
             closed += 1;
         }
-        max = max.max(opened + 1 - closed);
+        // A span of no length (no end recorded) closes as it opens.
+        max = max.max((opened + 1).saturating_sub(closed));
     }
     max as u32
 }
@@ -112,6 +117,9 @@ mod tests {
         assert_eq!(max_overlap(&[(0.0, 10.0), (5.0, 15.0), (6.0, 7.0)]), 3);
         // Back to back: one at a time.
         assert_eq!(max_overlap(&[(0.0, 10.0), (10.0, 20.0)]), 1);
+        // Spans of no length (records without an end) are never in flight.
+        assert_eq!(max_overlap(&[(0.0, 0.0), (0.0, 0.0)]), 0);
+        assert_eq!(max_overlap(&[(0.0, 0.0), (0.0, 5.0), (1.0, 1.0)]), 1);
     }
 
     #[test]
