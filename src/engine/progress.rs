@@ -68,8 +68,11 @@ impl State {
     fn timing(&self) -> String {
         let elapsed = fmt_duration(self.run_start.elapsed().as_secs_f64() * 1000.0);
         match self.left_ms() {
-            Some(left) => format!("{elapsed} elapsed, about {} left", fmt_duration(left)),
-            None => format!("{elapsed} elapsed"),
+            // Nothing left: the sweep is over (no "about 0 s left").
+            Some(left) if left > 0.0 => {
+                format!("{elapsed} elapsed, about {} left", fmt_duration(left))
+            }
+            _ => format!("{elapsed} elapsed"),
         }
     }
 

@@ -330,6 +330,7 @@ pub struct LevelReport {
     /// The load the level really offered (absent: not known, e.g. a report
     /// older than this field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub reached: Option<ReachedLoad>,
     /// Per-SLO verdicts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
