@@ -70,8 +70,14 @@ impl Run {
 }
 
 /// `tokenscope bench --api completions --ignore-eos --quiet <args>` against
-/// `engine` (`--api chat` in `args` instead of completions).
+/// `engine` (`--api chat` in `args` instead of completions), which must succeed.
 fn bench(engine: &Engine, args: &[&str]) -> Run {
+    bench_exiting(engine, args, 0)
+}
+
+/// [`bench`], exiting with `code` (4: the run failed as a run, every output
+/// written all the same).
+fn bench_exiting(engine: &Engine, args: &[&str], code: i32) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report.json");
     let raw = dir.path().join("raw.jsonl");
@@ -95,8 +101,9 @@ fn bench(engine: &Engine, args: &[&str]) -> Run {
     let t0 = Instant::now();
     let o = run(&all);
     let wall_s = t0.elapsed().as_secs_f64();
-    assert!(
-        o.status.success(),
+    assert_eq!(
+        o.status.code(),
+        Some(code),
         "tokenscope {}\n{}\n{}",
         all.join(" "),
         text(&o),
@@ -820,7 +827,9 @@ fn tiny_model_prompt_over_the_context_is_an_http_error_counted() {
     assert_eq!(long.report["config"]["input_tokens"], 192);
     assert_eq!(u(&long.level(0)["ok"]), 3, "{}", long.level(0));
     check_exact_prompts(&long, 192, true);
-    let run = bench(
+    // Every request overflows: the run failed as a run (exit 4), its report
+    // written all the same.
+    let run = bench_exiting(
         &engine,
         &[
             "--concurrency",
@@ -836,6 +845,7 @@ fn tiny_model_prompt_over_the_context_is_an_http_error_counted() {
             "--max-tokens",
             "8",
         ],
+        4,
     );
     let level = run.level(0);
     assert_eq!(u(&level["sent"]), 4);
