@@ -1520,14 +1520,24 @@ fn a_first_run_says_its_plan_and_keeps_its_results() {
             && estimate.contains("at max_tokens 6"),
         "{estimate}"
     );
-    // Each level's line, the estimate refined (not a terminal: no bar).
-    for l in ["level 1/2 (c=1) done in", "level 2/2 (c=2) done in"] {
-        let line = stderr
+    // Each level's line (not a terminal: no bar): the estimate refined while
+    // levels remain, and no "about 0 s left" once the sweep is over.
+    let level_line = |l: &str| {
+        stderr
             .lines()
             .find(|s| s.starts_with(l))
-            .unwrap_or_else(|| panic!("no {l:?}: {stderr}"));
-        assert!(line.contains("elapsed, about"), "{line}");
-    }
+            .unwrap_or_else(|| panic!("no {l:?}: {stderr}"))
+    };
+    let first = level_line("level 1/2 (c=1) done in");
+    assert!(
+        first.contains(" elapsed, about ") && first.ends_with(" left"),
+        "{first}"
+    );
+    let last = level_line("level 2/2 (c=2) done in");
+    assert!(
+        last.ends_with(" elapsed") && !last.contains("about"),
+        "{last}"
+    );
     assert_eq!(
         stderr.lines().filter(|l| l.contains(" done in ")).count(),
         2,

@@ -67,8 +67,22 @@ fn a_requantised_gemma_is_called_a_change_and_gemma_itself_is_not() {
     let reference = Engine::start("gemma", 1, 2048, 1);
     let json = dir.path().join("self.json");
     let same = quality(&reference.url, &reference.url, &json);
+    // llama-server is not bit-exact from one request to the next: its prompt
+    // cache re-evaluates a prompt's tail in a batch whose size depends on the
+    // request before, and a near-tie can flip a greedy token (seen: 1 of 12
+    // answers, at token 21). The reference's own repeat measures that floor;
+    // the same server as the candidate stays within a prompt of it.
     let level = &same["levels"][0]["figures"];
-    assert_eq!(f(&level["exact_match"]), 1.0, "{level}");
+    let floor = f(&same["self_check"]["exact_match"]);
+    assert!(
+        floor >= 10.0 / 12.0,
+        "the engine's own repeat: {}",
+        same["self_check"]
+    );
+    assert!(
+        f(&level["exact_match"]) >= floor - 1.0 / 12.0,
+        "{level} vs {floor}"
+    );
     let own = f(&same["self_check"]["distribution"]["kld"]["mean"]);
     assert!(
         same["verdict"]

@@ -920,7 +920,9 @@ fn check_report(dir: &Path, db: &Path, turns: &[Value], n: usize) {
 async fn the_probe_follows_websocket_and_framework_rendered_turns() {
     let _one = BROWSER.lock().await;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mock = Mock::start(&["--ttft-ms", "120", "--itl-ms", "15", "--jitter-ms", "0"]);
+    // Chunks 30 ms apart: a received TTFT within 12 ms of the server's is the
+    // first chunk's, never the second's, even on a loaded machine.
+    let mock = Mock::start(&["--ttft-ms", "120", "--itl-ms", "30", "--jitter-ms", "0"]);
     let chat = ChatPage::open(&mock.url).await;
     let n = 4;
     let mut seen = Vec::new();
@@ -1034,14 +1036,20 @@ async fn the_probe_follows_websocket_and_framework_rendered_turns() {
         eprintln!(
             "{kind}: received TTFT - server TTFT: median {rg:.2} ms ({received_gap:.2?}); probe's paint - Element Timing: median {pg:.2} ms ({paint_gap:.2?})"
         );
-        assert!((0.0..=6.0).contains(&rg), "{kind}: {received_gap:?}");
+        // The browser's delivery (its network process to the page) adds a few
+        // ms, more on a loaded 2-core host (seen up to 9 ms there).
+        assert!((0.0..=12.0).contains(&rg), "{kind}: {received_gap:?}");
         // The same time, less the few statements between the app's t0 and its
-        // fetch or send (the probe's t0; up to 1 ms for a first, cold call), on
-        // 0.1 ms clocks (the rest is the rounding of ms from the probe's 3 decimals).
+        // fetch or send (the probe's t0), on 0.1 ms clocks (the rest is the
+        // rounding of ms from the probe's 3 decimals): never after the
+        // browser's own, a fraction of a ms at the median, and a few ms where
+        // the scheduler took the page's thread between the two (seen: 4.5 ms
+        // with both cores busy).
         assert!(
-            paint_gap.iter().all(|g| (-2.0..=0.001).contains(g)),
+            paint_gap.iter().all(|g| (-10.0..=0.001).contains(g)),
             "{kind}: {paint_gap:?}"
         );
+        assert!((-2.0..=0.001).contains(&pg), "{kind}: {paint_gap:?}");
     }
     // The mock's WebSocket answers a whole (`"stream": false`) request as one
     // message: the chat completion.
