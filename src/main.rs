@@ -8,6 +8,8 @@ mod cli;
 mod cli_examples;
 mod cmd;
 mod collect;
+#[cfg(test)]
+mod doc_paths;
 mod engine;
 mod gguf_file;
 mod live;
