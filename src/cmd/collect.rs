@@ -55,9 +55,10 @@ pub struct CollectArgs {
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
 
-    /// With --summary: JSON instead of a table.
-    #[arg(long, requires = "summary")]
-    pub json: bool,
+    /// With --summary: the summary as JSON to FILE (the table still printed),
+    /// or alone to stdout (`--json` or `--json -`, no table).
+    #[arg(long, requires = "summary", value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
 
     /// Address to bind. Anything but loopback is reachable from the network.
     #[arg(long, default_value = "127.0.0.1")]
@@ -284,10 +285,14 @@ fn read_back(args: &CollectArgs) -> anyhow::Result<ExitCode> {
         return write_report(args, path, &turns, since, until);
     }
     let groups = summarise_all(&turns);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&groups)?);
-    } else {
-        print!("{}", table(&groups));
+    let json = serde_json::to_string_pretty(&groups)? + "\n";
+    match super::output::file_or_stdout(args.json.clone()) {
+        Some(None) => print!("{json}"),
+        Some(Some(path)) => {
+            print!("{}", table(&groups));
+            super::output::write("--json", &path, &json)?;
+        }
+        None => print!("{}", table(&groups)),
     }
     Ok(ExitCode::SUCCESS)
 }

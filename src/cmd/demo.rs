@@ -77,7 +77,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "5s".into(),
         "--scrape-interval".into(),
         "1s".into(),
-        "--out".into(),
+        "--json".into(),
         out.clone().into_os_string(),
         "--raw".into(),
         path("requests.jsonl"),
@@ -109,7 +109,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         quant: "f16".into(),
         context: 4096,
         gpu_memory: None,
-        out: Some(html.clone()),
+        html: Some(html.clone()),
+        out: None,
         markdown: Some(args.dir.join("report.md")),
         client_out: None,
         quality: None,
@@ -152,7 +153,7 @@ fn run_kernels(dir: &std::path::Path, quiet: bool) -> Option<PathBuf> {
             "--quick",
             "--models",
             "llama-3.1-8b,gemma-3-270m",
-            "--out",
+            "--json",
         ])
         .arg(&out)
         .stdout(std::process::Stdio::null())

@@ -18,8 +18,8 @@ use super::runs;
 /// Merge the reports of every shard of one plan into one report.
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
-  tokenscope merge shard-0.json shard-1.json shard-2.json shard-3.json --out merged.json
-  tokenscope merge results/shard-*.json --out merged.json --html merged.html
+  tokenscope merge shard-0.json shard-1.json shard-2.json shard-3.json --json merged.json
+  tokenscope merge results/shard-*.json --json merged.json --html merged.html
 
 Each shard's raw file is found beside its report (shard-0.raw.jsonl, shard-0.jsonl)
 or given with --raw in the same order: with every raw file, the merge is exact
@@ -28,7 +28,7 @@ percentiles within 0.1% of the union's), and says so. A report that is not a
 shard's, a shard given twice or missing, or one of another plan is an error
 naming it (exit 2).")]
 pub struct MergeArgs {
-    /// The shards' reports (`bench --shard K/N --out FILE`), every shard once.
+    /// The shards' reports (`bench --shard K/N --json FILE`), every shard once.
     #[arg(value_name = "SHARD_REPORT", required = true)]
     pub reports: Vec<PathBuf>,
 
@@ -42,6 +42,10 @@ pub struct MergeArgs {
 
     /// Write the merged report (tokenscope.client/1) here.
     #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// The old spelling of --json (kept for one release).
+    #[arg(long, value_name = "FILE", hide = true, conflicts_with = "json")]
     pub out: Option<PathBuf>,
 
     /// Write the merged report as HTML here (as `tokenscope report` would).
@@ -54,7 +58,8 @@ pub struct MergeArgs {
 }
 
 /// Run the subcommand: exit 2 on files that are not every shard of one plan.
-pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: MergeArgs) -> anyhow::Result<ExitCode> {
+    args.json = super::output::renamed(args.json.take(), args.out.take(), "--out", "--json");
     let loaded = match runs::load(&args.reports, &args.raw, &[]) {
         Ok(l) => l,
         Err(e) => {
@@ -83,10 +88,8 @@ pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     if args.markdown.as_deref() != Some(std::path::Path::new("-")) {
         print!("{}", render::client::text_summary(&merged));
     }
-    if let Some(p) = &args.out {
-        std::fs::write(p, merged.to_json() + "\n")
-            .with_context(|| format!("--out {}: cannot write the file", p.display()))?;
-        eprintln!("wrote {}", p.display());
+    if let Some(p) = &args.json {
+        super::output::write("--json", p, &(merged.to_json() + "\n"))?;
     }
     if args.html.is_some() || args.markdown.is_some() {
         let input = ReportInput {

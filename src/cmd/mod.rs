@@ -9,6 +9,7 @@ pub mod history;
 mod http_args;
 pub mod kernels;
 pub mod merge;
+pub mod output;
 pub mod mock;
 pub mod plan;
 pub mod quality;

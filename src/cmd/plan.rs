@@ -56,9 +56,10 @@ pub struct PlanArgs {
     #[arg(long, value_name = "N")]
     pub llamacpp_slots: Option<u64>,
 
-    /// Print the plan as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    /// Write the plan as JSON to FILE (the table still printed), or alone to
+    /// stdout (`--json` or `--json -`, no table).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
 }
 
 pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
@@ -84,10 +85,14 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             llamacpp_slots: args.llamacpp_slots,
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&plan)?);
-    } else {
-        print!("{}", kv_plan::text(&plan));
+    let json = serde_json::to_string_pretty(&plan)? + "\n";
+    match super::output::file_or_stdout(args.json) {
+        Some(None) => print!("{json}"),
+        Some(Some(path)) => {
+            print!("{}", kv_plan::text(&plan));
+            super::output::write("--json", &path, &json)?;
+        }
+        None => print!("{}", kv_plan::text(&plan)),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -20,14 +20,14 @@ use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 /// Markdown.
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
-  tokenscope report --client client.json --out report.html
+  tokenscope report --client client.json --html report.html
   tokenscope report --client native.json --client browser.json --kernels kernels.json \\
-      --model llama-3.1-8b --quant q4_0 --context 4096 --out report.html --markdown report.md
-  tokenscope report --client report.in*.json --out tiers.html   # a tiered bench's reports
+      --model llama-3.1-8b --quant q4_0 --context 4096 --html report.html --markdown report.md
+  tokenscope report --client report.in*.json --html tiers.html   # a tiered bench's reports
   tokenscope report --raw requests.jsonl --markdown -      # a report from a raw file alone
   tokenscope report --raw requests.jsonl --client-out client.json   # the client report rebuilt")]
 pub struct ReportArgs {
-    /// Client reports (tokenscope.client/1) from `bench --out` or the page's
+    /// Client reports (tokenscope.client/1) from `bench --json` or the page's
     /// export: one or more after the flag, or the flag repeated (a tiered
     /// bench's reports: `--client report.in*.json`).
     #[arg(long, value_name = "FILE", num_args = 1..)]
@@ -37,7 +37,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub raw: Vec<PathBuf>,
 
-    /// A kernels report (tokenscope.kernels/1) from `tokenscope kernels --out`.
+    /// A kernels report (tokenscope.kernels/1) from `tokenscope kernels --json`.
     #[arg(long, value_name = "FILE")]
     pub kernels: Option<PathBuf>,
 
@@ -70,6 +70,10 @@ pub struct ReportArgs {
 
     /// Write the HTML report here.
     #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// The old spelling of --html (kept for one release).
+    #[arg(long, value_name = "FILE", hide = true, conflicts_with = "html")]
     pub out: Option<PathBuf>,
 
     /// Write the Markdown report here (`-` for stdout).
@@ -201,7 +205,8 @@ fn quality(args: &ReportArgs) -> anyhow::Result<Option<QualityReport>> {
 }
 
 /// Run the subcommand.
-pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
+    args.html = super::output::renamed(args.html.take(), args.out.take(), "--out", "--html");
     let input = inputs(&args)?;
     let quality = quality(&args)?;
     let analysis = verdict::analyze(&input);
@@ -218,7 +223,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if input.clients.is_empty()
         && input.model.is_none()
         && quality.is_none()
-        && args.out.is_none()
+        && args.html.is_none()
         && args.markdown.is_none()
         && let Some(k) = &input.kernels
     {
@@ -242,14 +247,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {}", p.display());
         wrote = true;
     }
-    if let Some(p) = &args.out {
+    if let Some(p) = &args.html {
         let mut html = combined::html(&input, &analysis);
         if let Some(q) = &quality {
             // The quality section before the document's end.
             let at = html.rfind("</body>").unwrap_or(html.len());
             html.insert_str(at, &render::quality::html(q));
         }
-        std::fs::write(p, html).with_context(|| format!("--out {}: cannot write", p.display()))?;
+        std::fs::write(p, html).with_context(|| format!("--html {}: cannot write", p.display()))?;
         eprintln!("wrote {}", p.display());
         wrote = true;
     }

@@ -36,14 +36,14 @@ pub enum ApiArg {
   tokenscope bench --url http://127.0.0.1:8000/v1
   tokenscope bench --url http://127.0.0.1:8080/v1 --api completions \\
       --concurrency 1,4 --input-tokens 512 --max-tokens 128 --ignore-eos \\
-      --slo 'ttft_ms:p95<=500,tpot_ms:p95<=50' --out report.json
+      --slo 'ttft_ms:p95<=500,tpot_ms:p95<=50' --json report.json
   tokenscope bench --url https://api.example.com/v1 --model m \\
       --rate 1,2,4 --duration 60s
   tokenscope bench --url http://new:8000/v1 --concurrency 1,16 \\
       --quality http://old:8000/v1 --fail-on 'kld_mean:>0.01,flips:>2%'
 
 Before sending, bench prints its plan and an estimate of the time it takes; at
-the end, the verdict and the files it wrote. Without --out, --raw, --csv or
+the end, the verdict and the files it wrote. Without --json, --raw, --csv or
 --markdown the results go to a new folder tokenscope-results/<UTC time>/
 (report.json, report.raw.jsonl written as the run goes, report.md):
 --results-dir DIR chooses the parent folder, --no-save keeps nothing.
@@ -266,8 +266,13 @@ pub struct BenchArgs {
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub grace: String,
 
-    /// Write the report JSON (tokenscope.client/1) here.
+    /// Write the report JSON (tokenscope.client/1) here (and, without --raw,
+    /// each request to its raw file beside it).
     #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// The old spelling of --json (kept for one release).
+    #[arg(long, value_name = "FILE", hide = true, conflicts_with = "json")]
     pub out: Option<PathBuf>,
 
     /// Append one JSON line per finished request here, as each finishes.
@@ -282,16 +287,16 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
-    /// Where the results go when none of --out, --raw, --csv and --markdown
+    /// Where the results go when none of --json, --raw, --csv and --markdown
     /// is given: a new folder DIR/<UTC time>/ holding report.json,
     /// report.raw.jsonl (written as the run goes) and report.md [default:
     /// $TOKENSCOPE_RESULTS_DIR, else tokenscope-results].
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "raw", "csv", "markdown", "no_save"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "out", "raw", "csv", "markdown", "no_save"])]
     pub results_dir: Option<PathBuf>,
 
     /// Keep nothing: no results folder (the summary is printed, and the end
     /// says that nothing was saved).
-    #[arg(long, conflicts_with_all = ["out", "raw", "csv", "markdown"])]
+    #[arg(long, conflicts_with_all = ["json", "out", "raw", "csv", "markdown"])]
     pub no_save: bool,
 
     /// The server's Prometheus metrics, scraped during the run for the server view
@@ -326,7 +331,7 @@ pub struct BenchArgs {
     /// Check the answers too: after the sweep, the checks of `tokenscope
     /// quality` against this reference (a base URL, or a golden file from
     /// `tokenscope quality --save-golden`) at each of the sweep's concurrency
-    /// levels, shown beside TTFT and ITL; with --out, written as
+    /// levels, shown beside TTFT and ITL; with --json, written as
     /// `X.quality.json` beside `X.json` (docs/quality.md).
     #[arg(long, value_name = "URL|FILE")]
     pub quality: Option<String>,

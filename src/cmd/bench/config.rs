@@ -141,7 +141,8 @@ impl BenchArgs {
     }
 
     /// Validate everything before anything is sent.
-    pub fn into_config(self) -> anyhow::Result<(Plan, Outputs)> {
+    pub fn into_config(mut self) -> anyhow::Result<(Plan, Outputs)> {
+        self.json = super::super::output::renamed(self.json.take(), self.out.take(), "--out", "--json");
         let (base_url, url_note) = flag("url", parse_base_url(&self.url))?;
         if let Some(note) = url_note {
             eprintln!("note: --url: {note}");
@@ -241,7 +242,7 @@ impl BenchArgs {
             );
         }
         for (name, path) in [
-            ("out", &self.out),
+            ("json", &self.json),
             ("csv", &self.csv),
             ("markdown", &self.markdown),
             ("raw", &self.raw),
@@ -403,13 +404,13 @@ impl BenchArgs {
                 Some(super::plan::QualityPlan {
                     args,
                     gates: crate::cmd::quality::parse_gates(self.fail_on.as_deref(), "--fail-on")?,
-                    json: self.out.as_deref().map(super::plan::quality_path),
+                    json: self.json.as_deref().map(super::plan::quality_path),
                 })
             }
             None => None,
         };
         let outputs = Outputs {
-            out: self.out,
+            out: self.json,
             csv: self.csv,
             markdown: self.markdown,
         };

@@ -201,7 +201,7 @@ async fn quality(
         .expect("a candidate is always given");
     print!("{}", render::quality::text(&report));
     if let Some(p) = &q.json {
-        crate::cmd::quality::write_json(&report, p, "--out")?;
+        crate::cmd::quality::write_json(&report, p, "--json")?;
         println!("wrote {}", p.display());
     }
     let labelled: Vec<(String, &tokenscope_core::model::LevelReport)> = done

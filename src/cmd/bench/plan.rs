@@ -121,7 +121,8 @@ impl Save {
     pub fn of(args: &super::BenchArgs, env_dir: Option<PathBuf>) -> Self {
         if args.no_save {
             Save::Nothing
-        } else if args.out.is_some()
+        } else if args.json.is_some()
+            || args.out.is_some()
             || args.raw.is_some()
             || args.csv.is_some()
             || args.markdown.is_some()

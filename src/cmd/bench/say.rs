@@ -180,7 +180,7 @@ pub fn written(paths: &[PathBuf], save: &Save, folder: Option<&Path>) -> String 
     if let Some(dir) = folder {
         let report = dir.join("report.json");
         out.push_str(&format!(
-            "the HTML report: tokenscope report --client {} --out report.html\nagainst another run: tokenscope compare OTHER/report.json {}\n",
+            "the HTML report: tokenscope report --client {} --html report.html\nagainst another run: tokenscope compare OTHER/report.json {}\n",
             report.display(),
             report.display()
         ));

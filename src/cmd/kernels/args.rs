@@ -65,6 +65,9 @@ pub struct KernelsArgs {
     pub gpu_memory: Option<String>,
     /// Write the tokenscope.kernels/1 JSON here (rewritten after every kernel).
     #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// The old spelling of --json (kept for one release).
+    #[arg(long, value_name = "FILE", hide = true, conflicts_with = "json")]
     pub out: Option<PathBuf>,
     /// Timed samples per kernel (fewer, at least 3, when one call is slow).
     #[arg(long, alias = "iterations", value_name = "N")]

@@ -1,5 +1,5 @@
 //! `tokenscope kernels`: the GPU kernel harness. Options -> suite config -> run (progress
-//! on stderr, `--out` rewritten after every kernel) -> tables on stdout. Exit 0 when
+//! on stderr, `--json` rewritten after every kernel) -> tables on stdout. Exit 0 when
 //! every kernel matched its CPU reference, 1 when one did not, 2 (via `main`) when no
 //! adapter exists or the options are wrong.
 
@@ -27,7 +27,8 @@ pub use args::KernelsArgs;
 use tuning::tuning;
 
 /// Runs `tokenscope kernels`.
-pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: KernelsArgs) -> anyhow::Result<ExitCode> {
+    args.json = super::output::renamed(args.json.take(), args.out.take(), "--out", "--json");
     // Before any GPU probe (and any thread): no Wayland noise without a session.
     let _runtime_dir = runtime_dir::ensure();
     if args.list_adapters {
@@ -86,7 +87,7 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
     ctx.set_tuning(tuning);
 
     print!("{}", header(&ctx, &cfg));
-    let mut progress = CliProgress::new(cfg.items(), args.out.clone());
+    let mut progress = CliProgress::new(cfg.items(), args.json.clone());
     let mut report = kernel_harness::block_on(suite::run_suite(&ctx, &clock, &cfg, &mut progress))
         .context("the kernel harness stopped")?;
     progress.finish();
@@ -96,7 +97,7 @@ pub fn run(args: KernelsArgs) -> anyhow::Result<ExitCode> {
         section.measure(&report);
         report.gguf = Some(section);
     }
-    if let Some(path) = &args.out {
+    if let Some(path) = &args.json {
         write_report(path, &report)?;
     }
     print!("{}", tokenscope_core::render::kernels::text(&report));
@@ -416,8 +417,8 @@ impl Progress for CliProgress {
 fn write_report(path: &Path, report: &KernelReport) -> anyhow::Result<()> {
     let tmp = path.with_extension("json.partial");
     std::fs::write(&tmp, report.to_json_pretty() + "\n")
-        .with_context(|| format!("--out {}: cannot write", tmp.display()))?;
+        .with_context(|| format!("--json {}: cannot write", tmp.display()))?;
     std::fs::rename(&tmp, path)
-        .with_context(|| format!("--out {}: cannot write", path.display()))?;
+        .with_context(|| format!("--json {}: cannot write", path.display()))?;
     Ok(())
 }
