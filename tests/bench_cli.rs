@@ -84,7 +84,7 @@ fn invalid_flags_name_the_flag_and_value() {
             "bench",
             "--url",
             "http://127.0.0.1:1",
-            "--out",
+            "--json",
             "/nonexistent-dir/r.json",
         ],
         "--out /nonexistent-dir/r.json: the folder /nonexistent-dir does not exist",
@@ -279,7 +279,7 @@ fn failures_during_a_run_are_data_and_the_report_validates() {
         // 24 requests cannot carry a p95 (exit 3 otherwise): said, allowed.
         "--allow-unevaluated",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--csv",
         csv.to_str().unwrap(),
@@ -496,7 +496,7 @@ fn a_pasted_endpoint_path_is_removed_and_said() {
         "--max-tokens",
         "4",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
@@ -590,7 +590,7 @@ fn long_context_prompts_resolve_against_the_window_and_overflow_is_classified() 
             "none",
             "--input-tokens",
             input,
-            "--out",
+            "--json",
             out.to_str().unwrap(),
             "-q",
         ];
@@ -675,7 +675,7 @@ fn stalls_and_longest_gaps_match_the_gaps_the_mock_injected() {
         "none",
         "--tokenizer",
         "approx",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
@@ -764,7 +764,7 @@ fn gamma_arrivals_have_the_burstiness_asked() {
             "none",
             "--raw",
             raw.to_str().unwrap(),
-            "--out",
+            "--json",
             out.to_str().unwrap(),
             "-q",
         ]);
@@ -915,7 +915,7 @@ fn a_shared_prefix_begins_every_request_with_the_same_system_prompt() {
             "0",
             "--max-tokens",
             "2",
-            "--out",
+            "--json",
             out.to_str().unwrap(),
             "--raw",
             raw.to_str().unwrap(),
@@ -986,7 +986,7 @@ fn reasoning_run(mock: &Mock) -> Result<(), String> {
         "12",
         "--server-metrics",
         "none",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
@@ -1069,7 +1069,7 @@ fn input_and_output_tiers_run_the_sweep_at_each_and_name_their_files() {
         "--warmup",
         "0",
         "--ignore-eos",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
@@ -1174,7 +1174,7 @@ fn input_tiers_pick_a_prompts_files_prompts_by_length() {
         "0",
         "--max-tokens",
         "2",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "-q",
     ]);
@@ -1271,7 +1271,7 @@ fn a_level_is_the_load_it_claims_or_is_left_out() {
         "--server-metrics",
         "none",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
@@ -1418,7 +1418,7 @@ fn an_slo_check_that_cannot_be_evaluated_exits_3() {
             "--server-metrics",
             "none",
             "--quiet",
-            "--out",
+            "--json",
             out.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
@@ -1685,7 +1685,7 @@ fn results_are_kept_by_default_and_no_save_says_nothing_was_saved() {
         "--no-save wrote nothing"
     );
     for (a, b) in [
-        ("--no-save", "--out"),
+        ("--no-save", "--json"),
         ("--results-dir", "--raw"),
         ("--results-dir", "--no-save"),
     ] {

@@ -1700,7 +1700,7 @@ async fn page_compares_runs_as_the_cli_does() {
             .args(["--requests", "21", "--rounds", "3", "--max-tokens", "12"])
             .args(["--ignore-eos", "--server-metrics", "none", "-q"])
             .args([
-                "--out",
+                "--json",
                 &format!("{name}.json"),
                 "--raw",
                 &format!("{name}.jsonl"),

@@ -37,7 +37,7 @@ fn every_turn_sends_the_history_after_the_think_time() {
         "--ignore-eos",
         "--raw",
         raw.to_str().unwrap(),
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "-q",
     ]);
@@ -182,7 +182,7 @@ fn the_cache_share_per_turn_is_what_the_mock_cached() {
         "--ignore-eos",
         "--raw",
         raw.to_str().unwrap(),
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "-q",
     ]);

@@ -469,8 +469,8 @@ fn mount_of(spec: &Yaml, container: &Yaml, what: &str) -> (String, String) {
 #[test]
 fn the_merge_job_reads_what_the_shards_write() {
     let args = bench_args();
-    let out = flag(&args, "--out")
-        .expect("the bench Job passes no --out")
+    let out = flag(&args, "--json")
+        .expect("the bench Job passes no --json")
         .to_string();
     let raw = flag(&args, "--raw")
         .expect("the bench Job passes no --raw (merge is exact only from raw files)")
@@ -548,7 +548,7 @@ fn the_merge_job_reads_what_the_shards_write() {
     }
     let merged = flag(
         &words.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
-        "--out",
+        "--json",
     )
     .map(str::to_string);
     let merged = merged.unwrap_or_else(|| panic!("the merge Job passes no --out: {line}"));

@@ -50,7 +50,7 @@ fn matrix(fault: &str) {
         "--quiet",
         "--raw",
         raw.to_str().unwrap(),
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ]);
     assert!(
@@ -156,7 +156,7 @@ fn failing_run(fault_args: &[&str], extra: &[&str]) -> (i32, String, serde_json:
         "--server-metrics",
         "none",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ];
     bench.extend_from_slice(extra);

@@ -107,7 +107,7 @@ fn bench_and_compare_over(
         "--quiet",
         "--raw",
         raw.to_str().unwrap(),
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ]
     .into_iter()
@@ -357,7 +357,7 @@ fn chunks_of_several_tokens_count_every_token() {
         "--max-tokens",
         "18",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));

@@ -92,7 +92,7 @@ fn gemma_gemvs_on_its_own_weights_match_the_cpu() {
     let o = Command::new(env!("CARGO_BIN_EXE_tokenscope"))
         .args(["kernels", "--quick", "--gguf"])
         .arg(&gguf)
-        .args(["--real-weights", "--tensors-per-shape", "1", "--out"])
+        .args(["--real-weights", "--tensors-per-shape", "1", "--json"])
         .arg(&out)
         .env("XDG_RUNTIME_DIR", dir.path())
         .output()

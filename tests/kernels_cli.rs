@@ -39,7 +39,7 @@ fn assert_valid(doc: &Value) {
 fn quick_run_verifies_every_kernel_and_validates() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("kernels.json");
-    let o = tokenscope(&["kernels", "--quick", "--out", out.to_str().unwrap()], &[]);
+    let o = tokenscope(&["kernels", "--quick", "--json", out.to_str().unwrap()], &[]);
     assert!(o.status.success(), "{}", text(&o));
 
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -167,7 +167,7 @@ fn a_verification_failure_exits_1_and_still_writes_out() {
             "--models",
             "gemma-3-270m",
             "--inject-fault",
-            "--out",
+            "--json",
             out.to_str().unwrap(),
         ],
         &[],
@@ -289,7 +289,7 @@ fn custom_model_from_config_json() {
             "q8_0",
             "--context",
             "64",
-            "--out",
+            "--json",
             out.to_str().unwrap(),
         ],
         &[],
@@ -326,7 +326,7 @@ fn schema_rejects_what_the_contract_forbids() {
             "mistral-7b",
             "--decode-step",
             "none",
-            "--out",
+            "--json",
             out.to_str().unwrap(),
         ],
         &[],
@@ -386,7 +386,7 @@ fn a_gguf_files_gemvs_run_on_its_own_weights() {
             "--gguf",
             file.to_str().unwrap(),
             "--real-weights",
-            "--out",
+            "--json",
             out.to_str().unwrap(),
         ],
         &[],
@@ -530,7 +530,7 @@ fn the_gemv_sweep_takes_any_format() {
             "gemv",
             "--formats",
             "q4_k,q5_1",
-            "--out",
+            "--json",
             out.to_str().unwrap(),
         ],
         &[],
@@ -590,7 +590,7 @@ fn tune_writes_a_tuning_file_that_later_runs_use() {
         let out = dir.path().join(out);
         let mut args: Vec<&str> = small.to_vec();
         args.extend_from_slice(extra);
-        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend(["--json", out.to_str().unwrap()]);
         let o = tokenscope(&args, &[("XDG_CACHE_HOME", cache)]);
         (o, out)
     };

@@ -191,7 +191,7 @@ fn prometheus_scrapes_and_receives_the_run() {
             "1s",
             "--metrics-linger",
             "20s",
-            "--out",
+            "--json",
         ])
         .arg(&out)
         .output()
@@ -284,7 +284,7 @@ fn a_remote_write_endpoint_that_is_down_loses_nothing() {
         ])
         .arg("--prometheus-remote-write")
         .arg(format!("http://user:sekrit@127.0.0.1:{down}/api/v1/write"))
-        .args(["--remote-write-interval", "200ms", "--out"])
+        .args(["--remote-write-interval", "200ms", "--json"])
         .arg(&out)
         .output()
         .unwrap();
@@ -349,7 +349,7 @@ fn a_linger_of_zero_stops_at_once_and_a_bad_one_is_named() {
             .args(["--requests", "3", "--rounds", "1", "--max-tokens", "4"])
             .args(["--server-metrics", "none", "--quiet"])
             .args(["--metrics-listen", &listen, "--metrics-linger", linger])
-            .arg("--out")
+            .arg("--json")
             .arg(&out)
             .output()
             .unwrap()

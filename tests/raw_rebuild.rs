@@ -25,7 +25,7 @@ fn measured_and_rebuilt(mock: &Mock, args: &[&str]) -> ClientReport {
     let mut bench = vec!["bench", "--url", &mock.url, "--quiet"];
     bench.extend_from_slice(args);
     bench.extend_from_slice(&[
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),

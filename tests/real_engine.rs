@@ -92,7 +92,7 @@ fn bench_exiting(engine: &Engine, args: &[&str], code: i32) -> Run {
     all.extend([
         "--ignore-eos",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),

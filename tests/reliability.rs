@@ -55,7 +55,7 @@ fn long_bench(mock: &Mock, raw: &std::path::Path, out: &std::path::Path) -> std:
             "--raw",
         ])
         .arg(raw)
-        .arg("--out")
+        .arg("--json")
         .arg(out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -168,7 +168,7 @@ fn the_api_key_never_reaches_any_output() {
             "m",
         ])
         .args([
-            "--out",
+            "--json",
             paths[0].to_str().unwrap(),
             "--raw",
             paths[1].to_str().unwrap(),
@@ -242,7 +242,7 @@ fn soak(mock_args: &[&str]) -> serde_json::Value {
         "--input-tokens",
         "8",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
@@ -316,7 +316,7 @@ fn past_the_sample_cap_summaries_come_from_histograms_and_say_so() {
         "--sample-cap",
         "50",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));

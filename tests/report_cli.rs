@@ -29,7 +29,7 @@ fn bench(mock: &Mock, dir: &Path, levels: &str) -> (std::path::PathBuf, std::pat
         // Medians: 24 requests a level carry them (a p95 needs 100).
         "ttft_ms:p50<=400,tpot_ms:p50<=40",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
@@ -72,7 +72,7 @@ fn report_from_a_run_and_from_its_raw_file_agree() {
         "report",
         "--client",
         client.to_str().unwrap(),
-        "--out",
+        "--html",
         html.to_str().unwrap(),
         "--markdown",
         md.to_str().unwrap(),
@@ -171,7 +171,7 @@ fn the_kv_cache_plan_joins_the_report_with_the_gpus_memory() {
         "80GiB",
         "--markdown",
         "-",
-        "--out",
+        "--html",
         html.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
@@ -216,7 +216,7 @@ fn end_to_end_report_renders_in_chromium() {
         "--quick",
         "--models",
         "gemma-3-270m",
-        "--out",
+        "--json",
         kernels.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "kernels: {}", text(&o));
@@ -233,7 +233,7 @@ fn end_to_end_report_renders_in_chromium() {
         "q4_0",
         "--context",
         "4096",
-        "--out",
+        "--html",
         html.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));

@@ -49,7 +49,7 @@ fn each_levels_server_view_is_what_the_mock_did() {
         "--scrape-interval",
         "200ms",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),
@@ -159,7 +159,7 @@ fn each_levels_server_view_is_what_the_mock_did() {
         "report",
         "--client",
         out.to_str().unwrap(),
-        "--out",
+        "--html",
         html.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
@@ -234,7 +234,7 @@ fn bench_with(mock: &Mock, extra: &[&str], key: Option<&str>) -> (std::process::
         "--max-tokens",
         "8",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ])
     .args(extra)

@@ -84,7 +84,7 @@ fn spawn_bench(url: &str, dir: &Path, name: &str, extra: &[&str]) -> std::proces
     Command::new(bin())
         .args(["bench", "--url", url, "--concurrency", "8"])
         .args(LOAD)
-        .arg("--out")
+        .arg("--json")
         .arg(dir.join(format!("{name}.json")))
         .arg("--raw")
         .arg(dir.join(format!("{name}.raw.jsonl")))
@@ -162,10 +162,10 @@ fn four_shards_merge_to_what_the_server_did() {
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
         run(&a)
     };
-    let o = with(&["--out", merged_path.to_str().unwrap()]);
+    let o = with(&["--json", merged_path.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let hist_path = d.join("merged-h.json");
-    let o = with(&["--no-raw", "--out", hist_path.to_str().unwrap()]);
+    let o = with(&["--no-raw", "--json", hist_path.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let merged = read(&merged_path);
     let hist = read(&hist_path);

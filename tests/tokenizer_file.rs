@@ -87,7 +87,7 @@ fn a_trained_tokenizer_file_sizes_the_prompts_exactly() {
         "3",
         "--server-metrics",
         "none",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),

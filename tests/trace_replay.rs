@@ -51,7 +51,7 @@ fn a_mooncake_trace_is_replayed_on_time_with_its_lengths() {
         &n.to_string(),
         "--raw",
         raw.to_str().unwrap(),
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "-q",
     ]);

@@ -124,7 +124,7 @@ fn a_request_on_a_connection_the_server_closed_is_resent_once() {
         "--warmup",
         "0",
         "--quiet",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
