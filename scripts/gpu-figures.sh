@@ -74,12 +74,12 @@ say "the variant search and the kernel suite"
   --models llama-3.1-8b,qwen2.5-7b,gemma-3-270m \
   --formats f32,f16,bf16,q8_0,q6_k,q5_1,q5_0,q5_k,q4_1,q4_0,q4_k \
   --quant f16,q8_0,q4_0 \
-  --out "$OUT/kernels.json" 2> >(tee "$OUT/kernels.err" >&2) | tee "$OUT/kernels.txt"
+  --json "$OUT/kernels.json" 2> >(tee "$OUT/kernels.err" >&2) | tee "$OUT/kernels.txt"
 
 say "the run-order check"
 for order in f16,q4_0 q4_0,f16; do
   "$BIN" kernels "${QUICK[@]}" "${USE[@]}" --only gemv --formats "$order" --decode-step none \
-    --models llama-3.1-8b --out "$OUT/order-${order/,/-}.json" > "$OUT/order-${order/,/-}.txt"
+    --models llama-3.1-8b --json "$OUT/order-${order/,/-}.json" > "$OUT/order-${order/,/-}.txt"
 done
 
 # A file's own GEMVs, at its shapes and on its weights.
@@ -88,7 +88,7 @@ for f in "${GGUFS[@]}"; do
   i=$((i + 1))
   say "the file $f"
   "$BIN" kernels "${QUICK[@]}" "${USE[@]}" --gguf "$f" --real-weights --context 4096,32768 \
-    --out "$OUT/gguf-$i.json" | tee "$OUT/gguf-$i.txt"
+    --json "$OUT/gguf-$i.json" | tee "$OUT/gguf-$i.txt"
 done
 
 say "summary"

@@ -87,7 +87,7 @@ fn invalid_flags_name_the_flag_and_value() {
             "--json",
             "/nonexistent-dir/r.json",
         ],
-        "--out /nonexistent-dir/r.json: the folder /nonexistent-dir does not exist",
+        "--json /nonexistent-dir/r.json: the folder /nonexistent-dir does not exist",
     );
     // clap's own errors are one line too.
     let o = run(&[
@@ -1768,4 +1768,56 @@ fn negative_numbers_get_the_flags_own_error() {
         assert!(err.contains(says), "{flag}: {err}");
         assert!(!err.contains("unexpected argument"), "{flag}: {err}");
     }
+}
+
+/// `--out`, the old spelling of `--json` (bench) and `--html` (report), keeps
+/// working for one release: the same files, and a note naming the new flag;
+/// both spellings at once are refused.
+#[test]
+fn the_old_out_spelling_still_writes_with_a_note() {
+    let mock = Mock::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "1",
+        "--requests",
+        "3",
+        "--max-tokens",
+        "4",
+        "--out",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(json.is_file());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "note: --out is now --json (the same file); --out keeps working until the next release"
+        ),
+        "{}",
+        text(&o)
+    );
+    let html = dir.path().join("r.html");
+    let o = run(&[
+        "report",
+        "--client",
+        json.to_str().unwrap(),
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        std::fs::read_to_string(&html)
+            .unwrap()
+            .starts_with("<!doctype html>")
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("note: --out is now --html"));
+    let o = run(&[
+        "bench", "--url", &mock.url, "--out", "a.json", "--json", "b.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--json"), "{}", text(&o));
 }

@@ -39,7 +39,10 @@ fn assert_valid(doc: &Value) {
 fn quick_run_verifies_every_kernel_and_validates() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("kernels.json");
-    let o = tokenscope(&["kernels", "--quick", "--json", out.to_str().unwrap()], &[]);
+    let o = tokenscope(
+        &["kernels", "--quick", "--json", out.to_str().unwrap()],
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o));
 
     let stdout = String::from_utf8_lossy(&o.stdout);

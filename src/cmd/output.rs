@@ -36,7 +36,8 @@ pub fn write(flag: &str, path: &std::path::Path, text: &str) -> anyhow::Result<(
         print!("{text}");
         return Ok(());
     }
-    std::fs::write(path, text).with_context(|| format!("{flag} {}: cannot write", path.display()))?;
+    std::fs::write(path, text)
+        .with_context(|| format!("{flag} {}: cannot write", path.display()))?;
     eprintln!("wrote {}", path.display());
     Ok(())
 }

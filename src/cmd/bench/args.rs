@@ -266,8 +266,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub grace: String,
 
-    /// Write the report JSON (tokenscope.client/1) here (and, without --raw,
-    /// each request to its raw file beside it).
+    /// Write the report JSON (tokenscope.client/1) here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 

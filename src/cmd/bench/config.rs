@@ -142,7 +142,8 @@ impl BenchArgs {
 
     /// Validate everything before anything is sent.
     pub fn into_config(mut self) -> anyhow::Result<(Plan, Outputs)> {
-        self.json = super::super::output::renamed(self.json.take(), self.out.take(), "--out", "--json");
+        self.json =
+            super::super::output::renamed(self.json.take(), self.out.take(), "--out", "--json");
         let (base_url, url_note) = flag("url", parse_base_url(&self.url))?;
         if let Some(note) = url_note {
             eprintln!("note: --url: {note}");
@@ -410,7 +411,7 @@ impl BenchArgs {
             None => None,
         };
         let outputs = Outputs {
-            out: self.json,
+            json: self.json,
             csv: self.csv,
             markdown: self.markdown,
         };

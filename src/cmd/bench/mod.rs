@@ -54,7 +54,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             outputs = Outputs::in_folder(&dir);
             plan.cfg.raw = Some(Outputs::raw_in_folder(&dir));
             if let Some(q) = plan.quality.as_mut() {
-                q.json = outputs.out.as_deref().map(quality_path);
+                q.json = outputs.json.as_deref().map(quality_path);
             }
             Some(dir)
         }

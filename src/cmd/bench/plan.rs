@@ -182,7 +182,7 @@ pub fn results_folder(parent: &Path, rfc3339: &str) -> anyhow::Result<PathBuf> {
 #[derive(Debug, Default, Clone)]
 pub struct Outputs {
     /// JSON.
-    pub out: Option<PathBuf>,
+    pub json: Option<PathBuf>,
     /// CSV.
     pub csv: Option<PathBuf>,
     /// Markdown.
@@ -194,7 +194,7 @@ impl Outputs {
     pub(super) fn for_tier(&self, tier: &Tier) -> Self {
         let name = |p: &Option<PathBuf>| p.as_deref().map(|p| tier_path(p, tier));
         Self {
-            out: name(&self.out),
+            json: name(&self.json),
             csv: name(&self.csv),
             markdown: name(&self.markdown),
         }
@@ -203,7 +203,7 @@ impl Outputs {
     /// The outputs of a results folder: `report.json`, `report.md`.
     pub(super) fn in_folder(dir: &Path) -> Self {
         Self {
-            out: Some(dir.join("report.json")),
+            json: Some(dir.join("report.json")),
             csv: None,
             markdown: Some(dir.join("report.md")),
         }
@@ -217,7 +217,7 @@ impl Outputs {
 
     /// The files written, for the closing lines.
     pub(super) fn paths(&self) -> Vec<&Path> {
-        [&self.out, &self.csv, &self.markdown]
+        [&self.json, &self.csv, &self.markdown]
             .into_iter()
             .filter_map(|p| p.as_deref())
             .collect()
@@ -225,9 +225,9 @@ impl Outputs {
 
     /// Write every requested export.
     pub fn write(&self, report: &ClientReport) -> anyhow::Result<()> {
-        if let Some(p) = &self.out {
+        if let Some(p) = &self.json {
             std::fs::write(p, report.to_json() + "\n")
-                .with_context(|| format!("--out {}: cannot write", p.display()))?;
+                .with_context(|| format!("--json {}: cannot write", p.display()))?;
         }
         if let Some(p) = &self.csv {
             std::fs::write(p, render::client::csv(report))
