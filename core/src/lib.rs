@@ -26,6 +26,7 @@ pub mod report;
 pub mod rng;
 pub mod rum;
 pub mod sim;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod workload;
 
