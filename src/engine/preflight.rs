@@ -16,6 +16,7 @@ use super::clock::Clock;
 use super::estimate::RequestTime;
 use super::transport::{self, Target};
 use super::{BenchConfig, Preflight};
+use crate::http_client::ClientRole;
 use crate::util::{join_url, redact_url};
 use tokenscope_core::parse::redact_url as redact_url_str;
 
@@ -24,7 +25,10 @@ const ATTEMPTS: u32 = 3;
 
 /// Check the endpoint. Errors are one line naming what was wrong.
 pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
-    let client = cfg.http.client(cfg.api_key.as_ref(), None)?;
+    let client = cfg.http.client(ClientRole::Endpoint {
+        api_key: cfg.api_key.as_ref(),
+        timeout: None,
+    })?;
     let base = redact_url(&cfg.base_url);
     let listing = list_models(&client, cfg, &base).await?;
     let model = match (&cfg.model, listing.first_model) {
