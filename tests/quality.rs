@@ -975,24 +975,6 @@ fn answers_that_change_with_load_break_a_batch_invariance_claim() {
     );
 }
 
-/// The environment of a run that reaches the servers only as told: no proxy,
-/// key or CA variables inherited.
-const CLEARED: [&str; 13] = [
-    "TOKENSCOPE_API_KEY",
-    "TOKENSCOPE_REF_API_KEY",
-    "OPENAI_API_KEY",
-    "HTTP_PROXY",
-    "http_proxy",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "SSL_CERT_FILE",
-    "TOKENSCOPE_RESULTS_DIR",
-];
-
 /// `quality` (and `bench --quality`) take bench's connection options: a
 /// candidate behind a private CA is refused in one line naming the host, the
 /// reason and `--ca-cert`, and reached with it; through a proxy with
@@ -1029,7 +1011,7 @@ fn private_ca_proxy_and_headers_reach_the_servers_as_bench_does() {
             .args(extra)
             .arg("--json")
             .arg(&path);
-        for v in CLEARED {
+        for v in common::NETWORK_ENV {
             cmd.env_remove(v);
         }
         let out = cmd.output().unwrap();
@@ -1119,11 +1101,16 @@ fn private_ca_proxy_and_headers_reach_the_servers_as_bench_does() {
     cmd.args(["bench", "--url", &c.url, "--ca-cert", ca])
         .args(["--concurrency", "1", "--requests", "2", "--rounds", "1"])
         .args(["--max-tokens", "4", "--quiet", "--server-metrics", "none"])
-        .args(["--quality", &r.url, "--quality-args"])
-        .arg("--prompts 2 --max-tokens 4 --tasks 0 --chunks 0 --seed 11")
+        // `--quality-args` is one argument holding quality's own flags.
+        .args([
+            "--quality",
+            &r.url,
+            "--quality-args",
+            "--prompts 2 --max-tokens 4 --tasks 0 --chunks 0 --seed 11",
+        ])
         .arg("--out")
         .arg(&out_json);
-    for v in CLEARED {
+    for v in common::NETWORK_ENV {
         cmd.env_remove(v);
     }
     let out = cmd.output().unwrap();

@@ -18,7 +18,6 @@ use super::transport::{self, Target};
 use super::{BenchConfig, Preflight};
 use crate::http_client::ClientRole;
 use crate::util::{join_url, redact_url};
-use tokenscope_core::parse::redact_url as redact_url_str;
 
 /// How many tiny requests the pre-flight tries before giving up on a transient failure.
 const ATTEMPTS: u32 = 3;
@@ -166,11 +165,7 @@ async fn list_models(
     let protocol = transport::protocol_name(resp.version());
     let status = resp.status();
     if status.is_redirection() {
-        let to = resp
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .map_or_else(|| "nowhere named".to_owned(), redact_url_str);
+        let to = crate::http_client::redirect_target(&resp);
         anyhow::bail!(
             "GET {base}/models answered HTTP {} (a redirect to {to}): tokenscope does not follow redirects (they would carry the key elsewhere and time another server); pass the final URL as --url",
             status.as_u16()

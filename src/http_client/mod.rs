@@ -89,6 +89,18 @@ pub enum ClientRole<'a> {
     },
 }
 
+/// Where a redirect that no client follows ([`ClientRole`]) points, for its
+/// error: its `Location` without credentials or query (they may be secrets).
+pub fn redirect_target(resp: &reqwest::Response) -> String {
+    resp.headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(
+            || "nowhere named".to_owned(),
+            tokenscope_core::parse::redact_url,
+        )
+}
+
 /// How to reach the endpoint.
 #[derive(Debug, Clone, Default)]
 pub struct HttpOptions {

@@ -142,14 +142,7 @@ impl Http {
         })?;
         let status = resp.status();
         if status.is_redirection() {
-            let to = resp
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .map_or_else(
-                    || "nowhere named".to_owned(),
-                    tokenscope_core::parse::redact_url,
-                );
+            let to = crate::http_client::redirect_target(&resp);
             return Err(format!(
                 "{} answered {status} (a redirect to {to}): tokenscope does not follow redirects (they would carry the key elsewhere); give the final URL",
                 self.shown
