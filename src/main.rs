@@ -12,6 +12,7 @@ mod collect;
 mod doc_paths;
 mod engine;
 mod gguf_file;
+mod http_client;
 mod live;
 mod mock;
 mod util;

@@ -47,19 +47,7 @@ fn bench_with(url: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Ou
     if !extra.contains(&"--server-metrics") {
         c.args(["--server-metrics", "none"]);
     }
-    for v in [
-        "TOKENSCOPE_API_KEY",
-        "OPENAI_API_KEY",
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "NO_PROXY",
-        "no_proxy",
-        "SSL_CERT_FILE",
-    ] {
+    for v in common::NETWORK_ENV {
         c.env_remove(v);
     }
     for (k, v) in env {

@@ -13,7 +13,7 @@ mod quality_truth;
 
 use std::path::Path;
 
-use common::{Mock, bin, f, text};
+use common::{Mock, TestProxy, bin, f, text};
 use quality_truth::forced_truth;
 use serde_json::Value;
 use tokenscope_core::quality::sample::probe_prompts;
@@ -838,13 +838,22 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
     let out = bench(&c.url, &["--quality", "no-such-golden.json", "--out", e]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("no-such-golden.json"), "{}", text(&out));
+    // The connection options are the bench's own, given to bench once.
     let out = bench(
         &c.url,
-        &["--quality", &r.url, "--header", "X-Team: a", "--out", e],
+        &[
+            "--quality",
+            &r.url,
+            "--quality-args",
+            "-HX-Team:sk-LEAK3",
+            "--out",
+            e,
+        ],
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("run `tokenscope quality` on its own"),
+        text(&out).contains("-H is a connection option: give it to bench")
+            && !text(&out).contains("LEAK"),
         "{}",
         text(&out)
     );
@@ -964,4 +973,151 @@ fn answers_that_change_with_load_break_a_batch_invariance_claim() {
         f(&report["levels"][1]["against_first_level"]["exact_match"]),
         1.0
     );
+}
+
+/// `quality` (and `bench --quality`) take bench's connection options: a
+/// candidate behind a private CA is refused in one line naming the host, the
+/// reason and `--ca-cert`, and reached with it; through a proxy with
+/// credentials both servers' requests go through it, the candidate alone gets
+/// its `--header` (the reference is another server), and neither the proxy's
+/// password nor the header's value shows anywhere.
+#[test]
+fn private_ca_proxy_and_headers_reach_the_servers_as_bench_does() {
+    let certs = tempfile::tempdir().unwrap();
+    let r = mock(16, 0.0, &[]);
+    let c = mock(
+        16,
+        0.0,
+        &["--tls-self-signed", certs.path().to_str().unwrap()],
+    );
+    assert!(c.url.starts_with("https://127.0.0.1:"), "{}", c.url);
+    let ca = certs.path().join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    let port = |url: &str| {
+        url.split(':')
+            .nth(2)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str], json: &str| {
+        let path = dir.path().join(json);
+        let mut cmd = std::process::Command::new(bin());
+        cmd.arg("quality")
+            .args(pair(&r, &c, "2", "4", &["--tasks", "0", "--chunks", "0"]))
+            .args(extra)
+            .arg("--json")
+            .arg(&path);
+        for v in common::NETWORK_ENV {
+            cmd.env_remove(v);
+        }
+        let out = cmd.output().unwrap();
+        let report = std::fs::read_to_string(&path).ok();
+        (out, report)
+    };
+
+    // Not trusted: one clear line, nothing written.
+    let (out, report) = run(&[], "untrusted.json");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = text(&out);
+    assert!(
+        err.contains("unknown issuer")
+            && err.contains("--ca-cert")
+            && err.contains(&format!("127.0.0.1:{}", port(&c.url))),
+        "{err}"
+    );
+    assert!(report.is_none());
+
+    // Trusted: the same model on both sides, every answer the same.
+    let (out, report) = run(&["--ca-cert", ca], "trusted.json");
+    assert!(out.status.success(), "{}", text(&out));
+    let q: Value = serde_json::from_str(&report.unwrap()).unwrap();
+    assert_eq!(f(&q["levels"][0]["figures"]["exact_match"]), 1.0);
+
+    // Through a proxy that wants credentials, with a secret header.
+    let proxy = TestProxy::start_with_auth("team", "pr0xy-pass");
+    let with_creds = proxy.url().replace("http://", "http://team:pr0xy-pass@");
+    let (out, report) = run(
+        &[
+            "--ca-cert",
+            ca,
+            "--proxy",
+            &with_creds,
+            "--header",
+            "X-Team: t-s3cret",
+        ],
+        "proxied.json",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let targets = proxy.targets();
+    for url in [&r.url, &c.url] {
+        assert!(
+            targets.contains(&format!("127.0.0.1:{}", port(url))),
+            "{url} was not reached through the proxy: {targets:?}"
+        );
+    }
+    assert_eq!(proxy.refused(), 0);
+    assert!(
+        text(&out).contains(&format!(
+            "note: requests go through the proxy {} (from --proxy)",
+            proxy.url()
+        )),
+        "{}",
+        text(&out)
+    );
+    let report = report.unwrap();
+    for (what, t) in [("output", text(&out)), ("report", report)] {
+        assert!(
+            !t.contains("pr0xy-pass") && !t.contains("t-s3cret"),
+            "the {what} holds a secret"
+        );
+    }
+    let has_header = |m: &Mock| -> Vec<bool> {
+        m.log_records(1)
+            .iter()
+            .filter(|s| s.get("header_names").is_some())
+            .map(|s| {
+                s["header_names"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|n| n == "x-team")
+            })
+            .collect()
+    };
+    let (to_cand, to_ref) = (has_header(&c), has_header(&r));
+    assert!(to_cand.iter().any(|h| *h), "{to_cand:?}");
+    assert!(
+        !to_ref.is_empty() && to_ref.iter().all(|h| !h),
+        "{to_ref:?}"
+    );
+
+    // `bench --quality` passes its own --ca-cert to the checks.
+    let out_json = dir.path().join("bench.json");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["bench", "--url", &c.url, "--ca-cert", ca])
+        .args(["--concurrency", "1", "--requests", "2", "--rounds", "1"])
+        .args(["--max-tokens", "4", "--quiet", "--server-metrics", "none"])
+        // `--quality-args` is one argument holding quality's own flags.
+        .args([
+            "--quality",
+            &r.url,
+            "--quality-args",
+            "--prompts 2 --max-tokens 4 --tasks 0 --chunks 0 --seed 11",
+        ])
+        .arg("--out")
+        .arg(&out_json);
+    for v in common::NETWORK_ENV {
+        cmd.env_remove(v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let q: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("bench.quality.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(f(&q["levels"][0]["figures"]["exact_match"]), 1.0);
 }

@@ -146,6 +146,7 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let export_client = otlp.as_ref().map(|_| otlp::client()).transpose()?;
     let store = Store::open(&args.db)?;
     let collector = Collector::new(
         store,
@@ -180,13 +181,13 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         });
-        let exporter = otlp.map(|(url, every)| {
+        let exporter = otlp.zip(export_client).map(|((url, every), client)| {
             let target = OtlpTarget {
                 url,
                 headers: args.otlp_headers.clone(),
                 instance: instance_id(),
             };
-            Exporter::spawn(collector.clone(), target, every)
+            Exporter::spawn(collector.clone(), client, target, every)
         });
         let app = router(collector).into_make_service_with_connect_info::<SocketAddr>();
         tokio::select! {
@@ -218,10 +219,14 @@ struct Exporter {
 }
 
 impl Exporter {
-    fn spawn(c: std::sync::Arc<Collector>, target: OtlpTarget, every: Duration) -> Exporter {
+    fn spawn(
+        c: std::sync::Arc<Collector>,
+        client: reqwest::Client,
+        target: OtlpTarget,
+        every: Duration,
+    ) -> Exporter {
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let client = reqwest::Client::new();
             let start_ns = unix_ns();
             let (mut sent, mut failed) = (0u64, 0u64);
             let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 use reqwest::header::HeaderName;
 
-use crate::engine::http::{ExtraHeader, HttpOptions, HttpVersion};
-use crate::engine::proxy;
+use crate::http_client::proxy;
+use crate::http_client::{ExtraHeader, HttpOptions, HttpVersion};
 use crate::util::Secret;
 
 /// How to reach the endpoint. Its `Debug` shows header names and the proxy's

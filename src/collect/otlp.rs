@@ -114,7 +114,25 @@ pub fn request(metrics: &Metrics, start_ns: u64, now_ns: u64, instance: &str) ->
     }]})
 }
 
-/// Sends one request; the error says why without the URL or the headers.
+/// The export's HTTP client, from the one factory: a side client (no key of
+/// ours, [`SEND_TIMEOUT`]), through the proxy the environment names for the
+/// receiver's host (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, minus
+/// `NO_PROXY`, as the bench reads them), never following a redirect (it would
+/// carry the `--otlp-header`s elsewhere: a failed send, its status said).
+pub fn client() -> anyhow::Result<reqwest::Client> {
+    let options = crate::http_client::HttpOptions {
+        proxy_rules: crate::http_client::proxy::ProxyRules::read(None, &|name| {
+            std::env::var(name).ok()
+        }),
+        ..Default::default()
+    };
+    options.client(crate::http_client::ClientRole::Side {
+        timeout: SEND_TIMEOUT,
+    })
+}
+
+/// Sends one request over [`client`]; the error says why without the URL or
+/// the headers.
 pub async fn send(
     client: &reqwest::Client,
     target: &OtlpTarget,
@@ -122,12 +140,7 @@ pub async fn send(
 ) -> Result<(), String> {
     let mut req = client
         .post(target.url.clone())
-        .timeout(SEND_TIMEOUT)
-        .header("Content-Type", "application/json")
-        .header(
-            "User-Agent",
-            concat!("tokenscope/", env!("CARGO_PKG_VERSION")),
-        );
+        .header("Content-Type", "application/json");
     for (k, v) in &target.headers {
         req = req.header(k, v);
     }

@@ -92,7 +92,7 @@ pub struct BenchConfig {
     /// API key.
     pub api_key: Option<Secret>,
     /// How to reach the endpoint: TLS, HTTP version, proxy, extra headers.
-    pub http: super::http::HttpOptions,
+    pub http: crate::http_client::HttpOptions,
     /// Load.
     pub load: LoadPlan,
     /// Requests or duration per level.

@@ -1,229 +1,25 @@
-//! The HTTP client of a run, as the user asked for it: TLS (system roots, private
-//! CAs, a client certificate, or none checked), the HTTP version, the proxy, the
-//! extra headers and the header carrying the key. One place builds it; the
-//! pre-flight, the run and its set-up requests all use the same settings.
-//!
-//! It also tracks connections: a tower layer around reqwest's connector times
+//! The run's connections, timed: a tower layer around reqwest's connector times
 //! each new connection's whole setup (DNS, TCP, proxy tunnel, TLS) and keys it
 //! by the socket's two addresses; the first request whose answer came over that
 //! socket ([`ConnTracker::claim`]) is the one that opened it, and every request
-//! is given the part of the setup it waited for.
+//! is given the part of the setup it waited for. The client itself, as the user
+//! asked for it, is [`crate::http_client`]'s; [`tracked`] adds the timing to it.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use tokenscope_core::measure::record::ConnectionUse;
-use tokenscope_core::report::transport::{HeaderInfo, ProxyInfo, TlsInfo, TransportInfo};
 
-use super::proxy::{ProxyChoice, ProxyRules};
-use crate::util::Secret;
-
-/// The HTTP version to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HttpVersion {
-    /// h2 where the server offers it by ALPN (TLS), else HTTP/1.1.
-    #[default]
-    Auto,
-    /// HTTP/1.1 only.
-    Http1,
-    /// HTTP/2 only: ALPN `h2` over TLS, prior knowledge (h2c) in plaintext.
-    Http2,
-}
-
-impl HttpVersion {
-    /// The name the report gives it.
-    pub fn label(self) -> &'static str {
-        match self {
-            HttpVersion::Auto => "auto",
-            HttpVersion::Http1 => "http1",
-            HttpVersion::Http2 => "http2",
-        }
-    }
-}
-
-/// One header sent on every request (`--header`).
-#[derive(Debug, Clone)]
-pub struct ExtraHeader {
-    /// Its name.
-    pub name: HeaderName,
-    /// Its value: hidden like the key unless `public`.
-    pub value: Secret,
-    /// The user marked the value safe to print and report (`--public-header`).
-    pub public: bool,
-}
-
-/// How to reach the endpoint.
-#[derive(Debug, Clone, Default)]
-pub struct HttpOptions {
-    /// PEM files of CAs to trust besides the system's roots (`--ca-cert`).
-    pub ca_certs: Vec<PathBuf>,
-    /// A client certificate and its key, PEM (`--client-cert`, `--client-key`).
-    pub client_cert: Option<(PathBuf, PathBuf)>,
-    /// Accept any certificate (`--insecure`).
-    pub insecure: bool,
-    /// The HTTP version.
-    pub version: HttpVersion,
-    /// The proxy for the endpoint (`--proxy`, else the environment's), decided
-    /// once for the run's URL.
-    pub proxy: Option<ProxyChoice>,
-    /// The rules it was chosen by, for other hosts (the scrapes).
-    pub proxy_rules: ProxyRules,
-    /// Extra headers.
-    pub headers: Vec<ExtraHeader>,
-    /// The header carrying the key instead of `Authorization: Bearer`.
-    pub api_key_header: Option<HeaderName>,
-}
-
-impl HttpOptions {
-    /// The report's account of these settings (no secret in it).
-    pub fn info(&self, https: bool) -> TransportInfo {
-        TransportInfo {
-            http_version: self.version.label().to_owned(),
-            tls: https.then(|| TlsInfo {
-                ca_certs: self
-                    .ca_certs
-                    .iter()
-                    .map(|p| {
-                        p.file_name()
-                            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
-                    })
-                    .collect(),
-                client_cert: self.client_cert.is_some(),
-                insecure: self.insecure,
-            }),
-            proxy: self.proxy.as_ref().map(|p| ProxyInfo {
-                url: p.display(),
-                from: p.from.clone(),
-                credentials: p.has_credentials(),
-            }),
-            headers: self
-                .headers
-                .iter()
-                .map(|h| HeaderInfo {
-                    name: h.name.as_str().to_owned(),
-                    value: h.public.then(|| h.value.expose().to_owned()),
-                })
-                .collect(),
-            api_key_header: self.api_key_header.as_ref().map(|h| h.as_str().to_owned()),
-        }
-    }
-
-    /// The headers every request carries: the key (in its header) and the extra
-    /// ones, all but the public ones marked sensitive (never logged by the stack).
-    pub fn base_headers(&self, api_key: Option<&Secret>) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for x in &self.headers {
-            if let Ok(mut v) = HeaderValue::from_str(x.value.expose()) {
-                v.set_sensitive(!x.public);
-                h.append(x.name.clone(), v);
-            }
-        }
-        if let Some(key) = api_key {
-            let (name, value) = match &self.api_key_header {
-                Some(name) => (name.clone(), key.expose().to_owned()),
-                None => (AUTHORIZATION, format!("Bearer {}", key.expose())),
-            };
-            if let Ok(mut v) = HeaderValue::from_str(&value) {
-                v.set_sensitive(true);
-                h.insert(name, v);
-            }
-        }
-        h
-    }
-
-    /// The TLS settings (private CAs, client certificate, `--insecure`) on a
-    /// client builder: the run's streams, its set-up requests and its scrapes
-    /// all trust the same servers.
-    pub fn apply_tls(
-        &self,
-        mut b: reqwest::ClientBuilder,
-    ) -> anyhow::Result<reqwest::ClientBuilder> {
-        use anyhow::Context as _;
-        for path in &self.ca_certs {
-            let pem = std::fs::read(path)
-                .with_context(|| format!("--ca-cert {}: cannot read it", path.display()))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                anyhow::anyhow!("--ca-cert {}: not a PEM certificate ({e})", path.display())
-            })?;
-            if certs.is_empty() {
-                anyhow::bail!(
-                    "--ca-cert {}: no certificate in it (expected PEM: -----BEGIN CERTIFICATE-----)",
-                    path.display()
-                );
-            }
-            for c in certs {
-                b = b.add_root_certificate(c);
-            }
-        }
-        if let Some((cert, key)) = &self.client_cert {
-            let mut pem = std::fs::read(cert)
-                .with_context(|| format!("--client-cert {}: cannot read it", cert.display()))?;
-            pem.push(b'\n');
-            pem.extend(
-                std::fs::read(key)
-                    .with_context(|| format!("--client-key {}: cannot read it", key.display()))?,
-            );
-            let id = reqwest::Identity::from_pem(&pem).map_err(|e| {
-                anyhow::anyhow!(
-                    "--client-cert {} / --client-key {}: not a PEM certificate and private key ({e})",
-                    cert.display(),
-                    key.display()
-                )
-            })?;
-            b = b.identity(id);
-        }
-        if self.insecure {
-            b = b.danger_accept_invalid_certs(true);
-        }
-        Ok(b)
-    }
-
-    /// A client with these settings, sending the key and the extra headers on
-    /// every request, its connections tracked by `tracker`.
-    pub fn client(
-        &self,
-        api_key: Option<&Secret>,
-        tracker: Option<&ConnTracker>,
-    ) -> anyhow::Result<reqwest::Client> {
-        let mut b = reqwest::Client::builder()
-            // Ours first: a `--header User-Agent: ...` replaces it.
-            .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
-            .default_headers(self.base_headers(api_key))
-            // A redirect is never followed: it would carry the key and the
-            // extra headers to wherever it points, and time a different
-            // server. The pre-flight names its target instead.
-            .redirect(reqwest::redirect::Policy::none())
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(usize::MAX)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .connect_timeout(Duration::from_secs(10))
-            // The proxy is decided once for the run (and reported); nothing else.
-            .no_proxy();
-        b = self.apply_tls(b)?;
-        b = match self.version {
-            HttpVersion::Auto => b,
-            HttpVersion::Http1 => b.http1_only(),
-            HttpVersion::Http2 => b.http2_prior_knowledge(),
-        };
-        if let Some(p) = &self.proxy {
-            b = b.proxy(
-                reqwest::Proxy::all(p.url.clone())
-                    .map_err(|e| anyhow::anyhow!("proxy {}: {e}", p.display()))?,
-            );
-        }
-        if let Some(t) = tracker {
-            b = b
-                .dns_resolver(Arc::new(TimedResolver))
-                .connector_layer(TimeConnect { tracker: t.clone() });
-        }
-        b.build()
-            .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))
-    }
+/// `b` with its connections timed by `tracker`: the DNS lookup and the
+/// connector's whole setup of each new connection.
+pub fn tracked(b: reqwest::ClientBuilder, tracker: &ConnTracker) -> reqwest::ClientBuilder {
+    b.dns_resolver(Arc::new(TimedResolver))
+        .connector_layer(TimeConnect {
+            tracker: tracker.clone(),
+        })
 }
 
 /// A connection, as both ends name it: the socket's local and remote addresses
@@ -415,114 +211,10 @@ impl reqwest::dns::Resolve for TimedResolver {
     }
 }
 
-/// A TLS failure told plainly: the host, the reason, and the flag that fixes
-/// it; `None` when the error is not about TLS.
-pub fn tls_problem(err: &(dyn std::error::Error + 'static), host: &str) -> Option<String> {
-    use rustls::{AlertDescription, CertificateError, Error as TlsError};
-    let mut src = Some(err);
-    while let Some(e) = src {
-        // An I/O error's `source()` skips the error it wraps (and reqwest nests
-        // them): look inside each.
-        let mut inner: Option<&TlsError> = None;
-        let mut cur: &(dyn std::error::Error + 'static) = e;
-        while let Some(wrapped) = cur
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-        {
-            cur = wrapped;
-            if let Some(t) = cur.downcast_ref::<TlsError>() {
-                inner = Some(t);
-                break;
-            }
-        }
-        if let Some(t) = e.downcast_ref::<TlsError>().or(inner) {
-            return Some(match t {
-                TlsError::InvalidCertificate(c) => match c {
-                    CertificateError::UnknownIssuer => format!(
-                        "TLS: the certificate of {host} is signed by an unknown issuer (a private CA?): trust its CA with --ca-cert FILE"
-                    ),
-                    CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-                        format!(
-                            "TLS: the certificate of {host} has expired: renew it on the server (or, for a test server only, --insecure)"
-                        )
-                    }
-                    CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-                        format!(
-                            "TLS: the certificate of {host} is not valid yet (is this machine's clock right?)"
-                        )
-                    }
-                    CertificateError::NotValidForName
-                    | CertificateError::NotValidForNameContext { .. } => format!(
-                        "TLS: the certificate of {host} is not valid for the name {host}: use a name it was issued for in --url (or, for a test server only, --insecure)"
-                    ),
-                    other => format!(
-                        "TLS: the certificate of {host} was refused ({other:?}): check it, or trust its CA with --ca-cert FILE"
-                    ),
-                },
-                TlsError::AlertReceived(
-                    AlertDescription::CertificateRequired
-                    | AlertDescription::HandshakeFailure
-                    | AlertDescription::BadCertificate
-                    | AlertDescription::UnknownCA,
-                ) => format!(
-                    "TLS: {host} refused the handshake ({t}): it may want a client certificate its CA signed: --client-cert FILE --client-key FILE"
-                ),
-                TlsError::NoApplicationProtocol
-                | TlsError::AlertReceived(AlertDescription::NoApplicationProtocol) => format!(
-                    "TLS: {host} offers none of the HTTP versions asked for by ALPN (with --http2: it does not speak HTTP/2; try without it)"
-                ),
-                other => format!("TLS with {host} failed: {other}"),
-            });
-        }
-        src = e.source();
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rustls::{AlertDescription, CertificateError, Error as TlsError};
-
-    /// A TLS error as reqwest hands it over: an I/O error in an I/O error.
-    fn wrapped(e: TlsError) -> std::io::Error {
-        std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-    }
-
-    #[test]
-    fn certificate_problems_name_the_host_the_reason_and_the_fix() {
-        let host = "api.internal:443";
-        for (e, needles) in [
-            (
-                TlsError::InvalidCertificate(CertificateError::UnknownIssuer),
-                &["unknown issuer", "--ca-cert"][..],
-            ),
-            (
-                TlsError::InvalidCertificate(CertificateError::Expired),
-                &["has expired"][..],
-            ),
-            (
-                TlsError::InvalidCertificate(CertificateError::NotValidForName),
-                &["not valid for the name", "--url"][..],
-            ),
-            (
-                TlsError::AlertReceived(AlertDescription::CertificateRequired),
-                &["--client-cert", "--client-key"][..],
-            ),
-            (TlsError::NoApplicationProtocol, &["HTTP/2"][..]),
-            (
-                TlsError::AlertReceived(AlertDescription::NoApplicationProtocol),
-                &["HTTP/2"][..],
-            ),
-        ] {
-            let msg = tls_problem(&wrapped(e), host).unwrap();
-            assert!(msg.contains(host), "{msg}");
-            for n in needles {
-                assert!(msg.contains(n), "{msg} lacks {n}");
-            }
-        }
-        assert_eq!(tls_problem(&std::io::Error::other("refused"), host), None);
-    }
+    use std::time::Duration;
 
     #[test]
     fn each_request_is_given_the_part_of_the_setup_it_waited_for() {

@@ -17,7 +17,6 @@ mod load;
 mod pacer;
 pub mod preflight;
 pub mod progress;
-pub mod proxy;
 pub mod raw;
 mod request;
 pub mod scrape;
@@ -44,6 +43,7 @@ use self::raw::RawWriter;
 use self::request::Ctx;
 use self::scrape::{Endpoint, Scraper, ServerMetrics};
 use self::transport::Target;
+use crate::http_client::ClientRole;
 use crate::live::remote_write::RemoteWriter;
 use crate::live::{Live, LiveLabels};
 use tokenscope_core::analyze::level::LevelOptions;
@@ -74,7 +74,13 @@ pub struct Preflight {
 /// Run a benchmark. `preflight` is the result of [`preflight::check`].
 pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> {
     let tracker = http::ConnTracker::default();
-    let client = cfg.http.client(cfg.api_key.as_ref(), Some(&tracker))?;
+    let client = cfg.http.client_with(
+        ClientRole::Endpoint {
+            api_key: cfg.api_key.as_ref(),
+            timeout: None,
+        },
+        |b| http::tracked(b, &tracker),
+    )?;
     let target = Target {
         url: crate::util::join_url(&cfg.base_url, cfg.api.path()),
         timeout: cfg.timeout,
@@ -119,7 +125,10 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
     );
     // Its own client, as the pre-flight's: the measured streams start on
     // connections nothing else has used.
-    let setup_client = cfg.http.client(cfg.api_key.as_ref(), None)?;
+    let setup_client = cfg.http.client(ClientRole::Endpoint {
+        api_key: cfg.api_key.as_ref(),
+        timeout: None,
+    })?;
     tokenize::resolve_input_length(&mut cfg, &setup_client, &pre.model).await?;
     let mut tokens = tokenize::prepare(&cfg, &setup_client, &target, &pre.model).await?;
     cfg.tokens = Some(tokens.counting.clone());

@@ -16,15 +16,18 @@ use super::clock::Clock;
 use super::estimate::RequestTime;
 use super::transport::{self, Target};
 use super::{BenchConfig, Preflight};
+use crate::http_client::ClientRole;
 use crate::util::{join_url, redact_url};
-use tokenscope_core::parse::redact_url as redact_url_str;
 
 /// How many tiny requests the pre-flight tries before giving up on a transient failure.
 const ATTEMPTS: u32 = 3;
 
 /// Check the endpoint. Errors are one line naming what was wrong.
 pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
-    let client = cfg.http.client(cfg.api_key.as_ref(), None)?;
+    let client = cfg.http.client(ClientRole::Endpoint {
+        api_key: cfg.api_key.as_ref(),
+        timeout: None,
+    })?;
     let base = redact_url(&cfg.base_url);
     let listing = list_models(&client, cfg, &base).await?;
     let model = match (&cfg.model, listing.first_model) {
@@ -162,11 +165,7 @@ async fn list_models(
     let protocol = transport::protocol_name(resp.version());
     let status = resp.status();
     if status.is_redirection() {
-        let to = resp
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .map_or_else(|| "nowhere named".to_owned(), redact_url_str);
+        let to = crate::http_client::redirect_target(&resp);
         anyhow::bail!(
             "GET {base}/models answered HTTP {} (a redirect to {to}): tokenscope does not follow redirects (they would carry the key elsewhere and time another server); pass the final URL as --url",
             status.as_u16()

@@ -16,6 +16,7 @@ use tokenscope_core::analyze::server::scrape::{ScrapeRecord, ScrapeTarget};
 use tokio::sync::{mpsc, oneshot};
 
 use super::clock::Clock;
+use crate::http_client::{ClientRole, HttpOptions};
 use crate::util::Secret;
 
 /// Longest a scrape may take.
@@ -54,23 +55,12 @@ pub trait Recorder: Send + 'static {
 
 /// The HTTP client for scrapes: separate from the measured streams' pool,
 /// trusting what the run's client trusts (`--ca-cert`, `--client-cert`,
-/// `--insecure`) and going through the proxy the run's rules choose for each
-/// scraped host.
-pub fn client(tls: &super::http::HttpOptions) -> anyhow::Result<reqwest::Client> {
-    let rules = tls.proxy_rules.clone();
-    let b = reqwest::Client::builder()
-        .no_proxy()
-        .proxy(reqwest::Proxy::custom(move |url| {
-            rules.choose(url).ok().flatten().map(|p| p.url)
-        }))
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(2)
-        .connect_timeout(SCRAPE_TIMEOUT)
-        .timeout(SCRAPE_TIMEOUT)
-        // As the run's client: a redirect is a failed scrape, never followed.
-        .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")));
-    Ok(tls.apply_tls(b)?.build()?)
+/// `--insecure`), going through the proxy the run's rules choose for each
+/// scraped host, and given [`SCRAPE_TIMEOUT`] (the factory's side role).
+pub fn client(http: &HttpOptions) -> anyhow::Result<reqwest::Client> {
+    http.client(ClientRole::Side {
+        timeout: SCRAPE_TIMEOUT,
+    })
 }
 
 /// Scrape `ep` once: the record, timed on `clock`.

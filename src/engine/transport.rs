@@ -31,7 +31,7 @@ pub struct Target {
 const DRAIN_AFTER_DONE: Duration = Duration::from_millis(500);
 
 /// A request's own headers: JSON body and an id the server can log (the key and
-/// the extra headers are the client's defaults: [`super::http::HttpOptions`]).
+/// the extra headers are the client's defaults: [`crate::http_client::HttpOptions`]).
 pub fn headers(request_id: &str) -> reqwest::header::HeaderMap {
     let mut h = reqwest::header::HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -56,7 +56,8 @@ pub fn classify(err: &reqwest::Error, before_headers: bool) -> (ErrorKind, Strin
         .url()
         .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
         .unwrap_or_else(|| "the server".into());
-    let mut msg = super::http::tls_problem(err, &host).unwrap_or_else(|| strip_url(err));
+    let mut msg =
+        crate::http_client::tls::tls_problem(err, &host).unwrap_or_else(|| strip_url(err));
     if msg.is_empty() {
         msg = "transport error".into();
     }

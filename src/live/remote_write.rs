@@ -121,10 +121,6 @@ impl Pusher {
             .header("Content-Encoding", "snappy")
             .header("Content-Type", "application/x-protobuf")
             .header("X-Prometheus-Remote-Write-Version", "0.1.0")
-            .header(
-                "User-Agent",
-                concat!("tokenscope/", env!("CARGO_PKG_VERSION")),
-            )
             .body(body)
             .send()
             .await

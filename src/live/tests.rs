@@ -375,9 +375,14 @@ fn series_for_remote_write_are_the_rendered_samples_with_sorted_labels() {
     }
 }
 
-/// An HTTP client for the tests (the binary's `main` installs the TLS crypto
-/// provider; a test must do it itself).
+/// An HTTP client for the tests: the factory's side client, as the bench's
+/// remote write has (the binary's `main` installs the TLS crypto provider; a
+/// test must do it itself).
 pub(crate) fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
+    crate::http_client::HttpOptions::default()
+        .client(crate::http_client::ClientRole::Side {
+            timeout: std::time::Duration::from_secs(10),
+        })
+        .unwrap()
 }

@@ -12,6 +12,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The environment variables that would change how a run reaches its servers
+/// or what it sends them (keys, proxies, the CA roots): removed by the tests
+/// of connections, so that they reach the servers only as told.
+pub const NETWORK_ENV: [&str; 12] = [
+    "TOKENSCOPE_API_KEY",
+    "TOKENSCOPE_REF_API_KEY",
+    "OPENAI_API_KEY",
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+];
+
 /// A free loopback port (nothing listens on it once returned).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -336,7 +336,9 @@ pub struct BenchArgs {
     pub quality: Option<String>,
 
     /// The quality checks' own settings, as `tokenscope quality` takes them
-    /// (e.g. `--prompts 16 --tasks 0 --model ref-model`).
+    /// (e.g. `--prompts 16 --tasks 0 --model ref-model`). The connection
+    /// options (--ca-cert, --proxy, --header, ...) are the bench's own, passed
+    /// to the checks as `quality` passes its own.
     #[arg(
         long,
         value_name = "FLAGS",

@@ -162,17 +162,8 @@ impl BenchArgs {
             .http
             .clone()
             .into_options(&base_url, &|name| std::env::var(name).ok())?;
-        if http.insecure {
-            eprintln!(
-                "WARNING: --insecure: the server's certificate is NOT verified; anyone on the path could have answered. The report says so."
-            );
-        }
-        if let Some(p) = &http.proxy {
-            eprintln!(
-                "note: requests go through the proxy {} (from {})",
-                p.display(),
-                p.from
-            );
+        for line in http.notices(true) {
+            eprintln!("{line}");
         }
         let load = self.load_plan()?;
         let per_level = self.per_level(&load)?;
@@ -382,22 +373,11 @@ impl BenchArgs {
                         "--quality: with --shard each machine would check the answers again; run the quality checks from one (tokenscope quality)"
                     );
                 }
-                let h = &self.http;
-                if h.api_key_header.is_some()
-                    || !h.headers.is_empty()
-                    || !h.ca_cert.is_empty()
-                    || h.client_cert.is_some()
-                    || h.insecure
-                    || h.proxy.is_some()
-                {
-                    anyhow::bail!(
-                        "--quality: the quality checks send the key as 'Authorization: Bearer', without extra headers, certificates or a proxy; with --api-key-header, --header, --ca-cert, --client-cert, --insecure or --proxy run `tokenscope quality` on its own"
-                    );
-                }
                 let args = crate::cmd::quality::args_for_bench(
                     reference,
                     &self.url,
                     self.quality_args.as_deref().unwrap_or(""),
+                    &self.http,
                 )?;
                 // Bad settings, a bad reference file, text or tasks file: said
                 // before the sweep.

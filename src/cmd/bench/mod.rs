@@ -180,15 +180,10 @@ async fn quality(
     // The bench's key is the candidate's: sent to the reference only on the
     // same origin (the same server or gateway).
     args.api_key = key.map(str::to_owned);
-    let origin = |u: &str| {
-        tokenscope_core::parse::parse_base_url(u)
-            .ok()
-            .map(|b| b.origin())
-    };
     args.key_is_candidates = args
         .candidate
         .as_deref()
-        .is_none_or(|c| origin(c).is_none() || origin(c) != origin(&args.reference));
+        .is_none_or(|c| !crate::cmd::quality::same_origin(c, &args.reference));
     if args.cand_model.is_none() {
         args.cand_model = Some(model.to_owned());
     }

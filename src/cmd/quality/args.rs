@@ -15,6 +15,13 @@ use clap::Args;
   tokenscope quality --ref golden.json --cand http://new:8000/v1 --concurrency 1,16 \\
       --fail-on 'kld_mean:>0.01,exact_match:<90%'
 
+Connection options (as bench's): --ca-cert, --client-cert/--client-key,
+--insecure and the proxy (--proxy, else HTTPS_PROXY/HTTP_PROXY/ALL_PROXY minus
+NO_PROXY, chosen for each server's host) apply to both servers. --header,
+--public-header, --api-key-header, --http1 and --http2 are the candidate's,
+and the reference's only on the candidate's origin (the same server or
+gateway); elsewhere the reference gets its key as 'Authorization: Bearer'.
+
 Exit status: 0; 1 when --fail-on is crossed or a --batch-invariant claim is
 broken; 2 on an error, or when the two servers do not share tokens or their
 tokenizers differ (another tokenizer or model: nothing to compare); 3 when a
@@ -126,6 +133,11 @@ pub struct QualityArgs {
     /// printed).
     #[arg(long, env = "TOKENSCOPE_REF_API_KEY", hide_env_values = true)]
     pub ref_api_key: Option<String>,
+
+    /// How to reach the servers: TLS, HTTP version, proxy, headers (see
+    /// above for which apply to the reference).
+    #[command(flatten)]
+    pub http: crate::cmd::http_args::HttpArgs,
 
     /// `--api-key` is the candidate's alone (`bench --quality`: the bench's
     /// key never goes to the reference).

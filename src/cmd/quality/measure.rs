@@ -14,7 +14,7 @@ use tokenscope_core::quality::tasks::{builtin, import_jsonl};
 use tokenscope_core::quality::teacher;
 
 use super::args::QualityArgs;
-use super::server::server;
+use super::server::{connections, server};
 
 /// The fixed text's chunks: `--text FILE` or the built-in text.
 fn fixed_chunks(args: &QualityArgs) -> anyhow::Result<Vec<String>> {
@@ -46,6 +46,8 @@ pub(super) fn check_files(args: &QualityArgs) -> anyhow::Result<()> {
     {
         parse_base_url(url).map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    // The connection flags (a bad header, a proxy that is not a URL).
+    connections(args)?;
     if golden_at(&args.reference)?.is_some() {
         // A golden reference brings its own text and tasks.
         return Ok(());
@@ -65,6 +67,7 @@ pub(super) async fn measure(
     levels: &[u32],
 ) -> anyhow::Result<Option<QualityReport>> {
     let golden = golden_at(&args.reference)?;
+    let conn = connections(args)?;
     if golden.is_some() && args.save_golden.is_some() {
         anyhow::bail!(
             "--save-golden: the reference is already a golden file ({})",
@@ -98,12 +101,17 @@ pub(super) async fn measure(
                 None => builtin(args.seed, args.tasks),
             };
             plan.chunks = fixed_chunks(args)?;
-            let server = server(&args.reference, args.reference_key(), args.timeout)?;
+            let server = server(
+                &args.reference,
+                &conn.reference,
+                args.reference_key(),
+                args.timeout,
+            )?;
             // Tokens by id where both servers name them, unless the
             // reference is kept as a golden file (tokens as text, for any
             // candidate).
             if let (Some(cand), None) = (&args.candidate, &args.save_golden) {
-                let cand = self::server(cand, args.candidate_key(), args.timeout)?;
+                let cand = self::server(cand, &conn.candidate, args.candidate_key(), args.timeout)?;
                 plan.token_ids = run::token_ids_on_both(&plan, &server, &cand).await;
             }
             let reference = run::reference(&plan, &server).await?;
@@ -127,7 +135,12 @@ pub(super) async fn measure(
         }
         return Ok(None);
     };
-    let server = server(cand_url, args.candidate_key(), args.timeout)?;
+    let server = server(
+        cand_url,
+        &conn.candidate,
+        args.candidate_key(),
+        args.timeout,
+    )?;
     Ok(Some(
         run::candidate(&plan, reference, &server, levels).await?,
     ))

@@ -15,14 +15,19 @@ use tokenscope_core::parse::parse_u32_list;
 use tokenscope_core::quality::report::{Gate, QualityReport};
 
 pub use args::QualityArgs;
+pub use server::same_origin;
 
 /// Run `tokenscope quality`.
 pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
     let gates = parse_gates(args.fail_on.as_deref(), "--fail-on")?;
     let levels =
         parse_u32_list(&args.concurrency).map_err(|e| anyhow::anyhow!("--concurrency {e}"))?;
+    check(&args)?;
+    for line in server::connections(&args)?.notices() {
+        eprintln!("{line}");
+    }
     let rt = super::runtime()?;
-    let Some(report) = rt.block_on(measure_checked(&args, &levels))? else {
+    let Some(report) = rt.block_on(measure::measure(&args, &levels))? else {
         return Ok(ExitCode::SUCCESS);
     };
     if let Some(path) = &args.json {
@@ -33,11 +38,13 @@ pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `tokenscope quality`'s settings for `bench --quality REF`: the bench's
-/// endpoint is the candidate, `flags` the rest (`--quality-args`).
+/// endpoint is the candidate, reached with the bench's connection options
+/// `http`; `flags` the rest (`--quality-args`).
 pub fn args_for_bench(
     reference: &str,
     candidate: &str,
     flags: &str,
+    http: &super::http_args::HttpArgs,
 ) -> anyhow::Result<QualityArgs> {
     #[derive(clap::Parser)]
     #[command(no_binary_name = true, disable_help_flag = true)]
@@ -72,6 +79,33 @@ pub fn args_for_bench(
             );
         }
     }
+    // The connection options are the bench's too, given to bench once.
+    let connection =
+        <super::http_args::HttpArgs as clap::Args>::augment_args(clap::Command::new("c"));
+    for arg in connection.get_arguments() {
+        let long = arg.get_long().map(|l| format!("--{l}"));
+        let short = arg.get_short().map(|s| format!("-{s}"));
+        let given = |w: &&str| {
+            let by_long = long
+                .as_ref()
+                .is_some_and(|l| *w == l || w.starts_with(&format!("{l}=")));
+            let by_short = short
+                .as_ref()
+                .is_some_and(|s| !w.starts_with("--") && w.starts_with(s.as_str()));
+            (by_long, by_short)
+        };
+        // Named by the flag alone: the word may hold a header's value.
+        let named = words.iter().find_map(|w| match given(w) {
+            (true, _) => long.clone(),
+            (_, true) => short.clone(),
+            _ => None,
+        });
+        if let Some(name) = named {
+            anyhow::bail!(
+                "--quality-args: {name} is a connection option: give it to bench itself (the quality checks use the bench's --ca-cert, --client-cert, --insecure, --http1/--http2, --proxy, --header and --api-key-header)"
+            );
+        }
+    }
     let mut argv = vec!["--ref", reference, "--cand", candidate];
     argv.extend(&words);
     use clap::Parser as _;
@@ -84,7 +118,10 @@ pub fn args_for_bench(
             .trim_start_matches("error: ");
         anyhow::anyhow!("--quality-args: {first}")
     })?;
-    Ok(parsed.q)
+    Ok(QualityArgs {
+        http: http.clone(),
+        ..parsed.q
+    })
 }
 
 /// Check the settings and read the files the checks will need (a golden
