@@ -312,15 +312,15 @@ fn the_checks_fail_on_what_a_shell_would_take() {
     // not a number, a glob where one file goes.
     assert!(check("tokenscope bench --url http://h/v1 --no-such-flag").is_err());
     assert!(check("tokenscope bench --url http://h/v1 --requests many").is_err());
-    assert!(check("tokenscope bench --url http://h/v1 --out r*.json").is_err());
-    check("tokenscope report --client r.in*.json --out t.html   # tiers").unwrap();
+    assert!(check("tokenscope bench --url http://h/v1 --json r*.json").is_err());
+    check("tokenscope report --client r.in*.json --html t.html   # tiers").unwrap();
     // Continuations: ` \` always, deeper `[` lines in a synopsis.
     assert_eq!(
         commands("  tokenscope bench --url http://h/v1 \\\n      --requests 4\nprose\n"),
         ["tokenscope bench --url http://h/v1 --requests 4"]
     );
     assert_eq!(
-        commands("    tokenscope merge A... [--raw F]\n        [--out M]\n    (not this)\n"),
-        ["tokenscope merge A... [--raw F] [--out M]"]
+        commands("    tokenscope merge A... [--raw F]\n        [--json M]\n    (not this)\n"),
+        ["tokenscope merge A... [--raw F] [--json M]"]
     );
 }

@@ -38,7 +38,7 @@ fn bench_with(url: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Ou
         "8",
         "--input-tokens",
         "32",
-        "--out",
+        "--json",
         out.to_str().unwrap(),
         "--raw",
         raw.to_str().unwrap(),

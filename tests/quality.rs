@@ -656,7 +656,7 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
             flags,
             "--fail-on",
             "kld_mean:>0.01",
-            "--out",
+            "--json",
             new.to_str().unwrap(),
             "--markdown",
             md.to_str().unwrap(),
@@ -742,7 +742,7 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
     }
     assert!(std::fs::read_to_string(&md).unwrap().contains("## Quality"));
     // compare: the quality thresholds apply to the compared run.
-    let out = bench(&r.url, &["--out", base.to_str().unwrap()]);
+    let out = bench(&r.url, &["--json", base.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let compare = |a: &Path, b: &Path, gate: &str| {
         std::process::Command::new(bin())
@@ -790,7 +790,7 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         "report",
         "--client",
         new.to_str().unwrap(),
-        "--out",
+        "--html",
         html.to_str().unwrap(),
         "--markdown",
         "-",
@@ -835,7 +835,7 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
     assert!(!text(&out).contains("LEAK"), "{}", text(&out));
     let early = dir.path().join("early.json");
     let e = early.to_str().unwrap();
-    let out = bench(&c.url, &["--quality", "no-such-golden.json", "--out", e]);
+    let out = bench(&c.url, &["--quality", "no-such-golden.json", "--json", e]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("no-such-golden.json"), "{}", text(&out));
     // The connection options are the bench's own, given to bench once.
@@ -846,7 +846,7 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
             &r.url,
             "--quality-args",
             "-HX-Team:sk-LEAK3",
-            "--out",
+            "--json",
             e,
         ],
     );
@@ -865,7 +865,7 @@ fn bench_checks_the_answers_beside_its_speed_and_compare_gates_them() {
         &[
             "--quality",
             "http://127.0.0.1:1/v1",
-            "--out",
+            "--json",
             lost.to_str().unwrap(),
         ],
     );
@@ -1108,7 +1108,7 @@ fn private_ca_proxy_and_headers_reach_the_servers_as_bench_does() {
             "--quality-args",
             "--prompts 2 --max-tokens 4 --tasks 0 --chunks 0 --seed 11",
         ])
-        .arg("--out")
+        .arg("--json")
         .arg(&out_json);
     for v in common::NETWORK_ENV {
         cmd.env_remove(v);

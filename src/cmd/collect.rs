@@ -25,7 +25,7 @@ use crate::util::rfc3339_of_ms;
   tokenscope collect --db rum.sqlite --report this-week.json --since 7d
   tokenscope collect --db rum.sqlite --report last-week.json --since 14d --until 7d
   tokenscope compare last-week.json this-week.json
-  tokenscope report --client this-week.json --out rum.html
+  tokenscope report --client this-week.json --html rum.html
 
 The probe posts to a path on your own origin (e.g. /rum) that your proxy forwards to
 this collector's /rum, passing the Origin header on (see docs/rum.md). GET /metrics

@@ -27,7 +27,7 @@ use super::runs;
   tokenscope compare base.json new.json --json compare.json --markdown compare.md \\
       --html compare.html
   tokenscope compare base.json new.json --fail-on 'ttft_ms:p95:+5%,kld_mean:>0.01,flips:>2%'
-      (new.json from bench --quality URL|golden.json --out new.json: new.quality.json beside it)
+      (new.json from bench --quality URL|golden.json --json new.json: new.quality.json beside it)
 
 A report's raw file is found beside it when --raw is not given: report.json ->
 report.raw.jsonl or report.jsonl. Every --fail-on term is judged on every level
@@ -46,7 +46,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub raw: Vec<PathBuf>,
 
-    /// The kernels reports measured beside the runs (`tokenscope kernels --out`),
+    /// The kernels reports measured beside the runs (`tokenscope kernels --json`),
     /// in the same order: their adapters join the compatibility check. Found
     /// beside a report as `X.kernels.json` when not given.
     #[arg(long, value_name = "FILE", num_args = 1..)]
@@ -120,7 +120,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         && let Some(i) = (1..args.reports.len()).find(|&i| qualities[i].is_none())
     {
         anyhow::bail!(
-            "--fail-on {}: {} has no quality report (bench --quality REF --out X.json writes X.quality.json beside it; or give --quality)",
+            "--fail-on {}: {} has no quality report (bench --quality REF --json X.json writes X.quality.json beside it; or give --quality)",
             gates[0].metric,
             args.reports[i].display()
         );

@@ -34,7 +34,7 @@ pub struct QualityPlan {
     pub args: crate::cmd::quality::QualityArgs,
     /// `--fail-on`.
     pub gates: Vec<tokenscope_core::quality::report::Gate>,
-    /// Where the report goes: `X.quality.json` beside `--out X.json`.
+    /// Where the report goes: `X.quality.json` beside `--json X.json`.
     pub json: Option<PathBuf>,
 }
 

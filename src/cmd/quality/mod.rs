@@ -75,7 +75,7 @@ pub fn args_for_bench(
                 );
             }
             anyhow::bail!(
-                "--quality-args: {own} is the bench's own (--quality, --url, --concurrency, --out, --fail-on, --api-key)"
+                "--quality-args: {own} is the bench's own (--quality, --url, --concurrency, --json, --fail-on, --api-key)"
             );
         }
     }
