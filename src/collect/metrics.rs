@@ -8,23 +8,13 @@
 //! `--otlp` sends the same state as OTLP/HTTP JSON (`super::otlp`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
+use tokenscope_core::measure::buckets::{GENAI_TPOT_BOUNDS_S, GENAI_TTFT_BOUNDS_S};
+use tokenscope_core::measure::exposition::{Floats, Histogram, Writer};
+use tokenscope_core::measure::prometheus::MetricKind;
 use tokenscope_core::rum::Turn;
 
 use super::intake::Refusal;
-
-/// OpenTelemetry GenAI's advised boundaries for `gen_ai.server.time_to_first_token`,
-/// seconds.
-pub const GENAI_TTFT_BOUNDS_S: [f64; 16] = [
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-];
-
-/// OpenTelemetry GenAI's advised boundaries for `gen_ai.server.time_per_output_token`,
-/// seconds.
-pub const GENAI_TPOT_BOUNDS_S: [f64; 13] = [
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
-];
 
 /// Most (route, browser) label sets kept; later ones are counted as `other`.
 const MAX_SERIES: usize = 200;
@@ -49,63 +39,30 @@ pub const FIGURES: [Figure; 4] = [
         prometheus: "tokenscope_rum_ttft_received_seconds",
         otel: "gen_ai.client.operation.time_to_first_chunk",
         help: "Real users' time to first token as received (first text chunk), from the app's fetch call; weighted.",
-        bounds_s: &GENAI_TTFT_BOUNDS_S,
+        bounds_s: GENAI_TTFT_BOUNDS_S,
     },
     Figure {
         prometheus: "tokenscope_rum_ttft_painted_seconds",
         otel: "tokenscope.rum.time_to_first_paint",
         help: "Real users' time to first token as painted (the frame after its DOM change); weighted.",
-        bounds_s: &GENAI_TTFT_BOUNDS_S,
+        bounds_s: GENAI_TTFT_BOUNDS_S,
     },
     Figure {
         prometheus: "tokenscope_rum_render_delay_seconds",
         otel: "tokenscope.rum.render_delay",
         help: "Painted less received TTFT: the page's own delay; weighted.",
-        bounds_s: &GENAI_TTFT_BOUNDS_S,
+        bounds_s: GENAI_TTFT_BOUNDS_S,
     },
     Figure {
         prometheus: "tokenscope_rum_time_per_output_chunk_seconds",
         otel: "gen_ai.client.operation.time_per_output_chunk",
         help: "Real users' time between text chunks after the first (each chunk's time the probe sent); weighted by the turn.",
-        bounds_s: &GENAI_TPOT_BOUNDS_S,
+        bounds_s: GENAI_TPOT_BOUNDS_S,
     },
 ];
 
-/// A weighted histogram: per-bucket weights (not cumulative; the last is `+Inf`),
-/// their sum and the weighted sum of values.
-#[derive(Debug, Clone)]
-pub struct Weighted {
-    /// Upper edges, seconds.
-    pub bounds_s: &'static [f64],
-    /// Weight per bucket, `bounds_s.len() + 1` of them.
-    pub buckets: Vec<f64>,
-    /// Their sum.
-    pub count: f64,
-    /// The weighted sum of the values, seconds.
-    pub sum: f64,
-}
-
-impl Weighted {
-    fn new(bounds_s: &'static [f64]) -> Self {
-        Self {
-            bounds_s,
-            buckets: vec![0.0; bounds_s.len() + 1],
-            count: 0.0,
-            sum: 0.0,
-        }
-    }
-
-    fn observe(&mut self, v_s: f64, weight: f64) {
-        let i = self
-            .bounds_s
-            .iter()
-            .position(|b| v_s <= *b)
-            .unwrap_or(self.bounds_s.len());
-        self.buckets[i] += weight;
-        self.count += weight;
-        self.sum += v_s * weight;
-    }
-}
+/// A weighted histogram: each turn counts by its weight.
+pub type Weighted = Histogram<f64>;
 
 /// The figures of one (route, browser).
 #[derive(Debug, Clone)]
@@ -119,7 +76,7 @@ pub struct Series {
 impl Default for Series {
     fn default() -> Self {
         Self {
-            histograms: FIGURES.iter().map(|f| Weighted::new(f.bounds_s)).collect(),
+            histograms: FIGURES.iter().map(|f| Histogram::new(f.bounds_s)).collect(),
             outcomes: BTreeMap::new(),
         }
     }
@@ -171,92 +128,53 @@ impl Metrics {
         self.series.iter()
     }
 
-    /// The Prometheus text exposition.
+    /// The Prometheus text exposition, written by core's [`Writer`].
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        let counter = |out: &mut String, name: &str, help: &str, v: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
-            );
-        };
-        counter(
-            &mut out,
-            "tokenscope_rum_batches_total",
-            "Batches accepted.",
-            self.batches,
-        );
-        counter(
-            &mut out,
-            "tokenscope_rum_turns_total",
-            "Turns stored.",
-            self.turns,
-        );
-        counter(
-            &mut out,
-            "tokenscope_rum_rejected_turns_total",
-            "Turns dropped by validation.",
-            self.rejected_turns,
-        );
+        let mut w = Writer::new(Floats::Shortest);
+        let none: &[(&str, &str)] = &[];
+        for (name, help, v) in [
+            (
+                "tokenscope_rum_batches_total",
+                "Batches accepted.",
+                self.batches,
+            ),
+            ("tokenscope_rum_turns_total", "Turns stored.", self.turns),
+            (
+                "tokenscope_rum_rejected_turns_total",
+                "Turns dropped by validation.",
+                self.rejected_turns,
+            ),
+        ] {
+            w.family(name, MetricKind::Counter, help);
+            w.sample(name, none, v);
+        }
         let name = "tokenscope_rum_refused_batches_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Batches refused, by reason.\n# TYPE {name} counter"
-        );
+        w.family(name, MetricKind::Counter, "Batches refused, by reason.");
         for r in Refusal::ALL {
-            let _ = writeln!(
-                out,
-                "{name}{{reason=\"{}\"}} {}",
-                r.reason(),
-                self.refused[r.index()]
-            );
+            w.sample(name, &[("reason", r.reason())], self.refused[r.index()]);
         }
         let name = "tokenscope_rum_turns_weighted_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Turns they stand for (weighted), by outcome.\n# TYPE {name} counter"
-        );
+        let help = "Turns they stand for (weighted), by outcome.";
+        w.family(name, MetricKind::Counter, help);
         for ((route, browser), s) in &self.series {
-            for (outcome, w) in &s.outcomes {
-                let _ = writeln!(
-                    out,
-                    "{name}{{route=\"{}\",browser=\"{}\",outcome=\"{outcome}\"}} {w}",
-                    escape(route),
-                    escape(browser)
-                );
+            for (outcome, weight) in &s.outcomes {
+                let labels = [
+                    ("route", route.as_str()),
+                    ("browser", browser),
+                    ("outcome", outcome),
+                ];
+                w.sample(name, &labels, *weight);
             }
         }
         for (i, fig) in FIGURES.iter().enumerate() {
-            let (name, help) = (fig.prometheus, fig.help);
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+            w.family(fig.prometheus, MetricKind::Histogram, fig.help);
             for ((route, browser), s) in &self.series {
-                let h = &s.histograms[i];
-                let labels = format!(
-                    "route=\"{}\",browser=\"{}\"",
-                    escape(route),
-                    escape(browser)
-                );
-                let mut acc = 0.0;
-                for (b, w) in h.bounds_s.iter().zip(&h.buckets) {
-                    acc += w;
-                    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {acc}");
-                }
-                // +Inf and the count from the same running total, so the buckets
-                // stay cumulative whatever the rounding of fractional weights.
-                acc += h.buckets[h.bounds_s.len()];
-                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {acc}");
-                let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
-                let _ = writeln!(out, "{name}_count{{{labels}}} {acc}");
+                let labels = [("route", route.as_str()), ("browser", browser)];
+                w.histogram(fig.prometheus, &labels, &s.histograms[i]);
             }
         }
-        out
+        w.finish()
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]

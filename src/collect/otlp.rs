@@ -51,12 +51,12 @@ pub fn request(metrics: &Metrics, start_ns: u64, now_ns: u64, instance: &str) ->
     for (i, fig) in FIGURES.iter().enumerate() {
         let points: Vec<Value> = metrics
             .series()
-            .filter(|(_, s)| s.histograms[i].count > 0.0)
+            .filter(|(_, s)| s.histograms[i].count() > 0.0)
             .map(|((route, browser), s)| {
                 let h = &s.histograms[i];
                 // Each bucket's weight rounded on its own: a bucket's count never
                 // goes down from one export to the next (cumulative series).
-                let rounded: Vec<u64> = h.buckets.iter().map(|w| w.round() as u64).collect();
+                let rounded: Vec<u64> = h.buckets().iter().map(|w| w.round() as u64).collect();
                 let total: u64 = rounded.iter().sum();
                 let counts: Vec<String> = rounded.iter().map(u64::to_string).collect();
                 json!({
@@ -64,9 +64,9 @@ pub fn request(metrics: &Metrics, start_ns: u64, now_ns: u64, instance: &str) ->
                     "startTimeUnixNano": start,
                     "timeUnixNano": now,
                     "count": total.to_string(),
-                    "sum": h.sum,
+                    "sum": h.sum_s(),
                     "bucketCounts": counts,
-                    "explicitBounds": h.bounds_s,
+                    "explicitBounds": h.bounds_s(),
                 })
             })
             .collect();

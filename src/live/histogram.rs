@@ -19,6 +19,8 @@
 
 use std::sync::OnceLock;
 
+use tokenscope_core::measure::exposition;
+
 /// Buckets per doubling of the value.
 pub const BUCKETS_PER_DOUBLING: u32 = 8;
 /// The ratio between adjacent bucket boundaries before rounding: `2^(1/8)`.
@@ -56,23 +58,14 @@ fn round_4_digits(x: f64) -> f64 {
     format!("{x:.3e}").parse().unwrap_or(x)
 }
 
-/// A Prometheus histogram on [`bounds`]: counts per bucket (not cumulative), the
-/// sum and the count of the observations.
+/// core's Prometheus histogram on [`bounds`], counting observations in
+/// seconds as the live registry takes them.
 #[derive(Debug, Clone)]
-pub struct Histogram {
-    /// One count per finite boundary, then the `+Inf` bucket.
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
+pub struct Histogram(exposition::Histogram<u64>);
 
 impl Default for Histogram {
     fn default() -> Self {
-        Self {
-            counts: vec![0; bounds().len() + 1],
-            sum: 0.0,
-            count: 0,
-        }
+        Self(exposition::Histogram::new(bounds()))
     }
 }
 
@@ -80,37 +73,14 @@ impl Histogram {
     /// Adds one observation, seconds. A NaN is ignored; a negative value (a clock
     /// step) counts as 0.
     pub fn observe(&mut self, v_s: f64) {
-        if v_s.is_nan() {
-            return;
+        if !v_s.is_nan() {
+            self.0.observe(v_s.max(0.0), 1);
         }
-        let v = v_s.max(0.0);
-        // The first boundary >= v (`le` is inclusive); past the last: `+Inf`.
-        let i = bounds().partition_point(|&b| b < v);
-        self.counts[i] += 1;
-        self.sum += v;
-        self.count += 1;
     }
 
-    /// The sum of the observations, seconds.
-    pub fn sum(&self) -> f64 {
-        self.sum
-    }
-
-    /// The number of observations.
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    /// `(le, cumulative count)` per finite boundary; the `+Inf` bucket is
-    /// [`Histogram::count`].
-    pub fn cumulative(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
-        bounds()
-            .iter()
-            .zip(self.counts.iter())
-            .scan(0u64, |acc, (&le, &n)| {
-                *acc += n;
-                Some((le, *acc))
-            })
+    /// The counts, as core's exposition writes them.
+    pub fn counts(&self) -> &exposition::Histogram<u64> {
+        &self.0
     }
 }
 
@@ -145,13 +115,10 @@ mod tests {
         h.observe(-1.0); // counted as 0
         h.observe(1e6); // +Inf only
         h.observe(f64::NAN); // ignored
-        let cum: Vec<(f64, u64)> = h.cumulative().collect();
-        assert_eq!(cum[0].1, 2);
-        assert_eq!(cum[2].1, 2);
-        assert_eq!(cum[3].1, 3);
-        assert_eq!(cum[4].1, 4);
-        assert_eq!(cum.last().unwrap().1, 4);
-        assert_eq!(h.count(), 5);
-        assert_eq!(h.sum(), b[3] + b[3] * 1.0001 + 1e6);
+        let per_bucket = h.counts().buckets();
+        assert_eq!(&per_bucket[..5], [2, 0, 0, 1, 1]);
+        assert_eq!(per_bucket[b.len()], 1);
+        assert_eq!(h.counts().count(), 5);
+        assert_eq!(h.counts().sum_s(), b[3] + b[3] * 1.0001 + 1e6);
     }
 }

@@ -42,10 +42,11 @@ mod series;
 pub mod server;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
+use tokenscope_core::measure::exposition::{Floats, Writer};
 use tokenscope_core::measure::metrics::RequestMetrics;
+use tokenscope_core::measure::prometheus::MetricKind;
 use tokenscope_core::measure::record::{Outcome, RequestRecord};
 use tokenscope_core::report::Load;
 
@@ -217,26 +218,17 @@ impl Live {
         self.registry().lag.observe(ms / 1000.0);
     }
 
-    /// The Prometheus text exposition format 0.0.4 (`text/plain; version=0.0.4`).
+    /// The Prometheus text exposition format 0.0.4 (`text/plain; version=0.0.4`),
+    /// written by core's [`Writer`].
     pub fn render(&self) -> String {
-        let mut out = String::new();
+        let mut w = Writer::new(FLOATS);
         for f in self.families() {
-            let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
-            let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
+            w.family(f.name, f.kind, f.help);
             for s in &f.samples {
-                out.push_str(f.name);
-                out.push_str(s.suffix);
-                out.push('{');
-                for (i, (k, v)) in s.labels.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    let _ = write!(out, "{k}=\"{}\"", escape_label_value(v));
-                }
-                let _ = writeln!(out, "}} {}", format_value(s.value));
+                w.sample(&format!("{}{}", f.name, s.suffix), &s.labels, s.value);
             }
         }
-        out
+        w.finish()
     }
 
     /// The same series as [`Live::render`], each with one sample at `t_unix_ms`,
@@ -281,7 +273,7 @@ impl Live {
             let level = ("level", l.label.as_str());
             let lv = labels(&[level]);
             out.histogram("tokenscope_ttft_seconds", &l.ttft, &lv);
-            if l.rendered_ttft.count() > 0 {
+            if l.rendered_ttft.counts().count() > 0 {
                 out.histogram("tokenscope_rendered_ttft_seconds", &l.rendered_ttft, &lv);
             }
             out.histogram("tokenscope_tpot_seconds", &l.tpot, &lv);
@@ -334,76 +326,79 @@ impl Live {
     }
 }
 
+/// How the live figures and bucket edges are spelled: the shortest form.
+const FLOATS: Floats = Floats::Shortest;
+
 /// Every family: name, type and help, in the order exposed.
-const FAMILIES: [(&str, Kind, &str); 14] = [
+const FAMILIES: [(&str, MetricKind, &str); 14] = [
     (
         "tokenscope_ttft_seconds",
-        Kind::Histogram,
+        MetricKind::Histogram,
         "Time to first token of measured successful requests, seconds.",
     ),
     (
         "tokenscope_rendered_ttft_seconds",
-        Kind::Histogram,
+        MetricKind::Histogram,
         "Time to the first token painted (browser), seconds.",
     ),
     (
         "tokenscope_tpot_seconds",
-        Kind::Histogram,
+        MetricKind::Histogram,
         "Time per output token after the first, seconds.",
     ),
     (
         "tokenscope_itl_seconds",
-        Kind::Histogram,
+        MetricKind::Histogram,
         "Inter-token latency: one observation per gap between content events, seconds.",
     ),
     (
         "tokenscope_e2e_seconds",
-        Kind::Histogram,
+        MetricKind::Histogram,
         "End-to-end latency of measured successful requests, seconds.",
     ),
     (
         "tokenscope_event_loop_lag_seconds",
-        Kind::Histogram,
+        MetricKind::Histogram,
         "How late the client's runtime woke a timer, seconds.",
     ),
     (
         "tokenscope_requests_total",
-        Kind::Counter,
+        MetricKind::Counter,
         "Measured requests finished, by outcome.",
     ),
     (
         "tokenscope_request_errors_total",
-        Kind::Counter,
+        MetricKind::Counter,
         "Measured requests failed, by error kind.",
     ),
     (
         "tokenscope_warmup_requests_total",
-        Kind::Counter,
+        MetricKind::Counter,
         "Warm-up and ramp requests finished (never measured).",
     ),
     (
         "tokenscope_input_tokens_total",
-        Kind::Counter,
+        MetricKind::Counter,
         "Prompt tokens of measured requests (usage, else as sent).",
     ),
     (
         "tokenscope_output_tokens_total",
-        Kind::Counter,
+        MetricKind::Counter,
         "Output tokens of measured successful requests.",
     ),
     (
         "tokenscope_in_flight_requests",
-        Kind::Gauge,
+        MetricKind::Gauge,
         "Requests sent and not yet finished.",
     ),
     (
         "tokenscope_level_load",
-        Kind::Gauge,
+        MetricKind::Gauge,
         "The current level's concurrency or rate (req/s).",
     ),
     (
         "tokenscope_level_index",
-        Kind::Gauge,
+        MetricKind::Gauge,
         "The current level's index in the run (0 the first).",
     ),
 ];
@@ -445,20 +440,16 @@ impl Exposition {
         });
     }
 
-    /// A histogram's `_bucket` series (every boundary, then `+Inf`), `_sum` and
-    /// `_count`.
+    /// A histogram's series as core's `Histogram::series` lists them (every
+    /// boundary, then `+Inf`; `_sum`; `_count`).
     fn histogram(&mut self, name: &str, h: &Histogram, labels: &[(&'static str, String)]) {
-        let with_le = |le: String| {
+        for (suffix, le, value) in h.counts().series() {
             let mut l = labels.to_vec();
-            l.push(("le", le));
-            l
-        };
-        for (le, n) in h.cumulative() {
-            self.add(name, "_bucket", with_le(le.to_string()), n as f64);
+            if let Some(le) = le {
+                l.push(("le", FLOATS.format(le)));
+            }
+            self.add(name, suffix, l, value.as_f64());
         }
-        self.add(name, "_bucket", with_le("+Inf".into()), h.count() as f64);
-        self.add(name, "_sum", labels.to_vec(), h.sum());
-        self.add(name, "_count", labels.to_vec(), h.count() as f64);
     }
 }
 
@@ -466,7 +457,7 @@ impl Exposition {
 struct Family {
     name: &'static str,
     help: &'static str,
-    kind: Kind,
+    kind: MetricKind,
     samples: Vec<FamilySample>,
 }
 
@@ -475,49 +466,6 @@ struct FamilySample {
     suffix: &'static str,
     labels: Vec<(&'static str, String)>,
     value: f64,
-}
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Counter,
-    Gauge,
-    Histogram,
-}
-
-impl std::fmt::Display for Kind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Kind::Counter => "counter",
-            Kind::Gauge => "gauge",
-            Kind::Histogram => "histogram",
-        })
-    }
-}
-
-/// A label value as the exposition format wants it: `\`, `"` and newline escaped.
-fn escape_label_value(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A sample value: Rust's shortest round-trip form, `+Inf`/`-Inf`/`NaN` spelled as
-/// Prometheus does.
-fn format_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        v.to_string()
-    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bootstrap;
 use super::stats::{percentile_sorted, t_critical_95};
 use crate::rng::Rng;
 
@@ -230,23 +231,22 @@ pub fn bootstrap_clusters(
             p_value: None,
         });
     }
-    let mut rng = Rng::for_stream(seed, 0xB007);
+    let mut rng = bootstrap::rng(seed);
     let mut draw = |c: &[Vec<f64>], buf: &mut Vec<f64>| {
         buf.clear();
-        for _ in 0..c.len() {
-            buf.extend_from_slice(&c[rng.below(c.len() as u64) as usize]);
+        for g in bootstrap::resample(c, &mut rng) {
+            buf.extend_from_slice(g);
         }
         buf.sort_by(f64::total_cmp);
         percentile_sorted(buf, q)
     };
     let mut buf = Vec::with_capacity(fb.len().max(fnew.len()) * 2);
-    let mut diffs: Vec<f64> = (0..resamples.max(1))
+    let diffs: Vec<f64> = (0..resamples.max(1))
         .map(|_| {
             let db = draw(&b, &mut buf);
             draw(&n, &mut buf) - db
         })
         .collect();
-    diffs.sort_by(f64::total_cmp);
     // Two-sided: the smaller share of resampled differences on either side of 0.
     let below = diffs.iter().filter(|&&d| d <= 0.0).count();
     let above = diffs.iter().filter(|&&d| d >= 0.0).count();
@@ -255,10 +255,7 @@ pub fn bootstrap_clusters(
         base: vb,
         new: vn,
         diff: vn - vb,
-        interval: Some(Interval {
-            lo: percentile_sorted(&diffs, 0.025),
-            hi: percentile_sorted(&diffs, 0.975),
-        }),
+        interval: bootstrap::interval_95(&diffs).map(|[lo, hi]| Interval { lo, hi }),
         p_value: Some(p),
     })
 }
@@ -284,25 +281,20 @@ pub fn bootstrap_one(
     if all.len() < min_samples(q) {
         return Some((value, None));
     }
-    let mut rng = Rng::for_stream(seed, 0xB007);
+    let mut rng = bootstrap::rng(seed);
     let mut buf = Vec::with_capacity(all.len() * 2);
-    let mut draws: Vec<f64> = (0..resamples.max(1))
+    let draws: Vec<f64> = (0..resamples.max(1))
         .map(|_| {
             buf.clear();
-            for _ in 0..groups.len() {
-                let g = groups[rng.below(groups.len() as u64) as usize];
+            for g in bootstrap::resample(&groups, &mut rng) {
                 buf.extend(g.iter().filter(|x| !x.is_nan()));
             }
             buf.sort_by(f64::total_cmp);
             percentile_sorted(&buf, q)
         })
         .collect();
-    draws.sort_by(f64::total_cmp);
-    let interval = Interval {
-        lo: percentile_sorted(&draws, 0.025),
-        hi: percentile_sorted(&draws, 0.975),
-    };
-    Some((value, Some(interval)))
+    let interval = bootstrap::interval_95(&draws).map(|[lo, hi]| Interval { lo, hi });
+    Some((value, interval))
 }
 
 /// The 97.5th percentile of Student's `t` with `df` degrees of freedom (a
@@ -366,8 +358,8 @@ fn within(rounds: &[Vec<Vec<f64>>], q: f64, resamples: u32, rng: &mut Rng) -> Wi
         all.clear();
         for (r, groups) in rounds.iter().enumerate() {
             one.clear();
-            for _ in 0..groups.len() {
-                one.extend_from_slice(&groups[rng.below(groups.len() as u64) as usize]);
+            for g in bootstrap::resample(groups, rng) {
+                one.extend_from_slice(g);
             }
             one.sort_by(f64::total_cmp);
             draws[r].push(percentile_sorted(&one, q));
@@ -450,7 +442,7 @@ pub fn rounds_diff(
     if fb.len().min(fnew.len()) < min_samples(q) {
         return Some(out);
     }
-    let mut rng = Rng::for_stream(seed, 0xB007);
+    let mut rng = bootstrap::rng(seed);
     let (wb, wn) = (
         within(&b, q, resamples, &mut rng),
         within(&n, q, resamples, &mut rng),

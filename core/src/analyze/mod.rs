@@ -10,8 +10,10 @@
 //! - [`verdict`] and [`diagnosis`]: the combined report's conclusions and the rules
 //!   whose findings quote their evidence;
 //! - [`server`]: the engine's and the GPU's `/metrics` read into series;
-//! - [`compare`]: whether a difference between two runs is real (intervals, verdicts).
+//! - [`compare`]: whether a difference between two runs is real (intervals, verdicts),
+//!   on [`bootstrap`], the cluster bootstrap;
 
+pub mod bootstrap;
 pub mod compare;
 pub mod diagnosis;
 pub mod floor;

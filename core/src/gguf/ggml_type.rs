@@ -4,13 +4,12 @@
 //! The table follows ggml's `type_traits` (`ggml/src/ggml.c`) and gguf-py's
 //! `GGML_QUANT_SIZES` (`gguf/constants.py`, gguf 0.19.0). Ids 4 and 5 (the removed
 //! q4_2 / q4_3) and 31-33, 36-38 (the removed repacked `_4_4`/`_4_8`/`_8_8`
-//! variants) are not types any more and read as unknown.
+//! variants) are not types any more and read as unknown. It is the one table of
+//! ggml's block sizes: the decode floor's `Quant` reads its own from here.
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use crate::analyze::floor::Quant;
 
 macro_rules! ggml_types {
     ($( $(#[$doc:meta])* $variant:ident = $id:literal, $name:literal, $block:literal, $size:literal; )*) => {
@@ -136,24 +135,6 @@ ggml_types! {
 }
 
 impl GgmlType {
-    /// The tokenscope weight format with a kernel for this type, if any.
-    pub fn to_quant(self) -> Option<Quant> {
-        Some(match self {
-            GgmlType::F32 => Quant::F32,
-            GgmlType::F16 => Quant::F16,
-            GgmlType::BF16 => Quant::Bf16,
-            GgmlType::Q8_0 => Quant::Q8_0,
-            GgmlType::Q6_K => Quant::Q6K,
-            GgmlType::Q5_1 => Quant::Q5_1,
-            GgmlType::Q5_0 => Quant::Q5_0,
-            GgmlType::Q5_K => Quant::Q5K,
-            GgmlType::Q4_1 => Quant::Q4_1,
-            GgmlType::Q4_0 => Quant::Q4_0,
-            GgmlType::Q4_K => Quant::Q4K,
-            _ => return None,
-        })
-    }
-
     /// Bytes of `elems` elements, or `None` when `elems` is not a whole number of
     /// blocks (or the product overflows).
     pub fn bytes_for(self, elems: u64) -> Option<u64> {
@@ -189,27 +170,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_round_trip_and_sizes_match_quant() {
+    fn ids_and_names_round_trip() {
         for &t in GgmlType::ALL {
             assert_eq!(GgmlType::from_id(t.id()), Some(t));
             assert_eq!(GgmlType::from_name(t.name()), Some(t));
-            if let Some(q) = t.to_quant() {
-                assert_eq!(q.block_elems(), t.block_elems(), "{t}");
-                assert_eq!(q.block_bytes(), t.block_bytes(), "{t}");
-            }
         }
         for gone in [4, 5, 31, 32, 33, 36, 37, 38, 42, u32::MAX] {
             assert_eq!(GgmlType::from_id(gone), None);
         }
         assert_eq!(GgmlType::Q4_K.name(), "q4_K");
         assert_eq!(GgmlType::from_id(30), Some(GgmlType::BF16));
-        assert_eq!(
-            GgmlType::ALL
-                .iter()
-                .filter(|t| t.to_quant().is_some())
-                .count(),
-            11
-        );
         assert_eq!(serde_json::to_string(&GgmlType::Q6_K).unwrap(), "\"q6_K\"");
         assert_eq!(GgmlType::Q4_0.bytes_for(64), Some(36));
         assert_eq!(GgmlType::Q4_0.bytes_for(33), None);

@@ -8,8 +8,12 @@
 //! defines them).
 //!
 //! Beside the streams, the server's own view: [`prometheus::Scrape`] parses a
-//! `/metrics` exposition (the engine's or a GPU exporter's).
+//! `/metrics` exposition (the engine's or a GPU exporter's); [`exposition::Writer`]
+//! writes the ones tokenscope serves, with [`buckets`]' edges where other projects
+//! fixed them.
 
+pub mod buckets;
+pub mod exposition;
 pub mod metrics;
 pub mod openai;
 pub mod prometheus;

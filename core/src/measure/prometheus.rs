@@ -1,5 +1,6 @@
 //! The Prometheus text exposition format (0.0.4) and OpenMetrics text, as
 //! inference servers and GPU exporters really emit them: one parser, line by line.
+//! Its writer, for the expositions tokenscope serves, is [`super::exposition`].
 //!
 //! Written here rather than taken from a crate: the crates checked either drop
 //! names with colons (`vllm:…`, `sglang:…`, `llamacpp:…`), split labels without
@@ -44,6 +45,17 @@ impl MetricKind {
             "histogram" | "gaugehistogram" => MetricKind::Histogram,
             "summary" => MetricKind::Summary,
             _ => MetricKind::Untyped,
+        }
+    }
+
+    /// The `# TYPE` word for this kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+            MetricKind::Histogram => "histogram",
+            MetricKind::Summary => "summary",
+            MetricKind::Untyped => "untyped",
         }
     }
 

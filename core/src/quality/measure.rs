@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::sample::{Alt, Sample};
+use crate::analyze::bootstrap;
 use crate::analyze::stats::percentile;
 use crate::rng::Rng;
 
@@ -359,13 +360,12 @@ fn distribution(pairs: &[(&Sample, &Sample)], seed: u64) -> Option<Distribution>
 /// 95% interval of the mean over positions, resampling prompts (each with all
 /// its positions: neighbouring positions of one answer are not independent).
 fn bootstrap_mean(per_prompt: &[Vec<f64>], seed: u64) -> [f64; 2] {
+    // Seeded as it always was (not `bootstrap::rng`), so its intervals stay put.
     let mut rng = Rng::new(seed);
-    let n = per_prompt.len() as u64;
     let mut means = Vec::with_capacity(RESAMPLES);
     for _ in 0..RESAMPLES {
         let (mut sum, mut count) = (0.0, 0usize);
-        for _ in 0..n {
-            let p = &per_prompt[rng.below(n) as usize];
+        for p in bootstrap::resample(per_prompt, &mut rng) {
             sum += p.iter().sum::<f64>();
             count += p.len();
         }
@@ -373,10 +373,7 @@ fn bootstrap_mean(per_prompt: &[Vec<f64>], seed: u64) -> [f64; 2] {
             means.push(sum / count as f64);
         }
     }
-    [
-        percentile(&means, 0.025).unwrap_or(f64::NAN),
-        percentile(&means, 0.975).unwrap_or(f64::NAN),
-    ]
+    bootstrap::interval_95(&means).unwrap_or([f64::NAN; 2])
 }
 
 #[cfg(test)]

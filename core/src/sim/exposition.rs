@@ -20,23 +20,10 @@
 //! context (`max_context_tokens`): its usage is the running requests' prompt and
 //! generated tokens over that ([`Engine::kv_tokens`](super::Engine::kv_tokens)).
 
-use std::fmt::Write as _;
-
 use super::{Engine, SimConfig};
-
-/// vLLM's bucket bounds (seconds), `vllm/v1/metrics/loggers.py`.
-const TTFT_BOUNDS: &[f64] = &[
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-];
-const ITL_BOUNDS: &[f64] = &[
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-    40.0, 80.0,
-];
-const REQUEST_BOUNDS: &[f64] = &[
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
-    480.0, 960.0, 1920.0, 7680.0,
-];
+use crate::measure::buckets::{VLLM_ITL_BOUNDS_S, VLLM_REQUEST_BOUNDS_S, VLLM_TTFT_BOUNDS_S};
+use crate::measure::exposition::{Floats, Histogram, Value, Writer};
+use crate::measure::prometheus::MetricKind;
 
 /// One finished request as the simulated server saw it (times in ms on the
 /// server's clock).
@@ -58,54 +45,25 @@ pub struct Served<'a> {
     pub t_end_ms: f64,
 }
 
+/// One histogram of the exposition: its name, help and counts.
 #[derive(Debug, Clone)]
-struct Histogram {
+struct Series {
     name: &'static str,
     help: &'static str,
-    bounds: &'static [f64],
-    /// Observations per bucket (not cumulative); the last is `+Inf`.
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
+    counts: Histogram,
 }
 
-impl Histogram {
-    fn new(name: &'static str, help: &'static str, bounds: &'static [f64]) -> Self {
-        Histogram {
+impl Series {
+    fn new(name: &'static str, help: &'static str, bounds_s: &'static [f64]) -> Self {
+        Series {
             name,
             help,
-            bounds,
-            counts: vec![0; bounds.len() + 1],
-            sum: 0.0,
-            count: 0,
+            counts: Histogram::new(bounds_s),
         }
     }
 
     fn observe(&mut self, seconds: f64) {
-        let i = self.bounds.partition_point(|&b| b < seconds);
-        self.counts[i] += 1;
-        self.sum += seconds;
-        self.count += 1;
-    }
-
-    fn write(&self, out: &mut String, labels: &str) {
-        let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
-        let _ = writeln!(out, "# TYPE {} histogram", self.name);
-        let mut cumulative = 0;
-        for (i, n) in self.counts.iter().enumerate() {
-            cumulative += n;
-            let le = self
-                .bounds
-                .get(i)
-                .map_or("+Inf".to_owned(), |b| format!("{b:?}"));
-            let _ = writeln!(
-                out,
-                "{}_bucket{{{labels},le=\"{le}\"}} {cumulative}",
-                self.name
-            );
-        }
-        let _ = writeln!(out, "{}_sum{{{labels}}} {:?}", self.name, self.sum);
-        let _ = writeln!(out, "{}_count{{{labels}}} {}", self.name, self.count);
+        self.counts.observe(seconds, 1);
     }
 }
 
@@ -137,12 +95,12 @@ pub struct Exposition {
     prompt_tokens: u64,
     generation_tokens: u64,
     success: u64,
-    ttft: Histogram,
-    queue: Histogram,
-    prefill: Histogram,
-    decode: Histogram,
-    itl: Histogram,
-    e2e: Histogram,
+    ttft: Series,
+    queue: Series,
+    prefill: Series,
+    decode: Series,
+    itl: Series,
+    e2e: Series,
 }
 
 impl Default for Exposition {
@@ -158,35 +116,35 @@ impl Exposition {
             prompt_tokens: 0,
             generation_tokens: 0,
             success: 0,
-            ttft: Histogram::new(
+            ttft: Series::new(
                 "vllm:time_to_first_token_seconds",
                 "Histogram of time to first token in seconds.",
-                TTFT_BOUNDS,
+                VLLM_TTFT_BOUNDS_S,
             ),
-            queue: Histogram::new(
+            queue: Series::new(
                 "vllm:request_queue_time_seconds",
                 "Histogram of time spent in WAITING phase for request.",
-                REQUEST_BOUNDS,
+                VLLM_REQUEST_BOUNDS_S,
             ),
-            prefill: Histogram::new(
+            prefill: Series::new(
                 "vllm:request_prefill_time_seconds",
                 "Histogram of time spent in PREFILL phase for request.",
-                REQUEST_BOUNDS,
+                VLLM_REQUEST_BOUNDS_S,
             ),
-            decode: Histogram::new(
+            decode: Series::new(
                 "vllm:request_decode_time_seconds",
                 "Histogram of time spent in DECODE phase for request.",
-                REQUEST_BOUNDS,
+                VLLM_REQUEST_BOUNDS_S,
             ),
-            itl: Histogram::new(
+            itl: Series::new(
                 "vllm:inter_token_latency_seconds",
                 "Histogram of inter-token latency in seconds.",
-                ITL_BOUNDS,
+                VLLM_ITL_BOUNDS_S,
             ),
-            e2e: Histogram::new(
+            e2e: Series::new(
                 "vllm:e2e_request_latency_seconds",
                 "Histogram of e2e request latency in seconds.",
-                REQUEST_BOUNDS,
+                VLLM_REQUEST_BOUNDS_S,
             ),
         }
     }
@@ -217,37 +175,34 @@ impl Exposition {
         self.e2e.observe(s(r.t_end_ms - r.t_received_ms));
     }
 
-    /// The exposition (Prometheus text format 0.0.4) with the engine's state
-    /// `gauges` under the configuration `cfg`.
+    /// The exposition (Prometheus text format 0.0.4, numbers spelled as vLLM's
+    /// Python client spells them) with the engine's state `gauges` under the
+    /// configuration `cfg`.
     pub fn render(&self, gauges: Gauges, cfg: &SimConfig) -> String {
-        let labels = format!("model_name=\"{}\"", escape(&cfg.model));
+        let labels = [("model_name", cfg.model.as_str())];
         let kv_capacity = (u64::from(cfg.max_batch) * cfg.max_context_tokens).max(1);
         let kv = gauges.kv_tokens as f64 / kv_capacity as f64;
-        let mut out = String::new();
-        let mut series = |kind: &str, name: &str, help: &str, v: String| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{{labels}}} {v}"
-            );
-        };
-        series(
-            "gauge",
-            "vllm:num_requests_running",
-            "Number of requests in model execution batches.",
-            gauges.running.to_string(),
-        );
-        series(
-            "gauge",
-            "vllm:num_requests_waiting",
-            "Number of requests waiting to be processed.",
-            gauges.waiting.to_string(),
-        );
-        series(
-            "gauge",
-            "vllm:kv_cache_usage_perc",
-            "KV-cache usage. 1 means 100 percent usage.",
-            format!("{kv:?}"),
-        );
+        let mut w = Writer::new(Floats::Python);
+        for (name, help, v) in [
+            (
+                "vllm:num_requests_running",
+                "Number of requests in model execution batches.",
+                Value::Count(gauges.running),
+            ),
+            (
+                "vllm:num_requests_waiting",
+                "Number of requests waiting to be processed.",
+                Value::Count(gauges.waiting),
+            ),
+            (
+                "vllm:kv_cache_usage_perc",
+                "KV-cache usage. 1 means 100 percent usage.",
+                Value::Real(kv),
+            ),
+        ] {
+            w.family(name, MetricKind::Gauge, help);
+            w.sample(name, &labels, v);
+        }
         for (name, help, v) in [
             (
                 "vllm:num_preemptions_total",
@@ -270,7 +225,8 @@ impl Exposition {
                 self.success,
             ),
         ] {
-            series("counter", name, help, v.to_string());
+            w.family(name, MetricKind::Counter, help);
+            w.sample(name, &labels, v);
         }
         for h in [
             &self.ttft,
@@ -280,15 +236,9 @@ impl Exposition {
             &self.itl,
             &self.e2e,
         ] {
-            h.write(&mut out, &labels);
+            w.family(h.name, MetricKind::Histogram, h.help);
+            w.histogram(h.name, &labels, &h.counts);
         }
-        out
+        w.finish()
     }
-}
-
-/// A label value, escaped as the text format wants.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }

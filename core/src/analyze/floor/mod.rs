@@ -30,6 +30,8 @@ pub use presets::{preset_names, presets};
 
 use serde::{Deserialize, Serialize};
 
+use crate::gguf::GgmlType;
+
 /// Errors of the model-shape and floor arithmetic.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FloorError {
@@ -161,30 +163,33 @@ impl Quant {
         }
     }
 
+    /// The ggml type storing this format: its block sizes are ggml's own
+    /// ([`GgmlType`]'s table, the one place they are written).
+    pub fn ggml_type(self) -> GgmlType {
+        match self {
+            Quant::F32 => GgmlType::F32,
+            Quant::F16 => GgmlType::F16,
+            Quant::Bf16 => GgmlType::BF16,
+            Quant::Q8_0 => GgmlType::Q8_0,
+            Quant::Q6K => GgmlType::Q6_K,
+            Quant::Q5_1 => GgmlType::Q5_1,
+            Quant::Q5_0 => GgmlType::Q5_0,
+            Quant::Q5K => GgmlType::Q5_K,
+            Quant::Q4_1 => GgmlType::Q4_1,
+            Quant::Q4_0 => GgmlType::Q4_0,
+            Quant::Q4K => GgmlType::Q4_K,
+        }
+    }
+
     /// Elements per block (1 for the float formats, 32 for the legacy GGUF blocks,
     /// 256 for the K-quants' super-blocks).
     pub fn block_elems(self) -> u64 {
-        match self {
-            Quant::F32 | Quant::F16 | Quant::Bf16 => 1,
-            Quant::Q8_0 | Quant::Q5_1 | Quant::Q5_0 | Quant::Q4_1 | Quant::Q4_0 => 32,
-            Quant::Q6K | Quant::Q5K | Quant::Q4K => 256,
-        }
+        self.ggml_type().block_elems()
     }
 
     /// Bytes per block, scales included (ggml's `block_*` sizes).
     pub fn block_bytes(self) -> u64 {
-        match self {
-            Quant::F32 => 4,
-            Quant::F16 | Quant::Bf16 => 2,
-            Quant::Q8_0 => 34,
-            Quant::Q6K => 210,
-            Quant::Q5_1 => 24,
-            Quant::Q5_0 => 22,
-            Quant::Q5K => 176,
-            Quant::Q4_1 => 20,
-            Quant::Q4_0 => 18,
-            Quant::Q4K => 144,
-        }
+        self.ggml_type().block_bytes()
     }
 
     /// Average bytes per element, scales included (e.g. 1.0625 for q8_0, 0.5625 for q4_0).
@@ -206,6 +211,14 @@ impl Quant {
             });
         }
         Ok(rows * (cols / block) * self.block_bytes())
+    }
+}
+
+impl GgmlType {
+    /// The tokenscope weight format with a kernel for this type, if any (the
+    /// inverse of [`Quant::ggml_type`]).
+    pub fn to_quant(self) -> Option<Quant> {
+        Quant::ALL.into_iter().find(|q| q.ggml_type() == self)
     }
 }
 
@@ -618,6 +631,16 @@ mod tests {
             err.to_string().contains("odd") && err.to_string().contains("33"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn every_quant_is_a_ggml_type_and_back() {
+        for q in Quant::ALL {
+            assert_eq!(q.ggml_type().to_quant(), Some(q), "{q}");
+        }
+        let with_kernel = GgmlType::ALL.iter().filter(|t| t.to_quant().is_some());
+        assert_eq!(with_kernel.count(), Quant::ALL.len());
+        assert_eq!(GgmlType::IQ4_NL.to_quant(), None);
     }
 
     #[test]
