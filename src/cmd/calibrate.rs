@@ -321,8 +321,11 @@ fn calibrate(
             "faithful_concurrency": best.map(|r| r.c),
             "capacity_per_core": capacity,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
-            .with_context(|| format!("--json {}: cannot write", path.display()))?;
+        super::output::write_file(
+            "--json",
+            path,
+            &(serde_json::to_string_pretty(&doc)? + "\n"),
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

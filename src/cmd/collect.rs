@@ -351,7 +351,7 @@ fn write_report(
         },
     );
     let text = r.client.to_json();
-    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    super::output::write_file("--report", path, &(text + "\n"))?;
     eprintln!(
         "wrote {} ({} turns, {} levels)",
         path.display(),

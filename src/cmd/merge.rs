@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 use tokenscope_core::analyze::verdict;
 use tokenscope_core::render;
@@ -99,15 +98,10 @@ pub fn run(mut args: MergeArgs) -> anyhow::Result<ExitCode> {
         };
         let analysis = verdict::analyze(&input);
         if let Some(p) = &args.html {
-            std::fs::write(p, combined::html(&input, &analysis))
-                .with_context(|| format!("--html {}: cannot write the file", p.display()))?;
-            eprintln!("wrote {}", p.display());
+            super::output::write("--html", p, &combined::html(&input, &analysis))?;
         }
-        match &args.markdown {
-            Some(p) if p.as_os_str() == "-" => print!("{}", combined::markdown(&input, &analysis)),
-            Some(p) => std::fs::write(p, combined::markdown(&input, &analysis))
-                .with_context(|| format!("--markdown {}: cannot write the file", p.display()))?,
-            None => {}
+        if let Some(p) = &args.markdown {
+            super::output::write("--markdown", p, &combined::markdown(&input, &analysis))?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -28,16 +28,23 @@ pub fn file_or_stdout(value: Option<PathBuf>) -> Option<Option<PathBuf>> {
     value.map(|p| (p.as_os_str() != "-").then_some(p))
 }
 
-/// Write `text` where a format's flag says: the file (and `wrote FILE` on
-/// stderr), or stdout for `-`. An error names the flag and the file.
-pub fn write(flag: &str, path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+/// Write `text` where a format's flag says: the file, or stdout for `-`. An
+/// error names the flag and the file. Says nothing (`bench` names its files
+/// at the end; see [`write`]).
+pub fn write_file(flag: &str, path: &std::path::Path, text: &str) -> anyhow::Result<()> {
     use anyhow::Context as _;
     if path.as_os_str() == "-" {
         print!("{text}");
         return Ok(());
     }
-    std::fs::write(path, text)
-        .with_context(|| format!("{flag} {}: cannot write", path.display()))?;
-    eprintln!("wrote {}", path.display());
+    std::fs::write(path, text).with_context(|| format!("{flag} {}: cannot write", path.display()))
+}
+
+/// [`write_file`], then `wrote FILE` on stderr for a file.
+pub fn write(flag: &str, path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    write_file(flag, path, text)?;
+    if path.as_os_str() != "-" {
+        eprintln!("wrote {}", path.display());
+    }
     Ok(())
 }

@@ -242,9 +242,7 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
             );
         };
         let rebuilt = input.clients.last().expect("the --raw file's report");
-        std::fs::write(p, rebuilt.to_json() + "\n")
-            .with_context(|| format!("--client-out {}: cannot write", p.display()))?;
-        eprintln!("wrote {}", p.display());
+        super::output::write("--client-out", p, &(rebuilt.to_json() + "\n"))?;
         wrote = true;
     }
     if let Some(p) = &args.html {
@@ -254,17 +252,13 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<ExitCode> {
             let at = html.rfind("</body>").unwrap_or(html.len());
             html.insert_str(at, &render::quality::html(q));
         }
-        std::fs::write(p, html).with_context(|| format!("--html {}: cannot write", p.display()))?;
-        eprintln!("wrote {}", p.display());
+        super::output::write("--html", p, &html)?;
         wrote = true;
     }
     match &args.markdown {
-        Some(p) if p.as_os_str() == "-" => print!("{}", markdown()),
         Some(p) => {
-            std::fs::write(p, markdown())
-                .with_context(|| format!("--markdown {}: cannot write", p.display()))?;
-            eprintln!("wrote {}", p.display());
-            wrote = true;
+            super::output::write("--markdown", p, &markdown())?;
+            wrote = p.as_os_str() != "-";
         }
         None if !wrote => print!("{}", markdown()),
         None => {}

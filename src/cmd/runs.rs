@@ -43,12 +43,7 @@ fn read_raw(path: &Path) -> anyhow::Result<RawFile> {
 
 /// Write `text` to `path` (`-`: stdout); `what` names the flag in errors.
 fn write(path: &Path, text: &str, what: &str) -> anyhow::Result<()> {
-    if path == Path::new("-") {
-        print!("{text}");
-        return Ok(());
-    }
-    std::fs::write(path, text)
-        .with_context(|| format!("--{what} {}: cannot write the file", path.display()))
+    super::output::write_file(&format!("--{what}"), path, text)
 }
 
 /// The statistics' settings `compare` and `history` share.

@@ -225,17 +225,15 @@ impl Outputs {
 
     /// Write every requested export.
     pub fn write(&self, report: &ClientReport) -> anyhow::Result<()> {
+        use crate::cmd::output::write_file;
         if let Some(p) = &self.json {
-            std::fs::write(p, report.to_json() + "\n")
-                .with_context(|| format!("--json {}: cannot write", p.display()))?;
+            write_file("--json", p, &(report.to_json() + "\n"))?;
         }
         if let Some(p) = &self.csv {
-            std::fs::write(p, render::client::csv(report))
-                .with_context(|| format!("--csv {}: cannot write", p.display()))?;
+            write_file("--csv", p, &render::client::csv(report))?;
         }
         if let Some(p) = &self.markdown {
-            std::fs::write(p, render::client::markdown(report))
-                .with_context(|| format!("--markdown {}: cannot write", p.display()))?;
+            write_file("--markdown", p, &render::client::markdown(report))?;
         }
         Ok(())
     }

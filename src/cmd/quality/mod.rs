@@ -178,8 +178,7 @@ pub fn write_json(
     path: &std::path::Path,
     flag: &str,
 ) -> anyhow::Result<()> {
-    std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
-        .with_context(|| format!("{flag} {}: cannot write", path.display()))
+    super::output::write_file(flag, path, &(serde_json::to_string_pretty(report)? + "\n"))
 }
 
 /// The exit status the report earns, each reason said on stderr: 2 when the
