@@ -68,8 +68,9 @@ pub struct Metric {
     pub better: Option<Direction>,
     /// How to read it from a level.
     pub level: LevelValue,
-    /// How to read it from one request's metrics (`None`: not per request,
-    /// or not read per request outside the level's collector).
+    /// How to read it from one request's metrics, for the readers that take
+    /// it per request: SLOs (goodput) and compare's bootstrap (`None`: only
+    /// the level's collector reads it, `analyze::level`).
     pub request: Option<PerRequest>,
     /// An SLO can bound it (`ttft_ms:p95<=500`); the names accepted for it
     /// besides its key, with or without `_ms`.
@@ -153,8 +154,9 @@ pub fn gateable() -> impl Iterator<Item = &'static Metric> {
 const LOWER: Option<Direction> = Some(Direction::LowerIsBetter);
 const HIGHER: Option<Direction> = Some(Direction::HigherIsBetter);
 
-/// A latency in ms, lower is better, no SLO, no curve: the fields that vary.
-const fn latency(
+/// A per-request distribution: by default a latency in ms, lower is better,
+/// no per-request reader, no SLO, no curve; the fields that vary.
+const fn distribution(
     key: &'static str,
     name: &'static str,
     column: &'static str,
@@ -179,25 +181,25 @@ pub const TTFT_MS: Metric = Metric {
     request: Some(PerRequest::One(|m| m.ttft_ms)),
     slo: Some(&[]),
     curve: true,
-    ..latency("ttft_ms", "TTFT", "TTFT", |m| Some(&m.ttft_ms))
+    ..distribution("ttft_ms", "TTFT", "TTFT", |m| Some(&m.ttft_ms))
 };
 /// Time per output token.
 pub const TPOT_MS: Metric = Metric {
     request: Some(PerRequest::One(|m| m.tpot_ms)),
     slo: Some(&[]),
     curve: true,
-    ..latency("tpot_ms", "TPOT", "TPOT", |m| Some(&m.tpot_ms))
+    ..distribution("tpot_ms", "TPOT", "TPOT", |m| Some(&m.tpot_ms))
 };
 /// Inter-token latency, per chunk.
 pub const ITL_MS: Metric = Metric {
     request: Some(PerRequest::Gaps),
     slo: Some(&[]),
     curve: true,
-    ..latency("itl_ms", "ITL", "ITL", |m| Some(&m.itl_ms))
+    ..distribution("itl_ms", "ITL", "ITL", |m| Some(&m.itl_ms))
 };
 /// Inter-token latency, per token.
 pub const ITL_PER_TOKEN_MS: Metric =
-    latency("itl_per_token_ms", "ITL (per token)", "ITL/token", |m| {
+    distribution("itl_per_token_ms", "ITL (per token)", "ITL/token", |m| {
         Some(&m.itl_per_token_ms)
     });
 /// End-to-end latency.
@@ -205,28 +207,23 @@ pub const E2E_MS: Metric = Metric {
     request: Some(PerRequest::One(|m| m.e2e_ms)),
     slo: Some(&["e2el"]),
     curve: true,
-    ..latency("e2e_ms", "E2E", "E2E", |m| Some(&m.e2e_ms))
+    ..distribution("e2e_ms", "E2E", "E2E", |m| Some(&m.e2e_ms))
 };
 /// Time to the response's headers.
-pub const TIME_TO_HEADERS_MS: Metric = Metric {
-    request: Some(PerRequest::One(|m| m.time_to_headers_ms)),
-    ..latency("time_to_headers_ms", "Time to headers", "headers", |m| {
+pub const TIME_TO_HEADERS_MS: Metric =
+    distribution("time_to_headers_ms", "Time to headers", "headers", |m| {
         Some(&m.time_to_headers_ms)
-    })
-};
+    });
 /// Time to the body's first bytes.
-pub const TIME_TO_FIRST_BYTE_MS: Metric = Metric {
-    request: Some(PerRequest::One(|m| m.time_to_first_byte_ms)),
-    ..latency("time_to_first_byte_ms", "Time to first byte", "TTFB", |m| {
+pub const TIME_TO_FIRST_BYTE_MS: Metric =
+    distribution("time_to_first_byte_ms", "Time to first byte", "TTFB", |m| {
         Some(&m.time_to_first_byte_ms)
-    })
-};
+    });
 /// A request's decode rate.
 pub const DECODE_RATE_TOK_PER_S: Metric = Metric {
     unit: Unit::TokensPerS,
     better: HIGHER,
-    request: Some(PerRequest::One(|m| m.decode_rate_tok_per_s)),
-    ..latency(
+    ..distribution(
         "decode_rate_tok_per_s",
         "Decode rate",
         "decode tok/s",
@@ -237,8 +234,7 @@ pub const DECODE_RATE_TOK_PER_S: Metric = Metric {
 pub const OUTPUT_TOKENS: Metric = Metric {
     unit: Unit::Tokens,
     better: None,
-    request: Some(PerRequest::One(|m| Some(m.output_tokens as f64))),
-    ..latency("output_tokens", "Output tokens", "out tokens", |m| {
+    ..distribution("output_tokens", "Output tokens", "out tokens", |m| {
         Some(&m.output_tokens)
     })
 };
@@ -248,15 +244,14 @@ pub const RENDERED_TTFT_MS: Metric = Metric {
     slo: Some(&[]),
     absent: Some("a paint time: measured in the browser only"),
     curve: true,
-    ..latency("rendered_ttft_ms", "Rendered TTFT", "painted", |m| {
+    ..distribution("rendered_ttft_ms", "Rendered TTFT", "painted", |m| {
         m.rendered_ttft_ms.as_ref()
     })
 };
 /// From the first token's arrival to its paint.
 pub const RENDER_DELAY_MS: Metric = Metric {
-    request: Some(PerRequest::One(|m| m.render_delay_ms)),
     curve: true,
-    ..latency("render_delay_ms", "Render delay", "render delay", |m| {
+    ..distribution("render_delay_ms", "Render delay", "render delay", |m| {
         m.render_delay_ms.as_ref()
     })
 };
@@ -264,26 +259,22 @@ pub const RENDER_DELAY_MS: Metric = Metric {
 pub const MAX_GAP_MS: Metric = Metric {
     request: Some(PerRequest::One(|m| m.longest_gap_ms)),
     slo: Some(&[]),
-    ..latency("max_gap_ms", "Longest gap", "longest gap", |m| {
+    ..distribution("max_gap_ms", "Longest gap", "longest gap", |m| {
         m.max_gap_ms.as_ref()
     })
 };
 /// A reasoning model's first answer token.
-pub const TIME_TO_FIRST_ANSWER_MS: Metric = Metric {
-    request: Some(PerRequest::One(|m| m.time_to_first_answer_ms)),
-    ..latency(
-        "time_to_first_answer_ms",
-        "Time to first answer",
-        "first answer",
-        |m| m.time_to_first_answer_ms.as_ref(),
-    )
-};
+pub const TIME_TO_FIRST_ANSWER_MS: Metric = distribution(
+    "time_to_first_answer_ms",
+    "Time to first answer",
+    "first answer",
+    |m| m.time_to_first_answer_ms.as_ref(),
+);
 /// A reasoning model's reasoning tokens.
 pub const REASONING_TOKENS: Metric = Metric {
     unit: Unit::Tokens,
     better: None,
-    request: Some(PerRequest::One(|m| m.reasoning_tokens.map(|n| n as f64))),
-    ..latency(
+    ..distribution(
         "reasoning_tokens",
         "Reasoning tokens",
         "reasoning tokens",
@@ -291,42 +282,35 @@ pub const REASONING_TOKENS: Metric = Metric {
     )
 };
 /// The browser's delay from `fetch()` to sending.
-pub const BROWSER_SEND_MS: Metric = Metric {
-    request: Some(PerRequest::One(|m| m.browser_send_ms)),
-    ..latency("browser_send_ms", "Browser send", "browser send", |m| {
+pub const BROWSER_SEND_MS: Metric =
+    distribution("browser_send_ms", "Browser send", "browser send", |m| {
         m.browser_send_ms.as_ref()
-    })
-};
+    });
 /// The browser's delay from its network stack to the page's script.
-pub const BROWSER_DELIVERY_MS: Metric = Metric {
-    request: Some(PerRequest::One(|m| m.browser_delivery_ms)),
-    ..latency(
-        "browser_delivery_ms",
-        "Browser delivery",
-        "browser delivery",
-        |m| m.browser_delivery_ms.as_ref(),
-    )
-};
+pub const BROWSER_DELIVERY_MS: Metric = distribution(
+    "browser_delivery_ms",
+    "Browser delivery",
+    "browser delivery",
+    |m| m.browser_delivery_ms.as_ref(),
+);
 /// Rate mode: actual minus scheduled send time.
-pub const CLIENT_LAG_MS: Metric = Metric {
-    request: Some(PerRequest::One(|m| m.client_lag_ms)),
-    ..latency("client_lag_ms", "Client lag", "client lag", |m| {
-        m.client_lag_ms.as_ref()
-    })
-};
-/// The server's own time per output token (llama.cpp's `timings`).
-pub const SERVER_TPOT_MS: Metric = latency("server_tpot_ms", "Server TPOT", "server TPOT", |m| {
-    m.server_tpot_ms.as_ref()
+pub const CLIENT_LAG_MS: Metric = distribution("client_lag_ms", "Client lag", "client lag", |m| {
+    m.client_lag_ms.as_ref()
 });
+/// The server's own time per output token (llama.cpp's `timings`).
+pub const SERVER_TPOT_MS: Metric =
+    distribution("server_tpot_ms", "Server TPOT", "server TPOT", |m| {
+        m.server_tpot_ms.as_ref()
+    });
 /// The server's own prompt time (llama.cpp's `timings`).
-pub const SERVER_PROMPT_MS: Metric = latency(
+pub const SERVER_PROMPT_MS: Metric = distribution(
     "server_prompt_ms",
     "Server prompt time",
     "server prompt",
     |m| m.server_prompt_ms.as_ref(),
 );
 /// The wait for a connection's setup.
-pub const CONNECTION_SETUP_MS: Metric = latency(
+pub const CONNECTION_SETUP_MS: Metric = distribution(
     "connection_setup_ms",
     "Connection setup",
     "connection setup",
