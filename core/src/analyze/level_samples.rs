@@ -5,9 +5,39 @@
 
 use std::collections::BTreeMap;
 
-use crate::analyze::slo::{Slo, SloMetric};
+use crate::analyze::slo::Slo;
 use crate::analyze::stats::{HistogramData, Samples, Summary};
+use crate::model::metric::{self, LevelValue};
 use crate::model::{LevelMetrics, PositionBucket, SloCheck};
+
+/// The one mapping from a registry key ([`crate::model::metric`]) to the
+/// collection that holds its samples: `slots!(self, &)` or `slots!(self, &mut)`.
+macro_rules! slots {
+    ($s:ident, $($r:tt)+) => {
+        [
+            (metric::TTFT_MS.key, $($r)+ $s.ttft),
+            (metric::TPOT_MS.key, $($r)+ $s.tpot),
+            (metric::ITL_MS.key, $($r)+ $s.itl),
+            (metric::ITL_PER_TOKEN_MS.key, $($r)+ $s.itl_per_token),
+            (metric::E2E_MS.key, $($r)+ $s.e2e),
+            (metric::TIME_TO_HEADERS_MS.key, $($r)+ $s.headers),
+            (metric::TIME_TO_FIRST_BYTE_MS.key, $($r)+ $s.first_byte),
+            (metric::DECODE_RATE_TOK_PER_S.key, $($r)+ $s.decode_rate),
+            (metric::OUTPUT_TOKENS.key, $($r)+ $s.out_tokens),
+            (metric::RENDERED_TTFT_MS.key, $($r)+ $s.rendered),
+            (metric::RENDER_DELAY_MS.key, $($r)+ $s.render_delay),
+            (metric::MAX_GAP_MS.key, $($r)+ $s.max_gap),
+            (metric::TIME_TO_FIRST_ANSWER_MS.key, $($r)+ $s.first_answer),
+            (metric::REASONING_TOKENS.key, $($r)+ $s.reasoning),
+            (metric::BROWSER_SEND_MS.key, $($r)+ $s.send),
+            (metric::BROWSER_DELIVERY_MS.key, $($r)+ $s.delivery),
+            (metric::CLIENT_LAG_MS.key, $($r)+ $s.lag),
+            (metric::SERVER_TPOT_MS.key, $($r)+ $s.server_tpot),
+            (metric::SERVER_PROMPT_MS.key, $($r)+ $s.server_prompt),
+            (metric::CONNECTION_SETUP_MS.key, $($r)+ $s.connection_setup),
+        ]
+    };
+}
 
 /// Output-position buckets for ITL: tokens 1-64, 65-256, 257 and on.
 pub const POSITION_BUCKETS: [(u64, Option<u64>); 3] = [(1, Some(64)), (65, Some(256)), (257, None)];
@@ -82,34 +112,14 @@ impl LevelSamples {
         }
     }
 
-    /// Every collection with its name: the [`LevelMetrics`] field's, or
-    /// `itl_by_position/<from>` for the position buckets.
+    /// Every collection with its name: its registry key
+    /// ([`crate::model::metric`]), or `itl_by_position/<from>` for the
+    /// position buckets.
     fn named(&self) -> Vec<(String, &Samples)> {
-        let mut out: Vec<(String, &Samples)> = [
-            ("ttft_ms", &self.ttft),
-            ("tpot_ms", &self.tpot),
-            ("itl_ms", &self.itl),
-            ("itl_per_token_ms", &self.itl_per_token),
-            ("e2e_ms", &self.e2e),
-            ("time_to_headers_ms", &self.headers),
-            ("time_to_first_byte_ms", &self.first_byte),
-            ("decode_rate_tok_per_s", &self.decode_rate),
-            ("output_tokens", &self.out_tokens),
-            ("rendered_ttft_ms", &self.rendered),
-            ("render_delay_ms", &self.render_delay),
-            ("max_gap_ms", &self.max_gap),
-            ("time_to_first_answer_ms", &self.first_answer),
-            ("reasoning_tokens", &self.reasoning),
-            ("browser_send_ms", &self.send),
-            ("browser_delivery_ms", &self.delivery),
-            ("client_lag_ms", &self.lag),
-            ("server_tpot_ms", &self.server_tpot),
-            ("server_prompt_ms", &self.server_prompt),
-            ("connection_setup_ms", &self.connection_setup),
-        ]
-        .into_iter()
-        .map(|(n, s)| (n.to_owned(), s))
-        .collect();
+        let mut out: Vec<(String, &Samples)> = slots!(self, &)
+            .into_iter()
+            .map(|(n, s)| (n.to_owned(), s))
+            .collect();
         for ((from, _), s) in POSITION_BUCKETS.iter().zip(&self.positions) {
             out.push((format!("itl_by_position/{from}"), s));
         }
@@ -117,30 +127,17 @@ impl LevelSamples {
     }
 
     fn named_mut(&mut self) -> Vec<&mut Samples> {
-        let mut out = vec![
-            &mut self.ttft,
-            &mut self.tpot,
-            &mut self.itl,
-            &mut self.itl_per_token,
-            &mut self.e2e,
-            &mut self.headers,
-            &mut self.first_byte,
-            &mut self.decode_rate,
-            &mut self.out_tokens,
-            &mut self.rendered,
-            &mut self.render_delay,
-            &mut self.max_gap,
-            &mut self.first_answer,
-            &mut self.reasoning,
-            &mut self.send,
-            &mut self.delivery,
-            &mut self.lag,
-            &mut self.server_tpot,
-            &mut self.server_prompt,
-            &mut self.connection_setup,
-        ];
+        let mut out: Vec<&mut Samples> = slots!(self, &mut).into_iter().map(|(_, s)| s).collect();
         out.extend(self.positions.iter_mut());
         out
+    }
+
+    /// The collection of the metric with this key.
+    fn by_key(&self, key: &str) -> Option<&Samples> {
+        slots!(self, &)
+            .into_iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, s)| s)
     }
 
     /// Add all of `other`'s samples.
@@ -216,14 +213,10 @@ impl LevelSamples {
     pub fn quantiles(&self) -> BTreeMap<String, Vec<f64>> {
         // Inserted one by one (collecting would sort, in code the page carries).
         let mut out = BTreeMap::new();
-        for (name, s) in [
-            ("ttft_ms", &self.ttft),
-            ("tpot_ms", &self.tpot),
-            ("itl_ms", &self.itl),
-            ("e2e_ms", &self.e2e),
-            ("rendered_ttft_ms", &self.rendered),
-            ("render_delay_ms", &self.render_delay),
-        ] {
+        for (name, s) in slots!(self, &)
+            .into_iter()
+            .filter(|(k, _)| metric::by_key(k).is_some_and(|m| m.curve))
+        {
             let curve = s.quantile_curve(QUANTILE_POINTS);
             if !curve.is_empty() {
                 out.insert(name.to_owned(), curve);
@@ -263,31 +256,16 @@ impl LevelSamples {
 
     /// How many samples an SLO's percentile is taken over.
     fn slo_samples(&self, m: &LevelMetrics, slo: &Slo) -> u64 {
-        let summary = match slo.metric {
-            SloMetric::TtftMs => Some(&m.ttft_ms),
-            SloMetric::TpotMs => Some(&m.tpot_ms),
-            SloMetric::ItlMs => Some(&m.itl_ms),
-            SloMetric::E2eMs => Some(&m.e2e_ms),
-            SloMetric::RenderedTtftMs => m.rendered_ttft_ms.as_ref(),
-            SloMetric::MaxGapMs => m.max_gap_ms.as_ref(),
-        };
-        summary.map_or(0, |s| s.count)
+        slo.metric.metric().summary(m).map_or(0, |s| s.count)
     }
 
     /// The level's value of an SLO's percentile: from the summaries for the
     /// standard ones, else from the samples.
     fn slo_value(&self, m: &LevelMetrics, slo: &Slo) -> Option<f64> {
-        let (summary, samples) = match slo.metric {
-            SloMetric::TtftMs => (Some(&m.ttft_ms), &self.ttft),
-            SloMetric::TpotMs => (Some(&m.tpot_ms), &self.tpot),
-            SloMetric::ItlMs => (Some(&m.itl_ms), &self.itl),
-            SloMetric::E2eMs => (Some(&m.e2e_ms), &self.e2e),
-            SloMetric::RenderedTtftMs => (m.rendered_ttft_ms.as_ref(), &self.rendered),
-            SloMetric::MaxGapMs => (m.max_gap_ms.as_ref(), &self.max_gap),
-        };
+        let metric = slo.metric.metric();
         match pct_key(slo.percentile) {
-            Some(k) => summary.and_then(|s| s.get(k)),
-            None => samples.percentile(slo.percentile / 100.0),
+            Some(k) => metric.summary(m).and_then(|s| s.get(k)),
+            None => self.by_key(metric.key)?.percentile(slo.percentile / 100.0),
         }
     }
 }
@@ -297,31 +275,11 @@ fn summaries<'a>(
     m: &'a LevelMetrics,
     positions: &'a [PositionBucket],
 ) -> BTreeMap<String, Option<Summary>> {
-    let mut out: BTreeMap<String, Option<Summary>> = [
-        ("ttft_ms", Some(m.ttft_ms)),
-        ("tpot_ms", Some(m.tpot_ms)),
-        ("itl_ms", Some(m.itl_ms)),
-        ("itl_per_token_ms", Some(m.itl_per_token_ms)),
-        ("e2e_ms", Some(m.e2e_ms)),
-        ("time_to_headers_ms", Some(m.time_to_headers_ms)),
-        ("time_to_first_byte_ms", Some(m.time_to_first_byte_ms)),
-        ("decode_rate_tok_per_s", Some(m.decode_rate_tok_per_s)),
-        ("output_tokens", Some(m.output_tokens)),
-        ("rendered_ttft_ms", m.rendered_ttft_ms),
-        ("render_delay_ms", m.render_delay_ms),
-        ("max_gap_ms", m.max_gap_ms),
-        ("time_to_first_answer_ms", m.time_to_first_answer_ms),
-        ("reasoning_tokens", m.reasoning_tokens),
-        ("browser_send_ms", m.browser_send_ms),
-        ("browser_delivery_ms", m.browser_delivery_ms),
-        ("client_lag_ms", m.client_lag_ms),
-        ("server_tpot_ms", m.server_tpot_ms),
-        ("server_prompt_ms", m.server_prompt_ms),
-        ("connection_setup_ms", m.connection_setup_ms),
-    ]
-    .into_iter()
-    .map(|(n, s)| (n.to_owned(), s))
-    .collect();
+    let mut out: BTreeMap<String, Option<Summary>> = metric::METRICS
+        .iter()
+        .filter(|metric| matches!(metric.level, LevelValue::Summary(_)))
+        .map(|metric| (metric.key.to_owned(), metric.summary(m).copied()))
+        .collect();
     for p in positions {
         out.insert(format!("itl_by_position/{}", p.from), Some(p.itl_ms));
     }
@@ -337,4 +295,21 @@ fn pct_key(pct: f64) -> Option<&'static str> {
         .iter()
         .find(|(_, q)| (q * 100.0 - pct).abs() < 1e-9)
         .map(|(k, _)| *k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_distribution_of_the_registry_has_its_samples() {
+        let samples = LevelSamples::new(0);
+        let slots: Vec<&str> = slots!(samples, &).iter().map(|(k, _)| *k).collect();
+        let registry: Vec<&str> = metric::METRICS
+            .iter()
+            .filter(|m| matches!(m.level, LevelValue::Summary(_)))
+            .map(|m| m.key)
+            .collect();
+        assert_eq!(slots, registry);
+    }
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::analyze::stats::{self, LinearFit};
+use crate::model::metric::{TPOT_MS, TTFT_MS};
 use crate::model::{Drift, Snapshot};
 
 #[derive(Debug, Clone, Default)]
@@ -38,8 +39,8 @@ pub(crate) fn snapshots(acc: &BTreeMap<u64, SnapAcc>, interval_ms: Option<f64>) 
 pub(crate) fn drift(snaps: &[Snapshot]) -> Vec<Drift> {
     type Getter = fn(&Snapshot) -> Option<f64>;
     let metrics: [(&str, Getter); 2] = [
-        ("tpot_ms", |s| s.tpot_ms_p50),
-        ("ttft_ms", |s| s.ttft_ms_p50),
+        (TPOT_MS.key, |s| s.tpot_ms_p50),
+        (TTFT_MS.key, |s| s.ttft_ms_p50),
     ];
     let mut out = Vec::new();
     for (name, get) in metrics {

@@ -11,63 +11,79 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::analyze::compare::min_samples;
-use crate::analyze::stats::percentile;
 use crate::measure::metrics::RequestMetrics;
+use crate::model::metric::{self, Metric};
 
-/// A metric an SLO can bound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SloMetric {
-    /// Time to first token.
-    TtftMs,
-    /// Time per output token.
-    TpotMs,
-    /// Inter-token latency.
-    ItlMs,
-    /// End-to-end latency.
-    E2eMs,
-    /// User-perceived (painted) TTFT, browser only.
-    RenderedTtftMs,
-    /// A request's longest gap between tokens (stream smoothness).
-    MaxGapMs,
-}
+/// A metric an SLO can bound: a registry entry whose `slo` is set
+/// ([`crate::model::metric::gateable`]); serialized as its key (`ttft_ms`).
+#[derive(Clone, Copy)]
+pub struct SloMetric(&'static Metric);
 
 impl SloMetric {
-    /// All metrics, for error messages.
-    pub const ALL: [SloMetric; 6] = [
-        SloMetric::TtftMs,
-        SloMetric::TpotMs,
-        SloMetric::ItlMs,
-        SloMetric::E2eMs,
-        SloMetric::RenderedTtftMs,
-        SloMetric::MaxGapMs,
-    ];
+    /// The registry's entry.
+    pub fn metric(self) -> &'static Metric {
+        self.0
+    }
 
     /// The metric's name (`ttft_ms`, ...).
     pub fn as_str(self) -> &'static str {
-        match self {
-            SloMetric::TtftMs => "ttft_ms",
-            SloMetric::TpotMs => "tpot_ms",
-            SloMetric::ItlMs => "itl_ms",
-            SloMetric::E2eMs => "e2e_ms",
-            SloMetric::RenderedTtftMs => "rendered_ttft_ms",
-            SloMetric::MaxGapMs => "max_gap_ms",
-        }
+        self.0.key
     }
 
-    /// Parse a metric name; `ttft`, `tpot`, `itl`, `e2e` are accepted without `_ms`.
+    /// Parse a metric name: a gateable metric's key, with or without `_ms`, or
+    /// an alias (`e2el`).
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.trim();
-        let s = s.strip_suffix("_ms").unwrap_or(s);
-        Some(match s {
-            "ttft" => SloMetric::TtftMs,
-            "tpot" => SloMetric::TpotMs,
-            "itl" => SloMetric::ItlMs,
-            "e2e" | "e2el" => SloMetric::E2eMs,
-            "rendered_ttft" => SloMetric::RenderedTtftMs,
-            "max_gap" => SloMetric::MaxGapMs,
-            _ => return None,
-        })
+        metric::gateable().find(|m| m.slo_named(s)).map(SloMetric)
+    }
+
+    /// The gateable metrics' keys, for messages (`ttft_ms, tpot_ms, ...`).
+    pub fn known() -> String {
+        metric::gateable()
+            .map(|m| m.key)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl PartialEq for SloMetric {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for SloMetric {}
+
+impl std::hash::Hash for SloMetric {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.key.hash(state);
+    }
+}
+
+impl std::fmt::Debug for SloMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.key)
+    }
+}
+
+impl Serialize for SloMetric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.key)
+    }
+}
+
+impl<'de> Deserialize<'de> for SloMetric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let key = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        metric::gateable()
+            .find(|m| m.key == key)
+            .map(SloMetric)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "unknown SLO metric {key:?} (known: {})",
+                    SloMetric::known()
+                ))
+            })
     }
 }
 
@@ -93,7 +109,8 @@ pub enum SloError {
     },
     /// Unknown metric.
     #[error(
-        "SLO {item:?}: unknown metric {metric:?} (known: ttft_ms, tpot_ms, itl_ms, e2e_ms, rendered_ttft_ms, max_gap_ms)"
+        "SLO {item:?}: unknown metric {metric:?} (known: {})",
+        SloMetric::known()
     )]
     UnknownMetric {
         /// The offending item.
@@ -202,19 +219,17 @@ impl Slo {
         if n >= need {
             return None;
         }
-        let what = match self.metric {
-            SloMetric::ItlMs => "gaps between tokens",
-            _ => "successful requests",
+        let metric = self.metric.metric();
+        let what = if metric.per_gap() {
+            "gaps between tokens"
+        } else {
+            "successful requests"
         };
         Some(match n {
             0 => format!(
                 "no successful request measured {}{}",
-                self.metric.as_str(),
-                if self.metric == SloMetric::RenderedTtftMs {
-                    " (a paint time: measured in the browser only)"
-                } else {
-                    ""
-                }
+                metric.key,
+                metric.absent.map(|a| format!(" ({a})")).unwrap_or_default()
             ),
             _ => format!(
                 "{n} {what}: a p{} needs {need} (run --requests {need} or more)",
@@ -230,17 +245,10 @@ impl Slo {
 
     /// Whether one request meets this SLO (true when the request lacks the metric).
     pub fn request_meets(&self, m: &RequestMetrics) -> bool {
-        let value = match self.metric {
-            SloMetric::TtftMs => m.ttft_ms,
-            SloMetric::TpotMs => m.tpot_ms,
-            SloMetric::E2eMs => m.e2e_ms,
-            SloMetric::RenderedTtftMs => m.rendered_ttft_ms,
-            SloMetric::MaxGapMs => m.longest_gap_ms,
-            SloMetric::ItlMs => {
-                let gaps: Vec<f64> = m.gaps.iter().map(|g| g.ms).collect();
-                percentile(&gaps, self.percentile / 100.0)
-            }
-        };
+        let value = self
+            .metric
+            .metric()
+            .request_value(m, self.percentile / 100.0);
         value.is_none_or(|v| v <= self.max_ms)
     }
 }
@@ -264,12 +272,12 @@ mod tests {
             slos,
             vec![
                 Slo {
-                    metric: SloMetric::TtftMs,
+                    metric: SloMetric::parse("ttft").unwrap(),
                     percentile: 95.0,
                     max_ms: 500.0
                 },
                 Slo {
-                    metric: SloMetric::TpotMs,
+                    metric: SloMetric::parse("tpot_ms").unwrap(),
                     percentile: 95.0,
                     max_ms: 50.0
                 }
@@ -295,6 +303,50 @@ mod tests {
         assert!(p50.not_evaluable(9).is_some());
         let paint = Slo::parse("rendered_ttft_ms:p50<=50").unwrap();
         assert!(paint.not_evaluable(0).unwrap().contains("browser only"));
+    }
+
+    #[test]
+    fn every_gateable_metric_is_parsed_and_checked() {
+        use crate::measure::metrics::{MetricOptions, RequestMetrics};
+        use crate::model::metric::{METRICS, gateable};
+        // Every value 20 ms or more: ttft, tpot, each gap, the longest gap, the
+        // paint (e2e: 80).
+        let record = crate::testing::record(0.0, 20.0, 20.0, 4);
+        let mut full = RequestMetrics::from_record(&record, &MetricOptions::default());
+        full.rendered_ttft_ms = Some(20.0);
+        let mut empty = full.clone();
+        empty.ttft_ms = None;
+        empty.tpot_ms = None;
+        empty.e2e_ms = None;
+        empty.rendered_ttft_ms = None;
+        empty.longest_gap_ms = None;
+        empty.gaps.clear();
+        assert_eq!(
+            SloMetric::known(),
+            "ttft_ms, tpot_ms, itl_ms, e2e_ms, rendered_ttft_ms, max_gap_ms"
+        );
+        for m in gateable() {
+            let slo = Slo::parse(&format!("{}:p50<=10", m.key)).unwrap();
+            assert_eq!(slo.metric.as_str(), m.key);
+            assert_eq!(slo.label(), format!("{}:p50<=10", m.key));
+            let json = serde_json::to_string(&slo).unwrap();
+            assert_eq!(serde_json::from_str::<Slo>(&json).unwrap(), slo);
+            // A request without the metric meets it; one above the bound does not.
+            assert!(slo.request_meets(&empty), "{}", m.key);
+            assert!(
+                !slo.request_meets(&full),
+                "{} is not read per request",
+                m.key
+            );
+            assert!(
+                Slo::parse(&format!("{}:p50<=1000", m.key))
+                    .unwrap()
+                    .request_meets(&full)
+            );
+        }
+        for m in METRICS.iter().filter(|m| m.slo.is_none()) {
+            assert!(Slo::parse(&format!("{}<=10", m.key)).is_err(), "{}", m.key);
+        }
     }
 
     #[test]

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::load::Load;
-use super::run::is_zero;
+use super::load::{Load, is_zero};
 use super::server_view::LevelServer;
 #[cfg(feature = "server-view")]
 use crate::analyze::server::view::ServerLevel;

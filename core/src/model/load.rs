@@ -116,3 +116,8 @@ pub enum Arrival {
     /// `config.arrival_cv` (1: Poisson; above: burstier).
     Gamma,
 }
+
+/// Serde: leave a zero count out.
+pub(super) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

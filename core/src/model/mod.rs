@@ -10,6 +10,7 @@
 //! - [`client`]: the whole report, the sweep's results, reading it back;
 //! - [`warning`]: typed run warnings; [`transport`]: how the client reached the
 //!   endpoint; `merge`: what a merged report says of its making;
+//! - [`metric`]: the metric registry, each metric's identity defined once;
 //! - [`server_view`]: the server view's place in the report; [`rum`]: what a level
 //!   of real users' turns adds.
 //!
@@ -22,6 +23,7 @@ pub mod level;
 pub mod load;
 #[cfg(feature = "server-view")]
 pub mod merge;
+pub mod metric;
 pub mod rum;
 pub mod run;
 pub mod server_view;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::load::{Arrival, Load, LoadMode, ReasoningDisplay};
+use super::load::{Arrival, Load, LoadMode, ReasoningDisplay, is_zero};
 #[cfg(feature = "server-view")]
 use super::merge::MergeInfo;
 use super::transport;
@@ -309,8 +309,4 @@ pub struct Environment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg(feature = "server-view")]
     pub merged: Option<MergeInfo>,
-}
-
-pub(super) fn is_zero(n: &u64) -> bool {
-    *n == 0
 }

@@ -6,8 +6,13 @@ use std::fmt::Write as _;
 
 use super::fmt::{fmt_ms, fmt_rate};
 use super::table::{markdown_table, text_table};
-use crate::analyze::stats::Summary;
-use crate::report::{CapacityBound, ClientReport, LevelReport};
+use crate::model::metric::{
+    BROWSER_DELIVERY_MS, BROWSER_SEND_MS, CONNECTION_SETUP_MS, E2E_MS, ERROR_RATE, GOODPUT_PER_S,
+    ITL_MS, ITL_PER_TOKEN_MS, MAX_GAP_MS, Metric, OUTPUT_TOKENS_PER_S, RENDER_DELAY_MS,
+    RENDERED_TTFT_MS, REQUESTS_PER_S, TIME_TO_FIRST_BYTE_MS, TIME_TO_HEADERS_MS, TIMEOUT_RATE,
+    TPOT_MS, TTFT_MS,
+};
+use crate::report::{CapacityBound, ClientReport};
 
 /// The summary table: headers and one row per level.
 pub fn summary_rows(report: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
@@ -51,33 +56,43 @@ pub(crate) fn level_table(
     report: &ClientReport,
     cols: LevelColumns,
 ) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut headers: Vec<&str> = vec![
-        "load", "sent", "ok", "err", "t/o", "TTFT p50", "TTFT p95", "TTFT p99",
-    ];
+    // The metrics' columns, selected from the registry: distributions at a
+    // statistic, then the level's figures.
+    let mut dists: Vec<(&Metric, &str)> =
+        vec![(&TTFT_MS, "p50"), (&TTFT_MS, "p95"), (&TTFT_MS, "p99")];
     if cols.painted {
-        headers.extend(["painted p50", "painted p95"]);
+        dists.extend([(&RENDERED_TTFT_MS, "p50"), (&RENDERED_TTFT_MS, "p95")]);
     }
     if cols.render_delay {
-        headers.push("render delay p50");
+        dists.push((&RENDER_DELAY_MS, "p50"));
     }
     if cols.delivery {
-        headers.push("browser delivery p50");
+        dists.push((&BROWSER_DELIVERY_MS, "p50"));
     }
-    headers.extend([
-        "TPOT p50",
-        "TPOT p95",
-        "ITL p50",
-        "ITL p99",
-        "E2E p50",
-        "E2E p95",
-        "out tok/s",
-        "req/s",
+    dists.extend([
+        (&TPOT_MS, "p50"),
+        (&TPOT_MS, "p95"),
+        (&ITL_MS, "p50"),
+        (&ITL_MS, "p99"),
+        (&E2E_MS, "p50"),
+        (&E2E_MS, "p95"),
     ]);
+    let mut figures: Vec<&Metric> = vec![&OUTPUT_TOKENS_PER_S, &REQUESTS_PER_S];
     if cols.goodput {
-        headers.push("goodput/s");
+        figures.push(&GOODPUT_PER_S);
     }
+    let health: &[&Metric] = if cols.health {
+        &[&ERROR_RATE, &TIMEOUT_RATE]
+    } else {
+        &[]
+    };
+    let mut headers: Vec<String> = ["load", "sent", "ok", "err", "t/o"]
+        .map(String::from)
+        .to_vec();
+    headers.extend(dists.iter().map(|(m, stat)| format!("{} {stat}", m.column)));
+    headers.extend(figures.iter().chain(health).map(|m| m.column.to_owned()));
     if cols.health {
-        headers.extend(["err %", "t/o %", "round spread"]);
+        headers.push("round spread".to_owned());
     }
     let knee = report
         .sweep
@@ -90,7 +105,6 @@ pub(crate) fn level_table(
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let m = &l.metrics;
             let mut label = l.label();
             if knee == Some(i) {
                 label.push_str(" (knee)");
@@ -115,38 +129,25 @@ pub(crate) fn level_table(
                 l.ok.to_string(),
                 l.errors.to_string(),
                 l.timeouts.to_string(),
-                fmt_ms(m.ttft_ms.p50),
-                fmt_ms(m.ttft_ms.p95),
-                fmt_ms(m.ttft_ms.p99),
             ];
-            if cols.painted {
-                let r = m.rendered_ttft_ms.unwrap_or_default();
-                row.extend([fmt_ms(r.p50), fmt_ms(r.p95)]);
-            }
-            if cols.render_delay {
-                row.push(fmt_ms(m.render_delay_ms.unwrap_or_default().p50));
-            }
-            if cols.delivery {
-                row.push(fmt_ms(m.browser_delivery_ms.unwrap_or_default().p50));
-            }
-            row.extend([
-                fmt_ms(m.tpot_ms.p50),
-                fmt_ms(m.tpot_ms.p95),
-                fmt_ms(m.itl_ms.p50),
-                fmt_ms(m.itl_ms.p99),
-                fmt_ms(m.e2e_ms.p50),
-                fmt_ms(m.e2e_ms.p95),
-                fmt_rate(l.output_tokens_per_s),
-                fmt_rate(l.requests_per_s),
-            ]);
-            if cols.goodput {
-                row.push(l.goodput_per_s.map(fmt_rate).unwrap_or_else(|| "-".into()));
-            }
+            row.extend(
+                dists
+                    .iter()
+                    .map(|(m, stat)| fmt_ms(m.summary(&l.metrics).and_then(|s| s.get(stat)))),
+            );
+            row.extend(
+                figures
+                    .iter()
+                    .map(|m| m.figure(l).map(fmt_rate).unwrap_or_else(|| "-".into())),
+            );
+            row.extend(
+                health
+                    .iter()
+                    .map(|m| format!("{:.1}", 100.0 * m.figure(l).unwrap_or_default())),
+            );
             if cols.health {
                 let spread = &l.round_spread;
-                row.extend([
-                    format!("{:.1}", 100.0 * l.error_rate),
-                    format!("{:.1}", 100.0 * l.timeout_rate),
+                row.push(
                     spread
                         .e2e_ms_p50
                         .map(|s| {
@@ -154,12 +155,12 @@ pub(crate) fn level_table(
                             format!("{:.0}%{flag}", 100.0 * s.relative)
                         })
                         .unwrap_or_else(|| "-".into()),
-                ]);
+                );
             }
             row
         })
         .collect();
-    (headers.into_iter().map(str::to_owned).collect(), rows)
+    (headers, rows)
 }
 
 /// Lines under the table: errors by kind, knee, SLO capacity, warnings.
@@ -400,41 +401,32 @@ pub fn server_markdown(out: &mut String, report: &ClientReport) {
     }
 }
 
-const CSV_METRICS: [&str; 13] = [
-    "ttft_ms",
-    "tpot_ms",
-    "itl_ms",
-    "itl_per_token_ms",
-    "e2e_ms",
-    "time_to_headers_ms",
-    "time_to_first_byte_ms",
-    "rendered_ttft_ms",
-    "render_delay_ms",
-    "max_gap_ms",
-    "browser_send_ms",
-    "browser_delivery_ms",
-    "connection_setup_ms",
+/// The level's figures in the CSV, after its counts and window.
+const CSV_FIGURES: [&Metric; 5] = [
+    &OUTPUT_TOKENS_PER_S,
+    &REQUESTS_PER_S,
+    &GOODPUT_PER_S,
+    &ERROR_RATE,
+    &TIMEOUT_RATE,
 ];
 
-fn level_metric<'a>(l: &'a LevelReport, name: &str) -> Option<&'a Summary> {
-    let m = &l.metrics;
-    match name {
-        "ttft_ms" => Some(&m.ttft_ms),
-        "tpot_ms" => Some(&m.tpot_ms),
-        "itl_ms" => Some(&m.itl_ms),
-        "itl_per_token_ms" => Some(&m.itl_per_token_ms),
-        "e2e_ms" => Some(&m.e2e_ms),
-        "time_to_headers_ms" => Some(&m.time_to_headers_ms),
-        "time_to_first_byte_ms" => Some(&m.time_to_first_byte_ms),
-        "rendered_ttft_ms" => m.rendered_ttft_ms.as_ref(),
-        "render_delay_ms" => m.render_delay_ms.as_ref(),
-        "max_gap_ms" => m.max_gap_ms.as_ref(),
-        "browser_send_ms" => m.browser_send_ms.as_ref(),
-        "browser_delivery_ms" => m.browser_delivery_ms.as_ref(),
-        "connection_setup_ms" => m.connection_setup_ms.as_ref(),
-        _ => None,
-    }
-}
+/// The distributions in the CSV, in its columns' order (each at mean, p50,
+/// p90, p95, p99).
+const CSV_METRICS: [&Metric; 13] = [
+    &TTFT_MS,
+    &TPOT_MS,
+    &ITL_MS,
+    &ITL_PER_TOKEN_MS,
+    &E2E_MS,
+    &TIME_TO_HEADERS_MS,
+    &TIME_TO_FIRST_BYTE_MS,
+    &RENDERED_TTFT_MS,
+    &RENDER_DELAY_MS,
+    &MAX_GAP_MS,
+    &BROWSER_SEND_MS,
+    &BROWSER_DELIVERY_MS,
+    &CONNECTION_SETUP_MS,
+];
 
 /// One CSV row per level: load, counts, rates, and mean/p50/p90/p95/p99 of each metric.
 pub fn csv(report: &ClientReport) -> String {
@@ -446,18 +438,14 @@ pub fn csv(report: &ClientReport) -> String {
         "errors",
         "timeouts",
         "window_s",
-        "output_tokens_per_s",
-        "requests_per_s",
-        "goodput_per_s",
-        "error_rate",
-        "timeout_rate",
     ]
     .into_iter()
+    .chain(CSV_FIGURES.map(|m| m.key))
     .map(str::to_owned)
     .collect::<Vec<_>>();
     for m in CSV_METRICS {
         for s in ["mean", "p50", "p90", "p95", "p99"] {
-            header.push(format!("{m}_{s}"));
+            header.push(format!("{}_{s}", m.key));
         }
     }
     let mut out = header.join(",");
@@ -472,14 +460,10 @@ pub fn csv(report: &ClientReport) -> String {
             l.errors.to_string(),
             l.timeouts.to_string(),
             num(Some(l.window_s)),
-            num(Some(l.output_tokens_per_s)),
-            num(Some(l.requests_per_s)),
-            num(l.goodput_per_s),
-            num(Some(l.error_rate)),
-            num(Some(l.timeout_rate)),
         ];
+        row.extend(CSV_FIGURES.map(|m| num(m.figure(l))));
         for m in CSV_METRICS {
-            let s = level_metric(l, m);
+            let s = m.summary(&l.metrics);
             for stat in ["mean", "p50", "p90", "p95", "p99"] {
                 row.push(num(s.and_then(|s| s.get(stat))));
             }

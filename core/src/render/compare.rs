@@ -9,24 +9,35 @@ use super::charts::{RunCurve, cdf, throughput_latency_runs};
 use super::fmt::{escape_html, fmt_ms, fmt_rate};
 use super::table::{html_table, markdown_table, text_table};
 use crate::analyze::compare::Verdict;
+use crate::model::metric::{self, Unit};
 use crate::report::compare::{Cell, CompareRun, Comparison, GateReport, RunVsBase, TermStatus};
 use crate::report::compare_gate::resolution;
 
+/// The registry's unit of a cell's metric (`ttft_ms:p95`: `ttft_ms`'s; the
+/// server's figures, not in the registry: none, shown as ms).
+fn unit(metric: &str) -> Option<Unit> {
+    let key = metric.split(':').next().unwrap_or(metric);
+    metric::by_key(key).map(|m| m.unit)
+}
+
+/// Whether a cell's metric is a fraction of the requests (shown in %, changes in pp).
+fn fraction(metric: &str) -> bool {
+    unit(metric) == Some(Unit::Fraction)
+}
+
 /// A value of `metric` as the tables show it.
 pub(crate) fn value(metric: &str, v: f64) -> String {
-    if metric.ends_with("_rate") || metric == "goodput_fraction" {
-        format!("{:.2}%", v * 100.0)
-    } else if metric == "output_tokens_per_s" {
-        fmt_rate(v)
-    } else {
-        fmt_ms(Some(v))
+    match unit(metric) {
+        Some(Unit::Fraction) => format!("{:.2}%", v * 100.0),
+        Some(Unit::TokensPerS | Unit::RequestsPerS) => fmt_rate(v),
+        _ => fmt_ms(Some(v)),
     }
 }
 
 /// A change of `metric` (signed).
 fn change(metric: &str, v: f64) -> String {
     let sign = if v >= 0.0 { "+" } else { "-" };
-    if metric.ends_with("_rate") || metric == "goodput_fraction" {
+    if fraction(metric) {
         format!("{sign}{:.2}pp", v.abs() * 100.0)
     } else {
         format!("{sign}{}", value(metric, v.abs()))
@@ -62,7 +73,7 @@ pub fn rows(run: &RunVsBase) -> (Vec<String>, Vec<Vec<String>>) {
             value(&c.metric, c.base),
             value(&c.metric, c.new),
             match c.relative {
-                Some(r) if !c.metric.ends_with("_rate") && c.metric != "goodput_fraction" => {
+                Some(r) if !fraction(&c.metric) => {
                     format!("{} ({:+.1}%)", change(&c.metric, c.diff), r * 100.0)
                 }
                 _ => change(&c.metric, c.diff),
@@ -126,7 +137,7 @@ fn unresolved(c: &Comparison, run: &RunVsBase) -> Option<String> {
         .levels
         .iter()
         .flat_map(|l| l.cells.iter().map(move |x| (l.load.as_str(), x)))
-        .filter(|(_, x)| !x.metric.ends_with("_rate") && x.metric != "goodput_fraction")
+        .filter(|(_, x)| !fraction(&x.metric))
         .filter_map(|(load, x)| {
             let why = resolution(x, c.min_change * x.base.abs(), &asked)?;
             Some((load, x, why))

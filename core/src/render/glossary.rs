@@ -1,6 +1,8 @@
 //! The glossary printed at the end of every combined report: each metric's
 //! definition and what other tools call it (the same as `docs/metrics.md`).
 
+use crate::model::metric::DEFINITIONS;
+
 /// One glossary entry.
 #[derive(Debug, Clone, Copy)]
 pub struct GlossaryEntry {
@@ -12,53 +14,19 @@ pub struct GlossaryEntry {
     pub peers: &'static str,
 }
 
-/// The metric definitions (the same as docs/metrics.md).
+/// The glossary's entries in order: the metrics' own definitions from the
+/// registry ([`crate::model::metric::DEFINITIONS`], by key), and the concepts
+/// that are not a level's metric (the same as docs/metrics.md).
 pub const GLOSSARY: &[GlossaryEntry] = &[
-    GlossaryEntry {
-        name: "TTFT",
-        definition: "t_first_token - t_send: until the first event carrying generated text, reasoning or a tool-call delta arrives (a role-only or empty delta is not a token); in the browser, when that token came with the response head, when the browser's network stack had it (Resource Timing responseStart)",
-        peers: "TTFT everywhere; vLLM's benchmark counts the role-only chunk",
-    },
-    GlossaryEntry {
-        name: "Rendered TTFT",
-        definition: "t_first_paint - t_send: until the first token is painted on screen (Element Timing renderTime, or the animation frame after the DOM update)",
-        peers: "no peer measures it",
-    },
-    GlossaryEntry {
-        name: "Render delay",
-        definition: "t_first_paint - t_first_token",
-        peers: "-",
-    },
-    GlossaryEntry {
-        name: "Time to first answer",
-        definition: "t_first_answer - t_send: a reasoning model's first answer token after its reasoning (TTFT counts the first token of any kind)",
-        peers: "-",
-    },
-    GlossaryEntry {
-        name: "Browser delivery",
-        definition: "t_headers - t_response_start: from the browser's network stack having the response (Resource Timing responseStart) to the page's script having it",
-        peers: "-",
-    },
-    GlossaryEntry {
-        name: "Time to headers",
-        definition: "t_headers - t_send",
-        peers: "llm-load-test tt_ack",
-    },
-    GlossaryEntry {
-        name: "TPOT",
-        definition: "(t_last_token - t_first_token) / (output_tokens - 1), output tokens from the server's usage",
-        peers: "vLLM/SGLang TPOT; GenAI-Perf, AIPerf, inference-benchmarker, GuideLLM call it ITL; GuideLLM's TPOT includes TTFT",
-    },
-    GlossaryEntry {
-        name: "ITL",
-        definition: "each gap between consecutive content events, over all requests (per token: the gap divided by the tokens in the later event)",
-        peers: "vLLM ITL, AIPerf ICL",
-    },
-    GlossaryEntry {
-        name: "Longest gap",
-        definition: "a request's longest gap between content events (stream smoothness); gaps above the stall threshold (--stall-gap, 250 ms) are stalls; an SLO key: max_gap_ms:p95<=500",
-        peers: "-",
-    },
+    metric("ttft_ms"),
+    metric("rendered_ttft_ms"),
+    metric("render_delay_ms"),
+    metric("time_to_first_answer_ms"),
+    metric("browser_delivery_ms"),
+    metric("time_to_headers_ms"),
+    metric("tpot_ms"),
+    metric("itl_ms"),
+    metric("max_gap_ms"),
     GlossaryEntry {
         name: "Turn TTFT",
         definition: "TTFT of the requests that were turn k of a conversation (--conversation), each sending the history so far; below turn 1's when the server reuses the history's cached tokens",
@@ -69,21 +37,9 @@ pub const GLOSSARY: &[GlossaryEntry] = &[
         definition: "the prompt tokens the server said it took from its prefix cache (usage.prompt_tokens_details.cached_tokens, llama.cpp timings.cache_n), as a share of the prompt tokens of the requests that said",
         peers: "prefix cache hit rate",
     },
-    GlossaryEntry {
-        name: "E2E",
-        definition: "t_done - t_send",
-        peers: "E2EL, request latency",
-    },
-    GlossaryEntry {
-        name: "Output throughput",
-        definition: "output tokens of successful requests / measured window",
-        peers: "output tok/s",
-    },
-    GlossaryEntry {
-        name: "Goodput",
-        definition: "requests per second that met every SLO",
-        peers: "DistServe goodput",
-    },
+    metric("e2e_ms"),
+    metric("output_tokens_per_s"),
+    metric("goodput_per_s"),
     GlossaryEntry {
         name: "Knee",
         definition: "the first level after which p95 E2E grows faster than output throughput (elasticity > 1, latency +10% or more)",
@@ -95,6 +51,38 @@ pub const GLOSSARY: &[GlossaryEntry] = &[
         peers: "memory-bandwidth roofline",
     },
 ];
+
+/// The glossary entry of the metric with this key (a key the registry lacks
+/// fails the build).
+const fn metric(key: &str) -> GlossaryEntry {
+    let mut i = 0;
+    while i < DEFINITIONS.len() {
+        let d = &DEFINITIONS[i];
+        if same(d.metric.key.as_bytes(), key.as_bytes()) {
+            return GlossaryEntry {
+                name: d.metric.name,
+                definition: d.definition,
+                peers: d.peers,
+            };
+        }
+        i += 1;
+    }
+    panic!("the glossary names a metric the registry lacks")
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 // ---------------------------------------------------------------------------
 // Rendering

@@ -19,6 +19,10 @@ use crate::analyze::compare::{
 use crate::analyze::level::LevelOptions;
 use crate::measure::metrics::RequestMetrics;
 use crate::measure::record::Outcome;
+use crate::model::metric::{
+    self, E2E_MS, ERROR_RATE, GOODPUT_FRACTION, ITL_MS, Metric, OUTPUT_TOKENS_PER_S,
+    RENDERED_TTFT_MS, TIMEOUT_RATE, TPOT_MS, TTFT_MS,
+};
 
 /// The comparison's schema.
 pub const COMPARE_SCHEMA: &str = "tokenscope.compare/1";
@@ -201,9 +205,16 @@ pub struct Cell {
     pub no_interval: Option<String>,
 }
 
-/// The latency metrics compared, each at p50, p95 and p99.
-pub(crate) const LATENCIES: [&str; 5] =
-    ["ttft_ms", "rendered_ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"];
+/// The latency metrics compared, each at p50, p95 and p99 (their order in a level).
+pub(crate) const LATENCIES: [&Metric; 5] =
+    [&TTFT_MS, &RENDERED_TTFT_MS, &TPOT_MS, &ITL_MS, &E2E_MS];
+/// The level's figures compared (each with its own test).
+const FIGURES: [&Metric; 4] = [
+    &OUTPUT_TOKENS_PER_S,
+    &GOODPUT_FRACTION,
+    &ERROR_RATE,
+    &TIMEOUT_RATE,
+];
 /// Their percentiles.
 pub(crate) const PERCENTILES: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
 
@@ -223,21 +234,12 @@ pub(crate) fn samples(report: &ClientReport, raw: &RawFile) -> LevelSamples {
         let m = RequestMetrics::from_record(&line.record, &opts);
         let level = out.entry(line.level).or_default();
         let round = line.round.unwrap_or(1);
-        for (name, v) in [
-            ("ttft_ms", m.ttft_ms),
-            ("rendered_ttft_ms", m.rendered_ttft_ms),
-            ("tpot_ms", m.tpot_ms),
-            ("e2e_ms", m.e2e_ms),
-        ] {
-            if let Some(v) = v {
-                let groups = level.entry(name).or_default().entry(round).or_default();
-                groups.push(vec![v]);
+        for metric in LATENCIES {
+            let values = metric.request_values(&m);
+            if !values.is_empty() {
+                let groups = level.entry(metric.key).or_default();
+                groups.entry(round).or_default().push(values);
             }
-        }
-        let gaps: Vec<f64> = m.gaps.iter().map(|g| g.ms).collect();
-        if !gaps.is_empty() {
-            let groups = level.entry("itl_ms").or_default().entry(round).or_default();
-            groups.push(gaps);
         }
     }
     out
@@ -259,17 +261,14 @@ fn percentile_diff(
 /// Why a percentile's cell of `metric` at `p` has no interval when the raw
 /// files have `counts` (values: requests, or gaps for ITL) of it.
 pub(crate) fn too_few(metric: &str, p: &str, q: f64, counts: [usize; 2]) -> String {
-    let what = if metric == "itl_ms" {
-        "gaps"
-    } else {
-        "requests"
-    };
+    let per_gap = metric::by_key(metric).is_some_and(|m| m.per_gap());
+    let what = if per_gap { "gaps" } else { "requests" };
     let need = min_samples(q);
     format!(
         "{} {what} (base) and {} (new): a {p} needs {need} in each (core::analyze::compare::min_samples): {}",
         counts[0],
         counts[1],
-        if metric == "itl_ms" {
+        if per_gap {
             "more requests or longer answers (--requests, --max-tokens)".to_owned()
         } else {
             format!("bench --requests {need} or more per level")
@@ -279,16 +278,7 @@ pub(crate) fn too_few(metric: &str, p: &str, q: f64, counts: [usize; 2]) -> Stri
 
 /// The level's stored summary of `metric` at `p` (no raw file).
 pub(crate) fn stored(level: &LevelReport, metric: &str, p: &str) -> Option<f64> {
-    let m = &level.metrics;
-    let s = match metric {
-        "ttft_ms" => Some(&m.ttft_ms),
-        "rendered_ttft_ms" => m.rendered_ttft_ms.as_ref(),
-        "tpot_ms" => Some(&m.tpot_ms),
-        "itl_ms" => Some(&m.itl_ms),
-        "e2e_ms" => Some(&m.e2e_ms),
-        _ => None,
-    }?;
-    s.get(p)
+    metric::by_key(metric)?.summary(&level.metrics)?.get(p)
 }
 
 fn cell(metric: String, direction: Direction, d: &Difference, min_change: f64) -> Cell {
@@ -470,9 +460,10 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
         };
         let mut cells = Vec::new();
         for metric in LATENCIES {
+            let direction = better(metric);
             let get = |s: &LevelSamples, i: usize| {
                 s.get(&i)
-                    .and_then(|m| m.get(metric))
+                    .and_then(|m| m.get(metric.key))
                     .cloned()
                     .unwrap_or_default()
             };
@@ -481,12 +472,12 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
                 _ => None,
             };
             for (p, q) in PERCENTILES {
-                let name = format!("{metric}:{p}");
+                let name = format!("{}:{p}", metric.key);
                 if let Some(r) = raw
                     .as_ref()
                     .and_then(|(b, n)| percentile_diff(b, n, q, opts))
                 {
-                    let mut c = cell(name, Direction::LowerIsBetter, &r.diff, opts.min_change);
+                    let mut c = cell(name, direction, &r.diff, opts.min_change);
                     c.requests = Some(r.requests);
                     c.df = r.df;
                     c.between_rounds = Some(r.between_share);
@@ -495,12 +486,13 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
                             s.values().flatten().map(Vec::len).sum::<usize>()
                         };
                         let counts = raw.as_ref().map_or([0, 0], |(b, n)| [values(b), values(n)]);
-                        c.no_interval = Some(too_few(metric, p, q, counts));
+                        c.no_interval = Some(too_few(metric.key, p, q, counts));
                     }
                     cells.push(c);
                     continue;
                 }
-                let (Some(x), Some(y)) = (stored(bl, metric, p), stored(nl, metric, p)) else {
+                let (Some(x), Some(y)) = (stored(bl, metric.key, p), stored(nl, metric.key, p))
+                else {
                     continue;
                 };
                 let d = Difference {
@@ -510,7 +502,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
                     interval: None,
                     p_value: None,
                 };
-                let mut c = cell(name, Direction::LowerIsBetter, &d, opts.min_change);
+                let mut c = cell(name, direction, &d, opts.min_change);
                 c.no_interval = Some(if raw.is_some() {
                     "no per-request samples of it in the raw files: the stored summaries only"
                         .into()
@@ -541,8 +533,11 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
             d.base = x;
             d.new = y;
             d.diff = y - x;
-            let name = "output_tokens_per_s".to_owned();
-            let mut c = cell(name, Direction::HigherIsBetter, &d, opts.min_change);
+            let (name, direction) = (
+                OUTPUT_TOKENS_PER_S.key.to_owned(),
+                better(&OUTPUT_TOKENS_PER_S),
+            );
+            let mut c = cell(name, direction, &d, opts.min_change);
             if c.interval.is_none() {
                 c.no_interval = Some(format!(
                     "{} round(s) (base) and {} (new): an interval over rounds needs 2 or more in each (bench --rounds 3)",
@@ -552,13 +547,13 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
             }
             cells.push(c);
         }
-        for (name, k) in [
-            ("error_rate", (bl.errors, nl.errors)),
-            ("timeout_rate", (bl.timeouts, nl.timeouts)),
+        for (metric, k) in [
+            (&ERROR_RATE, (bl.errors, nl.errors)),
+            (&TIMEOUT_RATE, (bl.timeouts, nl.timeouts)),
         ] {
             if let Some(d) = proportion_diff(k.0, bl.sent, k.1, nl.sent) {
                 // Rates' noise floor is absolute: no relative floor on a base of 0.
-                let mut c = cell(name.to_owned(), Direction::LowerIsBetter, &d, 0.0);
+                let mut c = cell(metric.key.to_owned(), better(metric), &d, 0.0);
                 c.requests = Some([bl.sent as usize, nl.sent as usize]);
                 cells.push(c);
             }
@@ -569,12 +564,8 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
             let met = |f: f64, sent: u64| (f * sent as f64).round() as u64;
             if let Some(d) = proportion_diff(met(fb, bl.sent), bl.sent, met(fnew, nl.sent), nl.sent)
             {
-                cells.push(cell(
-                    "goodput_fraction".into(),
-                    Direction::HigherIsBetter,
-                    &d,
-                    0.0,
-                ));
+                let direction = better(&GOODPUT_FRACTION);
+                cells.push(cell(GOODPUT_FRACTION.key.into(), direction, &d, 0.0));
             }
         }
         cells.extend(server_cells(bl, nl));
@@ -630,20 +621,44 @@ pub const METRIC_NAMES: &str = "ttft_ms:p95, tpot_ms:p50, itl_ms:p99, e2e_ms:p95
 pub fn known_metric(metric: &str) -> bool {
     LATENCIES.iter().any(|m| {
         metric
-            .strip_prefix(m)
+            .strip_prefix(m.key)
             .is_some_and(|p| PERCENTILES.iter().any(|(n, _)| p == format!(":{n}")))
-    }) || [
-        "output_tokens_per_s",
-        "goodput_fraction",
-        "error_rate",
-        "timeout_rate",
-    ]
-    .contains(&metric)
+    }) || FIGURES.iter().any(|m| m.key == metric)
+}
+
+/// The registry's better direction of a compared metric (every compared
+/// metric has one: `tests::every_compared_metric_is_known_and_directed`).
+pub(crate) fn better(metric: &Metric) -> Direction {
+    metric.better.unwrap_or(Direction::LowerIsBetter)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_compared_metric_is_known_and_directed() {
+        for m in LATENCIES {
+            for (p, _) in PERCENTILES {
+                assert!(known_metric(&format!("{}:{p}", m.key)), "{}", m.key);
+            }
+            assert!(METRIC_NAMES.contains(&format!("{}:", m.key)), "{}", m.key);
+            assert!(m.better.is_some() && m.request.is_some(), "{}", m.key);
+        }
+        for m in FIGURES {
+            assert!(
+                known_metric(m.key) && METRIC_NAMES.contains(m.key),
+                "{}",
+                m.key
+            );
+            assert!(
+                m.better.is_some() && matches!(m.level, metric::LevelValue::Figure(_)),
+                "{}",
+                m.key
+            );
+        }
+        assert!(!known_metric("ttft_ms:p90") && !known_metric("output_tokens"));
+    }
 
     #[test]
     fn mismatches_name_each_field_that_differs() {

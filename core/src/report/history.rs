@@ -12,15 +12,17 @@ use serde::{Deserialize, Serialize};
 
 use super::LevelReport;
 use super::compare::{
-    CompareOptions, CompareRun, LevelSamples, PERCENTILES, compare, samples, stored,
+    CompareOptions, CompareRun, LevelSamples, PERCENTILES, better, compare, samples, stored,
 };
 use crate::analyze::compare::{Direction, Interval, Verdict, bootstrap_one, wilson};
 use crate::analyze::stats::t_critical_95;
+use crate::model::metric::{self, OUTPUT_TOKENS_PER_S};
 
 /// The history's schema.
 pub const HISTORY_SCHEMA: &str = "tokenscope.history/1";
 
-/// The metrics shown when none are chosen.
+/// The metrics shown when none are chosen (each a comparison's cell:
+/// `tests::the_default_metrics_are_known`).
 pub const DEFAULT_METRICS: [&str; 5] = [
     "ttft_ms:p95",
     "tpot_ms:p50",
@@ -182,17 +184,15 @@ fn point(
             });
             let v = level.output_tokens_per_s;
             v.is_finite()
-                .then_some((v, interval, Direction::HigherIsBetter))
+                .then_some((v, interval, better(&OUTPUT_TOKENS_PER_S)))
         }
         "error_rate" | "timeout_rate" | "goodput_fraction" => {
-            let (k, direction) = match metric {
-                "error_rate" => (level.errors, Direction::LowerIsBetter),
-                "timeout_rate" => (level.timeouts, Direction::LowerIsBetter),
-                _ => (
-                    (level.goodput_fraction? * level.sent as f64).round() as u64,
-                    Direction::HigherIsBetter,
-                ),
+            let k = match metric {
+                "error_rate" => level.errors,
+                "timeout_rate" => level.timeouts,
+                _ => (level.goodput_fraction? * level.sent as f64).round() as u64,
             };
+            let direction = better(metric::by_key(metric)?);
             (level.sent > 0).then(|| {
                 let (lo, hi) = wilson(k, level.sent);
                 (
@@ -216,7 +216,7 @@ fn point(
                 bootstrap_one(&groups, q, opts.resamples, opts.seed)
             });
             let (v, i) = from_raw.or_else(|| Some((stored(level, name, p)?, None)))?;
-            Some((v, i, Direction::LowerIsBetter))
+            Some((v, i, better(metric::by_key(name)?)))
         }
     }
 }
@@ -316,6 +316,13 @@ pub fn history(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_metrics_are_known() {
+        for m in DEFAULT_METRICS {
+            assert!(super::super::compare::known_metric(m), "{m}");
+        }
+    }
 
     /// Real users' reports of two weeks: their groups line up by name (their
     /// rates differ), one series per group, each with both weeks.

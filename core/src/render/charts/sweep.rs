@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use super::svg::*;
-use crate::analyze::slo::{Slo, SloMetric};
+use crate::analyze::slo::Slo;
+use crate::model::metric::{E2E_MS, RENDERED_TTFT_MS, TTFT_MS};
 use crate::render::fmt::escape_html;
 use crate::report::{Knee, LevelReport};
 
@@ -45,12 +46,7 @@ pub fn throughput_latency(levels: &[LevelReport], knee: Option<&Knee>, slos: &[S
     let data_max = ys.iter().copied().fold(0.0, f64::max);
     let plotted_slos: Vec<&Slo> = slos
         .iter()
-        .filter(|s| {
-            matches!(
-                s.metric,
-                SloMetric::TtftMs | SloMetric::E2eMs | SloMetric::RenderedTtftMs
-            )
-        })
+        .filter(|s| [TTFT_MS.key, E2E_MS.key, RENDERED_TTFT_MS.key].contains(&s.metric.as_str()))
         .collect();
     // Bounds within reach stretch the axis; far-off ones are named, not drawn.
     let y_max = plotted_slos
