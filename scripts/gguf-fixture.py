@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of core/tests/gguf.rs with gguf-py's writer, and
+"""Writes the GGUF fixtures of crates/hw/tests/gguf.rs with gguf-py's writer, and
 gguf-py's reading of each (GGUFReader) as JSON next to it.
 
     ~/.cache/tokenscope/llama/venv/bin/python scripts/gguf-fixture.py

@@ -11,7 +11,7 @@
 #     mock, the page's GPU view through WebGPU (Chromium's SwiftShader), and the
 #     native client and the page against llama-server with real models;
 #   - a check that every opt-in test really ran and passed (none may skip);
-#   - core built for wasm32 (it stays portable);
+#   - the library crates built for wasm32 (they stay portable);
 #   - the page's wasm-bindgen tests in headless Chromium;
 #   - cargo fuzz on the SSE decoder, the streaming path, the /metrics parser,
 #     the GGUF header and the real-user intake, 30 s each.
@@ -64,8 +64,10 @@ if [[ -n $missing ]]; then
 fi
 echo "$(wc -l <"$scratch/opt-in.txt") opt-in tests ran and passed"
 
-step "core builds for wasm32 (no I/O, portable)"
-cargo build -p tokenscope-core --target wasm32-unknown-unknown --quiet
+step "the library crates build for wasm32 (no I/O, portable)"
+cargo build --target wasm32-unknown-unknown --quiet -p tokenscope-stats -p tokenscope-hw \
+  -p tokenscope-measure -p tokenscope-workload -p tokenscope-sim -p tokenscope-core \
+  -p tokenscope-quality -p tokenscope-render
 
 step "the page's wasm-bindgen tests (headless Chromium)"
 CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \

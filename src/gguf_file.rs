@@ -13,8 +13,8 @@ use kernel_harness::kernels::gemv::{GemvSpec, HostMatrix};
 use kernel_harness::quant;
 use kernel_harness::suite::{FileGemv, TensorLoader};
 use sha2::{Digest, Sha256};
-use tokenscope_core::analyze::floor::Quant;
-use tokenscope_core::gguf::{GgufError, GgufHeader, TensorInfo, parse_header};
+use tokenscope_hw::floor::Quant;
+use tokenscope_hw::gguf::{GgufError, GgufHeader, TensorInfo, parse_header};
 
 /// A GGUF file's header and where it came from.
 pub struct GgufFile {

@@ -1,6 +1,6 @@
 //! Small helpers shared by the subcommands: parsers (core's), URLs, secrets.
 
-pub use tokenscope_core::parse::{
+pub use tokenscope_measure::parse::{
     parse_duration, parse_duration_or_zero, parse_f64_list, parse_u32_list,
 };
 
@@ -28,7 +28,7 @@ impl std::fmt::Debug for Secret {
 
 /// A URL for reports and messages: no credentials, no query, no fragment.
 pub fn redact_url(url: &reqwest::Url) -> String {
-    tokenscope_core::parse::redact_url(url.as_str())
+    tokenscope_measure::parse::redact_url(url.as_str())
         .trim_end_matches('/')
         .to_owned()
 }
@@ -37,7 +37,7 @@ pub fn redact_url(url: &reqwest::Url) -> String {
 /// page's) into the URL requests go to, and a note for the user when the URL was
 /// changed beyond trimming (a pasted `/chat/completions` removed, `/v1` added).
 pub fn parse_base_url(s: &str) -> Result<(reqwest::Url, Option<String>), String> {
-    let base = tokenscope_core::parse::parse_base_url(s)?;
+    let base = tokenscope_measure::parse::parse_base_url(s)?;
     let url = reqwest::Url::parse(&base.url)
         .map_err(|e| format!("{:?} is not a URL ({e})", base.redacted()))?;
     Ok((url, base.note()))
@@ -82,7 +82,7 @@ pub fn rfc3339_of_ms(ms: f64) -> String {
     let secs = (ms / 1000.0).max(0.0) as u64;
     let days = secs / 86_400;
     let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
-    let (y, mo, d) = tokenscope_core::parse::civil_from_days(days as i64);
+    let (y, mo, d) = tokenscope_measure::parse::civil_from_days(days as i64);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
@@ -92,11 +92,11 @@ pub fn rfc3339_of_ms(ms: f64) -> String {
 pub fn model_from_config(
     path: &std::path::Path,
     flag: &str,
-) -> anyhow::Result<tokenscope_core::analyze::floor::ModelShape> {
+) -> anyhow::Result<tokenscope_hw::floor::ModelShape> {
     use anyhow::Context as _;
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{flag} {}: cannot read", path.display()))?;
-    tokenscope_core::analyze::floor::ModelShape::from_hf_config(&model_name_for(path), &text)
+    tokenscope_hw::floor::ModelShape::from_hf_config(&model_name_for(path), &text)
         .with_context(|| format!("{flag} {}", path.display()))
 }
 
@@ -152,7 +152,7 @@ mod tests {
     /// `--start-at`'s parser against the times this module writes.
     #[test]
     fn rfc3339_times_read_back() {
-        use tokenscope_core::parse::rfc3339_ms as parse_rfc3339_ms;
+        use tokenscope_measure::parse::rfc3339_ms as parse_rfc3339_ms;
         let now = unix_ms();
         let t = parse_rfc3339_ms(&now_rfc3339()).unwrap();
         assert!((now - t).abs() < 2000.0, "{now} vs {t}");

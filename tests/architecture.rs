@@ -20,7 +20,14 @@ use syn::visit::Visit;
 
 /// The crates and their root files.
 const CRATES: &[(&str, &str)] = &[
+    ("tokenscope-stats", "crates/stats/src/lib.rs"),
+    ("tokenscope-hw", "crates/hw/src/lib.rs"),
+    ("tokenscope-measure", "crates/measure/src/lib.rs"),
+    ("tokenscope-sim", "crates/sim/src/lib.rs"),
+    ("tokenscope-workload", "crates/workload/src/lib.rs"),
+    ("tokenscope-quality", "crates/quality/src/lib.rs"),
     ("tokenscope-core", "core/src/lib.rs"),
+    ("tokenscope-render", "crates/render/src/lib.rs"),
     ("kernel-harness", "kernel-harness/src/lib.rs"),
     ("tokenscope", "src/main.rs"),
     ("tokenscope-web", "web/src/lib.rs"),
@@ -31,6 +38,47 @@ const CRATES: &[(&str, &str)] = &[
 
 /// Most lines of a module's code before its `#[cfg(test)]` part.
 const MAX_LINES: usize = 650;
+
+/// The workspace's crates in layers, bottom first (docs/architecture.md): a crate
+/// depends only on crates of the layers below its own, so the compiler holds the
+/// layers that folder names once only promised.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "numbers and hardware arithmetic",
+        &["tokenscope-stats", "tokenscope-hw"],
+    ),
+    ("one request measured", &["tokenscope-measure"]),
+    (
+        "what is sent, and the simulated server",
+        &["tokenscope-workload", "tokenscope-sim"],
+    ),
+    (
+        "the report model and its analysis; the quality guard",
+        &["tokenscope-core", "tokenscope-quality"],
+    ),
+    (
+        "rendering; the GPU kernel harness",
+        &["tokenscope-render", "kernel-harness"],
+    ),
+    (
+        "the programs: the CLI and the page's modules",
+        &[
+            "tokenscope",
+            "tokenscope-web",
+            "tokenscope-gpu",
+            "tokenscope-report-view",
+            "tokenscope-quality-view",
+        ],
+    ),
+];
+
+/// Most lines of code (before each module's tests) in one crate: a crate a
+/// newcomer can hold in mind.
+const MAX_CRATE_LINES: usize = 12_000;
+
+/// Crates still over [`MAX_CRATE_LINES`], each held to its size today until it is
+/// split (issue 36): it may shrink, never grow.
+const CRATE_LINES_UNTIL_SPLIT: &[(&str, usize)] = &[("tokenscope", 14_844)];
 
 /// One module: its file, its path in the crate, its children, the items it defines
 /// and the names it re-exports.
@@ -569,5 +617,154 @@ fn every_module_reads_in_one_sitting() {
         long.is_empty(),
         "modules past {MAX_LINES} lines of code before their tests:\n{}",
         long.join("\n")
+    );
+}
+
+/// The workspace's packages and, for each, the workspace packages it depends on
+/// (normal and build dependencies; dev-dependencies are the tests').
+fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(repo())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    let names: BTreeSet<String> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    packages
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].as_str() != Some("dev"))
+                .map(|d| d["name"].as_str().unwrap().to_owned())
+                .filter(|d| names.contains(d))
+                .collect();
+            (p["name"].as_str().unwrap().to_owned(), deps)
+        })
+        .collect()
+}
+
+/// Each crate's layer, or the crates the table misses.
+fn layer_of(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+) -> Result<BTreeMap<&'static str, usize>, String> {
+    let mut layer = BTreeMap::new();
+    for (i, (_, crates)) in LAYERS.iter().enumerate() {
+        for c in *crates {
+            layer.insert(*c, i);
+        }
+    }
+    let missing: Vec<&String> = graph
+        .keys()
+        .filter(|c| !layer.contains_key(c.as_str()))
+        .collect();
+    if missing.is_empty() {
+        Ok(layer)
+    } else {
+        Err(format!(
+            "crates in no layer (add them to LAYERS): {missing:?}"
+        ))
+    }
+}
+
+/// Every dependency of a crate on one not below it, as `from -> to`.
+fn upward_deps(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    layer: &BTreeMap<&'static str, usize>,
+) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (from, deps) in graph {
+        for to in deps {
+            if layer[to.as_str()] >= layer[from.as_str()] {
+                bad.push(format!(
+                    "{from} ({}) -> {to} ({})",
+                    LAYERS[layer[from.as_str()]].0,
+                    LAYERS[layer[to.as_str()]].0
+                ));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn each_crate_depends_only_on_layers_below_it() {
+    let graph = workspace_graph();
+    let layer = layer_of(&graph).unwrap();
+    let bad = upward_deps(&graph, &layer);
+    assert!(
+        bad.is_empty(),
+        "dependencies on a crate of the same layer or above:\n{}",
+        bad.join("\n")
+    );
+    // Every crate of the table exists (a renamed crate is renamed here too).
+    for (_, crates) in LAYERS {
+        for c in *crates {
+            assert!(
+                graph.contains_key(*c),
+                "{c} is in LAYERS but not in the workspace"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_layer_check_finds_a_dependency_that_points_up() {
+    let mut graph = workspace_graph();
+    let layer = layer_of(&graph).unwrap();
+    assert!(upward_deps(&graph, &layer).is_empty());
+    graph
+        .get_mut("tokenscope-measure")
+        .unwrap()
+        .insert("tokenscope-core".into());
+    let bad = upward_deps(&graph, &layer);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("tokenscope-measure (one request measured) -> tokenscope-core"));
+    graph.insert("tokenscope-new".into(), BTreeSet::new());
+    assert!(layer_of(&graph).unwrap_err().contains("tokenscope-new"));
+}
+
+#[test]
+fn no_crate_outgrows_one_mind() {
+    let mut sizes = Vec::new();
+    let mut over = Vec::new();
+    for (name, root) in CRATES {
+        let c = Crate::load(&repo().join(root));
+        let lines: usize = c
+            .modules
+            .iter()
+            .map(|m| code_lines(&std::fs::read_to_string(&m.file).unwrap()))
+            .sum();
+        sizes.push(format!("{name}: {lines}"));
+        let limit = CRATE_LINES_UNTIL_SPLIT
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(MAX_CRATE_LINES, |&(_, l)| l);
+        if lines > limit {
+            over.push(format!("{name}: {lines} lines of code (limit {limit})"));
+        }
+    }
+    eprintln!("{}", sizes.join("\n"));
+    assert!(
+        over.is_empty(),
+        "crates too large to hold in mind:\n{}",
+        over.join("\n")
     );
 }

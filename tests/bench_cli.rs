@@ -174,11 +174,10 @@ fn datasets_of_conversations_and_sharegpt_are_sent_as_chat_messages() {
                 .unwrap(),
         )
         .unwrap();
-        let d = tokenscope_core::workload::dataset::Dataset::parse(
-            &std::fs::read_to_string(&file).unwrap(),
-        )
-        .unwrap();
-        let expected = tokenscope_core::workload::dataset::prompts_hash(&d.prompts);
+        let d =
+            tokenscope_workload::dataset::Dataset::parse(&std::fs::read_to_string(&file).unwrap())
+                .unwrap();
+        let expected = tokenscope_workload::dataset::prompts_hash(&d.prompts);
         assert_eq!(header["config"]["prompts_hash"], expected.as_str());
     }
     // The mock counted every message of a conversation, and the plain prompt's

@@ -1208,8 +1208,8 @@ async fn page_sends_a_prompts_file_and_paints_after_hidden_reasoning() {
     assert_eq!(report["config"]["prompts_file"], "prompts.jsonl");
     assert_eq!(report["config"]["distinct_prompts"], 4);
     // The prompt set's fingerprint, as core (and so `bench`) computes it.
-    let d = tokenscope_core::workload::dataset::Dataset::parse(&text).unwrap();
-    let expected = tokenscope_core::workload::dataset::prompts_hash(&d.prompts);
+    let d = tokenscope_workload::dataset::Dataset::parse(&text).unwrap();
+    let expected = tokenscope_workload::dataset::prompts_hash(&d.prompts);
     assert_eq!(report["config"]["prompts_hash"], expected.as_str());
     assert!(report["config"]["input_tokens"].is_null());
     let records = json_of(&browser.text_of("records-json").await, "#records-json");
@@ -1302,14 +1302,14 @@ async fn page_sends_a_prompts_file_and_paints_after_hidden_reasoning() {
 }
 
 /// The page's open loop against the mock: requests sent at rates with the
-/// native client's own schedule (the same seeded gaps, `core::workload::plan`),
+/// native client's own schedule (the same seeded gaps, `tokenscope_workload::plan`),
 /// and a public Mooncake trace replayed from a file beside the page, sped up and
 /// scaled, each request at its time with its lengths as the mock counted them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn page_sends_on_schedule_and_replays_a_trace() {
     use tokenscope_core::report::Arrival;
-    use tokenscope_core::workload::plan;
+    use tokenscope_workload::plan;
     let _one = lock().await;
     let site = chromium::dist_copy();
     let name = "mooncake-conversation_trace-head200.jsonl";
@@ -1608,7 +1608,7 @@ async fn page_runs_input_and_output_tiers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn page_ramps_the_load_before_measuring() {
-    use tokenscope_core::workload::plan;
+    use tokenscope_workload::plan;
     let _one = lock().await;
     let serve = Serve::start(&[]);
     let browser = Browser::start(&["--disable-gpu"]).await;

@@ -331,9 +331,11 @@ async fn without_webgpu_the_gpu_view_says_so_and_the_module_loads_only_when_open
     browser.close().await;
 }
 
-/// The fixture `core/tests/fixtures/gguf/NAME`.
+/// The fixture `crates/hw/tests/fixtures/gguf/NAME`.
 fn gguf_fixture(name: &str) -> std::path::PathBuf {
-    chromium::repo().join("core/tests/fixtures/gguf").join(name)
+    chromium::repo()
+        .join("crates/hw/tests/fixtures/gguf")
+        .join(name)
 }
 
 async fn pick_file(browser: &Browser, path: &std::path::Path) {

@@ -34,7 +34,7 @@ struct Truth {
 }
 
 fn server_truth(mock: &Mock, report: &Path) -> Truth {
-    use tokenscope_core::analyze::stats::percentile_sorted;
+    use tokenscope_stats::stats::percentile_sorted;
     let raw = report.with_extension("jsonl");
     let wanted: Vec<String> = common::raw_requests(&raw)
         .iter()

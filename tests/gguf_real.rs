@@ -23,7 +23,7 @@ use std::time::Instant;
 use common::text;
 use kernel_harness::quant::{self, BlockQ5_0, BlockQ8_0, QK};
 use serde_json::Value;
-use tokenscope_core::gguf::{GgmlType, GgufError, GgufHeader, TensorInfo, parse_header};
+use tokenscope_hw::gguf::{GgmlType, GgufError, GgufHeader, TensorInfo, parse_header};
 
 const INSTALL: &str = "run `scripts/real-engine.sh --install-only --model gemma` (it downloads \
                        the Gemma 3 270M GGUF and installs python with gguf-py under \

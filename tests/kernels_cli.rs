@@ -372,7 +372,7 @@ fn schema_rejects_what_the_contract_forbids() {
 
 fn gguf_fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("core/tests/fixtures/gguf/{name}"))
+        .join(format!("crates/hw/tests/fixtures/gguf/{name}"))
 }
 
 #[test]
@@ -413,7 +413,7 @@ fn a_gguf_files_gemvs_run_on_its_own_weights() {
     let report = KernelReport::from_json(&raw).unwrap();
     assert!(report.verified, "{:?}", report.errors);
     let g = report.gguf.as_ref().expect("the file's section");
-    // What gguf-py read of the same file (core/tests/fixtures/gguf/tiny.json).
+    // What gguf-py read of the same file (crates/hw/tests/fixtures/gguf/tiny.json).
     let truth: Value =
         serde_json::from_str(&std::fs::read_to_string(gguf_fixture("tiny.json")).unwrap()).unwrap();
     let bytes = std::fs::read(&file).unwrap();

@@ -1,5 +1,5 @@
 //! `tokenscope quality` against ground truth: two `tokenscope mock`s serving the
-//! seeded toy language model (`core::quality::toy_lm`), one perturbed by a known
+//! seeded toy language model (`tokenscope_quality::toy_lm`), one perturbed by a known
 //! amount. The test computes from the same model, exactly, what the figures must
 //! be (greedy exact match, where the answers diverge, KLD over the scored
 //! positions, same top p, Δp) and compares them with what the command measured
@@ -16,8 +16,8 @@ use std::path::Path;
 use common::{Mock, TestProxy, bin, f, text};
 use quality_truth::forced_truth;
 use serde_json::Value;
-use tokenscope_core::quality::sample::probe_prompts;
-use tokenscope_core::quality::toy_lm::{ToyLm, kld_exact};
+use tokenscope_quality::sample::probe_prompts;
+use tokenscope_quality::toy_lm::{ToyLm, kld_exact};
 
 const SEED: u64 = 11;
 
@@ -187,8 +187,8 @@ fn measured_figures_are_the_exact_ones_of_a_known_perturbation() {
     }
     assert_eq!(report["teacher_forced_chunks"], 7);
     // The same tokenizer: the same ids, as many as the mock counts.
-    let probe = tokenscope_core::quality::teacher::tokenizer_probe();
-    let counted = tokenscope_core::workload::prompts::approx_tokens(&probe);
+    let probe = tokenscope_quality::teacher::tokenizer_probe();
+    let counted = tokenscope_workload::prompts::approx_tokens(&probe);
     assert_eq!(report["tokenizer"]["first_difference"], Value::Null);
     assert_eq!(report["tokenizer"]["reference_tokens"], counted);
     assert_eq!(report["candidate"]["capabilities"]["prompt_logprobs"], true);
@@ -315,7 +315,7 @@ fn asked_for_the_references_ids_the_kld_covers_its_whole_top_k() {
     // half of each chunk.
     let (lm, k) = (ToyLm::new(SEED, 36), 4);
     let cand = lm.perturbed(0.5, 1);
-    use tokenscope_core::quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
+    use tokenscope_quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
     let (mut klds, mut whole) = (Vec::new(), Vec::new());
     for chunk in cut(TEXT, CHUNK_WORDS, 7) {
         let tokens = lm.tokenize(&chunk);
@@ -568,7 +568,7 @@ fn task_flips_are_the_ones_the_servers_were_told_to_make() {
     );
     let report = report.unwrap();
     // What the two mocks were told: nested sets of right answers.
-    use tokenscope_core::quality::tasks::{mcnemar_p, simulated_right};
+    use tokenscope_quality::tasks::{mcnemar_p, simulated_right};
     let right = |rate| {
         (0..60)
             .filter(|&i| simulated_right(SEED, SEED, i, rate))

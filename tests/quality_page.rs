@@ -4,7 +4,7 @@
 //! over real HTTP (CORS and all: the reference another endpoint, the candidate
 //! the Benchmark view's) and against the page's own simulator, the report's
 //! figures are the exact ones of the toy models the servers answer with
-//! (`core::quality::toy_lm`), computed here from the same models.
+//! (`tokenscope_quality::toy_lm`), computed here from the same models.
 
 #[path = "common/chromium.rs"]
 mod chromium;
@@ -17,8 +17,8 @@ use std::time::Duration;
 use chromium::{Browser, Serve};
 use quality_truth::forced_truth;
 use serde_json::Value;
-use tokenscope_core::quality::sample::probe_prompts;
-use tokenscope_core::quality::toy_lm::{ToyLm, kld_exact};
+use tokenscope_quality::sample::probe_prompts;
+use tokenscope_quality::toy_lm::{ToyLm, kld_exact};
 
 /// One Chromium at a time: two at once on a 2-core machine would time each other.
 static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

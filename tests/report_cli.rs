@@ -287,7 +287,7 @@ fn the_floor_of_the_gguf_file_served() {
         "--kernels",
         "tests/fixtures/reports/kernels-lavapipe.json",
         "--gguf",
-        "core/tests/fixtures/gguf/tiny.gguf",
+        "crates/hw/tests/fixtures/gguf/tiny.gguf",
         "--context",
         "1024",
         "--markdown",
@@ -298,7 +298,7 @@ fn the_floor_of_the_gguf_file_served() {
     // gguf-py's reading of the file: every tensor's bytes (tied embeddings: the
     // output projection reads token_embd whole, so every tensor is read once).
     let truth: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string("core/tests/fixtures/gguf/tiny.json").unwrap(),
+        &std::fs::read_to_string("crates/hw/tests/fixtures/gguf/tiny.json").unwrap(),
     )
     .unwrap();
     let weights: u64 = truth["tensors"]
@@ -342,7 +342,7 @@ fn the_floor_of_the_gguf_file_served() {
         "--client",
         "tests/fixtures/reports/native.json",
         "--gguf",
-        "core/tests/fixtures/gguf/tiny.gguf",
+        "crates/hw/tests/fixtures/gguf/tiny.gguf",
         "--model",
         "llama-3.1-8b",
     ]);

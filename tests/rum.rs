@@ -355,7 +355,7 @@ fn the_collector_exports_its_figures_as_otlp() {
 /// error is about 2.5%), and the report says it was sampled.
 #[test]
 fn a_sampled_report_estimates_the_whole() {
-    use tokenscope_core::rng::Rng;
+    use tokenscope_stats::rng::Rng;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("rum.sqlite");
@@ -1158,8 +1158,8 @@ async fn without_a_container_the_probe_finds_the_answer() {
 /// WHATWG rule and discards it; core keeps it as `terminated: false` for its own
 /// classification of the stream's end.)
 fn core_reading(bytes: &[u8]) -> (u64, u64, u64, bool) {
-    use tokenscope_core::measure::openai::{StreamItem, parse_event};
-    use tokenscope_core::measure::sse::Decoder;
+    use tokenscope_measure::openai::{StreamItem, parse_event};
+    use tokenscope_measure::sse::Decoder;
     let mut d = Decoder::new();
     let mut events = Vec::new();
     d.feed(bytes, &mut events).unwrap();

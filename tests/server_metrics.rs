@@ -12,7 +12,7 @@ use common::{Mock, run, text};
 use serde_json::Value;
 use tokenscope_core::analyze::server::engines::{Engine, Series};
 use tokenscope_core::analyze::server::reading::{Histogram, Reading};
-use tokenscope_core::measure::prometheus::Scrape;
+use tokenscope_measure::prometheus::Scrape;
 
 /// GET `path` from the mock's origin (HTTP/1.1, connection closed).
 fn get(mock: &Mock, path: &str) -> String {

@@ -11,9 +11,7 @@ use std::process::{Command, Stdio};
 
 use common::{Mock, bin, f, raw_requests, run, text};
 use serde_json::Value;
-use tokenscope_core::analyze::stats::{
-    HISTOGRAM_PRECISION, HISTOGRAM_PRECISION_ABS, percentile_sorted,
-};
+use tokenscope_stats::stats::{HISTOGRAM_PRECISION, HISTOGRAM_PRECISION_ABS, percentile_sorted};
 
 /// What the mock's log says of some requests: outcomes, TTFT and ITL samples.
 struct Truth {

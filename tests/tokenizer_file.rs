@@ -16,8 +16,8 @@ use tokenizers::Tokenizer;
 use tokenizers::models::TrainerWrapper;
 use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
 use tokenizers::pre_tokenizers::whitespace::Whitespace;
-use tokenscope_core::sim::answer_words;
-use tokenscope_core::workload::prompts::vocabulary;
+use tokenscope_sim::answer_words;
+use tokenscope_workload::prompts::vocabulary;
 
 /// Train a BPE on a corpus where the vocabulary's first 60 words and the mock's
 /// answer words are frequent and the rest appear once: a small vocabulary keeps

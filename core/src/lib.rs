@@ -5,30 +5,23 @@
 //! one monotonic clock), so every metric can be tested on exact inputs and the same
 //! code runs natively and in the browser (wasm32).
 //!
-//! Data flow: [`measure::sse::Decoder`] -> [`measure::openai::parse_event`] ->
-//! [`measure::timeline::RequestTimeline`] -> [`measure::metrics::RequestMetrics`] ->
-//! [`analyze::level::LevelAccumulator`] -> [`report::assemble::RunRecorder`] ->
-//! [`report::ClientReport`] -> [`render`].
+//! Data flow: `tokenscope_measure` (a request's bytes to its record and metrics)
+//! -> [`analyze::level::LevelAccumulator`] -> [`report::assemble::RunRecorder`] ->
+//! [`report::ClientReport`] -> `tokenscope_render`.
 //!
-//! The modules are the layers of that flow (`measure`, `model`, `analyze`,
-//! `report`, `render`) and those beside them; `docs/architecture.md` describes
-//! each and which way each dependency points.
+//! This crate is the report model and the analysis over it: [`model`] (the
+//! documents' types), [`analyze`] (levels, sweeps, SLOs, the server view, the
+//! verdict and the diagnosis), [`report`] (assembling, merging, comparing,
+//! the kernels and combined reports) and [`rum`] (real users' turns). The
+//! crates below it (stats, measure, hw, workload) and above it (render, quality's
+//! views, the CLI, the page) are described in `docs/architecture.md`.
 
 pub mod analyze;
-pub mod gguf;
-pub mod measure;
 pub mod model;
-pub mod page;
-pub mod parse;
-pub mod quality;
-pub mod render;
 pub mod report;
-pub mod rng;
 pub mod rum;
-pub mod sim;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod workload;
 
 /// This crate's version (also tokenscope's).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

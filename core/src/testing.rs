@@ -7,90 +7,13 @@
 //! on is spelled out in the test.
 
 use crate::analyze::level::{LevelAccumulator, LevelOptions};
-use crate::measure::openai::Usage;
-use crate::measure::record::{ErrorKind, Outcome, RequestRecord, TimeoutPhase};
 use crate::model::{
     CLIENT_SCHEMA, ClientReport, Environment, LevelReport, Load, LoadMode, RunConfig, Source,
     SweepReport,
 };
-
-/// A successful streamed request sent at `t0_ms`: its first token `ttft_ms` later,
-/// then one token every `itl_ms` (`tokens` in all, each its own event), done 1 ms
-/// after the last, with `usage` and `finish_reason: "length"`.
-pub fn record(t0_ms: f64, ttft_ms: f64, itl_ms: f64, tokens: u64) -> RequestRecord {
-    let events: Vec<f64> = (0..tokens)
-        .map(|i| t0_ms + ttft_ms + i as f64 * itl_ms)
-        .collect();
-    record_with_events(t0_ms, events)
-}
-
-/// A successful request sent at `t0_ms` whose content events arrived at `events_ms`.
-pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
-    let tokens = events_ms.len() as u64;
-    let t_done = events_ms.last().map_or(t0_ms + 2.0, |t| t + 1.0);
-    RequestRecord {
-        t_scheduled_ms: None,
-        t_send_ms: t0_ms,
-        t_headers_ms: Some(t0_ms + 1.0),
-        t_request_start_ms: None,
-        t_response_start_ms: None,
-        status: Some(200),
-        t_first_byte_ms: Some(t0_ms + 2.0),
-        token_events_ms: events_ms,
-        t_done_ms: Some(t_done),
-        t_first_answer_ms: None,
-        reasoning_events: 0,
-        t_first_paint_ms: None,
-        paint_method: None,
-        shared_read_events: 0,
-        prompt_tokens_sent: None,
-        completion_tokens_counted: None,
-        turn: None,
-        session: None,
-        usage: Some(Usage {
-            prompt_tokens: Some(10),
-            completion_tokens: Some(tokens),
-            completion_tokens_details: None,
-            prompt_tokens_details: None,
-        }),
-        server_timings: None,
-        output_chars: tokens * 4,
-        body_bytes: 0,
-        done_received: true,
-        finish_reason: Some("length".into()),
-        outcome: Outcome::Ok,
-        protocol: None,
-        connection: None,
-    }
-}
-
-/// A request that failed with `kind` at `t0_ms + 60` after one token at `+50`.
-pub fn failed(t0_ms: f64, kind: ErrorKind) -> RequestRecord {
-    with_outcome(
-        t0_ms,
-        Outcome::Error {
-            kind,
-            message: format!("{kind} (test)"),
-        },
-    )
-}
-
-/// A request whose client timeout fired in `phase`, at `t0_ms + 60`.
-pub fn timed_out(t0_ms: f64, phase: TimeoutPhase) -> RequestRecord {
-    with_outcome(t0_ms, Outcome::Timeout { phase })
-}
-
-fn with_outcome(t0_ms: f64, outcome: Outcome) -> RequestRecord {
-    RequestRecord {
-        token_events_ms: vec![t0_ms + 50.0],
-        t_done_ms: Some(t0_ms + 60.0),
-        usage: None,
-        done_received: false,
-        finish_reason: None,
-        outcome,
-        ..record(t0_ms, 50.0, 10.0, 1)
-    }
-}
+use crate::rum::{Outcome as TurnOutcome, Turn, TurnTimes};
+use tokenscope_measure::record::RequestRecord;
+pub use tokenscope_measure::testing::{failed, record, record_with_events, timed_out};
 
 /// A run configuration: chat against `http://127.0.0.1:1/v1`, model `m`,
 /// concurrency `levels`, 1 round, no warm-up, 64 prompt and 16 output tokens.
@@ -222,5 +145,48 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: String) 
             path
         }
         _ => format!("{path}: rebuilt {a} vs measured {b}"),
+    }
+}
+
+/// A real user's complete turn as the probe sends it: 20 chunks, first paint at
+/// 55 ms, last at 410 ms.
+pub fn rum_turn() -> Turn {
+    Turn {
+        route: "/v1/chat/completions".into(),
+        started_unix_ms: 1.7e12,
+        ms: TurnTimes {
+            headers: Some(40.0),
+            first_byte: Some(41.0),
+            first_chunk: Some(41.0),
+            first_dom: Some(42.0),
+            first_paint: Some(55.0),
+            last_chunk: Some(400.0),
+            last_paint: Some(410.0),
+            last_byte: Some(401.0),
+        },
+        chunks: 20,
+        events: 22,
+        chars: 300,
+        paints: 18,
+        chunks_merged: 2,
+        stalls_250: 0,
+        stalls_500: 0,
+        stalls_1000: 0,
+        longest_gap_ms: 30.0,
+        longest_paint_gap_ms: 33.0,
+        outcome: TurnOutcome::Complete,
+        error_kind: None,
+        hidden: false,
+        restored: false,
+        paint_method: "raf+task".into(),
+        output_tokens: Some(20),
+        input_tokens: None,
+        clamped: 0,
+        chunk_ms: Vec::new(),
+        server_prefill_ms: None,
+        input_to_fetch_ms: None,
+        long_frames: 0,
+        blocking_ms: 0.0,
+        weight: 1.0,
     }
 }

@@ -4,13 +4,13 @@
 use tokenscope_core::analyze::diagnosis::diagnose;
 use tokenscope_core::analyze::level::{LevelAccumulator, LevelOptions};
 use tokenscope_core::analyze::sweep::{analyze_sweep, find_knee};
-use tokenscope_core::measure::openai::ServerTimings;
-use tokenscope_core::measure::record::{ErrorKind, Outcome, RequestRecord};
 use tokenscope_core::report::combined::{Finding, ReportInput};
 use tokenscope_core::report::{
     ClientReport, LevelReport, Load, ReportWarning, Source, WarningKind,
 };
 use tokenscope_core::testing;
+use tokenscope_measure::openai::ServerTimings;
+use tokenscope_measure::record::{ErrorKind, Outcome, RequestRecord};
 
 /// A request sent at `t0` whose first token comes after `ttft` and then one token
 /// every `itl(i)` ms.

@@ -5,7 +5,7 @@
 
 use tokenscope_core::analyze::server::engines::{Engine, Series};
 use tokenscope_core::analyze::server::reading::Reading;
-use tokenscope_core::measure::prometheus::{MetricKind, Scrape};
+use tokenscope_measure::prometheus::{MetricKind, Scrape};
 
 fn fixture(name: &str) -> String {
     let path = format!(

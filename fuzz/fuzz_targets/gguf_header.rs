@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tokenscope_core::analyze::floor::Quant;
-use tokenscope_core::gguf::{GgufError, file_floor, parse_header};
+use tokenscope_hw::floor::Quant;
+use tokenscope_hw::gguf::{GgufError, file_floor, parse_header};
 
 fuzz_target!(|data: &[u8]| {
     let file_len = data.len() as u64;

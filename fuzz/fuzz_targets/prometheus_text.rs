@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tokenscope_core::measure::prometheus::Scrape;
+use tokenscope_measure::prometheus::Scrape;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tokenscope_core::measure::sse::{Decoder, Event};
+use tokenscope_measure::sse::{Decoder, Event};
 
 const CAP: usize = 4096;
 

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tokenscope_core::measure::metrics::{MetricOptions, RequestMetrics};
-use tokenscope_core::measure::timeline::RequestTimeline;
+use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
+use tokenscope_measure::timeline::RequestTimeline;
 
 fuzz_target!(|data: &[u8]| {
     let mut tl = RequestTimeline::new(0.0, None).max_event_bytes(8192).keep_text(true);

@@ -167,7 +167,7 @@ pub enum HarnessError {
     },
     /// The floor arithmetic rejected its input.
     #[error(transparent)]
-    Floor(#[from] tokenscope_core::analyze::floor::FloorError),
+    Floor(#[from] tokenscope_hw::floor::FloorError),
 }
 
 /// A GPU output that differs from its CPU reference beyond the tolerance.

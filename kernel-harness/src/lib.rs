@@ -11,7 +11,7 @@
 //! is one WGSL file in `shaders/` plus one Rust type that knows its bytes moved, its FLOPs,
 //! how to encode it, and its CPU reference; every run verifies every kernel.
 //! [`suite::run_suite`] assembles the `tokenscope.kernels/1` report, with the decode floor
-//! from `tokenscope_core::analyze::floor`.
+//! from `tokenscope_hw::floor`.
 //!
 //! The core is `async` and portable (wgpu on Vulkan, Metal, DX12, GL, and WebGPU in a
 //! browser): results come back through `map_async` and a one-shot channel, the only

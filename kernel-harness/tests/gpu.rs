@@ -22,7 +22,7 @@ use kernel_harness::quant;
 use kernel_harness::timing::TimingOptions;
 use kernel_harness::tune::Choice;
 use kernel_harness::{AdapterOptions, GpuContext, HarnessError, KernelId};
-use tokenscope_core::analyze::floor::{ModelShape, Quant};
+use tokenscope_hw::floor::{ModelShape, Quant};
 
 fn gpu(opts: AdapterOptions) -> GpuContext {
     match pollster::block_on(GpuContext::new(&opts)) {

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::analyze::stats::percentile;
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::render::fmt::fmt_ms;
-use tokenscope_core::render::table::text_table;
+use tokenscope_measure::openai::Api;
+use tokenscope_render::table::text_table;
+use tokenscope_stats::fmt::fmt_ms;
+use tokenscope_stats::stats::percentile;
 
 use crate::engine::{self, BenchConfig, LoadPlan, PerLevel, Prompts};
 use crate::util::{parse_u32_list, process_cpu_s};
@@ -197,7 +197,7 @@ fn calibrate(
             grace: Duration::from_secs(5),
             raw: Some(raw.clone()),
             progress: !args.quiet,
-            sample_cap: tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP,
+            sample_cap: tokenscope_stats::stats::DEFAULT_SAMPLE_CAP,
             server_metrics: engine::scrape::ServerMetrics::Off,
             gpu_metrics: None,
             scrape_interval: Duration::from_secs(1),

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::parse::parse_duration;
 use tokenscope_core::rum::summary::{GroupSummary, Quantiles, StoredTurn, summarise_all};
+use tokenscope_measure::parse::parse_duration;
 
 use crate::collect::otlp::{self, OtlpTarget};
 use crate::collect::store::Store;
@@ -306,9 +306,8 @@ fn read_back(args: &CollectArgs) -> anyhow::Result<ExitCode> {
 fn when(s: &str, now_unix_ms: f64) -> Result<f64, String> {
     match parse_duration(s) {
         Ok(d) => Ok(now_unix_ms - d.as_secs_f64() * 1e3),
-        Err(e) if s.contains('T') => {
-            tokenscope_core::parse::rfc3339_ms(s).map_err(|t| format!("{t} (nor a duration: {e})"))
-        }
+        Err(e) if s.contains('T') => tokenscope_measure::parse::rfc3339_ms(s)
+            .map_err(|t| format!("{t} (nor a duration: {e})")),
         Err(e) => Err(format!("{e}, or an RFC 3339 time (2026-12-01T00:00:00Z)")),
     }
 }
@@ -385,10 +384,7 @@ fn write_report(
             eprintln!("no raw file: the turns were sampled (compare gives no intervals)");
         }
     }
-    print!(
-        "{}",
-        tokenscope_core::render::client::text_summary(&r.client)
-    );
+    print!("{}", tokenscope_render::client::text_summary(&r.client));
     Ok(ExitCode::SUCCESS)
 }
 

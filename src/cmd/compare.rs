@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use tokenscope_core::quality::report::{GATE_METRICS, Gate, QualityReport};
-use tokenscope_core::render;
 use tokenscope_core::report::compare::{
     CompareRun, Comparison, GateReport, TermOutcome, TermStatus, compare,
 };
 use tokenscope_core::report::compare_gate::{self, Threshold};
+use tokenscope_quality::report::{GATE_METRICS, Gate, QualityReport};
+use tokenscope_render as render;
 
 use super::runs;
 

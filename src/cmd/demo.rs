@@ -37,10 +37,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("--dir {}: cannot create the folder", args.dir.display()))?;
     // The server runs on its own runtime and threads, like a separate process.
-    let sim = tokenscope_core::sim::SimConfig {
+    let sim = tokenscope_sim::SimConfig {
         itl_ms: 10.0,
         ttft_ms: 30.0,
-        ..tokenscope_core::sim::SimConfig::default()
+        ..tokenscope_sim::SimConfig::default()
     };
     let url = crate::mock::start_in_thread(sim.clone(), None, Some(1))?;
     // Per round max(10, 2 x concurrency) requests (the bench default): enough waves at

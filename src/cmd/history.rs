@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::render;
 use tokenscope_core::report::compare::{CompareRun, METRIC_NAMES, known_metric};
 use tokenscope_core::report::history::{DEFAULT_METRICS, history, sort_runs};
+use tokenscope_render as render;
 
 use super::runs;
 

@@ -89,7 +89,7 @@ impl std::fmt::Debug for HttpArgs {
                 &self
                     .proxy
                     .as_deref()
-                    .map(tokenscope_core::parse::redact_url),
+                    .map(tokenscope_measure::parse::redact_url),
             )
             .field("headers", &names)
             .field("public_header", &self.public_header)

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 use tokenscope_core::analyze::verdict;
-use tokenscope_core::render;
-use tokenscope_core::render::combined;
 use tokenscope_core::report::combined::ReportInput;
 use tokenscope_core::report::merge::{self, ShardRun};
+use tokenscope_render as render;
+use tokenscope_render::combined;
 
 use super::runs;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::quality::toy_lm::ToyLm;
-use tokenscope_core::sim::{SimConfig, faults_label, parse_faults};
+use tokenscope_quality::toy_lm::ToyLm;
+use tokenscope_sim::{SimConfig, faults_label, parse_faults};
 
 use crate::mock::tls::{TlsFiles, self_signed, server_config};
 use crate::mock::{LmServe, MockState, ServeOptions, router, serve};

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use tokenscope_core::analyze::floor::{KvPlanInput, ModelShape, Quant, preset_names};
-use tokenscope_core::parse::parse_bytes;
-use tokenscope_core::render::kv_plan;
+use tokenscope_hw::floor::{KvPlanInput, ModelShape, Quant, preset_names};
+use tokenscope_measure::parse::parse_bytes;
+use tokenscope_render::kv_plan;
 
 /// How much memory the KV cache of a model takes per token and per sequence, how
 /// much its weights take, and how many sequences of a context fit in a GPU's

@@ -6,14 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::analyze::floor::{ModelShape, Quant};
 use tokenscope_core::analyze::verdict;
-use tokenscope_core::quality::report::QualityReport;
-use tokenscope_core::render;
-use tokenscope_core::render::combined;
 use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::combined::{ModelChoice, ReportInput};
 use tokenscope_core::report::kernels::{GgufReport, KernelReport};
+use tokenscope_hw::floor::{ModelShape, Quant};
+use tokenscope_quality::report::QualityReport;
+use tokenscope_render as render;
+use tokenscope_render::combined;
 
 /// Combine client reports (native and/or browser) with a GPU kernels report into
 /// one verdict, diagnosis and set of charts: a self-contained HTML file and/or
@@ -140,7 +140,7 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
     let shape = match (&args.model, &args.model_config, &args.gguf) {
         (None, None, Some(path)) => {
             let file = crate::gguf_file::GgufFile::open(path)?;
-            let bad = |e: tokenscope_core::gguf::GgufError| {
+            let bad = |e: tokenscope_hw::gguf::GgufError| {
                 anyhow::anyhow!("--gguf {}: {e}", path.display())
             };
             let model = file.header.model().map_err(bad)?;
@@ -167,7 +167,7 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
     };
     let gpu_memory_bytes = match &args.gpu_memory {
         Some(s) => Some(
-            tokenscope_core::parse::parse_bytes(s)
+            tokenscope_measure::parse::parse_bytes(s)
                 .map_err(|e| anyhow::anyhow!("--gpu-memory {e}"))?,
         ),
         None => None,

@@ -29,7 +29,7 @@ pub fn fraction(s: &str) -> anyhow::Result<f64> {
 /// the page pairs by too), if any.
 fn beside(report: &Path) -> Option<PathBuf> {
     let name = report.file_name()?.to_string_lossy().into_owned();
-    tokenscope_core::page::compare::raw_names(&name)
+    tokenscope_render::page::compare::raw_names(&name)
         .into_iter()
         .map(|n| report.with_file_name(n))
         .find(|p| p.is_file())
@@ -55,7 +55,7 @@ pub struct StatsArgs {
     pub min_change: String,
 
     /// Bootstrap resamples (100 at least).
-    #[arg(long, default_value_t = tokenscope_core::analyze::compare::DEFAULT_RESAMPLES)]
+    #[arg(long, default_value_t = tokenscope_stats::compare::DEFAULT_RESAMPLES)]
     pub resamples: u32,
 
     /// The bootstrap's seed (the same files and seed give the same intervals).
@@ -156,7 +156,7 @@ pub fn load(reports: &[PathBuf], raws: &[PathBuf], kernels: &[PathBuf]) -> anyho
             .push(raw_path.as_deref().map(read_raw).transpose()?);
         let kernels_path = kernels.get(i).cloned().or_else(|| {
             let name = path.file_name()?.to_string_lossy().into_owned();
-            let p = path.with_file_name(tokenscope_core::page::compare::kernels_name(&name));
+            let p = path.with_file_name(tokenscope_render::page::compare::kernels_name(&name));
             p.is_file().then_some(p)
         });
         out.kernels

@@ -9,10 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use tokenscope_core::measure::buckets::{GENAI_TPOT_BOUNDS_S, GENAI_TTFT_BOUNDS_S};
-use tokenscope_core::measure::exposition::{Floats, Histogram, Writer};
-use tokenscope_core::measure::prometheus::MetricKind;
 use tokenscope_core::rum::Turn;
+use tokenscope_measure::buckets::{GENAI_TPOT_BOUNDS_S, GENAI_TTFT_BOUNDS_S};
+use tokenscope_measure::exposition::{Floats, Histogram, Writer};
+use tokenscope_measure::prometheus::MetricKind;
 
 use super::intake::Refusal;
 

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tokenscope_core::analyze::slo::Slo;
-use tokenscope_core::measure::openai::Api;
 use tokenscope_core::report::{Arrival, Load, LoadMode, RunConfig, TraceInfo};
-use tokenscope_core::workload::dataset::DatasetPrompt;
-use tokenscope_core::workload::plan;
-use tokenscope_core::workload::shard::{Shard, ShardError, ShardInfo};
-use tokenscope_core::workload::trace::Trace;
+use tokenscope_measure::openai::Api;
+use tokenscope_workload::dataset::DatasetPrompt;
+use tokenscope_workload::plan;
+use tokenscope_workload::shard::{Shard, ShardError, ShardInfo};
+use tokenscope_workload::trace::Trace;
 
 use super::scrape::ServerMetrics;
 use crate::util::Secret;
@@ -61,7 +61,7 @@ pub enum PerLevel {
     Auto,
 }
 
-pub use tokenscope_core::workload::tokens::InputLength;
+pub use tokenscope_workload::tokens::InputLength;
 
 /// Where prompts come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,7 +155,7 @@ pub struct BenchConfig {
     pub shared_prefix: Option<u32>,
     /// Sessions of several turns, each sending the history so far
     /// (`--conversation`; closed loop: sessions are the concurrency unit).
-    pub conversation: Option<tokenscope_core::workload::conversation::Conversation>,
+    pub conversation: Option<tokenscope_workload::conversation::Conversation>,
     /// This run is one shard of a plan split over several load generators
     /// (`--shard K/N`): the load, counts, prompts and trace here are already
     /// its parts.
@@ -172,11 +172,11 @@ pub struct BenchConfig {
     pub remote_write: Option<(reqwest::Url, Duration)>,
     /// Send only the prompts file's prompts within 25% of this many tokens (an
     /// input tier of `--input-tokens` with `--prompts`:
-    /// [`tokenscope_core::workload::tokens::pick_tier`]).
+    /// [`tokenscope_workload::tokens::pick_tier`]).
     pub prompt_tier: Option<u32>,
 }
 
-/// A shard's part of a plan ([`tokenscope_core::workload::shard`]).
+/// A shard's part of a plan ([`tokenscope_workload::shard`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShardPlan {
     /// Which shard.
@@ -192,7 +192,7 @@ pub struct ShardPlan {
 
 impl BenchConfig {
     /// This run's part of the plan: the load, the counts and the trace split
-    /// as [`tokenscope_core::workload::shard`] says; an error names a level or
+    /// as [`tokenscope_workload::shard`] says; an error names a level or
     /// count too small to give every shard a part.
     pub fn split(mut self, shard: Shard) -> Result<Self, ShardError> {
         let plan_levels: Vec<f64> = self.load.loads().iter().map(|l| l.value()).collect();
@@ -372,7 +372,7 @@ impl BenchConfig {
             label: self.label.clone(),
             prompts_hash: match &self.prompts {
                 Prompts::File { prompts, .. } => {
-                    Some(tokenscope_core::workload::dataset::prompts_hash(prompts))
+                    Some(tokenscope_workload::dataset::prompts_hash(prompts))
                 }
                 Prompts::Synthetic { .. } => None,
             },

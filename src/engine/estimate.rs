@@ -4,8 +4,8 @@
 //! slows under load makes the later levels longer than the first ones predict.
 
 use tokenscope_core::report::Load;
-use tokenscope_core::workload::conversation::Conversation;
-use tokenscope_core::workload::plan;
+use tokenscope_workload::conversation::Conversation;
+use tokenscope_workload::plan;
 
 use super::config::BenchConfig;
 use super::load::{Quota, quota_for};

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use tokenscope_core::measure::record::ConnectionUse;
+use tokenscope_measure::record::ConnectionUse;
 
 /// `b` with its connections timed by `tracker`: the DNS lookup and the
 /// connector's whole setup of each new connection.

@@ -9,7 +9,7 @@ use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEntry};
 use tokenscope_core::report::server::ScrapeLog;
 use tokenscope_core::report::{Arrival, Load, ReportWarning};
-use tokenscope_core::workload::plan;
+use tokenscope_workload::plan;
 use tokio_util::sync::CancellationToken;
 
 use super::config::LoadPlan;
@@ -21,7 +21,7 @@ use super::scrape;
 use super::scrape::Scraper;
 use crate::live::Live;
 use tokenscope_core::analyze::server::scrape::ScrapeRecord;
-use tokenscope_core::measure::metrics::{MetricOptions, RequestMetrics};
+use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
 
 pub(super) fn lock(run: &Mutex<Recording>) -> MutexGuard<'_, Recording> {
     // A panic elsewhere while recording leaves the data as it was: keep going.
@@ -177,7 +177,7 @@ pub(super) async fn run_level(
 /// Measures how late a 10 ms timer fires on the client's runtime, all run long.
 pub(super) struct LagMonitor {
     pub(super) stop: CancellationToken,
-    pub(super) task: tokio::task::JoinHandle<tokenscope_core::analyze::stats::Samples>,
+    pub(super) task: tokio::task::JoinHandle<tokenscope_stats::stats::Samples>,
 }
 
 impl LagMonitor {
@@ -185,7 +185,7 @@ impl LagMonitor {
         let stop = CancellationToken::new();
         let token = stop.clone();
         let task = tokio::spawn(async move {
-            let mut samples = tokenscope_core::analyze::stats::Samples::with_cap(100_000);
+            let mut samples = tokenscope_stats::stats::Samples::with_cap(100_000);
             let period = Duration::from_millis(10);
             loop {
                 let start = std::time::Instant::now();
@@ -204,7 +204,7 @@ impl LagMonitor {
         Self { stop, task }
     }
 
-    pub(super) async fn stop(self) -> tokenscope_core::analyze::stats::Summary {
+    pub(super) async fn stop(self) -> tokenscope_stats::stats::Summary {
         self.stop.cancel();
         self.task.await.map(|s| s.summary()).unwrap_or_default()
     }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tokenscope_core::report::raw::Phase;
 use tokenscope_core::report::{Arrival, Load};
-use tokenscope_core::workload::conversation::{Conversation, History};
-use tokenscope_core::workload::plan;
-use tokenscope_core::workload::trace::Trace;
+use tokenscope_workload::conversation::{Conversation, History};
+use tokenscope_workload::plan;
+use tokenscope_workload::trace::Trace;
 use tokio::sync::mpsc;
 
 use super::request::{Body, Ctx, Finished};

@@ -32,7 +32,7 @@ use tokenscope_core::report::raw::{RawEntry, RawEvent};
 use tokenscope_core::report::server::ScrapeLog;
 use tokenscope_core::report::warning::event_loop_warning;
 use tokenscope_core::report::{ClientReport, Environment, Load, ReportWarning, Source};
-use tokenscope_core::rng::Rng;
+use tokenscope_stats::rng::Rng;
 use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokenscope_core::measure::metrics::{MetricOptions, RequestMetrics};
-use tokenscope_core::measure::openai::{RequestSpec, first_model_id, request_body};
-use tokenscope_core::measure::record::{ErrorKind, Outcome};
 use tokenscope_core::report::{ReportWarning, WarningKind};
+use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
+use tokenscope_measure::openai::{RequestSpec, first_model_id, request_body};
+use tokenscope_measure::record::{ErrorKind, Outcome};
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;

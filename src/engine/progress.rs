@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use tokenscope_core::measure::record::RequestRecord;
 use tokenscope_core::report::LevelReport;
+use tokenscope_measure::record::RequestRecord;
 
 use super::estimate::{LevelWork, e2e_at, fmt_duration};
 
@@ -203,9 +203,9 @@ impl Progress {
             fmt_duration(took_ms),
             l.ok,
             l.sent,
-            tokenscope_core::render::fmt::fmt_ms(l.metrics.ttft_ms.p50),
-            tokenscope_core::render::fmt::fmt_ms(l.metrics.tpot_ms.p50),
-            tokenscope_core::render::fmt::fmt_rate(l.output_tokens_per_s),
+            tokenscope_stats::fmt::fmt_ms(l.metrics.ttft_ms.p50),
+            tokenscope_stats::fmt::fmt_ms(l.metrics.tpot_ms.p50),
+            tokenscope_stats::fmt::fmt_rate(l.output_tokens_per_s),
             s.timing()
         );
         if let Some(bar) = &self.bar {

@@ -5,14 +5,12 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use tokenscope_core::measure::openai::{RequestSpec, request_body};
-use tokenscope_core::measure::record::RequestRecord;
 use tokenscope_core::report::Load;
 use tokenscope_core::report::raw::{Phase, RawLine};
-use tokenscope_core::workload::conversation::History;
-use tokenscope_core::workload::prompts::{
-    block_prompt, exact_prompt, synthetic_prompt, vocabulary,
-};
+use tokenscope_measure::openai::{RequestSpec, request_body};
+use tokenscope_measure::record::RequestRecord;
+use tokenscope_workload::conversation::History;
+use tokenscope_workload::prompts::{block_prompt, exact_prompt, synthetic_prompt, vocabulary};
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;

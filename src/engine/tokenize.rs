@@ -18,10 +18,10 @@
 
 use std::path::{Path, PathBuf};
 
-use tokenscope_core::measure::openai::{RequestSpec, request_body as completion_body};
 use tokenscope_core::report::TokenCounting;
-use tokenscope_core::workload::prompts::approx_tokens;
-use tokenscope_core::workload::tokens::{self, TokenizeApi};
+use tokenscope_measure::openai::{RequestSpec, request_body as completion_body};
+use tokenscope_workload::prompts::approx_tokens;
+use tokenscope_workload::tokens::{self, TokenizeApi};
 
 use super::clock::Clock;
 use super::config::{BenchConfig, InputLength, Prompts, TokenizerChoice};
@@ -251,7 +251,7 @@ pub async fn prepare(
     })
 }
 
-/// Keep the prompts file's prompts within [`tokenscope_core::workload::tokens::TIER_BAND`] of `tier`
+/// Keep the prompts file's prompts within [`tokenscope_workload::tokens::TIER_BAND`] of `tier`
 /// tokens (by the run's counter: exact where it counted the prompt, else one
 /// token per word), with their counts. None there is an error naming the tier
 /// and the lengths the file has.
@@ -271,7 +271,7 @@ pub fn pick_tier(cfg: &mut BenchConfig, tokens: &mut Prompting, tier: u32) -> an
                 .unwrap_or_else(|| approx_tokens(&p.prompt))
         })
         .collect();
-    let keep = tokenscope_core::workload::tokens::pick_tier(&lengths, tier).map_err(|(lo, hi)| {
+    let keep = tokenscope_workload::tokens::pick_tier(&lengths, tier).map_err(|(lo, hi)| {
         anyhow::anyhow!(
             "--input-tokens {tier}: no prompt of --prompts {} is within 25% of {tier} tokens (its prompts are {lo} to {hi} tokens)",
             path.display()

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
-use tokenscope_core::measure::record::{ErrorKind, RequestRecord};
-use tokenscope_core::measure::timeline::{HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline};
+use tokenscope_measure::record::{ErrorKind, RequestRecord};
+use tokenscope_measure::timeline::{HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline};
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;

@@ -97,7 +97,7 @@ pub fn redirect_target(resp: &reqwest::Response) -> String {
         .and_then(|v| v.to_str().ok())
         .map_or_else(
             || "nowhere named".to_owned(),
-            tokenscope_core::parse::redact_url,
+            tokenscope_measure::parse::redact_url,
         )
 }
 

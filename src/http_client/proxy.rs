@@ -141,19 +141,19 @@ pub fn choose(
     let url = reqwest::Url::parse(&with_scheme).map_err(|e| {
         format!(
             "{from}: {:?} is not a proxy URL ({e})",
-            tokenscope_core::parse::redact_url(&with_scheme)
+            tokenscope_measure::parse::redact_url(&with_scheme)
         )
     })?;
     if url.scheme().starts_with("socks") {
         return Err(format!(
             "{from}: {} is a SOCKS proxy; tokenscope speaks to HTTP(S) proxies only (http://HOST:PORT, or https://)",
-            tokenscope_core::parse::redact_url(&with_scheme)
+            tokenscope_measure::parse::redact_url(&with_scheme)
         ));
     }
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
         return Err(format!(
             "{from}: {} is not a proxy URL (http://HOST:PORT or https://HOST:PORT)",
-            tokenscope_core::parse::redact_url(&with_scheme)
+            tokenscope_measure::parse::redact_url(&with_scheme)
         ));
     }
     Ok(Some(ProxyChoice { url, from }))

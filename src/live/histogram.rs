@@ -19,7 +19,7 @@
 
 use std::sync::OnceLock;
 
-use tokenscope_core::measure::exposition;
+use tokenscope_measure::exposition;
 
 /// Buckets per doubling of the value.
 pub const BUCKETS_PER_DOUBLING: u32 = 8;

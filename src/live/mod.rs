@@ -44,11 +44,11 @@ pub mod server;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use tokenscope_core::measure::exposition::{Floats, Writer};
-use tokenscope_core::measure::metrics::RequestMetrics;
-use tokenscope_core::measure::prometheus::MetricKind;
-use tokenscope_core::measure::record::{Outcome, RequestRecord};
 use tokenscope_core::report::Load;
+use tokenscope_measure::exposition::{Floats, Writer};
+use tokenscope_measure::metrics::RequestMetrics;
+use tokenscope_measure::prometheus::MetricKind;
+use tokenscope_measure::record::{Outcome, RequestRecord};
 
 use histogram::Histogram;
 use series::TimeSeries;

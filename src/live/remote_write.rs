@@ -509,10 +509,10 @@ mod tests {
     #[tokio::test]
     #[ignore = "opt-in: needs prometheus; scripts/test.sh runs it"]
     async fn prometheus_stores_the_pushed_series() {
-        use tokenscope_core::analyze::stats::percentile;
-        use tokenscope_core::measure::metrics::{MetricOptions, RequestMetrics};
-        use tokenscope_core::measure::record::{ErrorKind, RequestRecord};
         use tokenscope_core::testing;
+        use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
+        use tokenscope_measure::record::{ErrorKind, RequestRecord};
+        use tokenscope_stats::stats::percentile;
 
         let prom = Prometheus::start().await;
         let live = Live::new(LiveLabels {

@@ -3,11 +3,11 @@
 
 use super::histogram::max_bucket_ratio;
 use super::*;
-use tokenscope_core::analyze::stats::percentile;
-use tokenscope_core::measure::metrics::MetricOptions;
-use tokenscope_core::measure::prometheus::{MetricKind, Sample, Scrape};
-use tokenscope_core::measure::record::{ErrorKind, TimeoutPhase};
 use tokenscope_core::testing;
+use tokenscope_measure::metrics::MetricOptions;
+use tokenscope_measure::prometheus::{MetricKind, Sample, Scrape};
+use tokenscope_measure::record::{ErrorKind, TimeoutPhase};
+use tokenscope_stats::stats::percentile;
 
 const C4: Load = Load::Concurrency(4);
 
@@ -168,7 +168,7 @@ fn histograms_are_cumulative_and_hold_the_reports_values() {
 #[test]
 fn histogram_quantile_is_within_the_bucket_resolution_of_the_exact_percentile() {
     let live = Live::new(LiveLabels::default());
-    let mut rng = tokenscope_core::rng::Rng::new(7);
+    let mut rng = tokenscope_stats::rng::Rng::new(7);
     // TTFTs log-uniform from 1 ms to 20 s: every decade exercised.
     let mut ttft_ms = Vec::new();
     for _ in 0..5000 {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
-use tokenscope_core::measure::openai::{Api, ServerTimings};
-use tokenscope_core::sim::{FaultAction, StreamWriter};
+use tokenscope_measure::openai::{Api, ServerTimings};
+use tokenscope_sim::{FaultAction, StreamWriter};
 use tokio::sync::mpsc;
 
 use super::engine::Step;
@@ -170,12 +170,12 @@ pub(super) async fn non_streaming(
         }
     }
     // Rebuild the text from the chunks the writer made (same words as streaming).
-    let text: String = tokenscope_core::measure::sse::decode_all(text_events.as_bytes())
+    let text: String = tokenscope_measure::sse::decode_all(text_events.as_bytes())
         .unwrap_or_default()
         .iter()
         .filter_map(
-            |e| match tokenscope_core::measure::openai::parse_event(&e.event, &e.data) {
-                Ok(tokenscope_core::measure::openai::StreamItem::Chunk(c)) => Some(c.content),
+            |e| match tokenscope_measure::openai::parse_event(&e.event, &e.data) {
+                Ok(tokenscope_measure::openai::StreamItem::Chunk(c)) => Some(c.content),
                 _ => None,
             },
         )
@@ -185,10 +185,10 @@ pub(super) async fn non_streaming(
     let serve = s.lm.in_batch(batched);
     let (text, logprobs) = match (lm, api) {
         (Some((prompt, k, _)), Api::Completions) => {
-            tokenscope_core::quality::toy_serve::echo(&serve, prompt, tokens as usize, k)
+            tokenscope_quality::toy_serve::echo(&serve, prompt, tokens as usize, k)
         }
         (Some((prompt, k, by_id)), Api::Chat) => {
-            tokenscope_core::quality::toy_serve::answer(&serve, prompt, tokens as usize, k, by_id)
+            tokenscope_quality::toy_serve::answer(&serve, prompt, tokens as usize, k, by_id)
         }
         (None, _) => (text, serde_json::Value::Null),
     };

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokenscope_core::sim::{Admission, Emission, Engine, FaultKind, SimRequest};
+use tokenscope_sim::{Admission, Emission, Engine, FaultKind, SimRequest};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::engine::clock::Clock;

@@ -2,7 +2,7 @@
 //! fidelity tests compare the client against.
 
 use serde::Serialize;
-use tokenscope_core::sim::FaultKind;
+use tokenscope_sim::FaultKind;
 
 /// One request as the server saw it (a line of `--log`).
 #[derive(Debug, Serialize)]

@@ -1,12 +1,12 @@
 //! The mock's `/metrics`: core's simulated exposition
-//! ([`tokenscope_core::sim::exposition`], in vLLM's names) fed the very records
+//! ([`tokenscope_sim::exposition`], in vLLM's names) fed the very records
 //! `--log` writes, with the engine's gauges at the moment of the scrape.
 
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
-use tokenscope_core::sim::SimConfig;
-use tokenscope_core::sim::exposition::{self, Exposition, Served};
+use tokenscope_sim::SimConfig;
+use tokenscope_sim::exposition::{self, Exposition, Served};
 
 use super::engine::Gauges;
 use super::log::LogRecord;

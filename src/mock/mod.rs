@@ -1,5 +1,5 @@
 //! `tokenscope mock`: an OpenAI-compatible streaming server driven by core's
-//! simulator model ([`tokenscope_core::sim`]), for demos and tests.
+//! simulator model ([`tokenscope_sim`]), for demos and tests.
 //!
 //! One engine task runs the model's steps on tokio timers; each request's body is a
 //! stream fed by the engine. The server logs, per request, the time it handed each
@@ -15,17 +15,17 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Version, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use tokenscope_core::measure::openai::{Api, encode};
-use tokenscope_core::sim::{
+use tokenscope_measure::openai::{Api, encode};
+use tokenscope_sim::{
     Admission, FaultKind, SimConfig, SimRequest, StreamWriter, context_exceeded_body,
     immediate_response,
 };
-use tokenscope_core::workload::prompts::approx_tokens;
+use tokenscope_workload::prompts::approx_tokens;
 use tokio::sync::{mpsc, oneshot};
 
 mod answer;
 mod engine;
-pub use tokenscope_core::quality::toy_serve::LmServe;
+pub use tokenscope_quality::toy_serve::LmServe;
 mod log;
 mod metrics;
 mod native;
@@ -124,7 +124,7 @@ async fn server_metrics(State(s): State<MockState>) -> Response {
 /// `POST /tokenize` in llama.cpp's contract (`{content}` -> `{tokens}`), counting
 /// as the simulator counts prompts (one token per word and punctuation mark), so
 /// `bench --tokenizer server` sizes prompts exactly as the mock's `usage` counts them;
-/// the ids are [`tokenscope_core::quality::toy_serve::token_ids`] (`--tokenizer-seed` salts them).
+/// the ids are [`tokenscope_quality::toy_serve::token_ids`] (`--tokenizer-seed` salts them).
 async fn tokenize(State(s): State<MockState>, body: Bytes) -> Response {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return json_error(
@@ -140,7 +140,7 @@ async fn tokenize(State(s): State<MockState>, body: Bytes) -> Response {
             "invalid_request_error",
         );
     };
-    let ids = tokenscope_core::quality::toy_serve::token_ids(content, s.lm.tokenizer_seed);
+    let ids = tokenscope_quality::toy_serve::token_ids(content, s.lm.tokenizer_seed);
     debug_assert_eq!(ids.len() as u64, approx_tokens(content));
     axum::Json(serde_json::json!({ "tokens": ids })).into_response()
 }
@@ -327,8 +327,7 @@ async fn handle(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .lookup_and_keep(&prompt);
-        approx_tokens(&tokenscope_core::sim::prefix::leading_words(&prompt, words))
-            .min(prompt_tokens - 1)
+        approx_tokens(&tokenscope_sim::prefix::leading_words(&prompt, words)).min(prompt_tokens - 1)
     } else {
         0
     };

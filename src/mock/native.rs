@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use tokenscope_core::quality::toy_serve;
+use tokenscope_quality::toy_serve;
 
 use super::state::MockState;
 

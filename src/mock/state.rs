@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokenscope_core::sim::{Engine, SimConfig};
+use tokenscope_sim::{Engine, SimConfig};
 use tokio::sync::mpsc;
 
 use crate::engine::clock::Clock;
@@ -33,9 +33,9 @@ pub struct MockState {
     /// Send llama.cpp's `timings` in each complete stream's last chunk.
     pub(super) timings: bool,
     /// The prompts seen (`--prefix-cache`).
-    pub(super) prefix_cache: Arc<std::sync::Mutex<tokenscope_core::sim::prefix::PrefixCache>>,
+    pub(super) prefix_cache: Arc<std::sync::Mutex<tokenscope_sim::prefix::PrefixCache>>,
     /// How requests for log-probabilities are answered (`--lm-*`).
-    pub(super) lm: tokenscope_core::quality::toy_serve::LmServe,
+    pub(super) lm: tokenscope_quality::toy_serve::LmServe,
     /// `--cors-allow-headers`: what a CORS preflight allows (`None`: whatever it
     /// asks for).
     pub(super) cors_allow_headers: Option<Arc<str>>,
@@ -87,8 +87,8 @@ impl MockState {
             timings: false,
             cors_allow_headers: None,
             prefix_cache: Arc::default(),
-            lm: tokenscope_core::quality::toy_serve::LmServe {
-                lm: tokenscope_core::quality::toy_lm::ToyLm::new(cfg_seed, usize::MAX),
+            lm: tokenscope_quality::toy_serve::LmServe {
+                lm: tokenscope_quality::toy_lm::ToyLm::new(cfg_seed, usize::MAX),
                 logprobs: true,
                 tasks_right: 1.0,
                 seed: cfg_seed,
@@ -132,7 +132,7 @@ impl MockState {
 
     /// The same server answering requests for log-probabilities (and greedy
     /// ones) as `lm` says.
-    pub fn with_lm(mut self, lm: tokenscope_core::quality::toy_serve::LmServe) -> Self {
+    pub fn with_lm(mut self, lm: tokenscope_quality::toy_serve::LmServe) -> Self {
         self.lm = lm;
         self
     }

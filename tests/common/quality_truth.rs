@@ -1,8 +1,8 @@
 //! The quality tests' ground truth: what the toy models the mocks (and the
 //! page's simulator) serve must give, computed from the same models.
 
-use tokenscope_core::quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
-use tokenscope_core::quality::toy_lm::{ToyLm, kld_exact};
+use tokenscope_quality::teacher::{CHUNK_WORDS, TEXT, chunks as cut};
+use tokenscope_quality::toy_lm::{ToyLm, kld_exact};
 
 /// The teacher-forced truth: the built-in text's first `chunks` chunks read
 /// by the toy tokenizer, each chunk's tokens from `n/2 + 1` on scored

@@ -5,7 +5,7 @@
 //! page loads only when its GPU view opens, so the first load stays light.
 //!
 //! Two exports, both async (JS promises), talking in the JSON shapes of
-//! [`tokenscope_core::page::gpu`]:
+//! [`tokenscope_render::page::gpu`]:
 //!
 //! - [`adapter_info`] resolves to an [`AdapterProbe`] (the adapter, its features and
 //!   limits) or rejects with a [`GpuFailure`] (no WebGPU, no adapter);
@@ -19,12 +19,12 @@
 //! memory budget, the user agent in the report; wgpu's callbacks are driven by the
 //! browser's event loop (no `device.poll`).
 //!
-//! [`AdapterProbe`]: tokenscope_core::page::gpu::AdapterProbe
-//! [`GpuFailure`]: tokenscope_core::page::gpu::GpuFailure
+//! [`AdapterProbe`]: tokenscope_render::page::gpu::AdapterProbe
+//! [`GpuFailure`]: tokenscope_render::page::gpu::GpuFailure
 //! [`SuiteConfig::for_browser`]: kernel_harness::suite::SuiteConfig::for_browser
 //! [`Clock`]: kernel_harness::clock::Clock
 
-use tokenscope_core::page::gpu::{GpuEvent, GpuRunRequest, GpuViewSettings};
+use tokenscope_render::page::gpu::{GpuEvent, GpuRunRequest, GpuViewSettings};
 use wasm_bindgen::prelude::*;
 
 mod dom;

@@ -10,13 +10,13 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use tokenscope_core::page::gpu::{
+use tokenscope_core::report::kernels::GgufReport;
+use tokenscope_render::kernels::{gguf_file_text, gguf_floor_text, mib_label};
+use tokenscope_render::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, GpuViewSettings,
     KernelsRead, KernelsView,
 };
-use tokenscope_core::page::view::{RunState, Shared};
-use tokenscope_core::render::kernels::{gguf_file_text, gguf_floor_text, mib_label};
-use tokenscope_core::report::kernels::GgufReport;
+use tokenscope_render::page::view::{RunState, Shared};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -320,7 +320,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                         </label>
                         <label title="as tokenscope kernels --tune: each kernel's variants (threads, rows, loads in flight, int8 x) timed on this GPU, the fastest then run; without it, the per-vendor defaults">
                             <input type="checkbox" id="gpu-tune" checked={state.tune} disabled={running} onchange={ontune} />
-                            { format!(" search variants on this GPU first (at most {:.0} s)", tokenscope_core::page::gpu::PAGE_TUNE_BUDGET_S) }
+                            { format!(" search variants on this GPU first (at most {:.0} s)", tokenscope_render::page::gpu::PAGE_TUNE_BUDGET_S) }
                         </label>
                         if running {
                             <button id="gpu-cancel" class="stop" onclick={oncancel}>{ "Cancel" }</button>

@@ -1,6 +1,6 @@
 //! # tokenscope-quality-view
 //!
-//! The quality checks in the browser: core's [`tokenscope_core::quality::run`]
+//! The quality checks in the browser: core's [`tokenscope_quality::run`]
 //! (the same measurement as `tokenscope quality`) compiled to a wasm module of
 //! its own, which the page imports only when its Quality view opens, so none of
 //! it weighs on the first load. The requests go by the browser's `fetch` to the

@@ -6,8 +6,8 @@
 use std::rc::Rc;
 
 use serde_json::{Value, json};
-use tokenscope_core::quality::session::Transport;
-use tokenscope_core::quality::toy_serve::{self, LmServe};
+use tokenscope_quality::session::Transport;
+use tokenscope_quality::toy_serve::{self, LmServe};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
@@ -170,10 +170,10 @@ impl Transport for Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokenscope_core::quality::sample::parse_chat_completion;
-    use tokenscope_core::quality::session::{Ask, echo_body};
-    use tokenscope_core::quality::teacher;
-    use tokenscope_core::quality::toy_lm::ToyLm;
+    use tokenscope_quality::sample::parse_chat_completion;
+    use tokenscope_quality::session::{Ask, echo_body};
+    use tokenscope_quality::teacher;
+    use tokenscope_quality::toy_lm::ToyLm;
 
     fn sim(sigma: f64) -> Sim {
         Sim {

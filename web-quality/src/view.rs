@@ -11,16 +11,16 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::Reflect;
-use tokenscope_core::parse::{parse_base_url, parse_u32_list, redact_url};
-use tokenscope_core::quality::golden::Golden;
-use tokenscope_core::quality::report::QualityReport;
-use tokenscope_core::quality::run::{self, Plan, Reference};
-use tokenscope_core::quality::sample::probe_prompts;
-use tokenscope_core::quality::session::{Server, Transport};
-use tokenscope_core::quality::tasks::builtin;
-use tokenscope_core::quality::teacher;
-use tokenscope_core::quality::toy_lm::ToyLm;
-use tokenscope_core::quality::toy_serve::LmServe;
+use tokenscope_measure::parse::{parse_base_url, parse_u32_list, redact_url};
+use tokenscope_quality::golden::Golden;
+use tokenscope_quality::report::QualityReport;
+use tokenscope_quality::run::{self, Plan, Reference};
+use tokenscope_quality::sample::probe_prompts;
+use tokenscope_quality::session::{Server, Transport};
+use tokenscope_quality::tasks::builtin;
+use tokenscope_quality::teacher;
+use tokenscope_quality::toy_lm::ToyLm;
+use tokenscope_quality::toy_serve::LmServe;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
@@ -281,7 +281,7 @@ async fn start(root: &web_sys::Element, kept: &Rc<RefCell<Kept>>, endpoint: &End
         Ok((report, golden)) => {
             let json = serde_json::to_string_pretty(&report).unwrap_or_default();
             if let Ok(Some(r)) = root.query_selector("#q-result") {
-                r.set_inner_html(&tokenscope_core::render::quality::html(&report));
+                r.set_inner_html(&tokenscope_render::quality::html(&report));
             }
             set_text(root, "q-status", "Done.");
             set_text(root, "q-json", &json);

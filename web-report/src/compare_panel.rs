@@ -2,14 +2,14 @@
 //! page keeps, as the GPU module mounts its view) so that none of it weighs on
 //! the first load: a file input for reports and their raw files, "this run as
 //! the base" when the page has a run, and the comparison
-//! ([`tokenscope_core::page::compare`], `tokenscope compare`'s code) with its
+//! ([`tokenscope_render::page::compare`], `tokenscope compare`'s code) with its
 //! `#compare-json` and export link, or `#compare-error` naming the file.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use tokenscope_core::page::compare::{CompareRequest, NamedText};
-use tokenscope_core::render::fmt::escape_html;
+use tokenscope_render::page::compare::{CompareRequest, NamedText};
+use tokenscope_stats::fmt::escape_html;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Element, Event, HtmlInputElement};

@@ -2,28 +2,28 @@
 //!
 //! The combined-report analysis in the browser: core's verdict, diagnosis and
 //! Markdown/HTML renderer ([`tokenscope_core::analyze::verdict`],
-//! [`tokenscope_core::render::combined`]) compiled to a wasm module of its own,
+//! [`tokenscope_render::combined`]) compiled to a wasm module of its own,
 //! which the page imports only when it has a report to analyse, so none of it
 //! weighs on the first load.
 //!
 //! One export, [`render_report`], talking in the JSON shapes of
-//! [`tokenscope_core::page::report`].
+//! [`tokenscope_render::page::report`].
 
 mod compare_panel;
 
-use tokenscope_core::page::report::ReportRequest;
-use tokenscope_core::page::scrape::{self, TakenScrape};
+use tokenscope_render::page::report::ReportRequest;
+use tokenscope_render::page::scrape::{self, TakenScrape};
 use wasm_bindgen::prelude::*;
 
 /// Render the analysis a [`ReportRequest`] (JSON) asks for: its
-/// [`tokenscope_core::page::report::Rendered`] as JSON, or why it could not.
+/// [`tokenscope_render::page::report::Rendered`] as JSON, or why it could not.
 #[wasm_bindgen]
 pub fn render_report(request: &str) -> Result<String, String> {
     render(request)
 }
 
 /// Read the page's scrapes (a JSON array of
-/// [`TakenScrape`]): a JSON array of [`tokenscope_core::page::scrape::ReadScrape`],
+/// [`TakenScrape`]): a JSON array of [`tokenscope_render::page::scrape::ReadScrape`],
 /// each the raw file's line for one scrape.
 #[wasm_bindgen]
 pub fn read_scrapes(taken: &str) -> Result<String, String> {
@@ -40,22 +40,22 @@ pub fn rebuild_report(raw_jsonl: &str) -> Result<String, String> {
 }
 
 /// Read a kernels report file (`tokenscope.kernels/1` JSON): a
-/// [`tokenscope_core::page::gpu::KernelsRead`] JSON (its text and what the page
+/// [`tokenscope_render::page::gpu::KernelsRead`] JSON (its text and what the page
 /// shows of it), or why it is not one.
 #[wasm_bindgen]
 pub fn read_kernels(json: String) -> Result<String, String> {
-    let read = tokenscope_core::page::gpu::KernelsView::read(json)?;
+    let read = tokenscope_render::page::gpu::KernelsView::read(json)?;
     serde_json::to_string(&read).map_err(|e| e.to_string())
 }
 
 /// Prepare a prompts file or a trace for the page (a JSON
-/// [`tokenscope_core::page::workload::WorkloadRequest`]): the
-/// [`tokenscope_core::page::workload::PreparedWorkload`] (every body to send) as
+/// [`tokenscope_render::page::workload::WorkloadRequest`]): the
+/// [`tokenscope_render::page::workload::PreparedWorkload`] (every body to send) as
 /// JSON, or why the text is not such a file (the CLI's own errors: the line or
 /// record and the field).
 #[wasm_bindgen]
 pub fn prepare_workload(request: &str) -> Result<String, String> {
-    let req: tokenscope_core::page::workload::WorkloadRequest = serde_json::from_str(request)
+    let req: tokenscope_render::page::workload::WorkloadRequest = serde_json::from_str(request)
         .map_err(|e| format!("invalid request to the report module: {e}"))?;
     serde_json::to_string(&req.prepare()?).map_err(|e| e.to_string())
 }
@@ -81,7 +81,7 @@ fn render(request: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokenscope_core::page::report::Rendered;
+    use tokenscope_render::page::report::Rendered;
 
     #[test]
     fn a_bad_request_is_an_error_naming_it() {

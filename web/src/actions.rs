@@ -2,9 +2,9 @@
 //! the endpoint's models, saving and opening reports, copying a link. Each is a
 //! callback that dispatches to the state (`App` wires them to the components).
 
-use tokenscope_core::measure::openai::model_ids;
-use tokenscope_core::parse::parse_base_url;
 use tokenscope_core::report::ClientReport;
+use tokenscope_measure::openai::model_ids;
+use tokenscope_measure::parse::parse_base_url;
 use yew::prelude::*;
 
 use crate::services::fetch::FetchTarget;

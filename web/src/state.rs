@@ -3,10 +3,10 @@
 
 use std::rc::Rc;
 
-use tokenscope_core::page::gpu::KernelsView;
-use tokenscope_core::page::transport::{header_name_problem, parse_header_lines};
-pub use tokenscope_core::page::view::{RunState, Shared};
 use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
+use tokenscope_render::page::gpu::KernelsView;
+use tokenscope_render::page::transport::{header_name_problem, parse_header_lines};
+pub use tokenscope_render::page::view::{RunState, Shared};
 use yew::Reducible;
 
 use crate::services::fetch::Auth;

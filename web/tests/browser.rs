@@ -7,10 +7,10 @@
 
 #![cfg(target_arch = "wasm32")]
 
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::measure::record::{ErrorKind, Outcome, PaintMethod, TimeoutPhase};
 use tokenscope_core::report::Source;
-use tokenscope_core::sim::{FaultKind, SimConfig};
+use tokenscope_measure::openai::Api;
+use tokenscope_measure::record::{ErrorKind, Outcome, PaintMethod, TimeoutPhase};
+use tokenscope_sim::{FaultKind, SimConfig};
 use tokenscope_web::services::clock::{CancelToken, now, sleep_ms};
 use tokenscope_web::services::fetch::{Auth, FetchTarget};
 use tokenscope_web::services::paint::{Fallback, Painter, element_timing_supported};
@@ -465,7 +465,7 @@ async fn the_app_autoruns_and_fills_the_contract() {
 async fn the_simulators_metrics_count_what_its_log_says_it_did() {
     use tokenscope_core::analyze::server::engines::{Engine, Series};
     use tokenscope_core::analyze::server::reading::Reading;
-    use tokenscope_core::measure::prometheus::Scrape;
+    use tokenscope_measure::prometheus::Scrape;
     // Two slots, three requests: the third queues behind the first two.
     let sim = SimServer::new(SimConfig {
         max_batch: 2,

@@ -8,8 +8,8 @@
 
 use crate::model::WarningKind;
 use crate::model::{ClientReport, LevelReport, Source};
-use crate::render::fmt::{fmt_ms, fmt_rate};
 use crate::report::combined::{Finding, ReportInput, RuleId};
+use tokenscope_stats::fmt::{fmt_ms, fmt_rate};
 
 /// Every diagnosis rule, in the order shown. Each returns a finding only when its
 /// evidence is in the data.

@@ -12,8 +12,8 @@
 //! running requests is another figure: a server that batches fewer than the
 //! client sends queues the rest, and the client's load is still what it claims.
 
-use crate::measure::record::RequestRecord;
 use crate::model::{Load, ReachedLoad};
+use tokenscope_measure::record::RequestRecord;
 
 /// A level's requests' spans on the client's clock, round by round.
 #[derive(Debug, Clone, Default)]

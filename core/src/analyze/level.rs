@@ -15,10 +15,10 @@ use super::level_samples::LevelSamples;
 use super::long_run::{SnapAcc, drift, snapshots};
 use super::rounds::{RoundAcc, analyze_rounds};
 use crate::analyze::slo::Slo;
-use crate::analyze::stats::{self, Samples};
-use crate::measure::metrics::{MetricOptions, RequestMetrics};
-use crate::measure::record::{Outcome, PaintMethod, RequestRecord};
 use crate::model::{ConnectionCounts, LevelReport, Load, ReasoningDisplay, RunConfig, StallReport};
+use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
+use tokenscope_measure::record::{Outcome, PaintMethod, RequestRecord};
+use tokenscope_stats::stats::{self, Samples};
 
 pub use super::level_samples::{POSITION_BUCKETS, QUANTILE_POINTS};
 
@@ -451,8 +451,8 @@ fn push_samples(s: &mut Samples, x: Option<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::record::{ErrorKind, TimeoutPhase};
     use crate::testing;
+    use tokenscope_measure::record::{ErrorKind, TimeoutPhase};
 
     #[test]
     fn counts_add_up_and_throughput_uses_the_window() {
@@ -511,7 +511,7 @@ mod tests {
     #[test]
     #[cfg(feature = "server-view")]
     fn turns_and_the_prefix_cache_as_the_server_said() {
-        use crate::measure::openai::{PromptTokensDetails, ServerTimings};
+        use tokenscope_measure::openai::{PromptTokensDetails, ServerTimings};
         let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());
         let turn = |t0: f64, ttft: f64, turn: u32, prompt: u64, cached: Option<u64>| {
             let mut r = testing::record(t0, ttft, 10.0, 4);

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 
 use crate::analyze::slo::Slo;
-use crate::analyze::stats::{HistogramData, Samples, Summary};
 use crate::model::metric::{self, LevelValue};
 use crate::model::{LevelMetrics, PositionBucket, SloCheck};
+use tokenscope_stats::stats::{HistogramData, Samples, Summary};
 
 /// The one mapping from a registry key ([`crate::model::metric`]) to the
 /// collection that holds its samples: `slots!(self, &)` or `slots!(self, &mut)`.
@@ -291,7 +291,7 @@ fn nonempty(s: &Samples) -> Option<Summary> {
 }
 
 fn pct_key(pct: f64) -> Option<&'static str> {
-    crate::analyze::stats::QUANTILES
+    tokenscope_stats::stats::QUANTILES
         .iter()
         .find(|(_, q)| (q * 100.0 - pct).abs() < 1e-9)
         .map(|(k, _)| *k)

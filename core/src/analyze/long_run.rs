@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::analyze::stats::{self, LinearFit};
 use crate::model::metric::{TPOT_MS, TTFT_MS};
 use crate::model::{Drift, Snapshot};
+use tokenscope_stats::stats::{self, LinearFit};
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SnapAcc {

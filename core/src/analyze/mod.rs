@@ -1,22 +1,18 @@
 //! Analysing: from request records to level and sweep results, and from results to
 //! conclusions.
 //!
-//! - [`stats`]: summaries, percentiles, histograms, linear fits (pure maths);
 //! - [`level`]: one load level from its requests, with [`rounds`], [`long_run`]
 //!   (snapshots, drift) and [`turns`] (conversations, the prefix cache);
 //! - [`in_flight`]: the load a level really offered (requests in flight);
 //! - [`sweep`]: the knee and the SLO capacity across levels; [`slo`]: SLOs;
-//! - [`floor`]: model shapes, bytes per decode step and the bandwidth floor of TPOT;
 //! - [`verdict`] and [`diagnosis`]: the combined report's conclusions and the rules
 //!   whose findings quote their evidence;
 //! - [`server`]: the engine's and the GPU's `/metrics` read into series;
-//! - [`compare`]: whether a difference between two runs is real (intervals, verdicts),
-//!   on [`bootstrap`], the cluster bootstrap;
+//!
+//! The statistics they stand on are `tokenscope_stats`; the decode floor and model
+//! shapes are `tokenscope_hw::floor`.
 
-pub mod bootstrap;
-pub mod compare;
 pub mod diagnosis;
-pub mod floor;
 pub mod in_flight;
 pub mod level;
 pub mod level_samples;
@@ -24,7 +20,6 @@ pub mod long_run;
 pub mod rounds;
 pub mod server;
 pub mod slo;
-pub mod stats;
 pub mod sweep;
 #[cfg(feature = "server-view")]
 pub mod turns;

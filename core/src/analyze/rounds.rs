@@ -7,8 +7,8 @@
 //! (and, for latencies, at least 2 ms away from it, so sub-millisecond noise is not
 //! flagged). With 2 rounds the level is flagged when one is more than 2x the other.
 
-use crate::analyze::stats;
 use crate::model::{RoundReport, RoundSpread, Spread};
+use tokenscope_stats::stats;
 
 /// Minimum latency difference for a round to count as an outlier, ms.
 const ROUND_OUTLIER_FLOOR_MS: f64 = 2.0;

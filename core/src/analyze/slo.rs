@@ -10,9 +10,9 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::analyze::compare::min_samples;
-use crate::measure::metrics::RequestMetrics;
 use crate::model::metric::{self, Metric};
+use tokenscope_measure::metrics::RequestMetrics;
+use tokenscope_stats::compare::min_samples;
 
 /// A metric an SLO can bound: a registry entry whose `slo` is set
 /// ([`crate::model::metric::gateable`]); serialized as its key (`ttft_ms`).
@@ -307,8 +307,8 @@ mod tests {
 
     #[test]
     fn every_gateable_metric_is_parsed_and_checked() {
-        use crate::measure::metrics::{MetricOptions, RequestMetrics};
         use crate::model::metric::{METRICS, gateable};
+        use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
         // Every value 20 ms or more: ttft, tpot, each gap, the longest gap, the
         // paint (e2e: 80).
         let record = crate::testing::record(0.0, 20.0, 20.0, 4);

@@ -5,10 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::analyze::stats::Samples;
-use crate::measure::metrics::RequestMetrics;
-use crate::measure::record::RequestRecord;
 use crate::model::{PromptCache, TurnReport};
+use tokenscope_measure::metrics::RequestMetrics;
+use tokenscope_measure::record::RequestRecord;
+use tokenscope_stats::stats::Samples;
 
 /// One turn's requests within a level.
 #[derive(Debug, Clone)]

@@ -4,11 +4,11 @@
 //! notes carried from the runs. The diagnosis rules are [`super::diagnosis`].
 
 use super::diagnosis::diagnose;
-use crate::analyze::floor::{FLOOR_AT_READ, FLOOR_WITH_KERNELS};
-use crate::analyze::stats::Summary;
 use crate::model::{CapacityBound, ClientReport, LevelReport, Load, Source};
-use crate::render::fmt::{fmt_ms, fmt_rate, fmt_sig3};
 use crate::report::combined::{Combined, Comparison, FloorComparison, ReportInput, StageDelta};
+use tokenscope_hw::floor::{FLOOR_AT_READ, FLOOR_WITH_KERNELS};
+use tokenscope_stats::fmt::{fmt_ms, fmt_rate, fmt_sig3};
+use tokenscope_stats::stats::Summary;
 
 /// The level the verdict speaks about: SLO capacity, else the knee, else the highest load.
 fn headline_level(c: &ClientReport) -> Option<&LevelReport> {
@@ -56,12 +56,12 @@ pub fn analyze(input: &ReportInput) -> Combined {
 
 /// The model's KV-cache plan on the GPU, when the GPU's memory was given: the
 /// served weights' format, an f16 KV cache, vLLM's 0.9 of the memory.
-fn kv_plan(input: &ReportInput) -> Option<crate::analyze::floor::KvPlan> {
+fn kv_plan(input: &ReportInput) -> Option<tokenscope_hw::floor::KvPlan> {
     let m = input.model.as_ref()?;
     m.shape
-        .plan_kv(crate::analyze::floor::KvPlanInput {
+        .plan_kv(tokenscope_hw::floor::KvPlanInput {
             weights: m.quant,
-            kv_dtype: crate::analyze::floor::Quant::F16,
+            kv_dtype: tokenscope_hw::floor::Quant::F16,
             context: m.context,
             gpu_memory_bytes: m.gpu_memory_bytes?,
             utilization: 0.9,

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::load::{Load, is_zero};
+use super::is_zero;
+use super::load::Load;
 use super::server_view::LevelServer;
 #[cfg(feature = "server-view")]
 use crate::analyze::server::view::ServerLevel;
-use crate::analyze::stats::{LinearFit, Summary};
+use tokenscope_stats::stats::{LinearFit, Summary};
 
 /// Summaries of every per-request metric at one level (successful requests only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -382,12 +383,12 @@ pub struct LevelReport {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quantiles: BTreeMap<String, Vec<f64>>,
     /// A shard's samples, metric by metric, as HdrHistograms (3 significant
-    /// digits; [`crate::analyze::stats::HistogramData`]), so that `tokenscope
+    /// digits; [`tokenscope_stats::stats::HistogramData`]), so that `tokenscope
     /// merge` combines shards exactly within the histogram's precision without
     /// their raw files. Only shards' reports carry them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[cfg(feature = "server-view")]
-    pub histograms: BTreeMap<String, crate::analyze::stats::HistogramData>,
+    pub histograms: BTreeMap<String, tokenscope_stats::stats::HistogramData>,
     /// Per-minute snapshots (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]

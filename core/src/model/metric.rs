@@ -14,10 +14,10 @@
 //! definitions' text lives beside it in [`DEFINITIONS`], which only the
 //! renderers read.
 
-use crate::analyze::compare::Direction;
-use crate::analyze::stats::{Summary, percentile};
-use crate::measure::metrics::RequestMetrics;
 use crate::model::level::{LevelMetrics, LevelReport};
+use tokenscope_measure::metrics::RequestMetrics;
+use tokenscope_stats::compare::Direction;
+use tokenscope_stats::stats::{Summary, percentile};
 
 /// A metric's unit (its key ends with it: `_ms`, `_per_s`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@
 
 pub mod client;
 pub mod level;
-pub mod load;
+pub use tokenscope_workload::load;
 #[cfg(feature = "server-view")]
 pub mod merge;
 pub mod metric;
@@ -47,3 +47,8 @@ pub use run::{Environment, RunConfig, TokenCounting, TraceInfo};
 pub use server_view::NoServerView;
 pub use server_view::{LevelServer, RunServer};
 pub use warning::{ReportWarning, WarningKind};
+
+/// Serde: leave a zero count out.
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

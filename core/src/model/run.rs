@@ -3,13 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::load::{Arrival, Load, LoadMode, ReasoningDisplay, is_zero};
+use super::is_zero;
+use super::load::{Arrival, Load, LoadMode, ReasoningDisplay};
 #[cfg(feature = "server-view")]
 use super::merge::MergeInfo;
 use super::transport;
 use crate::analyze::slo::Slo;
-use crate::analyze::stats::Summary;
-use crate::measure::openai::Api;
+use tokenscope_measure::openai::Api;
+use tokenscope_stats::stats::Summary;
 
 /// How a run counted tokens for the prompts it built (`tokenscope bench
 /// --tokenizer`).
@@ -36,7 +37,7 @@ pub struct TraceInfo {
     /// The file (its name as given).
     pub file: String,
     /// Its format.
-    pub format: crate::workload::trace::TraceFormat,
+    pub format: tokenscope_workload::trace::TraceFormat,
     /// Requests replayed.
     pub requests: u64,
     /// Time compressed by this factor (`--trace-speed`).
@@ -95,7 +96,7 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub prompts_file: Option<String>,
-    /// The prompts file's prompt set, as sent ([`crate::workload::dataset::prompts_hash`]).
+    /// The prompts file's prompt set, as sent ([`tokenscope_workload::dataset::prompts_hash`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub prompts_hash: Option<String>,
@@ -192,12 +193,12 @@ pub struct RunConfig {
     /// The sessions' shape when the run sent conversations (`--conversation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
-    pub conversation: Option<crate::workload::conversation::Conversation>,
+    pub conversation: Option<tokenscope_workload::conversation::Conversation>,
     /// The run is one shard of a plan split over several load generators
     /// (`bench --shard K/N`): which, and the whole plan's levels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(feature = "server-view"), serde(skip))]
-    pub shard: Option<crate::workload::shard::ShardInfo>,
+    pub shard: Option<tokenscope_workload::shard::ShardInfo>,
 }
 
 impl RunConfig {
@@ -232,7 +233,7 @@ impl RunConfig {
             reasoning_display: None,
             timeout_s: 0.0,
             slos: Vec::new(),
-            stall_threshold_ms: crate::measure::metrics::DEFAULT_STALL_THRESHOLD_MS,
+            stall_threshold_ms: tokenscope_measure::metrics::DEFAULT_STALL_THRESHOLD_MS,
             seed: 0,
             snapshot_interval_s: None,
             sample_cap: None,

@@ -4,13 +4,13 @@
 //! quotes its evidence ([`crate::analyze::diagnosis`]), the native vs browser
 //! difference per stage, and the server's TPOT against the GPU's bandwidth floor.
 //! Rendered as Markdown or one self-contained HTML file by
-//! [`crate::render::combined`]; the web page shows the same analysis.
+//! `tokenscope_render::combined`; the web page shows the same analysis.
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyze::floor::{ModelShape, Quant};
 use crate::report::ClientReport;
 use crate::report::kernels::{FloorRow, KernelReport};
+use tokenscope_hw::floor::{ModelShape, Quant};
 
 /// The model being served, for the floor comparison.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,7 +193,7 @@ pub struct Combined {
     /// Notes on the inputs (missing pieces, warnings carried from the runs).
     pub notes: Vec<String>,
     /// The KV-cache plan of the model on the GPU, when its memory was given.
-    pub kv_plan: Option<crate::analyze::floor::KvPlan>,
+    pub kv_plan: Option<tokenscope_hw::floor::KvPlan>,
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! compatibility check first (what differs between the runs besides the change
 //! under test), then each level matched by its load, and per metric the two
 //! values, the difference, its 95% interval and a verdict
-//! ([`crate::analyze::compare`]). Per-request samples come from the runs' raw
+//! ([`tokenscope_stats::compare`]). Per-request samples come from the runs' raw
 //! files; without them the stored summaries are compared, with no interval.
 
 use std::collections::BTreeMap;
@@ -12,16 +12,16 @@ use serde::{Deserialize, Serialize};
 use super::kernels::KernelReport;
 use super::raw::RawFile;
 use super::{ClientReport, LevelReport};
-use crate::analyze::compare::{
-    Difference, Direction, Interval, RoundsDiff, Verdict, holm, min_samples, proportion_diff,
-    rounds_diff, verdict, welch_diff,
-};
 use crate::analyze::level::LevelOptions;
-use crate::measure::metrics::RequestMetrics;
-use crate::measure::record::Outcome;
 use crate::model::metric::{
     self, E2E_MS, ERROR_RATE, GOODPUT_FRACTION, ITL_MS, Metric, OUTPUT_TOKENS_PER_S,
     RENDERED_TTFT_MS, TIMEOUT_RATE, TPOT_MS, TTFT_MS,
+};
+use tokenscope_measure::metrics::RequestMetrics;
+use tokenscope_measure::record::Outcome;
+use tokenscope_stats::compare::{
+    Difference, Direction, Interval, RoundsDiff, Verdict, holm, min_samples, proportion_diff,
+    rounds_diff, verdict, welch_diff,
 };
 
 /// The comparison's schema.
@@ -43,7 +43,7 @@ impl Default for CompareOptions {
     fn default() -> Self {
         Self {
             min_change: 0.02,
-            resamples: crate::analyze::compare::DEFAULT_RESAMPLES,
+            resamples: tokenscope_stats::compare::DEFAULT_RESAMPLES,
             seed: 1,
         }
     }
@@ -265,7 +265,7 @@ pub(crate) fn too_few(metric: &str, p: &str, q: f64, counts: [usize; 2]) -> Stri
     let what = if per_gap { "gaps" } else { "requests" };
     let need = min_samples(q);
     format!(
-        "{} {what} (base) and {} (new): a {p} needs {need} in each (core::analyze::compare::min_samples): {}",
+        "{} {what} (base) and {} (new): a {p} needs {need} in each (tokenscope_stats::compare::min_samples): {}",
         counts[0],
         counts[1],
         if per_gap {

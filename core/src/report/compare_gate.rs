@@ -6,7 +6,7 @@
 use super::compare::{
     Cell, Comparison, METRIC_NAMES, RunVsBase, TermOutcome, TermStatus, known_metric,
 };
-use crate::analyze::compare::Verdict;
+use tokenscope_stats::compare::Verdict;
 
 /// A CI gate's threshold (`--fail-on ttft_ms:p95:+5%,error_rate:+1pp,out_tok_s:-3%`):
 /// a metric, the direction and size of change that fails.
@@ -285,7 +285,7 @@ pub fn exit_status(terms: &[TermOutcome], allow_unevaluated: bool) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::compare::{Direction, Interval};
+    use tokenscope_stats::compare::{Direction, Interval};
 
     fn cell(metric: &str, base: f64, new: f64, lo: f64, hi: f64) -> Cell {
         Cell {
@@ -396,7 +396,7 @@ mod tests {
         assert_eq!(p95.status, TermStatus::NotEvaluable);
         let why = p95.reason.as_deref().unwrap();
         assert!(
-            why.contains("24 requests (base) and 24 (new): a p95 needs 100 in each (core::analyze::compare::min_samples)")
+            why.contains("24 requests (base) and 24 (new): a p95 needs 100 in each (tokenscope_stats::compare::min_samples)")
                 && why.contains("--requests 100"),
             "{why}"
         );

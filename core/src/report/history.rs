@@ -14,9 +14,9 @@ use super::LevelReport;
 use super::compare::{
     CompareOptions, CompareRun, LevelSamples, PERCENTILES, better, compare, samples, stored,
 };
-use crate::analyze::compare::{Direction, Interval, Verdict, bootstrap_one, wilson};
-use crate::analyze::stats::t_critical_95;
 use crate::model::metric::{self, OUTPUT_TOKENS_PER_S};
+use tokenscope_stats::compare::{Direction, Interval, Verdict, bootstrap_one, wilson};
+use tokenscope_stats::stats::t_critical_95;
 
 /// The history's schema.
 pub const HISTORY_SCHEMA: &str = "tokenscope.history/1";
@@ -333,7 +333,7 @@ mod tests {
         let week = |n: usize, ttft: f64| {
             let turns: Vec<StoredTurn> = (0..n)
                 .map(|i| {
-                    let mut turn = crate::rum::tests::turn();
+                    let mut turn = crate::testing::rum_turn();
                     turn.started_unix_ms += i as f64 * 60_000.0;
                     turn.ms.first_chunk = Some(ttft);
                     StoredTurn {

@@ -1,7 +1,7 @@
 //! Shards' reports merged into the one report a single client sending all their
 //! requests would have written (`tokenscope merge`).
 //!
-//! The shards must be every part of one plan ([`crate::workload::shard`]): the
+//! The shards must be every part of one plan ([`tokenscope_workload::shard`]): the
 //! same count, each index once, the same configuration apart from each shard's
 //! parts of the levels and counts. Then, level by level:
 //! - **from raw files** (every shard's given): the shards' requests, moved onto
@@ -35,8 +35,8 @@ use super::{
     RunConfig, WarningKind,
 };
 use crate::analyze::level_samples::{LevelSamples, SamplesError};
-use crate::analyze::stats;
-use crate::workload::shard::ShardInfo;
+use tokenscope_stats::stats;
+use tokenscope_workload::shard::ShardInfo;
 
 pub use crate::model::{MergeInfo, MergeMethod};
 

@@ -3,9 +3,9 @@
 //! that differ, percentiles from histograms. The warning types are the result
 //! model's ([`crate::model::warning`]), re-exported here.
 
-use crate::analyze::stats::Summary;
 use crate::model::LevelReport;
 pub use crate::model::{ReportWarning, WarningKind};
+use tokenscope_stats::stats::Summary;
 
 /// Event-loop lag above which a run's numbers are called client-bound (p99, ms):
 /// the native client's runtime and the page's main thread alike.

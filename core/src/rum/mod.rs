@@ -426,49 +426,9 @@ pub fn browser_family(user_agent: &str) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    pub(crate) fn turn() -> Turn {
-        Turn {
-            route: "/v1/chat/completions".into(),
-            started_unix_ms: 1.7e12,
-            ms: TurnTimes {
-                headers: Some(40.0),
-                first_byte: Some(41.0),
-                first_chunk: Some(41.0),
-                first_dom: Some(42.0),
-                first_paint: Some(55.0),
-                last_chunk: Some(400.0),
-                last_paint: Some(410.0),
-                last_byte: Some(401.0),
-            },
-            chunks: 20,
-            events: 22,
-            chars: 300,
-            paints: 18,
-            chunks_merged: 2,
-            stalls_250: 0,
-            stalls_500: 0,
-            stalls_1000: 0,
-            longest_gap_ms: 30.0,
-            longest_paint_gap_ms: 33.0,
-            outcome: Outcome::Complete,
-            error_kind: None,
-            hidden: false,
-            restored: false,
-            paint_method: "raf+task".into(),
-            output_tokens: Some(20),
-            input_tokens: None,
-            clamped: 0,
-            chunk_ms: Vec::new(),
-            server_prefill_ms: None,
-            input_to_fetch_ms: None,
-            long_frames: 0,
-            blocking_ms: 0.0,
-            weight: 1.0,
-        }
-    }
+    use crate::testing::rum_turn as turn;
 
     #[test]
     fn a_valid_turn_passes_and_each_bad_field_is_named() {

@@ -14,13 +14,13 @@
 //! would be too narrow, so it compares their summaries without intervals.
 
 use crate::analyze::level::{LevelAccumulator, LevelOptions};
-use crate::measure::openai::{ServerTimings, Usage};
-use crate::measure::record::{ErrorKind, Outcome as RecordOutcome, PaintMethod, RequestRecord};
 use crate::model::{
     CLIENT_SCHEMA, ClientReport, Environment, Load, LoadMode, ReportWarning, RumLevel, RunConfig,
     Source, SweepReport, TtftSplit, WarningKind,
 };
 use crate::report::raw::{Phase, RawLine};
+use tokenscope_measure::openai::{ServerTimings, Usage};
+use tokenscope_measure::record::{ErrorKind, Outcome as RecordOutcome, PaintMethod, RequestRecord};
 
 use super::summary::{StoredTurn, groups};
 use super::{Outcome, Turn};
@@ -342,7 +342,7 @@ mod tests {
     use super::*;
 
     fn stored(route: &str, browser: &str, first_chunk: f64, weight: f64) -> StoredTurn {
-        let mut turn = crate::rum::tests::turn();
+        let mut turn = crate::testing::rum_turn();
         turn.route = route.into();
         turn.started_unix_ms = 1.7e12 + first_chunk * 1000.0;
         turn.ms.headers = Some(first_chunk - 1.0);

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::{Outcome, Turn};
-use crate::analyze::stats::weighted_quantile;
+use tokenscope_stats::stats::weighted_quantile;
 
 /// A stored turn with what the collector added.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,10 +153,10 @@ pub fn groups(turns: &[StoredTurn]) -> Vec<(String, Vec<&StoredTurn>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Rng;
+    use tokenscope_stats::rng::Rng;
 
     fn stored(first_chunk: f64, paint: f64, weight: f64) -> StoredTurn {
-        let mut turn = crate::rum::tests::turn();
+        let mut turn = crate::testing::rum_turn();
         turn.ms.first_chunk = Some(first_chunk);
         turn.ms.first_dom = Some(first_chunk);
         turn.ms.first_paint = Some(paint);

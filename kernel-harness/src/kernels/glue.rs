@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 use crate::arena::Slice;
 use crate::context::GpuContext;

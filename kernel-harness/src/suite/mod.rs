@@ -2,8 +2,8 @@
 //! synthetic decode step and the decode floor, assembled into a
 //! `tokenscope.kernels/1` report.
 
-use tokenscope_core::analyze::floor::{ModelShape, Quant};
 use tokenscope_core::report::kernels::{KernelReport, RunEnvironment};
+use tokenscope_hw::floor::{ModelShape, Quant};
 
 use crate::context::GpuContext;
 use crate::timing::TimingOptions;
@@ -211,7 +211,7 @@ impl SuiteConfig {
     pub fn for_file(
         &mut self,
         gemvs: Vec<FileGemv>,
-        model: &tokenscope_core::gguf::GgufModel,
+        model: &tokenscope_hw::gguf::GgufModel,
         only: &[KernelGroup],
     ) {
         self.file_gemvs = gemvs;
@@ -285,7 +285,7 @@ impl SuiteConfig {
             }],
             attention_dtypes: vec![Quant::F16, Quant::F32],
             attention_contexts: vec![512, 2048, 8192, 32768],
-            models: presets(&tokenscope_core::analyze::floor::preset_names()),
+            models: presets(&tokenscope_hw::floor::preset_names()),
             quants: vec![Quant::F16, Quant::Q8_0, Quant::Q4_0],
             contexts: vec![4096, 32768],
             kv_dtype: Quant::F16,

@@ -88,7 +88,7 @@ fn summarise_rounds<V: Copy>(rounds: &[(V, Vec<f64>)]) -> (Vec<(V, f64)>, Option
     let mut finals = Vec::new();
     let mut spread: Option<f64> = None;
     for (v, times) in rounds {
-        let Some(med) = tokenscope_core::analyze::stats::median(times) else {
+        let Some(med) = tokenscope_stats::stats::median(times) else {
             continue;
         };
         finals.push((*v, med));

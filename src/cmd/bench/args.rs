@@ -424,6 +424,6 @@ pub struct BenchArgs {
 
     /// Exact samples kept per metric and level; past it, percentiles come from an
     /// HdrHistogram (3 significant digits) so memory stays flat on long runs.
-    #[arg(long, default_value_t = tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP, hide = true)]
+    #[arg(long, default_value_t = tokenscope_stats::stats::DEFAULT_SAMPLE_CAP, hide = true)]
     pub sample_cap: usize,
 }

@@ -6,19 +6,19 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokenscope_core::analyze::slo::Slo;
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::parse::parse_arrival;
 use tokenscope_core::report::TraceInfo;
-use tokenscope_core::workload::conversation::Conversation;
-use tokenscope_core::workload::shard::Shard;
-use tokenscope_core::workload::tokens::Tier;
-use tokenscope_core::workload::trace::Trace;
+use tokenscope_measure::openai::Api;
+use tokenscope_workload::conversation::Conversation;
+use tokenscope_workload::load::parse_arrival;
+use tokenscope_workload::shard::Shard;
+use tokenscope_workload::tokens::Tier;
+use tokenscope_workload::trace::Trace;
 
 use crate::engine::{self, BenchConfig, InputLength, LoadPlan, PerLevel, Prompts, TokenizerChoice};
 use crate::util::{
     Secret, parse_base_url, parse_duration, parse_duration_or_zero, parse_f64_list, parse_u32_list,
 };
-use tokenscope_core::workload::dataset::{Dataset, DatasetPrompt};
+use tokenscope_workload::dataset::{Dataset, DatasetPrompt};
 
 use super::args::{ApiArg, BenchArgs};
 use super::plan::{Outputs, Plan};
@@ -28,7 +28,7 @@ fn flag<T>(name: &str, r: Result<T, String>) -> anyhow::Result<T> {
 }
 
 /// Read `--prompts`: JSON Lines of prompts or conversations, or ShareGPT
-/// (`core::workload::dataset`), `--sample N` of them picked with `--seed`.
+/// (`tokenscope_workload::dataset`), `--sample N` of them picked with `--seed`.
 pub fn read_prompts(
     path: &Path,
     sample: Option<usize>,
@@ -346,7 +346,7 @@ impl BenchArgs {
             shard: None,
             start_at: match (&self.start_at, &self.start_after) {
                 (Some(t), _) => Some((
-                    flag("start-at", tokenscope_core::parse::rfc3339_ms(t))?,
+                    flag("start-at", tokenscope_measure::parse::rfc3339_ms(t))?,
                     t.clone(),
                 )),
                 (None, Some(d)) => {
@@ -428,8 +428,7 @@ fn say_request_counts(cfg: &BenchConfig) {
     if matches!(cfg.per_level, PerLevel::Auto)
         && cfg.shard.is_none()
         && cfg.load.loads().iter().any(|&l| {
-            tokenscope_core::workload::plan::default_round_requests(l) * u64::from(cfg.rounds)
-                < need
+            tokenscope_workload::plan::default_round_requests(l) * u64::from(cfg.rounds) < need
         })
     {
         eprintln!(
@@ -458,13 +457,13 @@ fn metrics_url(s: &str) -> Result<reqwest::Url, String> {
     let mut u = reqwest::Url::parse(s.trim()).map_err(|e| {
         format!(
             "{:?} is not auto, none or a URL ({e})",
-            tokenscope_core::parse::redact_url(s)
+            tokenscope_measure::parse::redact_url(s)
         )
     })?;
     if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
         return Err(format!(
             "{} is not an http(s) URL",
-            tokenscope_core::parse::redact_url(s)
+            tokenscope_measure::parse::redact_url(s)
         ));
     }
     if u.path() == "/" {

@@ -13,10 +13,10 @@ mod say;
 
 use std::process::ExitCode;
 
-use tokenscope_core::render;
-use tokenscope_core::render::tiers;
 use tokenscope_core::report::ClientReport;
-use tokenscope_core::workload::tokens::Tier;
+use tokenscope_render as render;
+use tokenscope_render::tiers;
+use tokenscope_workload::tokens::Tier;
 
 use crate::engine::{self, InputLength};
 
@@ -248,6 +248,6 @@ fn tier_summary(done: &[(Tier, ClientReport)]) -> String {
     let (headers, rows) = tiers::tier_rows(&labelled);
     format!(
         "\nall tiers (ms):\n{}",
-        tokenscope_core::render::table::text_table(&headers, &rows)
+        tokenscope_render::table::text_table(&headers, &rows)
     )
 }

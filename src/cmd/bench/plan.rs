@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use tokenscope_core::render;
 use tokenscope_core::report::ClientReport;
-use tokenscope_core::workload::tokens::Tier;
+use tokenscope_render as render;
+use tokenscope_workload::tokens::Tier;
 
 use crate::engine::{BenchConfig, Prompts};
 
@@ -33,7 +33,7 @@ pub struct QualityPlan {
     /// The settings (`--ref` is `--quality`, `--cand` the bench's URL).
     pub args: crate::cmd::quality::QualityArgs,
     /// `--fail-on`.
-    pub gates: Vec<tokenscope_core::quality::report::Gate>,
+    pub gates: Vec<tokenscope_quality::report::Gate>,
     /// Where the report goes: `X.quality.json` beside `--json X.json`.
     pub json: Option<PathBuf>,
 }
@@ -44,7 +44,7 @@ impl std::fmt::Debug for QualityPlan {
         f.debug_struct("QualityPlan")
             .field(
                 "reference",
-                &tokenscope_core::parse::redact_url(&self.args.reference),
+                &tokenscope_measure::parse::redact_url(&self.args.reference),
             )
             .field("gates", &self.gates)
             .field("json", &self.json)
@@ -78,7 +78,7 @@ pub fn quality_path(report: &Path) -> PathBuf {
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    report.with_file_name(tokenscope_core::page::compare::quality_name(&name))
+    report.with_file_name(tokenscope_render::page::compare::quality_name(&name))
 }
 
 /// `report.json` -> `report.in256-out128.json`; a raw file keeps its
@@ -212,7 +212,7 @@ impl Outputs {
     /// The raw file of a results folder, beside `report.json` under the name
     /// `compare` and `report` look for (`page::compare::raw_names`).
     pub(super) fn raw_in_folder(dir: &Path) -> PathBuf {
-        dir.join(&tokenscope_core::page::compare::raw_names("report.json")[0])
+        dir.join(&tokenscope_render::page::compare::raw_names("report.json")[0])
     }
 
     /// The files written, for the closing lines.

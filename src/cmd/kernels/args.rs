@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::builder::TypedValueParser as _;
 use kernel_harness::BackendChoice;
 use kernel_harness::suite::KernelGroup;
-use tokenscope_core::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 /// Options of `tokenscope kernels`.
 #[derive(Debug, clap::Args)]
@@ -113,7 +113,7 @@ pub struct KernelsArgs {
     #[arg(long)]
     pub tune: bool,
     /// Time for the whole --tune search [default: 180s; --quick: 20s].
-    #[arg(long, value_name = "DURATION", value_parser = tokenscope_core::parse::parse_duration, requires = "tune")]
+    #[arg(long, value_name = "DURATION", value_parser = tokenscope_measure::parse::parse_duration, requires = "tune")]
     pub tune_budget: Option<std::time::Duration>,
     /// The tuning file to read (or, with --tune, to write) [default: one per adapter
     /// under the user's cache directory, ~/.cache/tokenscope/tuning/].

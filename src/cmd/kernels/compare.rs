@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use tokenscope_core::render::kernels::{compare_html, compare_markdown, compare_text};
 use tokenscope_core::report::kernels::{
     GateOutcome, KernelCompareOptions, KernelGate, KernelReport, SCHEMA_PREFIX, compare_kernels,
     judge,
 };
+use tokenscope_render::kernels::{compare_html, compare_markdown, compare_text};
 
 use crate::cmd::runs::{OutputArgs, StatsArgs};
 

@@ -17,11 +17,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
 use kernel_harness::suite::{self, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, GpuContext, HarnessError};
-use tokenscope_core::analyze::floor::{ModelShape, Quant, preset_names};
-use tokenscope_core::gguf::GgufModel;
-use tokenscope_core::render::kernels::mib_label;
-use tokenscope_core::render::table::{Align, text_table_with};
 use tokenscope_core::report::kernels::{GgufReport, KernelReport};
+use tokenscope_hw::floor::{ModelShape, Quant, preset_names};
+use tokenscope_hw::gguf::GgufModel;
+use tokenscope_render::kernels::mib_label;
+use tokenscope_render::table::{Align, text_table_with};
 
 pub use args::KernelsArgs;
 use tuning::tuning;
@@ -53,7 +53,7 @@ pub fn run(mut args: KernelsArgs) -> anyhow::Result<ExitCode> {
     };
     let gpu_memory_bytes = match &args.gpu_memory {
         Some(m) => Some(
-            tokenscope_core::parse::parse_bytes(m)
+            tokenscope_measure::parse::parse_bytes(m)
                 .map_err(|e| anyhow::anyhow!("--gpu-memory {e}"))?,
         ),
         None => None,
@@ -78,7 +78,7 @@ pub fn run(mut args: KernelsArgs) -> anyhow::Result<ExitCode> {
         for_file(&mut cfg, &args, file, model);
         print!(
             "{}",
-            tokenscope_core::render::kernels::gguf_file_text(&file_section(file, model, &cfg))
+            tokenscope_render::kernels::gguf_file_text(&file_section(file, model, &cfg))
         );
     }
     cfg.fit_to(&ctx);
@@ -100,7 +100,7 @@ pub fn run(mut args: KernelsArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         write_report(path, &report)?;
     }
-    print!("{}", tokenscope_core::render::kernels::text(&report));
+    print!("{}", tokenscope_render::kernels::text(&report));
     if let Some(bytes) = gpu_memory_bytes {
         print!("\n{}", kv_plans(&plan_models, &report, bytes));
     }
@@ -161,7 +161,7 @@ fn kv_plans(models: &[ModelShape], report: &KernelReport, gpu_memory_bytes: u64)
     for m in models {
         for quant in &report.config.quants {
             for context in &report.config.contexts {
-                if let Ok(p) = m.plan_kv(tokenscope_core::analyze::floor::KvPlanInput {
+                if let Ok(p) = m.plan_kv(tokenscope_hw::floor::KvPlanInput {
                     weights: *quant,
                     kv_dtype: Quant::F16,
                     context: *context,
@@ -174,7 +174,7 @@ fn kv_plans(models: &[ModelShape], report: &KernelReport, gpu_memory_bytes: u64)
             }
         }
     }
-    tokenscope_core::render::kv_plan::summary_text(&plans)
+    tokenscope_render::kv_plan::summary_text(&plans)
 }
 
 fn no_adapter(e: HarnessError) -> anyhow::Error {

@@ -166,7 +166,7 @@ impl QualityArgs {
 impl std::fmt::Debug for QualityArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the keys.
-        let shown = |u: &str| tokenscope_core::parse::redact_url(u);
+        let shown = |u: &str| tokenscope_measure::parse::redact_url(u);
         f.debug_struct("QualityArgs")
             .field("reference", &shown(&self.reference))
             .field("candidate", &self.candidate.as_deref().map(shown))

@@ -1,17 +1,17 @@
 //! The measurement's files and servers: the settings read (a golden reference,
-//! `--text`, `--tasks-file`) into `core::quality::run`'s plan, the servers over
+//! `--text`, `--tasks-file`) into `tokenscope_quality::run`'s plan, the servers over
 //! HTTP, the reference kept as a golden file before the candidate runs.
 
 use std::path::Path;
 
 use anyhow::Context as _;
-use tokenscope_core::parse::parse_base_url;
-use tokenscope_core::quality::golden::Golden;
-use tokenscope_core::quality::report::QualityReport;
-use tokenscope_core::quality::run::{self, Plan, Reference};
-use tokenscope_core::quality::sample::probe_prompts;
-use tokenscope_core::quality::tasks::{builtin, import_jsonl};
-use tokenscope_core::quality::teacher;
+use tokenscope_measure::parse::parse_base_url;
+use tokenscope_quality::golden::Golden;
+use tokenscope_quality::report::QualityReport;
+use tokenscope_quality::run::{self, Plan, Reference};
+use tokenscope_quality::sample::probe_prompts;
+use tokenscope_quality::tasks::{builtin, import_jsonl};
+use tokenscope_quality::teacher;
 
 use super::args::QualityArgs;
 use super::server::{connections, server};

@@ -1,7 +1,7 @@
 //! `tokenscope quality`: is the candidate server still the same model as the
 //! reference? The same seeded prompts to both at temperature 0 with top-k
 //! log-probabilities; behaviour and distribution compared token by token
-//! (`core::quality`), at each concurrency; the reference against itself as the
+//! (`tokenscope_quality`), at each concurrency; the reference against itself as the
 //! noise floor; a golden file to keep a reference; a CI gate.
 
 mod args;
@@ -11,8 +11,8 @@ mod server;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use tokenscope_core::parse::parse_u32_list;
-use tokenscope_core::quality::report::{Gate, QualityReport};
+use tokenscope_measure::parse::parse_u32_list;
+use tokenscope_quality::report::{Gate, QualityReport};
 
 pub use args::QualityArgs;
 pub use server::same_origin;
@@ -33,7 +33,7 @@ pub fn run(args: QualityArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         write_json(&report, path, "--json")?;
     }
-    print!("{}", tokenscope_core::render::quality::text(&report));
+    print!("{}", tokenscope_render::quality::text(&report));
     Ok(judge_with(&report, &gates, args.allow_unevaluated))
 }
 
@@ -161,12 +161,12 @@ pub fn read_report(path: &std::path::Path, flag: &str) -> anyhow::Result<Quality
         .with_context(|| format!("{flag} {}: cannot read the file", path.display()))?;
     let report: QualityReport = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{flag} {}: not a quality report ({e})", path.display()))?;
-    if report.schema != tokenscope_core::quality::report::SCHEMA {
+    if report.schema != tokenscope_quality::report::SCHEMA {
         anyhow::bail!(
             "{flag} {}: schema {:?}, expected {}",
             path.display(),
             report.schema,
-            tokenscope_core::quality::report::SCHEMA
+            tokenscope_quality::report::SCHEMA
         );
     }
     Ok(report)

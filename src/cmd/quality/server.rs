@@ -1,10 +1,10 @@
-//! The checks' requests over HTTP: [`Http`] carries `core::quality::session`'s
+//! The checks' requests over HTTP: [`Http`] carries `tokenscope_quality::session`'s
 //! requests over a client from the one factory ([`crate::http_client`]), with
 //! the connection options the user gave (the key never in an error), and says
 //! progress on stderr. [`connections`] decides which options each server gets.
 
 use serde_json::Value;
-use tokenscope_core::quality::session::{Server, Transport};
+use tokenscope_quality::session::{Server, Transport};
 
 use super::args::QualityArgs;
 use crate::http_client::tls::tls_problem;
@@ -46,7 +46,7 @@ impl Connections {
 /// same server or gateway, which may be given what the other is.
 pub fn same_origin(a: &str, b: &str) -> bool {
     let origin = |u: &str| {
-        tokenscope_core::parse::parse_base_url(u)
+        tokenscope_measure::parse::parse_base_url(u)
             .ok()
             .map(|b| b.origin())
     };
@@ -124,7 +124,7 @@ pub(super) fn server(
         .unwrap_or_else(|| "the server".to_owned());
     let http = Http {
         client,
-        shown: tokenscope_core::parse::redact_url(url),
+        shown: tokenscope_measure::parse::redact_url(url),
         host,
     };
     Server::new(url, http).map_err(|e| anyhow::anyhow!("{e}"))

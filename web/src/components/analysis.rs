@@ -7,8 +7,8 @@
 //! which the page shows above it), and "Export combined report" saves
 //! `render::combined::html`.
 
-use tokenscope_core::analyze::floor::{Quant, preset_names};
-use tokenscope_core::page::report::{ModelPick, Rendered, ReportRequest};
+use tokenscope_hw::floor::{Quant, preset_names};
+use tokenscope_render::page::report::{ModelPick, Rendered, ReportRequest};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -205,7 +205,7 @@ fn model_fields(model: &UseStateHandle<ModelForm>) -> Html {
         Callback::from(move |e: Event| {
             let i: HtmlInputElement = e.target_unchecked_into();
             let text = i.value().trim().to_owned();
-            let bytes = tokenscope_core::parse::parse_bytes(&text).ok();
+            let bytes = tokenscope_measure::parse::parse_bytes(&text).ok();
             model.set(ModelForm {
                 gpu_memory: (text, bytes),
                 ..(*model).clone()

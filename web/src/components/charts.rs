@@ -4,9 +4,9 @@
 //! timeline.
 
 use tokenscope_core::analyze::slo::Slo;
-use tokenscope_core::measure::record::RequestRecord;
-use tokenscope_core::render::charts;
 use tokenscope_core::report::{Knee, LevelReport};
+use tokenscope_measure::record::RequestRecord;
+use tokenscope_render::charts;
 use yew::prelude::*;
 
 use crate::services::runner::PageRecord;

@@ -5,7 +5,7 @@
 //! the module cannot load, restores the view's `data-run-state` when it is shown
 //! again, and hands each finished run's report to the Analysis.
 
-use tokenscope_core::page::gpu::GpuViewSettings;
+use tokenscope_render::page::gpu::GpuViewSettings;
 use yew::prelude::*;
 
 use crate::services::{browser, gpu};

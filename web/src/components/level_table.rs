@@ -2,9 +2,9 @@
 //! and the TTFT stage breakdown. Figures are read from core's `LevelReport`s and
 //! formatted with core's `fmt_ms`; nothing is computed here.
 
-use tokenscope_core::analyze::stats::Summary;
-use tokenscope_core::render::fmt::{fmt_ms, fmt_rate};
 use tokenscope_core::report::LevelReport;
+use tokenscope_stats::fmt::{fmt_ms, fmt_rate};
+use tokenscope_stats::stats::Summary;
 use yew::prelude::*;
 
 use crate::state::Shared;

@@ -1,7 +1,7 @@
 //! The settings form. Every field carries its URL query name and goes through
 //! [`Settings::set`], so the form and the URL share one parser and one validation.
 
-use tokenscope_core::page::transport::{
+use tokenscope_render::page::transport::{
     MIXED_CONTENT, header_name_problem, is_mixed_content, parse_header_lines,
 };
 use wasm_bindgen::JsCast;

@@ -5,8 +5,8 @@
 //! prints), each tier's report to export, and `#tiers-json` (every tier's report,
 //! in order) for automation. The page shows the last tier's report above.
 
-use tokenscope_core::render::tiers::tier_rows;
 use tokenscope_core::report::ClientReport;
+use tokenscope_render::tiers::tier_rows;
 use yew::prelude::*;
 
 use crate::services::browser;

@@ -95,7 +95,7 @@ pub fn resource_timing_of(url: &str, t_send_ms: f64) -> Option<super::exchange::
             request_start_ms: Some(e.request_start()).filter(|t| *t > 0.0),
             response_start_ms: Some(e.response_start()).filter(|t| *t > 0.0),
             protocol: Some(e.next_hop_protocol()).filter(|p| !p.is_empty()),
-            connection: tokenscope_core::page::transport::ConnectTiming {
+            connection: tokenscope_render::page::transport::ConnectTiming {
                 domain_lookup_start: e.domain_lookup_start(),
                 domain_lookup_end: e.domain_lookup_end(),
                 connect_start: e.connect_start(),

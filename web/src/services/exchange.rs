@@ -8,8 +8,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::measure::record::ErrorKind;
+use tokenscope_measure::openai::Api;
+use tokenscope_measure::record::ErrorKind;
 
 /// A boxed, single-threaded future.
 pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -83,6 +83,6 @@ pub struct ResourceTiming {
     pub protocol: Option<String>,
     /// The connection it went over (core's [`ConnectTiming::connection`]).
     ///
-    /// [`ConnectTiming::connection`]: tokenscope_core::page::transport::ConnectTiming::connection
-    pub connection: Option<tokenscope_core::measure::record::ConnectionUse>,
+    /// [`ConnectTiming::connection`]: tokenscope_render::page::transport::ConnectTiming::connection
+    pub connection: Option<tokenscope_measure::record::ConnectionUse>,
 }

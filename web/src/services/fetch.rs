@@ -9,7 +9,7 @@
 //! `reset`.
 
 use js_sys::{Reflect, Uint8Array};
-use tokenscope_core::measure::record::ErrorKind;
+use tokenscope_measure::record::ErrorKind;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -224,7 +224,7 @@ impl FetchTarget {
             .map_err(|e| {
                 format!(
                     "no response from {} ({})",
-                    tokenscope_core::parse::redact_url(url),
+                    tokenscope_measure::parse::redact_url(url),
                     js_error_text(&e)
                 )
             })?
@@ -232,7 +232,7 @@ impl FetchTarget {
         if !resp.ok() {
             return Err(format!(
                 "{} answered HTTP {}",
-                tokenscope_core::parse::redact_url(url),
+                tokenscope_measure::parse::redact_url(url),
                 resp.status()
             ));
         }

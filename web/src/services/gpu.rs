@@ -4,7 +4,7 @@
 //! weighs on the first load. The page hands it an element to render the view into
 //! (`mount_view`) and takes back each finished run's report JSON.
 
-use tokenscope_core::page::gpu::GpuViewSettings;
+use tokenscope_render::page::gpu::GpuViewSettings;
 use wasm_bindgen::prelude::*;
 
 use crate::services::fetch::js_error_text;

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, Reflect};
-use tokenscope_core::measure::record::PaintMethod;
+use tokenscope_measure::record::PaintMethod;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Document, Element, Text};

@@ -1,13 +1,13 @@
 //! The page's side of the report module: `web-report/` (core's verdict, diagnosis
 //! and combined-report renderer) is a wasm of its own that `boot.js` imports only
 //! when asked (`window.tokenscopeReport()`), so none of it weighs on the first
-//! load. The two talk in the JSON shapes of `tokenscope_core::page::report` (the
-//! analysis) and `tokenscope_core::page::scrape` (a run's scrapes, read there).
+//! load. The two talk in the JSON shapes of `tokenscope_render::page::report` (the
+//! analysis) and `tokenscope_render::page::scrape` (a run's scrapes, read there).
 
 use js_sys::{Function, Promise, Reflect};
-use tokenscope_core::page::gpu::KernelsRead;
-use tokenscope_core::page::report::{Rendered, ReportRequest};
-use tokenscope_core::page::scrape::{ReadScrape, TakenScrape};
+use tokenscope_render::page::gpu::KernelsRead;
+use tokenscope_render::page::report::{Rendered, ReportRequest};
+use tokenscope_render::page::scrape::{ReadScrape, TakenScrape};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
@@ -85,8 +85,8 @@ pub async fn read_scrapes(taken: &[TakenScrape]) -> Result<Vec<ReadScrape>, Stri
 /// A prompts file or a trace prepared by the module (the CLI's parsers): every
 /// body to send.
 pub async fn prepare_workload(
-    request: &tokenscope_core::page::workload::WorkloadRequest,
-) -> Result<tokenscope_core::page::workload::PreparedWorkload, String> {
+    request: &tokenscope_render::page::workload::WorkloadRequest,
+) -> Result<tokenscope_render::page::workload::PreparedWorkload, String> {
     let request = serde_json::to_string(request).map_err(|e| e.to_string())?;
     let text = call("prepare_workload", &request).await?;
     // Through `serde_json::Value`, as `ClientReport::from_json` reads: the

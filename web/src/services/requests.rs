@@ -7,10 +7,10 @@
 
 use std::cell::Cell;
 
-use tokenscope_core::measure::openai::{RequestSpec, request_body};
-use tokenscope_core::page::workload::PreparedWorkload;
-use tokenscope_core::workload::conversation::History;
-use tokenscope_core::workload::prompts::{approx_spec_tokens, exact_prompt, synthetic_prompt};
+use tokenscope_measure::openai::{RequestSpec, request_body};
+use tokenscope_render::page::workload::PreparedWorkload;
+use tokenscope_workload::conversation::History;
+use tokenscope_workload::prompts::{approx_spec_tokens, exact_prompt, synthetic_prompt};
 
 use super::exchange::Prepared;
 use super::tokens::PageTokens;

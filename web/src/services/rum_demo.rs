@@ -13,10 +13,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::{Promise, Reflect, Uint8Array};
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::measure::record::ErrorKind;
-use tokenscope_core::sim::SimConfig;
-use tokenscope_core::workload::prompts::approx_tokens;
+use tokenscope_measure::openai::Api;
+use tokenscope_measure::record::ErrorKind;
+use tokenscope_sim::SimConfig;
+use tokenscope_workload::prompts::approx_tokens;
 use wasm_bindgen::prelude::*;
 
 use super::exchange::{Prepared, Read};

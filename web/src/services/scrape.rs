@@ -1,7 +1,7 @@
 //! Scraping the server's (and a GPU exporter's) `/metrics` during a page run, as
 //! `tokenscope bench` does: once before the run, at each level's start and end,
 //! and every interval within it. The text is kept as it came (reading it takes
-//! the report module: see [`tokenscope_core::page::scrape`]); the built-in
+//! the report module: see [`tokenscope_render::page::scrape`]); the built-in
 //! simulator answers with its own exposition.
 //!
 //! A scrape is a `fetch` of its own. For a URL on the page's own origin it is
@@ -17,7 +17,7 @@ use std::rc::Rc;
 
 use futures_util::future::{Either, join_all, select};
 use tokenscope_core::analyze::server::scrape::ScrapeTarget;
-use tokenscope_core::page::scrape::TakenScrape;
+use tokenscope_render::page::scrape::TakenScrape;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{RequestInit, Response};

@@ -1,4 +1,4 @@
-//! The built-in simulated endpoint: core's simulator model ([`tokenscope_core::sim`],
+//! The built-in simulated endpoint: core's simulator model ([`tokenscope_sim`],
 //! the same one `tokenscope mock` serves over HTTP) driven by browser timers inside
 //! the page, so the static page is a working demo with no server at all.
 //!
@@ -17,9 +17,9 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
-use tokenscope_core::measure::record::ErrorKind;
-use tokenscope_core::sim::exposition::{Exposition, Gauges, Served};
-use tokenscope_core::sim::{
+use tokenscope_measure::record::ErrorKind;
+use tokenscope_sim::exposition::{Exposition, Gauges, Served};
+use tokenscope_sim::{
     Admission, Emission, Engine, FaultAction, SimConfig, SimRequest, StreamWriter,
     context_exceeded_body, immediate_response,
 };

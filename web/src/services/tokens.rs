@@ -5,9 +5,9 @@
 //! window an `input_tokens=0.75max` resolves against. Everything here is sent
 //! before the first level starts. The built-in simulator counts one token a word.
 
-use tokenscope_core::measure::openai::request_body;
 use tokenscope_core::report::TokenCounting;
-use tokenscope_core::workload::tokens::{self, TokenizeApi};
+use tokenscope_measure::openai::request_body;
+use tokenscope_workload::tokens::{self, TokenizeApi};
 
 use super::clock::CancelToken;
 use super::fetch::FetchTarget;
@@ -77,7 +77,7 @@ pub async fn prepare(
             if found.is_none() && plan.tokenizer == TokenizerSetting::Server {
                 return Err(format!(
                     "tokenizer=server: {} answers neither llama.cpp's nor vLLM's /tokenize contract (llama-server and vLLM serve it); use tokenizer=approx",
-                    tokenscope_core::parse::redact_url(&url)
+                    tokenscope_measure::parse::redact_url(&url)
                 ));
             }
             found

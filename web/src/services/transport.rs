@@ -11,8 +11,8 @@
 use std::pin::pin;
 
 use futures_util::future::{Either, select};
-use tokenscope_core::measure::record::ErrorKind;
-use tokenscope_core::measure::timeline::{HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline};
+use tokenscope_measure::record::ErrorKind;
+use tokenscope_measure::timeline::{HeaderVerdict, MAX_ERROR_BODY_BYTES, RequestTimeline};
 
 use super::clock::{CancelToken, now, sleep_ms};
 pub use super::exchange::{Body, Head, LocalFuture, Prepared, Read, ResourceTiming};

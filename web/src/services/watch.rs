@@ -6,11 +6,11 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use tokenscope_core::analyze::stats::{Samples, Summary};
-use tokenscope_core::measure::record::Outcome;
-use tokenscope_core::render::fmt::fmt_ms;
 use tokenscope_core::report::warning::event_loop_warning;
 use tokenscope_core::report::{ReportWarning, WarningKind};
+use tokenscope_measure::record::Outcome;
+use tokenscope_stats::fmt::fmt_ms;
+use tokenscope_stats::stats::{Samples, Summary};
 
 use super::browser;
 use super::clock::{now, sleep_ms};

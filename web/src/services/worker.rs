@@ -19,8 +19,8 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use js_sys::{Array, Reflect, Uint8Array};
-use tokenscope_core::measure::record::ErrorKind;
-use tokenscope_core::page::transport::ConnectTiming;
+use tokenscope_measure::record::ErrorKind;
+use tokenscope_render::page::transport::ConnectTiming;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 

@@ -153,7 +153,7 @@ impl MetricsSetting {
 /// key goes in the key field).
 pub fn metrics_url(url: &str) -> Result<String, String> {
     let url = url.trim();
-    let shown = tokenscope_core::parse::redact_url(url);
+    let shown = tokenscope_measure::parse::redact_url(url);
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err(format!(
             "{shown:?} is not a URL: expected http://HOST:PORT/metrics"

@@ -25,7 +25,7 @@ pub struct GpuSettings {
     /// The view the page opens on.
     pub view: View,
     /// The kernel preset.
-    pub preset: tokenscope_core::page::gpu::GpuPreset,
+    pub preset: tokenscope_render::page::gpu::GpuPreset,
     /// Allow timestamp queries (false: wall clock).
     pub timestamps: bool,
     /// Start the GPU run at once (`view=gpu&autorun=1`).

@@ -20,11 +20,11 @@ pub use choices::{
 pub use gpu::{GpuSettings, View};
 pub use plan::{OpenLoop, PromptsPlan, RunPlan, ScrapePlan, ServerMetricsTarget};
 pub use query::{form_decode, form_encode};
-use tokenscope_core::measure::metrics::DEFAULT_STALL_THRESHOLD_MS;
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::parse::parse_base_url;
 pub use tokenscope_core::report::ReasoningDisplay;
-use tokenscope_core::sim::{SimConfig, faults_label};
+use tokenscope_measure::metrics::DEFAULT_STALL_THRESHOLD_MS;
+use tokenscope_measure::openai::Api;
+use tokenscope_measure::parse::parse_base_url;
+use tokenscope_sim::{SimConfig, faults_label};
 
 /// Prompt lengths suggested in the form (any value works, typed or from the URL).
 pub const INPUT_TIERS: [(&str, &str); 8] = [
@@ -184,7 +184,7 @@ impl Default for Settings {
 
 /// Parse a duration (`60`, `60s`, `500ms`, `2m`, `1h`: core's parser) in seconds.
 pub fn parse_duration_s(s: &str) -> Option<f64> {
-    tokenscope_core::parse::parse_duration(s)
+    tokenscope_measure::parse::parse_duration(s)
         .ok()
         .map(|d| d.as_secs_f64())
 }
@@ -193,7 +193,7 @@ pub fn parse_duration_s(s: &str) -> Option<f64> {
 /// [`MAX_CONCURRENCY`].
 pub fn parse_concurrency(s: &str) -> Result<Vec<u32>, String> {
     let levels =
-        tokenscope_core::parse::parse_u32_list(s).map_err(|e| format!("concurrency: {e}"))?;
+        tokenscope_measure::parse::parse_u32_list(s).map_err(|e| format!("concurrency: {e}"))?;
     match levels.iter().find(|&&c| c > MAX_CONCURRENCY) {
         Some(c) => Err(format!(
             "concurrency: {c} is more than the page runs ({MAX_CONCURRENCY})"

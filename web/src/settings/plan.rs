@@ -3,13 +3,13 @@
 //! the report's record of it ([`RunPlan::run_config`]).
 
 use tokenscope_core::analyze::slo::Slo;
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::parse::BaseUrl;
 use tokenscope_core::report::{Arrival, Load, LoadMode, ReasoningDisplay, RunConfig};
-use tokenscope_core::sim::SimConfig;
-use tokenscope_core::workload::conversation::Conversation;
-use tokenscope_core::workload::plan;
-use tokenscope_core::workload::tokens::{InputLength, Tier};
+use tokenscope_measure::openai::Api;
+use tokenscope_measure::parse::BaseUrl;
+use tokenscope_sim::SimConfig;
+use tokenscope_workload::conversation::Conversation;
+use tokenscope_workload::plan;
+use tokenscope_workload::tokens::{InputLength, Tier};
 
 use super::choices::{NetMode, PaintFallback, PaintMode, TokenizerSetting};
 
@@ -208,7 +208,7 @@ impl RunPlan {
             prompts_file: self
                 .prompts
                 .as_ref()
-                .map(|p| tokenscope_core::parse::redact_url(&p.url)),
+                .map(|p| tokenscope_measure::parse::redact_url(&p.url)),
             max_tokens: self.max_tokens,
             ignore_eos: self.ignore_eos,
             min_tokens: None,
@@ -227,12 +227,12 @@ impl RunPlan {
             stall_threshold_ms: self.stall_threshold_ms,
             seed: self.seed,
             snapshot_interval_s: None,
-            sample_cap: Some(tokenscope_core::analyze::stats::DEFAULT_SAMPLE_CAP as u64),
+            sample_cap: Some(tokenscope_stats::stats::DEFAULT_SAMPLE_CAP as u64),
             server_metrics_url: match &self.scrape.server {
                 ServerMetricsTarget::Off => None,
                 ServerMetricsTarget::Simulator => Some("builtin:simulated/metrics".into()),
                 ServerMetricsTarget::Auto(u) | ServerMetricsTarget::Url(u) => {
-                    Some(tokenscope_core::parse::redact_url(u))
+                    Some(tokenscope_measure::parse::redact_url(u))
                 }
             },
             distinct_prompts: None,
@@ -240,7 +240,7 @@ impl RunPlan {
                 .scrape
                 .gpu
                 .as_deref()
-                .map(tokenscope_core::parse::redact_url),
+                .map(tokenscope_measure::parse::redact_url),
             scrape_interval_s: self
                 .scrape
                 .is_on()

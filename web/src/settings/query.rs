@@ -3,11 +3,11 @@
 //! the settings). Never the API key, either way.
 
 use tokenscope_core::analyze::slo::Slo;
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::sim::parse_faults;
+use tokenscope_measure::openai::Api;
+use tokenscope_sim::parse_faults;
 
-use tokenscope_core::workload::conversation::Conversation;
-use tokenscope_core::workload::tokens::InputLength;
+use tokenscope_workload::conversation::Conversation;
+use tokenscope_workload::tokens::InputLength;
 
 use super::{
     MetricsSetting, NetMode, PaintFallback, PaintMode, ReasoningDisplay, Settings,
@@ -120,7 +120,7 @@ impl Settings {
             "warmup" if value.trim().is_empty() || value.trim() == "auto" => self.warmup = None,
             "warmup" => self.warmup = Some(num(key, value)?),
             "max_tokens" => {
-                match tokenscope_core::parse::parse_u32_list(value) {
+                match tokenscope_measure::parse::parse_u32_list(value) {
                     Ok(v) if !v.contains(&0) => {}
                     _ => {
                         return Err(format!(
@@ -244,13 +244,13 @@ impl Settings {
             }
             "rate" => {
                 if !value.trim().is_empty() {
-                    tokenscope_core::parse::parse_f64_list(value)
+                    tokenscope_measure::parse::parse_f64_list(value)
                         .map_err(|e| format!("rate: {e}: ignored"))?;
                 }
                 self.rate = value.trim().to_owned();
             }
             "arrival" => {
-                tokenscope_core::parse::parse_arrival(value)
+                tokenscope_workload::load::parse_arrival(value)
                     .map_err(|e| format!("arrival: {e}: ignored"))?;
                 self.arrival = value.trim().to_owned();
             }

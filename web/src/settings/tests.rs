@@ -1,13 +1,13 @@
 //! The settings on exact inputs: the URL contract, round trips, validation.
 
 use tokenscope_core::report::Load;
-use tokenscope_core::sim::SimConfig;
+use tokenscope_sim::SimConfig;
 
 use super::*;
 
 #[test]
 fn gpu_view_query() {
-    use tokenscope_core::page::gpu::GpuPreset;
+    use tokenscope_render::page::gpu::GpuPreset;
     let q = "?view=gpu&autorun=1&preset=full&timestamps=0";
     let (g, notes) = GpuSettings::from_query(q);
     assert!(notes.is_empty(), "{notes:?}");
@@ -415,7 +415,7 @@ fn open_loop_rates_arrivals_and_a_trace_from_the_url() {
 
 #[test]
 fn production_shaped_settings_from_the_url() {
-    use tokenscope_core::workload::conversation::Conversation;
+    use tokenscope_workload::conversation::Conversation;
     let (s, notes) = Settings::from_query(
         "?conversation=turns%3D3,think%3D250ms&shared_prefix=64&tokenizer=server&input_tokens=0.75max&context_window=2048&ramp=2s",
     );
@@ -477,7 +477,7 @@ fn production_shaped_settings_from_the_url() {
 
 #[test]
 fn input_and_output_tiers_from_the_url() {
-    use tokenscope_core::workload::tokens::{InputLength, Tier};
+    use tokenscope_workload::tokens::{InputLength, Tier};
     let (s, notes) = Settings::from_query("?input_tokens=64,0.5max&max_tokens=16,32");
     assert!(notes.is_empty(), "{notes:?}");
     let plan = s.validate().unwrap();

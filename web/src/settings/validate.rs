@@ -2,12 +2,12 @@
 //! every error names the setting, as the form and the URL call it.
 
 use tokenscope_core::analyze::slo::Slo;
-use tokenscope_core::measure::openai::Api;
-use tokenscope_core::parse::{BaseUrl, parse_base_url};
 use tokenscope_core::report::Load;
-use tokenscope_core::sim::{SimConfig, parse_faults};
-use tokenscope_core::workload::conversation::Conversation;
-use tokenscope_core::workload::tokens::{InputLength, Tier};
+use tokenscope_measure::openai::Api;
+use tokenscope_measure::parse::{BaseUrl, parse_base_url};
+use tokenscope_sim::{SimConfig, parse_faults};
+use tokenscope_workload::conversation::Conversation;
+use tokenscope_workload::tokens::{InputLength, Tier};
 
 use super::choices::{MetricsSetting, metrics_url};
 use super::plan::{OpenLoop, PromptsPlan, RunPlan, ScrapePlan, ServerMetricsTarget};
@@ -22,7 +22,7 @@ fn site_or_http_url(url: &str, what: &str) -> Result<String, String> {
     } else if url.contains(':') {
         return Err(format!(
             "{what} {:?}: expected a path on this site or an http(s) URL",
-            tokenscope_core::parse::redact_url(url)
+            tokenscope_measure::parse::redact_url(url)
         ));
     }
     Ok(url.to_owned())
@@ -68,9 +68,9 @@ impl Settings {
             ));
         }
         if !self.rate.trim().is_empty() {
-            let rates = tokenscope_core::parse::parse_f64_list(&self.rate)
+            let rates = tokenscope_measure::parse::parse_f64_list(&self.rate)
                 .map_err(|e| format!("rate: {e}"))?;
-            let (arrival, cv) = tokenscope_core::parse::parse_arrival(&self.arrival)
+            let (arrival, cv) = tokenscope_workload::load::parse_arrival(&self.arrival)
                 .map_err(|e| format!("arrival: {e}"))?;
             return Ok((
                 rates.into_iter().map(Load::Rate).collect(),
@@ -149,7 +149,7 @@ impl Settings {
     fn tiers(&self, open_loop: Option<&OpenLoop>) -> Result<Vec<Tier>, String> {
         let inputs = InputLength::parse_list(&self.input_tokens)
             .map_err(|e| format!("input_tokens: {e}"))?;
-        let outputs = tokenscope_core::parse::parse_u32_list(&self.max_tokens)
+        let outputs = tokenscope_measure::parse::parse_u32_list(&self.max_tokens)
             .map_err(|e| format!("max_tokens: {e}"))?;
         if outputs.contains(&0) {
             return Err("max_tokens: 0 must be at least 1".into());

@@ -6,8 +6,8 @@
 use super::engines::Series;
 use super::view::ServerLevel;
 use crate::model::{ClientReport, LevelReport};
-use crate::render::fmt::fmt_ms;
 use crate::report::combined::{Finding, RuleId};
+use tokenscope_stats::fmt::fmt_ms;
 
 /// KV-cache usage above which the cache counts as near full.
 pub const KV_FULL: f64 = 0.90;

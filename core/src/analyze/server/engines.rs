@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::prometheus::{MetricKind, Scrape};
+use tokenscope_measure::prometheus::{MetricKind, Scrape};
 
 /// A quantity read from a server's or a GPU exporter's `/metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::Series;
 use super::reading::{Histogram, Reading};
-use crate::measure::prometheus::MetricKind;
+use tokenscope_measure::prometheus::MetricKind;
 
 /// A reading and when it was taken (ms on the run's clock).
 #[derive(Debug, Clone, PartialEq)]
@@ -129,7 +129,7 @@ pub fn summarize(readings: &[TimedReading]) -> Vec<SeriesSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::prometheus::Scrape;
+    use tokenscope_measure::prometheus::Scrape;
 
     fn reading(t_ms: f64, running: f64, tokens: f64, ttft: [f64; 3], sum: f64) -> TimedReading {
         let text = format!(

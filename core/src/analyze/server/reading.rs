@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::engines::{Combine, Engine, Series, Source};
-use crate::measure::prometheus::{Family, MetricKind, Sample, Scrape};
+use tokenscope_measure::prometheus::{Family, MetricKind, Sample, Scrape};
 
 /// A cumulative histogram as Prometheus exposes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,7 +108,7 @@ mod bounds {
         v.into_iter()
             .map(|(le, n)| match le {
                 Le::Finite(x) => Ok((x, n)),
-                Le::Text(t) => crate::measure::prometheus::parse_value(&t)
+                Le::Text(t) => tokenscope_measure::prometheus::parse_value(&t)
                     .map(|x| (x, n))
                     .ok_or_else(|| serde::de::Error::custom(format!("bad bucket bound {t:?}"))),
             })

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::engines::{Engine, Series};
 use super::reading::{Reading, Value};
-use crate::measure::prometheus::Scrape;
+use tokenscope_measure::prometheus::Scrape;
 
 /// Whose `/metrics` a scrape read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

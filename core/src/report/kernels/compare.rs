@@ -1,23 +1,23 @@
 //! Two kernels reports compared (`tokenscope compare a.kernels.json b.kernels.json`):
 //! per kernel (and the read ceiling) the median time before and after, the change,
 //! a 95% interval of the change from the timed samples (the percentile bootstrap of
-//! the median, [`crate::analyze::compare::bootstrap_diff`]), a verdict
-//! ([`crate::analyze::compare::verdict`]) and the gate `--fail-on` on kernel
+//! the median, [`tokenscope_stats::compare::bootstrap_diff`]), a verdict
+//! ([`tokenscope_stats::compare::verdict`]) and the gate `--fail-on` on kernel
 //! figures. What differs between the two runs besides the change (another GPU,
 //! driver, backend, tool version, timing) is said first.
 
 use serde::{Deserialize, Serialize};
 
 use super::{AdapterReport, KernelReport, KernelResult};
-use crate::analyze::compare::{Direction, Interval, Verdict, bootstrap_diff, verdict};
+use tokenscope_stats::compare::{Direction, Interval, Verdict, bootstrap_diff, verdict};
 
 /// The schema id of the comparison's JSON.
 pub const KERNELS_COMPARE_SCHEMA: &str = "tokenscope.kernels-compare/1";
 
 /// The samples a median's interval needs on each side (the bootstrap of a median
-/// from fewer says little): [`crate::analyze::compare::min_samples`] at p50.
+/// from fewer says little): [`tokenscope_stats::compare::min_samples`] at p50.
 pub fn min_kernel_samples() -> usize {
-    crate::analyze::compare::min_samples(0.5)
+    tokenscope_stats::compare::min_samples(0.5)
 }
 
 /// How to compare.
@@ -448,7 +448,7 @@ pub fn judge(c: &KernelsComparison, gates: &[KernelGate]) -> Vec<GateOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Rng;
+    use tokenscope_stats::rng::Rng;
 
     const OPTS: KernelCompareOptions = KernelCompareOptions {
         min_change: 0.02,
@@ -470,11 +470,11 @@ mod tests {
         };
         for k in &mut r.kernels {
             k.samples_us = draw(k.median_us);
-            k.median_us = crate::analyze::stats::median(&k.samples_us).unwrap_or(0.0);
+            k.median_us = tokenscope_stats::stats::median(&k.samples_us).unwrap_or(0.0);
         }
         if let Some(b) = &mut r.bandwidth {
             b.read_samples_us = draw(b.read.median_us);
-            b.read.median_us = crate::analyze::stats::median(&b.read_samples_us).unwrap_or(0.0);
+            b.read.median_us = tokenscope_stats::stats::median(&b.read_samples_us).unwrap_or(0.0);
         }
         r
     }

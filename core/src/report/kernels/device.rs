@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 /// How kernel times were taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

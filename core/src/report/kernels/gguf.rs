@@ -5,8 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{FloorRow, KernelReport};
-use crate::analyze::floor::{FloorEstimate, Quant, ms_at};
-use crate::gguf::{FileFloor, GgmlType, GgufHeader, GgufModel, UnsupportedType, file_floor};
+use tokenscope_hw::floor::{FloorEstimate, Quant, ms_at};
+use tokenscope_hw::gguf::{
+    FileFloor, GgmlType, GgufHeader, GgufModel, UnsupportedType, file_floor,
+};
 
 /// A GGUF file in a kernels report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

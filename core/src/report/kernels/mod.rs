@@ -31,7 +31,7 @@ pub use tuning::{
     TuningEntry, TuningError, TuningFile, TuningUse, VariantReport,
 };
 
-use crate::analyze::floor::{FloorBandwidth, ModelShape, Quant, ms_at};
+use tokenscope_hw::floor::{FloorBandwidth, ModelShape, Quant, ms_at};
 
 /// The schema id this build writes.
 pub const SCHEMA: &str = "tokenscope.kernels/1";
@@ -209,7 +209,7 @@ impl KernelReport {
         Some(FloorRow {
             decode_step_ms: step.map(|s| s.step_ms),
             step_efficiency: step
-                .and_then(|s| crate::analyze::floor::efficiency(estimate.tpot_floor_ms, s.step_ms)),
+                .and_then(|s| tokenscope_hw::floor::efficiency(estimate.tpot_floor_ms, s.step_ms)),
             estimate,
             gemv_source,
             attention_source,
@@ -247,7 +247,7 @@ impl KernelReport {
             return Vec::new();
         };
         let mut out = Vec::new();
-        let fig = |g: f64| crate::render::fmt::fmt_sig3(g);
+        let fig = |g: f64| tokenscope_stats::fmt::fmt_sig3(g);
         if let Some(d) = self
             .drift
             .iter()

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyze::floor::{FloorEstimate, Quant};
+use tokenscope_hw::floor::{FloorEstimate, Quant};
 
 /// Median and spread of a kernel's repeated timings, in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -42,7 +42,7 @@ impl TimingSummary {
             return None;
         }
         v.sort_by(f64::total_cmp);
-        let pct = |q: f64| crate::analyze::stats::percentile_sorted(&v, q);
+        let pct = |q: f64| tokenscope_stats::stats::percentile_sorted(&v, q);
         Some(TimingSummary {
             samples: v.len() as u32,
             median_us: pct(0.5),

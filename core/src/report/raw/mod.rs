@@ -28,8 +28,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::analyze::server::scrape::ScrapeRecord;
-use crate::measure::record::RequestRecord;
 use crate::report::{Environment, Load, ReportWarning, RunConfig, Source, check_schema};
+use tokenscope_measure::record::RequestRecord;
 
 pub use rebuild::rebuild_report;
 

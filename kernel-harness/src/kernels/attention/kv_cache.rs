@@ -2,7 +2,7 @@
 //! and position, split across bindings that fit the device, filled on the GPU
 //! from seeded data the CPU reference regenerates.
 
-use tokenscope_core::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 use super::spec::AttentionSpec;
 use crate::arena::Slice;

@@ -1,7 +1,7 @@
 //! A decode-attention problem ([`AttentionSpec`]): heads, head dimension, context,
 //! cache format and whether the keys are split, and the bytes it reads.
 
-use tokenscope_core::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 use crate::error::{HarnessError, KernelId, Result};
 

@@ -3,7 +3,7 @@
 //! split-KV the positions per split, which sets how many workgroups share a KV head.
 //! Written `c256_t128_v8` (chunk 0: the single-pass kernel).
 
-use tokenscope_core::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 use tokenscope_core::report::kernels::AdapterReport;
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 use super::spec::GemvSpec;
 use super::variant::{GemvVariant, Order, Team, XPath};

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use half::f16;
-use tokenscope_core::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 use super::input::XArg;
 use super::kernel::GemvKernel;

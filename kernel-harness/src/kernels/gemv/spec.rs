@@ -1,7 +1,7 @@
 //! A GEMV or skinny-matmul problem ([`GemvSpec`]): its shape, format and batch,
 //! the bytes it reads, and the arrays a K-quant matrix adds.
 
-use tokenscope_core::analyze::floor::Quant;
+use tokenscope_hw::floor::Quant;
 
 use crate::error::{HarnessError, KernelId, Result};
 use crate::quant::{QK, QK_K};

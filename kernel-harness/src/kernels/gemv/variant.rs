@@ -301,7 +301,7 @@ impl std::fmt::Display for GemvVariant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokenscope_core::analyze::floor::Quant;
+    use tokenscope_hw::floor::Quant;
 
     fn spec(dtype: Quant, batch: u32) -> GemvSpec {
         GemvSpec {

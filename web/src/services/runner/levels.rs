@@ -10,8 +10,8 @@ use std::rc::Rc;
 use futures_util::future::join_all;
 use tokenscope_core::report::Load;
 use tokenscope_core::report::raw::Phase;
-use tokenscope_core::workload::conversation::{Conversation, History};
-use tokenscope_core::workload::plan;
+use tokenscope_workload::conversation::{Conversation, History};
+use tokenscope_workload::plan;
 
 use super::io::RunEvent;
 use super::record::{Ctx, PhaseRun, after_send};
@@ -293,7 +293,7 @@ async fn end_phase(ctx: &Rc<Ctx>, measured: bool, progress: impl Fn()) {
 const OPEN_LOOP_LANES: usize = 16;
 
 /// Open loop: every request sent at its scheduled time whatever the responses
-/// (a rate's gaps from `core::workload::plan`, as the native client draws them;
+/// (a rate's gaps from `tokenscope_workload::plan`, as the native client draws them;
 /// a trace's own times), its latencies from that time (no coordinated
 /// omission; the lag between schedule and send is `client_lag_ms`). Bodies are
 /// built before the round starts.

@@ -1,5 +1,5 @@
 //! The page's benchmark run: levels, warm-up, rounds, closed loop; the same plan as
-//! the native client (`core::workload::plan`), the same recorder and report
+//! the native client (`tokenscope_workload::plan`), the same recorder and report
 //! assembly (`core::report::assemble`), the same report (`tokenscope.client/1`,
 //! `"source": "browser"`). It reads only the validated
 //! [`RunPlan`](crate::settings::RunPlan).
@@ -23,14 +23,14 @@ mod setup;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use tokenscope_core::measure::openai::first_model_id;
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::RawEvent;
 use tokenscope_core::report::transport::{HeaderInfo, TransportInfo};
 use tokenscope_core::report::{
     ClientReport, Environment, Load, ReportWarning, Source, WarningKind,
 };
-use tokenscope_core::workload::tokens::InputLength;
+use tokenscope_measure::openai::first_model_id;
+use tokenscope_workload::tokens::InputLength;
 
 pub use io::{Progress, RunEvent, RunInput, RunOutput};
 use levels::run_levels;

@@ -7,11 +7,11 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use tokenscope_core::analyze::stats::{Samples, Summary};
-use tokenscope_core::page::scrape::TakenScrape;
 use tokenscope_core::report::assemble::RunRecorder;
 use tokenscope_core::report::raw::{Phase, RawEvent, RawLine};
 use tokenscope_core::report::{Load, ReportWarning, WarningKind};
+use tokenscope_render::page::scrape::TakenScrape;
+use tokenscope_stats::stats::{Samples, Summary};
 
 use super::io::{Progress, RunEvent, RunInput};
 use crate::services::exchange::Prepared;

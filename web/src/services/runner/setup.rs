@@ -4,12 +4,12 @@
 //! run that no request was answered ([`explain_no_response`]).
 
 use tokenscope_core::analyze::server::scrape::ScrapeTarget;
-use tokenscope_core::measure::record::{ErrorKind, Outcome};
-use tokenscope_core::page::scrape::TakenScrape;
-use tokenscope_core::page::transport::{MIXED_CONTENT, is_mixed_content};
-use tokenscope_core::page::workload::{PreparedWorkload, WorkloadFile, WorkloadRequest};
-use tokenscope_core::parse::redact_url;
 use tokenscope_core::report::{ReportWarning, WarningKind};
+use tokenscope_measure::parse::redact_url;
+use tokenscope_measure::record::{ErrorKind, Outcome};
+use tokenscope_render::page::scrape::TakenScrape;
+use tokenscope_render::page::transport::{MIXED_CONTENT, is_mixed_content};
+use tokenscope_render::page::workload::{PreparedWorkload, WorkloadFile, WorkloadRequest};
 
 use super::record::Ctx;
 use crate::services::browser;
@@ -53,7 +53,7 @@ pub(super) async fn load_workload(
         ),
         _ => return Ok(None),
     };
-    let shown = tokenscope_core::parse::redact_url(url);
+    let shown = tokenscope_measure::parse::redact_url(url);
     let text = FetchTarget::get_text(url, &Auth::default())
         .await
         .map_err(|e| format!("{what} {shown}: {e}"))?;
@@ -222,7 +222,7 @@ pub(super) async fn scrape_setup(
                     WarningKind::ServerMetricsOff,
                     format!(
                         "no server metrics at {} ({why}): the server view is off (the metrics setting names another URL)",
-                        tokenscope_core::parse::redact_url(&url)
+                        tokenscope_measure::parse::redact_url(&url)
                     ),
                 ));
                 continue;

@@ -1,0 +1,248 @@
+//! The whole kernels report as text for the terminal (`tokenscope kernels`).
+
+use std::fmt::Write as _;
+
+use super::floor::{decode_steps_section, floor_section, gguf_floor_text};
+use super::labels::{kernel_table, mib_label, rows_table, shape_label};
+use super::tuning::{search_section, tuning_section};
+use crate::fmt::fmt_sig3;
+use tokenscope_core::report::kernels::{KernelReport, ROOFLINE_TURN};
+
+/// The kernels report as the terminal shows it: the bandwidth ceiling, the kernel
+/// table, the roofline turn, the decode steps, the decode floor and the goals.
+pub fn text(r: &KernelReport) -> String {
+    let mut s = String::new();
+    bandwidth_section(&mut s, r);
+    compute_section(&mut s, r);
+    tuning_section(&mut s, r);
+    kernels_section(&mut s, r);
+    search_section(&mut s, r);
+    roofline_section(&mut s, r);
+    decode_steps_section(&mut s, r);
+    floor_section(&mut s, r);
+    if let Some(g) = &r.gguf {
+        s.push_str(&gguf_floor_text(g));
+    }
+    goals_section(&mut s, r);
+    drift_section(&mut s, r);
+    let _ = writeln!(
+        s,
+        "verified: {}",
+        if r.verified {
+            "every kernel matched its CPU reference"
+        } else {
+            "NO (see above)"
+        }
+    );
+    s
+}
+
+/// The read and copy ceiling.
+fn bandwidth_section(s: &mut String, r: &KernelReport) {
+    let timing = r.timing.label();
+    if let Some(b) = &r.bandwidth {
+        let variant = |v: &Option<tokenscope_core::report::kernels::VariantReport>| {
+            v.as_ref()
+                .map_or_else(String::new, |v| format!(" {} ({})", v.name, v.source))
+        };
+        let _ = writeln!(
+            s,
+            "Bandwidth ceiling: read {} GB/s{}, copy {} GB/s{} (working set {} in {} x {} buffers; median of {} samples, {timing})",
+            fmt_sig3(b.read_gbps),
+            variant(&b.read_variant),
+            fmt_sig3(b.copy_gbps),
+            variant(&b.copy_variant),
+            mib_label(b.working_set_bytes),
+            b.buffers,
+            mib_label(b.buffer_bytes),
+            b.read.samples
+        );
+        for m in r.ceiling_remarks() {
+            let _ = writeln!(s, "  ! {m}");
+        }
+        s.push('\n');
+    }
+}
+
+/// The arithmetic roof.
+fn compute_section(s: &mut String, r: &KernelReport) {
+    if let Some(c) = &r.compute {
+        let read = r.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
+        let _ = writeln!(
+            s,
+            "Compute roof: f32 FMA {:.0} GFLOP/s{}{}; a kernel below {:.1} FLOP/byte is bandwidth-bound\n",
+            c.f32_gflops,
+            c.f16_gflops
+                .map_or_else(String::new, |g| format!(", f16 FMA {g:.0} GFLOP/s")),
+            if c.verified { "" } else { " (NOT verified)" },
+            if read > 0.0 { c.f32_gflops / read } else { 0.0 }
+        );
+    }
+}
+/// The kernels timed twice: whether a figure depends on what ran before it.
+fn drift_section(s: &mut String, r: &KernelReport) {
+    if r.drift.is_empty() {
+        return;
+    }
+    let moved = r.drift.iter().filter(|d| d.drifted).count();
+    let _ = writeln!(
+        s,
+        "Drift (the same kernel early in the run and again at its end): {}",
+        if moved == 0 {
+            format!(
+                "every figure within {:.0}%",
+                100.0 * tokenscope_core::report::kernels::DRIFT_LIMIT
+            )
+        } else {
+            format!(
+                "{moved} moved more than {:.0}%: figures depend on what ran before them",
+                100.0 * tokenscope_core::report::kernels::DRIFT_LIMIT
+            )
+        }
+    );
+    let mut rows = vec![
+        ["kernel", "first us", "again us", "change", "drift"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for d in &r.drift {
+        rows.push(vec![
+            d.kernel.clone(),
+            format!("{:.1}", d.first_us),
+            format!("{:.1}", d.again_us),
+            format!("{:+.1}%", 100.0 * d.change),
+            if d.drifted { "DRIFT" } else { "ok" }.into(),
+        ]);
+    }
+    s.push_str(&rows_table(&rows, &[1, 2, 3]));
+    s.push('\n');
+}
+
+/// The per-kernel table, the skipped kernels and the errors.
+fn kernels_section(s: &mut String, r: &KernelReport) {
+    let (headers, kernel_rows) = kernel_table(r);
+    let rows: Vec<Vec<String>> = std::iter::once(headers).chain(kernel_rows).collect();
+    if !r.kernels.is_empty() {
+        s.push_str(&rows_table(&rows, &[3, 5, 6, 7, 8, 9, 10, 11]));
+        if r.kernels.iter().any(|k| k.cache_resident) {
+            s.push_str("(cached): above 100%, the data sat in cache; not reported as bandwidth\n");
+        }
+        s.push('\n');
+    }
+    for k in &r.skipped {
+        let _ = writeln!(
+            s,
+            "skipped {} {} {:?}: {}",
+            k.name, k.dtype, k.shape, k.reason
+        );
+    }
+    for e in &r.errors {
+        let _ = writeln!(s, "error: {e}");
+    }
+    if !r.skipped.is_empty() || !r.errors.is_empty() {
+        s.push('\n');
+    }
+}
+
+/// Time per call against batch, relative to the GEMV: where the roofline turns.
+fn roofline_section(s: &mut String, r: &KernelReport) {
+    if !r.roofline.is_empty() {
+        let _ = writeln!(
+            s,
+            "Roofline turn: time per call relative to the GEMV (1.00 = the weights' bytes still dominate; turn = first batch above {:.2})",
+            ROOFLINE_TURN
+        );
+        let batches: std::collections::BTreeSet<u32> = r
+            .roofline
+            .iter()
+            .flat_map(|row| row.points.iter().map(|p| p.batch))
+            .collect();
+        let mut header = vec!["dtype".to_string(), "shape".into()];
+        header.extend(batches.iter().map(|b| format!("b={b}")));
+        header.push("turn".into());
+        let mut rows = vec![header];
+        for row in &r.roofline {
+            let mut line = vec![row.dtype.clone(), shape_label(&row.shape)];
+            for b in &batches {
+                line.push(
+                    row.points
+                        .iter()
+                        .find(|p| p.batch == *b)
+                        .map_or_else(|| "-".into(), |p| format!("{:.2}", p.time_vs_batch1)),
+                );
+            }
+            line.push(
+                row.turn_batch
+                    .map_or_else(|| "> max".into(), |b| format!("batch {b}")),
+            );
+            rows.push(line);
+        }
+        let right: Vec<usize> = (2..2 + batches.len()).collect();
+        s.push_str(&rows_table(&rows, &right));
+        s.push('\n');
+    }
+}
+/// The bandwidth goals, met or not.
+fn goals_section(s: &mut String, r: &KernelReport) {
+    if !r.goals.is_empty() {
+        let real_gpu = r.adapter.device_type != "Cpu";
+        let _ = writeln!(
+            s,
+            "Goals (fraction of the measured read bandwidth, or of the roof that bounds the kernel){}",
+            if real_gpu {
+                ""
+            } else {
+                "; they apply to real GPUs, this adapter runs on the CPU"
+            }
+        );
+        let mut rows = vec![
+            ["goal", "target", "measured", "status", "from"]
+                .map(String::from)
+                .to_vec(),
+        ];
+        for g in &r.goals {
+            rows.push(vec![
+                g.goal.clone(),
+                format!(">= {:.0}%", 100.0 * g.target_fraction),
+                g.measured_fraction
+                    .map_or_else(|| "-".into(), |m| format!("{:.0}%", 100.0 * m)),
+                match g.met {
+                    Some(true) => "met".into(),
+                    Some(false) => "not met".into(),
+                    None => "not measured".into(),
+                },
+                g.source.clone(),
+            ]);
+        }
+        s.push_str(&rows_table(&rows, &[1, 2]));
+        s.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_terminal_text_has_every_section_of_a_real_report() {
+        let r = KernelReport::from_json(include_str!(
+            "../../../../tests/fixtures/reports/kernels-lavapipe.json"
+        ))
+        .unwrap();
+        let t = text(&r);
+        for part in [
+            "Bandwidth ceiling: read ",
+            "kernel                  dtype  shape",
+            "Roofline turn:",
+            "Decode floor (batch 1, KV cache ",
+            "verified: every kernel matched its CPU reference",
+        ] {
+            assert!(t.contains(part), "{part:?} missing:\n{t}");
+        }
+        // Every table line ends without padding.
+        assert!(t.lines().all(|l| !l.ends_with(' ')), "{t}");
+        // One row per kernel in the kernel table.
+        let (_, rows) = kernel_table(&r);
+        assert_eq!(rows.len(), r.kernels.len());
+    }
+}
