@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
-use tokenscope_core::report::compare::{CompareRun, METRIC_NAMES, known_metric};
+use tokenscope_core::report::compare::{CompareRun, known_metric, metric_names};
 use tokenscope_core::report::history::{DEFAULT_METRICS, history, sort_runs};
 use tokenscope_render as render;
 
@@ -86,7 +86,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<()> {
         })
         .collect();
     if let Some(bad) = metrics.iter().find(|m| !known_metric(m)) {
-        anyhow::bail!("--metrics: unknown metric {bad:?} ({METRIC_NAMES})");
+        anyhow::bail!("--metrics: unknown metric {bad:?} ({})", metric_names());
     }
     let mut files = Vec::new();
     for input in &args.inputs {

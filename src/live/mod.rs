@@ -44,6 +44,7 @@ pub mod server;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use tokenscope_core::model::metric::{self, PerRequest};
 use tokenscope_core::report::Load;
 use tokenscope_measure::exposition::{Floats, Writer};
 use tokenscope_measure::metrics::RequestMetrics;
@@ -92,11 +93,8 @@ struct LevelSeries {
     warmup: u64,
     input_tokens: u64,
     output_tokens: u64,
-    ttft: Histogram,
-    rendered_ttft: Histogram,
-    tpot: Histogram,
-    itl: Histogram,
-    e2e: Histogram,
+    /// One histogram per metric of the registry's [`metric::live`], in its order.
+    latency: Vec<Histogram>,
 }
 
 impl Registry {
@@ -107,6 +105,7 @@ impl Registry {
             None => {
                 self.levels.push(LevelSeries {
                     label,
+                    latency: metric::live().map(|_| Histogram::default()).collect(),
                     ..LevelSeries::default()
                 });
                 self.levels.len() - 1
@@ -196,20 +195,20 @@ impl Live {
             }
         }
         l.output_tokens += metrics.output_tokens;
-        let s = |ms: f64| ms / 1000.0;
-        let pairs = [
-            (&mut l.ttft, metrics.ttft_ms),
-            (&mut l.rendered_ttft, metrics.rendered_ttft_ms),
-            (&mut l.tpot, metrics.tpot_ms),
-            (&mut l.e2e, metrics.e2e_ms),
-        ];
-        for (h, v) in pairs {
-            if let Some(ms) = v {
-                h.observe(s(ms));
+        for (h, m) in l.latency.iter_mut().zip(metric::live()) {
+            match m.request {
+                Some(PerRequest::One(read)) => {
+                    if let Some(ms) = read(metrics) {
+                        h.observe(ms / 1000.0);
+                    }
+                }
+                Some(PerRequest::Gaps) => {
+                    for g in &metrics.gaps {
+                        h.observe(g.ms / 1000.0);
+                    }
+                }
+                None => {}
             }
-        }
-        for g in &metrics.gaps {
-            l.itl.observe(s(g.ms));
         }
     }
 
@@ -272,13 +271,13 @@ impl Live {
         for l in &r.levels {
             let level = ("level", l.label.as_str());
             let lv = labels(&[level]);
-            out.histogram("tokenscope_ttft_seconds", &l.ttft, &lv);
-            if l.rendered_ttft.counts().count() > 0 {
-                out.histogram("tokenscope_rendered_ttft_seconds", &l.rendered_ttft, &lv);
+            for (h, m) in l.latency.iter().zip(metric::live()) {
+                // A metric a level may lack altogether (a paint time, from a
+                // browser only) is left out while it has no observation.
+                if m.absent.is_none() || h.counts().count() > 0 {
+                    out.histogram(m.live.map_or("", |f| f.name), h, &lv);
+                }
             }
-            out.histogram("tokenscope_tpot_seconds", &l.tpot, &lv);
-            out.histogram("tokenscope_itl_seconds", &l.itl, &lv);
-            out.histogram("tokenscope_e2e_seconds", &l.e2e, &lv);
             for (outcome, n) in ["ok", "error", "timeout"].into_iter().zip(l.outcomes) {
                 let with = labels(&[level, ("outcome", outcome)]);
                 out.add("tokenscope_requests_total", "", with, n as f64);
@@ -329,33 +328,9 @@ impl Live {
 /// How the live figures and bucket edges are spelled: the shortest form.
 const FLOATS: Floats = Floats::Shortest;
 
-/// Every family: name, type and help, in the order exposed.
-const FAMILIES: [(&str, MetricKind, &str); 14] = [
-    (
-        "tokenscope_ttft_seconds",
-        MetricKind::Histogram,
-        "Time to first token of measured successful requests, seconds.",
-    ),
-    (
-        "tokenscope_rendered_ttft_seconds",
-        MetricKind::Histogram,
-        "Time to the first token painted (browser), seconds.",
-    ),
-    (
-        "tokenscope_tpot_seconds",
-        MetricKind::Histogram,
-        "Time per output token after the first, seconds.",
-    ),
-    (
-        "tokenscope_itl_seconds",
-        MetricKind::Histogram,
-        "Inter-token latency: one observation per gap between content events, seconds.",
-    ),
-    (
-        "tokenscope_e2e_seconds",
-        MetricKind::Histogram,
-        "End-to-end latency of measured successful requests, seconds.",
-    ),
+/// The families besides the registry's latency histograms ([`metric::live`],
+/// exposed first): name, type and help, in the order exposed.
+const OTHER_FAMILIES: [(&str, MetricKind, &str); 9] = [
     (
         "tokenscope_event_loop_lag_seconds",
         MetricKind::Histogram,
@@ -403,15 +378,17 @@ const FAMILIES: [(&str, MetricKind, &str); 14] = [
     ),
 ];
 
-/// The families being filled, in [`FAMILIES`]' order.
+/// The families being filled, in [`Exposition::default`]'s order.
 struct Exposition(Vec<Family>);
 
 impl Default for Exposition {
     fn default() -> Self {
         Self(
-            FAMILIES
-                .iter()
-                .map(|&(name, kind, help)| Family {
+            metric::live()
+                .filter_map(|m| m.live)
+                .map(|f| (f.name, MetricKind::Histogram, f.help))
+                .chain(OTHER_FAMILIES)
+                .map(|(name, kind, help)| Family {
                     name,
                     help,
                     kind,
@@ -423,7 +400,7 @@ impl Default for Exposition {
 }
 
 impl Exposition {
-    /// One sample of family `name` (one of [`FAMILIES`]).
+    /// One sample of family `name` (one of the families [`Exposition::default`] lists).
     fn add(
         &mut self,
         name: &str,
@@ -432,7 +409,7 @@ impl Exposition {
         value: f64,
     ) {
         let family = self.0.iter_mut().find(|f| f.name == name);
-        let family = family.unwrap_or_else(|| panic!("{name} is not in FAMILIES"));
+        let family = family.unwrap_or_else(|| panic!("{name} is not a family"));
         family.samples.push(FamilySample {
             suffix,
             labels,

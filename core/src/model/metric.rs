@@ -80,6 +80,19 @@ pub struct Metric {
     pub absent: Option<&'static str>,
     /// The report keeps its quantile curve (`levels[].quantiles`, charted).
     pub curve: bool,
+    /// Exported live as a Prometheus histogram in seconds (`bench
+    /// --metrics-listen`, `--remote-write`), observed per request through
+    /// [`Metric::request`].
+    pub live: Option<LiveFamily>,
+}
+
+/// A metric's live Prometheus family.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveFamily {
+    /// The family's name: the key in seconds (`tokenscope_ttft_seconds`).
+    pub name: &'static str,
+    /// Its `# HELP` text.
+    pub help: &'static str,
 }
 
 impl Metric {
@@ -146,6 +159,11 @@ pub fn by_key(key: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.key == key)
 }
 
+/// The metrics exported live as Prometheus histograms, in registry order.
+pub fn live() -> impl Iterator<Item = &'static Metric> {
+    METRICS.iter().filter(|m| m.live.is_some())
+}
+
 /// The metrics an SLO can bound, in registry order.
 pub fn gateable() -> impl Iterator<Item = &'static Metric> {
     METRICS.iter().filter(|m| m.slo.is_some())
@@ -173,6 +191,7 @@ const fn distribution(
         slo: None,
         absent: None,
         curve: false,
+        live: None,
     }
 }
 
@@ -181,6 +200,10 @@ pub const TTFT_MS: Metric = Metric {
     request: Some(PerRequest::One(|m| m.ttft_ms)),
     slo: Some(&[]),
     curve: true,
+    live: Some(LiveFamily {
+        name: "tokenscope_ttft_seconds",
+        help: "Time to first token of measured successful requests, seconds.",
+    }),
     ..distribution("ttft_ms", "TTFT", "TTFT", |m| Some(&m.ttft_ms))
 };
 /// Time per output token.
@@ -188,6 +211,10 @@ pub const TPOT_MS: Metric = Metric {
     request: Some(PerRequest::One(|m| m.tpot_ms)),
     slo: Some(&[]),
     curve: true,
+    live: Some(LiveFamily {
+        name: "tokenscope_tpot_seconds",
+        help: "Time per output token after the first, seconds.",
+    }),
     ..distribution("tpot_ms", "TPOT", "TPOT", |m| Some(&m.tpot_ms))
 };
 /// Inter-token latency, per chunk.
@@ -195,6 +222,10 @@ pub const ITL_MS: Metric = Metric {
     request: Some(PerRequest::Gaps),
     slo: Some(&[]),
     curve: true,
+    live: Some(LiveFamily {
+        name: "tokenscope_itl_seconds",
+        help: "Inter-token latency: one observation per gap between content events, seconds.",
+    }),
     ..distribution("itl_ms", "ITL", "ITL", |m| Some(&m.itl_ms))
 };
 /// Inter-token latency, per token.
@@ -207,6 +238,10 @@ pub const E2E_MS: Metric = Metric {
     request: Some(PerRequest::One(|m| m.e2e_ms)),
     slo: Some(&["e2el"]),
     curve: true,
+    live: Some(LiveFamily {
+        name: "tokenscope_e2e_seconds",
+        help: "End-to-end latency of measured successful requests, seconds.",
+    }),
     ..distribution("e2e_ms", "E2E", "E2E", |m| Some(&m.e2e_ms))
 };
 /// Time to the response's headers.
@@ -244,6 +279,10 @@ pub const RENDERED_TTFT_MS: Metric = Metric {
     slo: Some(&[]),
     absent: Some("a paint time: measured in the browser only"),
     curve: true,
+    live: Some(LiveFamily {
+        name: "tokenscope_rendered_ttft_seconds",
+        help: "Time to the first token painted (browser), seconds.",
+    }),
     ..distribution("rendered_ttft_ms", "Rendered TTFT", "painted", |m| {
         m.rendered_ttft_ms.as_ref()
     })
@@ -337,6 +376,7 @@ const fn figure(
         slo: None,
         absent: None,
         curve: false,
+        live: None,
     }
 }
 
@@ -573,6 +613,21 @@ pub fn definition(key: &str) -> Option<&'static Definition> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_live_family_is_its_metric_in_seconds_read_per_request() {
+        assert_eq!(live().count(), 5);
+        for m in live() {
+            let family = m.live.unwrap();
+            assert_eq!(m.unit, Unit::Ms, "{}", m.key);
+            assert_eq!(
+                family.name,
+                format!("tokenscope_{}_seconds", m.key.trim_end_matches("_ms")),
+            );
+            assert!(family.help.ends_with("seconds."), "{}", family.help);
+            assert!(m.request.is_some(), "{} has no per-request reader", m.key);
+        }
+    }
 
     #[test]
     fn keys_are_unique_and_carry_their_unit() {

@@ -614,8 +614,18 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
     }
 }
 
-/// The metrics a comparison's cells name, for messages.
-pub const METRIC_NAMES: &str = "ttft_ms:p95, tpot_ms:p50, itl_ms:p99, e2e_ms:p95, rendered_ttft_ms:p95, output_tokens_per_s, goodput_fraction, error_rate, timeout_rate";
+/// The metrics a comparison's cells name, for messages: read from the registry
+/// (`ttft_ms:p50|p95|p99, ..., output_tokens_per_s, ...`).
+pub fn metric_names() -> String {
+    let percentiles: Vec<&str> = PERCENTILES.iter().map(|(n, _)| *n).collect();
+    let percentiles = percentiles.join("|");
+    LATENCIES
+        .iter()
+        .map(|m| format!("{}:{percentiles}", m.key))
+        .chain(FIGURES.iter().map(|m| m.key.to_owned()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Whether `metric` names a comparison's cell (`ttft_ms:p95`, `error_rate`).
 pub fn known_metric(metric: &str) -> bool {
@@ -642,12 +652,16 @@ mod tests {
             for (p, _) in PERCENTILES {
                 assert!(known_metric(&format!("{}:{p}", m.key)), "{}", m.key);
             }
-            assert!(METRIC_NAMES.contains(&format!("{}:", m.key)), "{}", m.key);
+            assert!(
+                metric_names().contains(&format!("{}:p50|", m.key)),
+                "{}",
+                m.key
+            );
             assert!(m.better.is_some() && m.request.is_some(), "{}", m.key);
         }
         for m in FIGURES {
             assert!(
-                known_metric(m.key) && METRIC_NAMES.contains(m.key),
+                known_metric(m.key) && metric_names().contains(m.key),
                 "{}",
                 m.key
             );

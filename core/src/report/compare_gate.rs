@@ -4,7 +4,7 @@
 //! more data could (`docs/metrics.md`, "Comparing runs", "The gate").
 
 use super::compare::{
-    Cell, Comparison, METRIC_NAMES, RunVsBase, TermOutcome, TermStatus, known_metric,
+    Cell, Comparison, RunVsBase, TermOutcome, TermStatus, known_metric, metric_names,
 };
 use tokenscope_stats::compare::Verdict;
 
@@ -64,7 +64,10 @@ impl Threshold {
             return Err(format!("{s:?}: the change must not be zero"));
         }
         if !known_metric(&metric) {
-            return Err(format!("{s:?}: unknown metric {metric:?} ({METRIC_NAMES})"));
+            return Err(format!(
+                "{s:?}: unknown metric {metric:?} ({})",
+                metric_names()
+            ));
         }
         Ok(Threshold {
             term: s.trim().to_owned(),
