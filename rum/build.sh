@@ -4,7 +4,7 @@
 #   indentation (what `import '@tokenscope/rum'` loads);
 # - `tokenscope-rum.classic.js`: the same code for a plain `<script>`, its exports
 #   on `window.tokenscope`.
-# Nothing else changes: no line of code is rewritten. tests/rum.rs checks that both
+# Nothing else changes: no line of code is rewritten. tests/e2e/rum.rs checks that both
 # are current and within the size budget, and the browser tests load the min file.
 set -euo pipefail
 cd "$(dirname "$0")"

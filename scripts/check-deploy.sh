@@ -12,7 +12,7 @@
 #   - deploy/prometheus/prometheus.yml with `promtool check config`, and every
 #     PromQL expression of deploy/grafana/tokenscope.json parsed by
 #     `promtool check rules`, when promtool is installed (Debian: prometheus).
-# tests/deploy.rs checks what the files mean (shard count, ports, paths, users).
+# tests/e2e/deploy.rs checks what the files mean (shard count, ports, paths, users).
 #
 # kubernetes-validate is installed on first use into a venv under
 # ${XDG_CACHE_HOME:-~/.cache}/tokenscope/ (about 150 MB; PyPI must be reachable once).

@@ -986,19 +986,6 @@ async fn page_sends_extra_headers_and_explains_a_cors_refusal() {
     browser.close().await;
 }
 
-#[test]
-fn serve_without_a_built_page_says_how_to_build_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(bin())
-        .args(["serve", "--port", "0", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("scripts/build-web.sh"), "{err}");
-}
-
 /// The fault matrix in the browser: the page against `tokenscope mock` injecting
 /// every fault kind into about half the requests, over real HTTP. Each request's
 /// classification is checked against the fault the server logged for it (joined

@@ -258,7 +258,7 @@ async fn the_pages_chat_demo_measures_a_real_endpoint() {
         );
     }
     // Tightly at the median of the turns on an open connection: the page's own
-    // bound for the same path (tests/browser_e2e.rs, tests/rum.rs).
+    // bound for the same path (tests/browser_e2e.rs, tests/e2e/rum.rs).
     assert!((0.0..=6.0).contains(&median(&later_gaps)), "{later_gaps:?}");
     browser.close().await;
 }

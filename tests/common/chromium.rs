@@ -1,7 +1,8 @@
 //! The built page served by `tokenscope serve`, and headless Chromium driven over
 //! WebDriver (chromedriver + fantoccini), with extra Chromium flags per test (e.g.
 //! `--enable-unsafe-webgpu`), for every browser test.
-//! Include with `#[path = "common/chromium.rs"] mod chromium;` (after `mod common;`).
+//! `tests/e2e/main.rs` declares it once; an opt-in binary includes it with
+//! `#[path = "common/chromium.rs"] mod chromium;` (after `mod common;`).
 
 #![allow(dead_code)]
 

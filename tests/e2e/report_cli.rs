@@ -3,7 +3,7 @@
 //! the whole chain (mock + bench + kernels on Vulkan/lavapipe + report) renders in
 //! headless Chromium.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

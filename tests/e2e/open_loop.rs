@@ -5,7 +5,7 @@
 //! clocks' offset plus the loopback and the server's own path) plus the client's
 //! lateness; its excess over the fastest request is the send lag as the server saw it.
 
-mod common;
+use crate::common;
 
 use common::{Mock, f, raw_requests, run, text};
 

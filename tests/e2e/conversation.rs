@@ -2,7 +2,7 @@
 //! so far, checked against the mock's log (what it received and counted) and the
 //! raw file (turns, sessions, think times).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -5,7 +5,7 @@
 //! bad cases: no `/metrics`, a 401, garbage, a scrape that hangs; the key's
 //! handling on another host.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader, Write as _};

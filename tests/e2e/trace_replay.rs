@@ -3,7 +3,7 @@
 //! (what it received, when, and how many prompt tokens it counted) and the raw
 //! file (the schedule). Traces: `tests/fixtures/traces/` (sources in SOURCES.md).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -1,7 +1,7 @@
 //! `tokenscope plan` as a user meets it: the plan of a preset and of a config.json
 //! (text and JSON, figures computed by hand), and bad input as one clear line.
 
-mod common;
+use crate::common;
 
 use common::{run, text};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! compared request by request with the server's own log of when it handed each
 //! chunk to HTTP (server truth).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

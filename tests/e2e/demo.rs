@@ -2,7 +2,7 @@
 //! simulated server and the client over real HTTP, a sweep, the summary and
 //! one report, with every file it says it wrote.
 
-mod common;
+use crate::common;
 
 use common::{f, read_jsonl, run, text};
 

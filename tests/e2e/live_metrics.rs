@@ -5,7 +5,7 @@
 //! report's request counts exactly and its TTFT percentiles within the buckets'
 //! resolution. Opt-in: needs `prometheus` (scripts/setup.sh installs it).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::path::Path;

@@ -5,9 +5,8 @@
 //! browser's own Element Timing of the answer. And the collector's intake against
 //! bad input, floods and a kill -9.
 
-#[path = "common/chromium.rs"]
-mod chromium;
-mod common;
+use crate::chromium;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

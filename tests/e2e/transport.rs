@@ -7,7 +7,7 @@
 //! connection to carry a second completion request reads it and closes without a
 //! byte of answer; everything else is answered.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

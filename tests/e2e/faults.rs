@@ -4,7 +4,7 @@
 //! request (joined by `x-request-id`); tokens received before a fault are kept;
 //! `sent = ok + errors + timeouts` holds exactly; the run carries on.
 
-mod common;
+use crate::common;
 
 use common::{Mock, check_faults_against_log, raw_requests, run, text};
 

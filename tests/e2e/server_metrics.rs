@@ -3,7 +3,7 @@
 //! and compared; read through core's parser and engine tables as a user's run
 //! would read them.
 
-mod common;
+use crate::common;
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;

@@ -6,7 +6,7 @@
 //! by that tokenizer and each answer counts what the mock's `usage` says (the
 //! mock counts the same words), and bad files are one clear line.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! of the same load beside it, as the yardstick. And the live metrics in a real
 //! Prometheus (opt-in: needs the `prometheus` Debian package).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -7,9 +7,8 @@
 //! the lower-bound path as a bound. And the failure paths: a server without
 //! log-probabilities, a golden file, servers that do not share tokens, a gate.
 
-mod common;
-#[path = "common/quality_truth.rs"]
-mod quality_truth;
+use crate::common;
+use crate::quality_truth;
 
 use std::path::Path;
 

@@ -7,7 +7,7 @@
 //! Each run goes through the real CLI: `bench --out --raw` against `tokenscope
 //! mock`, then `report --raw --client-out` rebuilds the client report.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

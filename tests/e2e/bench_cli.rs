@@ -2,7 +2,7 @@
 //! non-zero exit before anything runs; once a run starts, failures are data; the
 //! report validates against the committed schema.
 
-mod common;
+use crate::common;
 
 use common::{Mock, run, text};
 

@@ -3,7 +3,7 @@
 //! reads back; a verification failure exits 1 and still writes `--out`; no adapter
 //! exits non-zero with a hint.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 
@@ -825,7 +825,7 @@ fn no_wayland_noise_and_an_adapter_that_matches_nothing_lists_what_exists() {
 /// The lavapipe fixture with 12 samples per kernel (and the read kernel) around
 /// `scale` times its median, written to `path`.
 fn kernels_with_samples(path: &std::path::Path, scale: f64, samples: bool) {
-    let text = include_str!("fixtures/reports/kernels-lavapipe.json");
+    let text = include_str!("../fixtures/reports/kernels-lavapipe.json");
     let mut doc: serde_json::Value = serde_json::from_str(text).unwrap();
     let spread = |m: f64| -> Vec<f64> {
         (0..12)

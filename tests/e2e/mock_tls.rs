@@ -3,7 +3,7 @@
 //! connection and header fields, and the test proxy (CONNECT and absolute form).
 //! The client is reqwest itself (rustls with the ring provider).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! mock twice (no change, the false positive rate measured over seeds), a CI gate
 //! both ways, incompatible runs, reports without raw files, and bad files.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -213,7 +213,7 @@ fn a_known_change_is_found_with_an_interval_holding_it() {
             x["diff"].as_f64().unwrap()
         ));
         // The client's own timing differs from the server's log by under 0.1
-        // ms at c=1 (tests/fidelity.rs): that much slack around the interval.
+        // ms at c=1 (tests/e2e/fidelity.rs): that much slack around the interval.
         assert!(
             lo - 0.1 <= truth && truth <= hi + 0.1,
             "{metric}: the server's shift {truth:.3} not in [{lo:.3}, {hi:.3}] (+-0.1)"

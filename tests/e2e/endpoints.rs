@@ -4,7 +4,7 @@
 //! environment's), extra headers and the key in another header, and connection
 //! setup timed against the server's own record of each connection.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

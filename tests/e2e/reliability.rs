@@ -2,7 +2,7 @@
 //! Ctrl-C writes the report of what ran; the API key never reaches any output;
 //! a soak's drift check flags a server that slows down and not one that does not.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,0 +1,55 @@
+//! The end-to-end tests: the real `tokenscope` binary (`CARGO_BIN_EXE_tokenscope`)
+//! against `tokenscope mock` and files over loopback, needing nothing beyond Rust.
+//! One test binary, so that `cargo test` links it once; a module per area, named
+//! after the command or the property it checks. A new test goes into the module of
+//! its area, or a new module here when none fits (CONTRIBUTING.md, "Where a test
+//! goes").
+//!
+//! The tests of all modules run in this one process, beside each other: no test
+//! may set an environment variable or change the working directory (give the child
+//! process its environment instead), and each takes free ports
+//! (`common::free_port`, or port 0) and its own temporary folder.
+//!
+//! Tests of an area here that need something outside Rust (a GPU adapter,
+//! Chromium, Prometheus) are `#[ignore]`d with the reason; `scripts/test.sh` runs
+//! them. Whole suites that need a browser or a real engine are binaries of their
+//! own beside this one (`tests/browser_e2e.rs`, `tests/real_engine.rs`, ...).
+
+#[path = "../common/chromium.rs"]
+mod chromium;
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/quality_truth.rs"]
+mod quality_truth;
+
+// A subcommand as a user meets it.
+mod bench_cli;
+mod compare;
+mod demo;
+mod kernels_cli;
+mod plan_cli;
+mod quality;
+mod report_cli;
+mod serve;
+// A figure against the mock's own log.
+mod conversation;
+mod fidelity;
+mod open_loop;
+mod server_metrics;
+mod server_view;
+mod tokenizer_file;
+mod trace_replay;
+// Failures, crashes and secrets.
+mod faults;
+mod raw_rebuild;
+mod reliability;
+// Reaching real endpoints: TLS, HTTP/2, proxies, kept-alive connections.
+mod endpoints;
+mod mock_tls;
+mod transport;
+// Scale: shards, live metrics, the deployment files.
+mod deploy;
+mod live_metrics;
+mod shards;
+// Real-user monitoring: the browser probe and the collector.
+mod rum;
