@@ -10,12 +10,8 @@ mod cmd;
 mod collect;
 #[cfg(test)]
 mod doc_paths;
-mod engine;
 mod gguf_file;
-mod http_client;
-mod live;
 mod mock;
-mod util;
 
 use std::process::ExitCode;
 

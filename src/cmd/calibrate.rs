@@ -17,8 +17,8 @@ use tokenscope_render::table::text_table;
 use tokenscope_stats::fmt::fmt_ms;
 use tokenscope_stats::stats::percentile;
 
-use crate::engine::{self, BenchConfig, LoadPlan, PerLevel, Prompts};
-use crate::util::{parse_u32_list, process_cpu_s};
+use tokenscope_loadgen::{self, BenchConfig, LoadPlan, PerLevel, Prompts};
+use tokenscope_loadgen::util::{parse_u32_list, process_cpu_s};
 
 /// Measure the client's own timing error against server truth at rising
 /// concurrency, and report the largest concurrency whose ITL p99 error stays
@@ -169,7 +169,7 @@ fn calibrate(
     for &c in levels {
         let raw = dir.join(format!("raw-{c}.jsonl"));
         let cfg = BenchConfig {
-            base_url: crate::util::parse_base_url(&server.url)
+            base_url: tokenscope_loadgen::util::parse_base_url(&server.url)
                 .map_err(anyhow::Error::msg)?
                 .0,
             api: Api::Completions,
@@ -181,7 +181,7 @@ fn calibrate(
             rounds: 1,
             warmup: Some(c),
             prompts: Prompts::Synthetic {
-                tokens: crate::engine::InputLength::Tokens(16),
+                tokens: tokenscope_loadgen::InputLength::Tokens(16),
             },
             max_tokens: args.max_tokens,
             ignore_eos: true,
@@ -202,7 +202,7 @@ fn calibrate(
             gpu_metrics: None,
             scrape_interval: Duration::from_secs(1),
             metrics_send_key: false,
-            tokenizer: crate::engine::TokenizerChoice::Approx,
+            tokenizer: tokenscope_loadgen::TokenizerChoice::Approx,
             tokens: None,
             context_window: None,
             ramp: None,

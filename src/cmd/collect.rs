@@ -15,7 +15,7 @@ use tokenscope_measure::parse::parse_duration;
 use crate::collect::otlp::{self, OtlpTarget};
 use crate::collect::store::Store;
 use crate::collect::{CollectOptions, Collector, router, unix_ms, unix_ns};
-use crate::util::rfc3339_of_ms;
+use tokenscope_loadgen::util::rfc3339_of_ms;
 
 /// Collect real users' chat turns from the browser probe.
 #[derive(Debug, Args)]
@@ -135,7 +135,7 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
     let otlp = match &args.otlp {
         Some(u) => {
             let (url, _) =
-                crate::util::parse_base_url(u).map_err(|e| anyhow::anyhow!("--otlp: {e}"))?;
+                tokenscope_loadgen::util::parse_base_url(u).map_err(|e| anyhow::anyhow!("--otlp: {e}"))?;
             let every = parse_duration(&args.otlp_interval)
                 .map_err(|e| anyhow::anyhow!("--otlp-interval: {e}"))?;
             anyhow::ensure!(
@@ -243,7 +243,7 @@ impl Exporter {
                         // Said once, then counted: a backend that is down must not
                         // flood the log.
                         if failed == 1 {
-                            let url = crate::util::redact_url(&target.url);
+                            let url = tokenscope_loadgen::util::redact_url(&target.url);
                             eprintln!(
                                 "warning: OTLP export to {url} failed: {why} (retrying every interval)"
                             );

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use clap::Args;
 use reqwest::header::HeaderName;
 
-use crate::http_client::proxy;
-use crate::http_client::{ExtraHeader, HttpOptions, HttpVersion};
-use crate::util::Secret;
+use tokenscope_loadgen::http_client::proxy;
+use tokenscope_loadgen::http_client::{ExtraHeader, HttpOptions, HttpVersion};
+use tokenscope_loadgen::util::Secret;
 
 /// How to reach the endpoint. Its `Debug` shows header names and the proxy's
 /// host only: the values may be secrets.

@@ -13,7 +13,7 @@ use tokenscope_sim::{SimConfig, faults_label, parse_faults};
 
 use crate::mock::tls::{TlsFiles, self_signed, server_config};
 use crate::mock::{LmServe, MockState, ServeOptions, router, serve};
-use crate::util::parse_duration;
+use tokenscope_loadgen::util::parse_duration;
 
 /// Run a simulated OpenAI-compatible inference server: continuous batching, a queue,
 /// prefill that grows with the prompt, jitter and injected faults, all seeded.

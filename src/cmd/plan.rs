@@ -67,7 +67,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         (Some(name), _) => {
             ModelShape::preset(name).map_err(|e| anyhow::anyhow!("--model {name:?}: {e}"))?
         }
-        (None, Some(path)) => crate::util::model_from_config(path, "--model-config")?,
+        (None, Some(path)) => tokenscope_loadgen::util::model_from_config(path, "--model-config")?,
         (None, None) => anyhow::bail!(
             "--model NAME or --model-config FILE is needed (presets: {})",
             preset_names().join(", ")

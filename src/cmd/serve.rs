@@ -191,7 +191,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let served = mock.clone();
         let clock = mock
             .as_ref()
-            .map_or_else(crate::engine::clock::Clock::start, MockState::clock);
+            .map_or_else(tokenscope_loadgen::clock::Clock::start, MockState::clock);
         let opts = ServeOptions::plain(clock);
         tokio::select! {
             r = serve(listener, app(&args.dir, &base, mock), opts) => r.context("the server failed")?,

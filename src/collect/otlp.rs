@@ -120,13 +120,13 @@ pub fn request(metrics: &Metrics, start_ns: u64, now_ns: u64, instance: &str) ->
 /// `NO_PROXY`, as the bench reads them), never following a redirect (it would
 /// carry the `--otlp-header`s elsewhere: a failed send, its status said).
 pub fn client() -> anyhow::Result<reqwest::Client> {
-    let options = crate::http_client::HttpOptions {
-        proxy_rules: crate::http_client::proxy::ProxyRules::read(None, &|name| {
+    let options = tokenscope_loadgen::http_client::HttpOptions {
+        proxy_rules: tokenscope_loadgen::http_client::proxy::ProxyRules::read(None, &|name| {
             std::env::var(name).ok()
         }),
         ..Default::default()
     };
-    options.client(crate::http_client::ClientRole::Side {
+    options.client(tokenscope_loadgen::http_client::ClientRole::Side {
         timeout: SEND_TIMEOUT,
     })
 }
@@ -148,8 +148,8 @@ pub async fn send(
         .body(body.to_string())
         .send()
         .await
-        .map_err(|e| crate::util::error_chain(&e.without_url()))?;
-    crate::util::accepted(resp).await
+        .map_err(|e| tokenscope_loadgen::util::error_chain(&e.without_url()))?;
+    tokenscope_loadgen::util::accepted(resp).await
 }
 
 /// Parses `--otlp-header NAME=VALUE`.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokenscope_sim::{Admission, Emission, Engine, FaultKind, SimRequest};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::engine::clock::Clock;
+use tokenscope_loadgen::clock::Clock;
 
 /// Messages to the engine task.
 pub(super) enum EngineMsg {

@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 
-use crate::engine::clock::Clock;
+use tokenscope_loadgen::clock::Clock;
 
 /// How the server serves its connections.
 #[derive(Clone)]

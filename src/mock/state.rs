@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokenscope_sim::{Engine, SimConfig};
 use tokio::sync::mpsc;
 
-use crate::engine::clock::Clock;
+use tokenscope_loadgen::clock::Clock;
 
 use super::engine::{EngineMsg, Gauges, engine_task};
 use super::log::LogRecord;

@@ -14,8 +14,8 @@ use tokenscope_workload::shard::Shard;
 use tokenscope_workload::tokens::Tier;
 use tokenscope_workload::trace::Trace;
 
-use crate::engine::{self, BenchConfig, InputLength, LoadPlan, PerLevel, Prompts, TokenizerChoice};
-use crate::util::{
+use tokenscope_loadgen::{self, BenchConfig, InputLength, LoadPlan, PerLevel, Prompts, TokenizerChoice};
+use tokenscope_loadgen::util::{
     Secret, parse_base_url, parse_duration, parse_duration_or_zero, parse_f64_list, parse_u32_list,
 };
 use tokenscope_workload::dataset::{Dataset, DatasetPrompt};
@@ -350,9 +350,9 @@ impl BenchArgs {
                     t.clone(),
                 )),
                 (None, Some(d)) => {
-                    let at = crate::util::unix_ms()
+                    let at = tokenscope_loadgen::util::unix_ms()
                         + flag("start-after", parse_duration(d))?.as_secs_f64() * 1000.0;
-                    Some((at, crate::util::rfc3339_of_ms(at)))
+                    Some((at, tokenscope_loadgen::util::rfc3339_of_ms(at)))
                 }
                 (None, None) => None,
             },

@@ -18,7 +18,7 @@ use tokenscope_render as render;
 use tokenscope_render::tiers;
 use tokenscope_workload::tokens::Tier;
 
-use crate::engine::{self, InputLength};
+use tokenscope_loadgen::{self, InputLength};
 
 pub use args::BenchArgs;
 pub use plan::quality_path;
@@ -41,7 +41,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 "benchmarking {} ({}) at {}",
                 pre.model,
                 plan.cfg.api.as_str(),
-                crate::util::redact_url(&plan.cfg.base_url)
+                tokenscope_loadgen::util::redact_url(&plan.cfg.base_url)
             );
         }
         anyhow::Ok(pre)
@@ -50,7 +50,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     // leaves no empty folder).
     let folder = match &save {
         Save::Folder(parent) => {
-            let dir = plan::results_folder(parent, &crate::util::now_rfc3339())?;
+            let dir = plan::results_folder(parent, &tokenscope_loadgen::util::now_rfc3339())?;
             outputs = Outputs::in_folder(&dir);
             plan.cfg.raw = Some(Outputs::raw_in_folder(&dir));
             if let Some(q) = plan.quality.as_mut() {

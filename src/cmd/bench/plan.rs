@@ -7,7 +7,7 @@ use tokenscope_core::report::ClientReport;
 use tokenscope_render as render;
 use tokenscope_workload::tokens::Tier;
 
-use crate::engine::{BenchConfig, Prompts};
+use tokenscope_loadgen::{BenchConfig, Prompts};
 
 /// What `bench` runs: the configuration at each tier, in turn.
 #[derive(Debug)]

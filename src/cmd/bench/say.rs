@@ -9,8 +9,8 @@ use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::combined::ReportInput;
 
 use super::plan::{Plan, Save};
-use crate::engine::estimate::{LevelWork, RequestTime, fmt_duration, plan_work};
-use crate::engine::{LoadPlan, PerLevel, Prompts};
+use tokenscope_loadgen::estimate::{LevelWork, RequestTime, fmt_duration, plan_work};
+use tokenscope_loadgen::{LoadPlan, PerLevel, Prompts};
 
 /// `a` or `a to b` of the values (none: empty).
 fn span(values: impl Iterator<Item = u64>) -> Option<String> {

@@ -1,5 +1,5 @@
 //! The checks' requests over HTTP: [`Http`] carries `tokenscope_quality::session`'s
-//! requests over a client from the one factory ([`crate::http_client`]), with
+//! requests over a client from the one factory ([`tokenscope_loadgen::http_client`]), with
 //! the connection options the user gave (the key never in an error), and says
 //! progress on stderr. [`connections`] decides which options each server gets.
 
@@ -7,9 +7,9 @@ use serde_json::Value;
 use tokenscope_quality::session::{Server, Transport};
 
 use super::args::QualityArgs;
-use crate::http_client::tls::tls_problem;
-use crate::http_client::{ClientRole, HttpOptions};
-use crate::util::Secret;
+use tokenscope_loadgen::http_client::tls::tls_problem;
+use tokenscope_loadgen::http_client::{ClientRole, HttpOptions};
+use tokenscope_loadgen::util::Secret;
 
 /// The connection options of each server.
 #[derive(Debug)]
@@ -56,7 +56,7 @@ pub fn same_origin(a: &str, b: &str) -> bool {
 /// Each server's options from the flags; errors name the flag (never a
 /// header's value or a proxy's credentials).
 pub(super) fn connections(args: &QualityArgs) -> anyhow::Result<Connections> {
-    let url = |s: &str| crate::util::parse_base_url(s).map(|(u, _)| u);
+    let url = |s: &str| tokenscope_loadgen::util::parse_base_url(s).map(|(u, _)| u);
     let reference = args
         .reference
         .contains("://")
@@ -118,7 +118,7 @@ pub(super) fn server(
         api_key: key.as_ref(),
         timeout: Some(std::time::Duration::from_secs_f64(timeout)),
     })?;
-    let host = crate::util::parse_base_url(url)
+    let host = tokenscope_loadgen::util::parse_base_url(url)
         .ok()
         .and_then(|(u, _)| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
         .unwrap_or_else(|| "the server".to_owned());
@@ -137,12 +137,12 @@ impl Http {
             let e = e.without_url();
             // A certificate problem told plainly, with the flag that fixes it;
             // else the cause chain (refused, timed out).
-            let why = tls_problem(&e, &self.host).unwrap_or_else(|| crate::util::error_chain(&e));
+            let why = tls_problem(&e, &self.host).unwrap_or_else(|| tokenscope_loadgen::util::error_chain(&e));
             format!("{}: no answer ({why})", self.shown)
         })?;
         let status = resp.status();
         if status.is_redirection() {
-            let to = crate::http_client::redirect_target(&resp);
+            let to = tokenscope_loadgen::http_client::redirect_target(&resp);
             return Err(format!(
                 "{} answered {status} (a redirect to {to}): tokenscope does not follow redirects (they would carry the key elsewhere); give the final URL",
                 self.shown

@@ -5,7 +5,7 @@
 //! certificate, or none checked; the HTTP version; the proxy, by `--proxy` or
 //! the environment; the extra headers and the header carrying the key), with
 //! the few settings where callers differ on purpose given as a [`ClientRole`].
-//! `cmd::http_args` reads the options from the command line.
+//! The CLI's `cmd::http_args` reads the options from the command line.
 
 pub mod proxy;
 pub mod tls;

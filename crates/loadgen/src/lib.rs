@@ -1,5 +1,9 @@
-//! The native benchmark engine behind `tokenscope bench`: validated config in,
-//! a `tokenscope.client/1` report out.
+//! # tokenscope-loadgen
+//!
+//! The native load generator behind `tokenscope bench`: validated config in, a
+//! `tokenscope.client/1` report out; with the one HTTP client factory every
+//! native request goes through ([`http_client`]), the live figures a run serves
+//! and pushes ([`live`]), and the small helpers they share ([`util`]).
 //!
 //! Load is applied level by level. Each level runs its warm-up (recorded in the raw
 //! file, flagged, never measured), then its rounds ([`load`]: closed or open loop).
@@ -12,7 +16,9 @@ pub mod clock;
 mod config;
 pub mod estimate;
 pub mod http;
+pub mod http_client;
 mod level;
+pub mod live;
 mod load;
 mod pacer;
 pub mod preflight;
@@ -22,6 +28,7 @@ mod request;
 pub mod scrape;
 pub mod tokenize;
 pub mod transport;
+pub mod util;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
