@@ -751,7 +751,9 @@ fn no_crate_outgrows_one_mind() {
             .sum();
         sizes.push(format!("{name}: {lines}"));
         if lines > MAX_CRATE_LINES {
-            over.push(format!("{name}: {lines} lines of code (limit {MAX_CRATE_LINES})"));
+            over.push(format!(
+                "{name}: {lines} lines of code (limit {MAX_CRATE_LINES})"
+            ));
         }
     }
     eprintln!("{}", sizes.join("\n"));

@@ -17,8 +17,8 @@ use tokenscope_render::table::text_table;
 use tokenscope_stats::fmt::fmt_ms;
 use tokenscope_stats::stats::percentile;
 
-use tokenscope_loadgen::{self, BenchConfig, LoadPlan, PerLevel, Prompts};
 use tokenscope_loadgen::util::{parse_u32_list, process_cpu_s};
+use tokenscope_loadgen::{self as loadgen, BenchConfig, LoadPlan, PerLevel, Prompts};
 
 /// Measure the client's own timing error against server truth at rising
 /// concurrency, and report the largest concurrency whose ITL p99 error stays
@@ -198,7 +198,7 @@ fn calibrate(
             raw: Some(raw.clone()),
             progress: !args.quiet,
             sample_cap: tokenscope_stats::stats::DEFAULT_SAMPLE_CAP,
-            server_metrics: engine::scrape::ServerMetrics::Off,
+            server_metrics: loadgen::scrape::ServerMetrics::Off,
             gpu_metrics: None,
             scrape_interval: Duration::from_secs(1),
             metrics_send_key: false,
@@ -218,10 +218,10 @@ fn calibrate(
         // The client's CPU and wall time over the engine's run (warm-up and
         // measured requests, building the report, writing the raw records).
         let (cpu, wall) = rt.block_on(async {
-            let pre = engine::preflight::check(&cfg).await?;
+            let pre = loadgen::preflight::check(&cfg).await?;
             let cpu0 = process_cpu_s();
             let t0 = Instant::now();
-            engine::run(cfg, pre).await?;
+            loadgen::run(cfg, pre).await?;
             let wall = t0.elapsed().as_secs_f64();
             anyhow::Ok((cpu0.zip(process_cpu_s()).map(|(a, b)| b - a), wall))
         })?;

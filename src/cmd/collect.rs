@@ -134,8 +134,8 @@ pub fn run(args: CollectArgs) -> anyhow::Result<ExitCode> {
     }
     let otlp = match &args.otlp {
         Some(u) => {
-            let (url, _) =
-                tokenscope_loadgen::util::parse_base_url(u).map_err(|e| anyhow::anyhow!("--otlp: {e}"))?;
+            let (url, _) = tokenscope_loadgen::util::parse_base_url(u)
+                .map_err(|e| anyhow::anyhow!("--otlp: {e}"))?;
             let every = parse_duration(&args.otlp_interval)
                 .map_err(|e| anyhow::anyhow!("--otlp-interval: {e}"))?;
             anyhow::ensure!(

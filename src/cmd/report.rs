@@ -162,7 +162,10 @@ pub fn inputs(args: &ReportArgs) -> anyhow::Result<ReportInput> {
         (Some(name), _, _) => {
             Some(ModelShape::preset(name).map_err(|e| anyhow::anyhow!("--model {name:?}: {e}"))?)
         }
-        (None, Some(p), _) => Some(tokenscope_loadgen::util::model_from_config(p, "--model-config")?),
+        (None, Some(p), _) => Some(tokenscope_loadgen::util::model_from_config(
+            p,
+            "--model-config",
+        )?),
         (None, None, None) => None,
     };
     let gpu_memory_bytes = match &args.gpu_memory {

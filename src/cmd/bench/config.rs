@@ -14,9 +14,11 @@ use tokenscope_workload::shard::Shard;
 use tokenscope_workload::tokens::Tier;
 use tokenscope_workload::trace::Trace;
 
-use tokenscope_loadgen::{self, BenchConfig, InputLength, LoadPlan, PerLevel, Prompts, TokenizerChoice};
 use tokenscope_loadgen::util::{
     Secret, parse_base_url, parse_duration, parse_duration_or_zero, parse_f64_list, parse_u32_list,
+};
+use tokenscope_loadgen::{
+    self as loadgen, BenchConfig, InputLength, LoadPlan, PerLevel, Prompts, TokenizerChoice,
 };
 use tokenscope_workload::dataset::{Dataset, DatasetPrompt};
 
@@ -246,7 +248,7 @@ impl BenchArgs {
         let (rounds, tracing) = (self.rounds(), self.trace.is_some());
         let tokenizer = TokenizerChoice::parse(self.tokenizer.as_deref().unwrap_or("auto"));
         if let TokenizerChoice::File(path) = &tokenizer {
-            engine::tokenize::check_file(path)?;
+            loadgen::tokenize::check_file(path)?;
         }
         let conversation = match &self.conversation {
             Some(c) => Some(flag("conversation", Conversation::parse(c))?),
@@ -438,8 +440,8 @@ fn say_request_counts(cfg: &BenchConfig) {
 }
 
 /// `--server-metrics`: `auto` (the endpoint's origin + `/metrics`), `none`, or a URL.
-fn server_metrics(s: &str, base: &reqwest::Url) -> Result<engine::scrape::ServerMetrics, String> {
-    use engine::scrape::ServerMetrics;
+fn server_metrics(s: &str, base: &reqwest::Url) -> Result<loadgen::scrape::ServerMetrics, String> {
+    use loadgen::scrape::ServerMetrics;
     match s.trim() {
         "auto" => {
             let mut u = base.clone();

@@ -18,7 +18,7 @@ use tokenscope_render as render;
 use tokenscope_render::tiers;
 use tokenscope_workload::tokens::Tier;
 
-use tokenscope_loadgen::{self, InputLength};
+use tokenscope_loadgen::{self as loadgen, InputLength};
 
 pub use args::BenchArgs;
 pub use plan::quality_path;
@@ -35,7 +35,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let (mut plan, mut outputs) = args.into_config()?;
     let rt = super::runtime()?;
     let pre = rt.block_on(async {
-        let pre = engine::preflight::check(&plan.cfg).await?;
+        let pre = loadgen::preflight::check(&plan.cfg).await?;
         if plan.cfg.progress {
             eprintln!(
                 "benchmarking {} ({}) at {}",
@@ -86,7 +86,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         let cfg = plan.tier_config(i);
         let cfg_raw = cfg.raw.clone();
         let report =
-            rt.block_on(async { anyhow::Ok(engine::run(cfg, pre.clone()).await?.report) })?;
+            rt.block_on(async { anyhow::Ok(loadgen::run(cfg, pre.clone()).await?.report) })?;
         // Exports first (a failing terminal must not lose the files), then the table.
         let out = if tiered {
             outputs.for_tier(tier)

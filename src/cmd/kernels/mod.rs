@@ -227,7 +227,10 @@ fn models(args: &KernelsArgs) -> anyhow::Result<Vec<ModelShape>> {
         out.push(ModelShape::preset(n).with_context(|| format!("--models {n}"))?);
     }
     for path in &args.model_config {
-        out.push(tokenscope_loadgen::util::model_from_config(path, "--model-config")?);
+        out.push(tokenscope_loadgen::util::model_from_config(
+            path,
+            "--model-config",
+        )?);
     }
     Ok(out)
 }

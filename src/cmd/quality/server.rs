@@ -137,7 +137,8 @@ impl Http {
             let e = e.without_url();
             // A certificate problem told plainly, with the flag that fixes it;
             // else the cause chain (refused, timed out).
-            let why = tls_problem(&e, &self.host).unwrap_or_else(|| tokenscope_loadgen::util::error_chain(&e));
+            let why = tls_problem(&e, &self.host)
+                .unwrap_or_else(|| tokenscope_loadgen::util::error_chain(&e));
             format!("{}: no answer ({why})", self.shown)
         })?;
         let status = resp.status();
