@@ -22,7 +22,7 @@ ARG RUST_VERSION=1.95
 FROM rust:${RUST_VERSION}-bookworm AS builder
 WORKDIR /src
 # The whole workspace: cargo reads every member's manifest (the wasm crates
-# web, web-gpu, web-report and web-quality included), but `-p tokenscope --bin tokenscope`
+# web, web-gpu, web-report, web-quality and web-run included), but `-p tokenscope --bin tokenscope`
 # compiles, and downloads, only what the native binary needs.
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -6,13 +6,16 @@
 #   -> wasm-opt -Oz (binaryen from tools/, when present) -> dist/ with
 #   content-hashed file names and index.html rewritten to point at them.
 #
-# Four wasm modules: the page (web/, tokenscope_web) loads first; the GPU module
+# Five wasm modules: the page (web/, tokenscope_web) loads first; the GPU module
 # (web-gpu/, tokenscope_gpu: the kernel harness on WebGPU) is imported by boot.js's
 # window.tokenscopeGpu() only when the GPU view opens, and the report module
 # (web-report/, tokenscope_report_view: the combined report's analysis) by
 # window.tokenscopeReport() only when there is a report to analyse, and the
 # quality module (web-quality/, tokenscope_quality_view: core's quality checks)
-# by window.tokenscopeQuality() only when the Quality view opens. The Real
+# by window.tokenscopeQuality() only when the Quality view opens, and the run
+# module (web-run/, tokenscope_run: the page's crate without its view: the
+# runner, its transports, the simulator) by window.tokenscopeRun() only when a
+# run starts or the Real users view talks to the simulator. The Real
 # users view's chat demo (web/static/rum-demo.js, with rum/tokenscope-rum.min.js)
 # is plain JS, imported only when that view opens.
 #
@@ -28,6 +31,7 @@ crate=tokenscope_web
 gpu=tokenscope_gpu
 rep=tokenscope_report_view
 qual=tokenscope_quality_view
+run=tokenscope_run
 
 command -v wasm-bindgen >/dev/null || { say "wasm-bindgen not found: run scripts/setup.sh"; exit 1; }
 want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)
@@ -40,11 +44,12 @@ fi
 # Two builds: the page's main module builds core without its `server-view`
 # feature (the page never scrapes; the view's types would weigh on its first
 # load), the lazy modules with it (the report module renders the server view).
-# One cargo invocation would unify core's features across all three.
+# One cargo invocation would unify core's features across all three (and the
+# run module builds the page's crate without its `app` feature).
 say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web"
 cargo build -p tokenscope-web --target wasm32-unknown-unknown --profile web-release --quiet
-say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-gpu, tokenscope-report-view, tokenscope-quality-view"
-cargo build -p tokenscope-gpu -p tokenscope-report-view -p tokenscope-quality-view \
+say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-gpu, tokenscope-report-view, tokenscope-quality-view, tokenscope-run"
+cargo build -p tokenscope-gpu -p tokenscope-report-view -p tokenscope-quality-view -p tokenscope-run \
   --target wasm32-unknown-unknown --profile web-release --quiet
 
 stage=$(mktemp -d)
@@ -74,6 +79,7 @@ bindgen "$crate"
 bindgen "$gpu"
 bindgen "$rep"
 bindgen "$qual"
+bindgen "$run"
 
 hash() { sha256sum "$1" | cut -c1-12; }
 rm -rf "$dist"
@@ -94,6 +100,10 @@ qual_wasm_name="${qual}_bg-$(hash "$stage/${qual}_bg.wasm").wasm"
 qual_js_name="${qual}-$(hash "$stage/$qual.js").js"
 cp "$stage/${qual}_bg.wasm" "$dist/$qual_wasm_name"
 cp "$stage/$qual.js" "$dist/$qual_js_name"
+run_wasm_name="${run}_bg-$(hash "$stage/${run}_bg.wasm").wasm"
+run_js_name="${run}-$(hash "$stage/$run.js").js"
+cp "$stage/${run}_bg.wasm" "$dist/$run_wasm_name"
+cp "$stage/$run.js" "$dist/$run_js_name"
 if [[ -d $stage/snippets ]]; then cp -r "$stage/snippets" "$dist/"; fi
 
 worker_name="net-worker-$(hash web/static/net-worker.js).js"
@@ -113,6 +123,7 @@ sed -e "s#\"./$crate.js\"#\"./$js_name\"#" -e "s#\"./${crate}_bg.wasm\"#\"./$was
   -e "s#\"./$gpu.js\"#\"./$gpu_js_name\"#" -e "s#\"./${gpu}_bg.wasm\"#\"./$gpu_wasm_name\"#" \
   -e "s#\"./$rep.js\"#\"./$rep_js_name\"#" -e "s#\"./${rep}_bg.wasm\"#\"./$rep_wasm_name\"#" \
   -e "s#\"./$qual.js\"#\"./$qual_js_name\"#" -e "s#\"./${qual}_bg.wasm\"#\"./$qual_wasm_name\"#" \
+  -e "s#\"./$run.js\"#\"./$run_js_name\"#" -e "s#\"./${run}_bg.wasm\"#\"./$run_wasm_name\"#" \
   web/static/boot.js >"$stage/boot.js"
 boot_name="boot-$(hash "$stage/boot.js").js"
 cp "$stage/boot.js" "$dist/$boot_name"
@@ -132,6 +143,7 @@ grep -q "$js_name" "$dist/$boot_name" && grep -q "$wasm_name" "$dist/$boot_name"
   && grep -q "$gpu_js_name" "$dist/$boot_name" && grep -q "$gpu_wasm_name" "$dist/$boot_name" \
   && grep -q "$rep_js_name" "$dist/$boot_name" && grep -q "$rep_wasm_name" "$dist/$boot_name" \
   && grep -q "$qual_js_name" "$dist/$boot_name" && grep -q "$qual_wasm_name" "$dist/$boot_name" \
+  && grep -q "$run_js_name" "$dist/$boot_name" && grep -q "$run_wasm_name" "$dist/$boot_name" \
   || { say "boot.js was not rewritten"; exit 1; }
 
 gz() { gzip -9 -c "$1" | wc -c; }
@@ -144,6 +156,8 @@ rep_raw=$(stat -c %s "$dist/$rep_wasm_name")
 rep_gz=$(( $(gz "$dist/$rep_wasm_name") + $(gz "$dist/$rep_js_name") ))
 qual_raw=$(stat -c %s "$dist/$qual_wasm_name")
 qual_gz=$(( $(gz "$dist/$qual_wasm_name") + $(gz "$dist/$qual_js_name") ))
+run_raw=$(stat -c %s "$dist/$run_wasm_name")
+run_gz=$(( $(gz "$dist/$run_wasm_name") + $(gz "$dist/$run_js_name") ))
 # Each file gzipped on its own, as a server sends it (one gzip of all files
 # together would depend on the order `find` lists them in).
 first_gz=0
@@ -151,19 +165,15 @@ while IFS= read -r f; do
   first_gz=$(( first_gz + $(gz "$f") ))
 done < <(find "$dist" -type f ! -name "$gpu_wasm_name" ! -name "$gpu_js_name" \
   ! -name "$rep_wasm_name" ! -name "$rep_js_name" ! -name "$demo_name" ! -name "$probe_name" \
-  ! -name "$qual_wasm_name" ! -name "$qual_js_name")
+  ! -name "$qual_wasm_name" ! -name "$qual_js_name" ! -name "$run_wasm_name" ! -name "$run_js_name")
 printf 'dist/ built: %s\n' "$(ls "$dist" | tr '\n' ' ')"
 printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everything but the lazy modules) %s KB gz\n' \
   "$raw" "$gzw" "$(kb "$gzw")" "$(kb "$first_gz")"
-# The page's budget: the first load under 411 KB (420,864 bytes) gzipped. It was
-# 400 KB (409,600 bytes) until issue 35 put the load each level reached, the
-# capacity's bracket and the SLO checks' evaluability into the page's own
-# analysis (+4.5 KB, after trimming), and 405 KB until issue 36's first step put
-# one metric registry under the SLO checks and one /metrics writer under the
-# simulator (+2.9 KB), and 408 KB until the library crates were split by
-# responsibility (+3.6 KB with the same code: 419,537 bytes); the rest of that
-# issue's shape step is to take the first load under 300 KB (docs/web.md, "Weight").
-budget=420864
+# The page's budget: the first load under 290.4 KB (297,400 bytes) gzipped, 1 KB
+# over what it is. It was 420,864 bytes (419,537 loaded) until issue 36 moved the
+# run (the runner, its transports, the simulator, the report's assembly) into the
+# run module, web-run/, fetched when a run starts (docs/web.md, "Page weight").
+budget=297400
 printf 'first load: %d bytes gzipped of a %d-byte budget (%d left)\n' "$first_gz" "$budget" $(( budget - first_gz ))
 if (( first_gz > budget )); then
   say "the first load is over its budget by $(( first_gz - budget )) bytes: move code into a lazy module"
@@ -177,3 +187,5 @@ printf 'report module (loaded when there is a report to analyse): wasm %d bytes 
   "$rep_raw" "$rep_gz" "$(kb "$rep_gz")"
 printf 'quality module (loaded when the Quality view opens): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
   "$qual_raw" "$qual_gz" "$(kb "$qual_gz")"
+printf 'run module (loaded when a run starts): wasm %d bytes raw; wasm + js %d bytes gzipped (%s KB gz)\n' \
+  "$run_raw" "$run_gz" "$(kb "$run_gz")"

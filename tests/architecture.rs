@@ -71,6 +71,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "tokenscope-quality-view",
         ],
     ),
+    (
+        "the page's run module (the page's crate without its view)",
+        &["tokenscope-run"],
+    ),
 ];
 
 /// Most lines of code (before each module's tests) in one crate: a crate a

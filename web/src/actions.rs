@@ -7,8 +7,8 @@ use tokenscope_measure::openai::model_ids;
 use tokenscope_measure::parse::parse_base_url;
 use yew::prelude::*;
 
+use crate::services::browser;
 use crate::services::fetch::FetchTarget;
-use crate::services::{browser, runner};
 use crate::settings::Settings;
 use crate::state::{Action, Shared, State};
 
@@ -129,12 +129,11 @@ impl FileActions {
             let state = state.clone();
             Callback::from(move |()| {
                 if let Some(f) = &state.finished
-                    && let Some(raw) = &f.raw
+                    && let Some(raw) = &f.raw_jsonl
                 {
-                    let text = runner::raw_jsonl(raw, &f.records);
                     let _ = browser::download(
                         "tokenscope-browser-raw.jsonl",
-                        &text,
+                        raw,
                         "application/x-ndjson",
                     );
                 }

@@ -1,8 +1,6 @@
 //! The page: state in a reducer, small components, services for the work.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
+use tokenscope_core::report::ClientReport;
 use yew::prelude::*;
 
 use crate::actions::{FileActions, SettingsActions};
@@ -20,12 +18,10 @@ use crate::components::streams::Streams;
 use crate::components::tiers::Tiers;
 use crate::components::warnings::Warnings;
 use crate::services::browser;
-use crate::services::clock::CancelToken;
-use crate::services::paint::Painter;
+use crate::services::lazy_run::{self, RunMessage, RunRequest};
 use crate::services::rum_demo::Lazy;
-use crate::services::runner::{self, RunInput};
 use crate::settings::{GpuSettings, Settings, View};
-use crate::state::{Action, KernelsFile, RunState, Shared, State, TierResult};
+use crate::state::{Action, Finished, KernelsFile, RunState, Shared, State, TierResult};
 
 /// App props: the URL query to read the settings from.
 #[derive(Properties, PartialEq, Default)]
@@ -51,81 +47,67 @@ fn initial_state(query: &str) -> State {
     }
 }
 
-/// Start a run (unless one is going).
-fn start_run(
-    state: &UseReducerHandle<State>,
-    lanes: &NodeRef,
-    cancel: &Rc<RefCell<Option<CancelToken>>>,
-    worker_url: Option<AttrValue>,
-) {
+/// Start a run (unless one is going): in the run module (`services::lazy_run`,
+/// loaded the first time), after the settings are checked here.
+fn start_run(state: &UseReducerHandle<State>, lanes: &NodeRef, worker_url: Option<AttrValue>) {
     if state.run == RunState::Running {
         return;
     }
-    let (plan, auth) = match state
-        .settings
-        .validate()
-        .and_then(|p| Ok((p, state.auth()?)))
-    {
-        Ok(x) => x,
-        Err(e) => {
-            state.dispatch(Action::Start);
-            state.dispatch(Action::Failed(e));
-            return;
-        }
-    };
-    let token = CancelToken::new();
-    *cancel.borrow_mut() = Some(token.clone());
     state.dispatch(Action::Start);
-    let painter = Painter::new(
-        lanes.cast::<web_sys::Element>(),
-        plan.paint,
-        plan.paint_fallback,
-    );
-    let input = RunInput {
-        plan,
-        auth,
-        painter,
-        cancel: token,
+    if let Err(e) = state.settings.validate().and_then(|_| state.auth()) {
+        state.dispatch(Action::Failed(e));
+        return;
+    }
+    let request = RunRequest {
+        settings: state.settings.clone(),
+        api_key: state.api_key.clone(),
+        key_header: state.key_header.clone(),
+        headers: state.headers.clone(),
         worker_url: worker_url.map(|u| u.to_string()),
-        tokens: Rc::default(),
     };
+    let lanes = lanes.cast::<web_sys::Element>();
     let dispatcher = state.dispatcher();
-    // Input or output tiers: the whole sweep at each, one report each (as `bench`).
     wasm_bindgen_futures::spawn_local(async move {
-        let tiers = input.plan.tiers.clone();
-        for (k, tier) in tiers.iter().enumerate() {
-            let events = dispatcher.clone();
-            let run = RunInput {
-                plan: input.plan.for_tier(k),
-                ..input.clone()
-            };
-            let result = runner::run(run, move |e| events.dispatch(Action::Event(e))).await;
-            match result {
-                Ok(out) => {
-                    let last = k + 1 == tiers.len() || input.cancel.is_cancelled();
-                    if tiers.len() > 1 {
-                        dispatcher.dispatch(Action::TierDone(TierResult {
-                            label: tier.label(),
-                            report_json: Shared::new(
-                                out.report_json
-                                    .clone()
-                                    .unwrap_or_else(|| out.report.to_json()),
-                            ),
-                            report: Shared::new(out.report.clone()),
-                        }));
-                    }
-                    if last {
-                        dispatcher.dispatch(Action::Finished(Box::new(out)));
-                        break;
-                    }
-                }
-                Err(e) => {
-                    dispatcher.dispatch(Action::Failed(e));
-                    break;
-                }
-            }
+        let d = dispatcher.clone();
+        if let Err(e) = lazy_run::start(&request, lanes, move |m| on_message(&d, m)).await {
+            dispatcher.dispatch(Action::Failed(e));
         }
     });
+}
+
+/// A message from the run module, as the state's action.
+fn on_message(d: &UseReducerDispatcher<State>, message: RunMessage) {
+    let report =
+        |json: &str| ClientReport::from_json(json).map_err(|e| format!("the run's report: {e}"));
+    let action = match message {
+        RunMessage::Event(e) => Action::Event(e),
+        RunMessage::TierDone { label, report_json } => match report(&report_json) {
+            Ok(r) => Action::TierDone(TierResult {
+                label,
+                report: Shared::new(r),
+                report_json: Shared::new(report_json),
+            }),
+            Err(e) => Action::Failed(e),
+        },
+        RunMessage::Finished {
+            report_json,
+            records_json,
+            records,
+            raw_jsonl,
+        } => match report(&report_json) {
+            Ok(r) => Action::Finished(Box::new(Finished {
+                report: Shared::new(r),
+                report_json: Shared::new(report_json),
+                records: Shared::new(records),
+                records_json: Shared::new(records_json),
+                raw_jsonl: Some(Shared::new(raw_jsonl)),
+                loaded: false,
+            })),
+            Err(e) => Action::Failed(e),
+        },
+        RunMessage::Failed(e) => Action::Failed(e),
+    };
+    d.dispatch(action);
 }
 
 /// The page.
@@ -232,22 +214,10 @@ pub fn App(props: &AppProps) -> Html {
             });
         })
     };
-    // The run's raw file for the Compare view, made when it compares.
-    let raw_of_run = finished.filter(|f| f.raw.is_some()).map(|_| {
-        let state = state.clone();
-        Callback::from(move |()| {
-            state
-                .finished
-                .as_ref()
-                .and_then(|f| {
-                    Some(crate::services::runner::raw_jsonl(
-                        f.raw.as_ref()?,
-                        &f.records,
-                    ))
-                })
-                .unwrap_or_default()
-        })
-    });
+    // The run's raw file for the Compare view.
+    let raw_of_run = finished
+        .and_then(|f| f.raw_jsonl.clone())
+        .map(|raw| Callback::from(move |()| raw.to_string()));
     html! {
         <div class="page">
             <Header {simulated} />
@@ -276,7 +246,7 @@ pub fn App(props: &AppProps) -> Html {
                     <RunControls
                         {running}
                         can_export={finished.is_some()}
-                        can_export_raw={finished.is_some_and(|f| f.raw.is_some())}
+                        can_export_raw={finished.is_some_and(|f| f.raw_jsonl.is_some())}
                         {onrun} {onstop} {onexport} {onexportraw} {onload} {onlink}
                     />
                 </aside>
@@ -321,15 +291,14 @@ fn use_run(
     view: View,
     autorun: bool,
 ) -> (Callback<()>, Callback<()>) {
-    let cancel: Rc<RefCell<Option<CancelToken>>> = use_mut_ref(|| None);
     use_effect_with((state.run, view), |(run, view)| {
         if *view == View::Bench {
             browser::set_run_state(run.as_str());
         }
     });
     let onrun = {
-        let (state, cancel) = (state.clone(), cancel.clone());
-        Callback::from(move |()| start_run(&state, &lanes, &cancel, worker.clone()))
+        let state = state.clone();
+        Callback::from(move |()| start_run(&state, &lanes, worker.clone()))
     };
     {
         let onrun = onrun.clone();
@@ -339,11 +308,7 @@ fn use_run(
             }
         });
     }
-    let onstop = Callback::from(move |()| {
-        if let Some(t) = cancel.borrow().as_ref() {
-            t.cancel();
-        }
-    });
+    let onstop = Callback::from(move |()| wasm_bindgen_futures::spawn_local(lazy_run::stop()));
     (onrun, onstop)
 }
 

@@ -21,10 +21,12 @@ pub mod services;
 pub mod settings;
 pub mod state;
 
+#[cfg(feature = "app")]
 use wasm_bindgen::prelude::*;
 
 /// Mount the page on `#app` (called by the page's `boot.js`, with the URL of the
 /// network worker's script).
+#[cfg(feature = "app")]
 #[wasm_bindgen]
 pub fn run_app(worker_url: Option<String>) {
     console_error_panic_hook_set();
@@ -46,6 +48,7 @@ pub fn run_app(worker_url: Option<String>) {
 }
 
 /// Report panics in the console and in `#run-error` (for the automation contract).
+#[cfg(feature = "app")]
 fn console_error_panic_hook_set() {
     std::panic::set_hook(Box::new(|info| {
         let msg = format!("the page crashed: {info}");

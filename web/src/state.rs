@@ -5,12 +5,12 @@ use std::rc::Rc;
 
 use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
 use tokenscope_render::page::gpu::KernelsView;
-use tokenscope_render::page::transport::{header_name_problem, parse_header_lines};
 pub use tokenscope_render::page::view::{RunState, Shared};
 use yew::Reducible;
 
-use crate::services::fetch::Auth;
-use crate::services::runner::{PageRaw, PageRecord, Progress, RunEvent, RunOutput};
+use crate::services::fetch::{Auth, auth_of};
+use crate::services::lazy_run::LevelRecord;
+use crate::services::runner::{Progress, RunEvent};
 use crate::settings::Settings;
 
 /// A kernels report: what the page shows of it (read by the GPU or the report
@@ -31,12 +31,12 @@ pub struct Finished {
     pub report: Shared<ClientReport>,
     /// Its JSON (`#report-json`).
     pub report_json: Shared<String>,
-    /// The per-request records (empty for a loaded report).
-    pub records: Shared<Vec<PageRecord>>,
+    /// The measured requests (empty for a loaded report).
+    pub records: Shared<Vec<LevelRecord>>,
     /// Their JSON (`#records-json`).
     pub records_json: Shared<String>,
-    /// The raw file, for a `tokenscope.raw/1.2` export (runs only).
-    pub raw: Option<Shared<PageRaw>>,
+    /// The raw file, `tokenscope.raw/1.2` JSONL (runs only).
+    pub raw_jsonl: Option<Shared<String>>,
     /// Loaded from a file rather than run here.
     pub loaded: bool,
 }
@@ -121,7 +121,7 @@ pub enum Action {
     /// one's output comes as `Finished` too.
     TierDone(TierResult),
     /// The run ended.
-    Finished(Box<RunOutput>),
+    Finished(Box<Finished>),
     /// The run could not be made.
     Failed(String),
     /// A saved report was opened (or could not be read).
@@ -137,18 +137,7 @@ impl State {
     /// The key and extra headers every request carries, or why the fields are
     /// wrong (naming the line).
     pub fn auth(&self) -> Result<Auth, String> {
-        let key_header = Some(self.key_header.trim())
-            .filter(|h| !h.is_empty())
-            .map(|h| match header_name_problem(h) {
-                Some(p) => Err(format!("key header: {p}")),
-                None => Ok(h.to_owned()),
-            })
-            .transpose()?;
-        Ok(Auth {
-            key: Some(self.api_key.clone()).filter(|k| !k.is_empty()),
-            key_header,
-            headers: parse_header_lines(&self.headers)?,
-        })
+        auth_of(&self.api_key, &self.key_header, &self.headers)
     }
 }
 
@@ -218,24 +207,13 @@ impl Reducible for State {
                 s.chart_levels = Shared::new(Vec::new());
                 s.tiers.push(tier);
             }
-            Action::Finished(out) => {
-                let out = *out;
+            Action::Finished(finished) => {
                 s.run = RunState::Done;
-                s.warnings = out.report.warnings.clone();
-                s.view_level = out.report.levels.len().saturating_sub(1);
-                s.live_levels = Shared::new(out.report.levels.clone());
+                s.warnings = finished.report.warnings.clone();
+                s.view_level = finished.report.levels.len().saturating_sub(1);
+                s.live_levels = Shared::new(finished.report.levels.clone());
                 s.chart_levels = s.live_levels.clone();
-                let records_json = serde_json::to_string(&out.records).unwrap_or_default();
-                s.finished = Some(Finished {
-                    report_json: Shared::new(
-                        out.report_json.unwrap_or_else(|| out.report.to_json()),
-                    ),
-                    report: Shared::new(out.report),
-                    records: Shared::new(out.records),
-                    records_json: Shared::new(records_json),
-                    raw: Some(Shared::new(out.raw)),
-                    loaded: false,
-                });
+                s.finished = Some(*finished);
             }
             Action::Failed(e) => {
                 s.run = RunState::Failed;
@@ -258,7 +236,7 @@ impl Reducible for State {
                     report: Shared::new(report),
                     records: Shared::new(Vec::new()),
                     records_json: Shared::new("[]".into()),
-                    raw: None,
+                    raw_jsonl: None,
                     loaded: true,
                 });
             }

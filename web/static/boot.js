@@ -43,6 +43,13 @@ window.tokenscopeQuality = lazyModule(
   new URL("./tokenscope_quality_view_bg.wasm", import.meta.url),
 );
 
+// The run module (the runner, its transports, the simulator) when a run starts,
+// or when the Real users view talks to the simulator.
+window.tokenscopeRun = lazyModule(
+  () => import("./tokenscope_run.js"),
+  new URL("./tokenscope_run_bg.wasm", import.meta.url),
+);
+
 // The chat demo (the Real users view: a chat UI with the RUM probe embedded) is
 // plain JS, imported with the probe only when that view opens.
 let rumDemo;

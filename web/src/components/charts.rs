@@ -9,7 +9,7 @@ use tokenscope_measure::record::RequestRecord;
 use tokenscope_render::charts;
 use yew::prelude::*;
 
-use crate::services::runner::PageRecord;
+use crate::services::lazy_run::LevelRecord;
 use crate::state::Shared;
 
 /// Rows of the per-request timeline.
@@ -44,8 +44,8 @@ pub struct ChartsProps {
     pub knee: Option<Knee>,
     /// SLOs.
     pub slos: Vec<Slo>,
-    /// Per-request records (runs made here).
-    pub records: Shared<Vec<PageRecord>>,
+    /// The measured requests (runs made here).
+    pub records: Shared<Vec<LevelRecord>>,
     /// The level shown in the distribution views.
     pub view_level: usize,
     /// Pick another level.
@@ -84,8 +84,8 @@ pub fn Charts(props: &ChartsProps) -> Html {
                 let hist = charts::histogram_from_quantiles(q("itl_ms"), 30, "ITL (ms)");
                 let level_records: Vec<RequestRecord> = records
                     .iter()
-                    .filter(|r| r.line.level == *i && !r.line.warmup)
-                    .map(|r| r.line.record.clone())
+                    .filter(|r| r.level == *i)
+                    .map(|r| r.record.clone())
                     .collect();
                 let timeline = (!level_records.is_empty()).then(|| {
                     AttrValue::from(charts::request_timeline(&level_records, TIMELINE_ROWS))

@@ -10,6 +10,7 @@
 
 use js_sys::{Reflect, Uint8Array};
 use tokenscope_measure::record::ErrorKind;
+use tokenscope_render::page::transport::{header_name_problem, parse_header_lines};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -88,6 +89,24 @@ impl Auth {
             ..self.clone()
         }
     }
+}
+
+/// The key and extra headers from their fields (the key, the header that
+/// carries it, one `Name: value` per line), or why the fields are wrong
+/// (naming the line).
+pub fn auth_of(api_key: &str, key_header: &str, headers: &str) -> Result<Auth, String> {
+    let key_header = Some(key_header.trim())
+        .filter(|h| !h.is_empty())
+        .map(|h| match header_name_problem(h) {
+            Some(p) => Err(format!("key header: {p}")),
+            None => Ok(h.to_owned()),
+        })
+        .transpose()?;
+    Ok(Auth {
+        key: Some(api_key.to_owned()).filter(|k| !k.is_empty()),
+        key_header,
+        headers: parse_header_lines(headers)?,
+    })
 }
 
 /// Where `fetch` sends requests.

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod exchange;
 pub mod fetch;
 pub mod gpu;
+pub mod lazy_run;
 pub mod paint;
 pub mod records;
 pub mod report;

@@ -35,7 +35,7 @@ use crate::settings::RunPlan;
 /// none). Setting `cancelled` (an abort, or the reader let go) frees the
 /// simulator's slot at the next chunk. One `FnMut(JsValue)` closure and no
 /// exported class: nothing new in the page's glue.
-fn sim_opener(server: SimServer) -> JsValue {
+pub fn sim_opener(server: SimServer) -> JsValue {
     let transport = Rc::new(Transport::Sim(server.clone()));
     Closure::<dyn FnMut(JsValue)>::new(move |req: JsValue| {
         let (transport, server) = (transport.clone(), server.clone());
@@ -246,8 +246,8 @@ async fn mount(root: &web_sys::Element, endpoint: DemoEndpoint) -> Result<(), St
     let set = match endpoint {
         DemoEndpoint::Sim(cfg) => {
             let model = cfg.model.clone();
-            set("model", JsValue::from_str(&model))
-                .and_then(|_| set("sim", sim_opener(SimServer::new(cfg))))
+            let sim = lazy_sim_opener(&cfg).await?;
+            set("model", JsValue::from_str(&model)).and_then(|_| set("sim", sim))
         }
         DemoEndpoint::Real {
             chat_url,
@@ -308,6 +308,23 @@ fn headers_object(headers: &[(String, String)]) -> JsValue {
         let _ = Reflect::set(&h, &JsValue::from_str(k), &JsValue::from_str(v));
     }
     h.into()
+}
+
+/// [`sim_opener`] for a simulator with `cfg`, made by the run module
+/// (`services::lazy_run`: the simulator lives there, not in the first load).
+async fn lazy_sim_opener(cfg: &SimConfig) -> Result<JsValue, String> {
+    let make = super::browser::lazy_export("tokenscopeRun", "sim_opener", "run module").await?;
+    let cfg = serde_json::to_string(cfg).map_err(|e| e.to_string())?;
+    make.call1(&JsValue::NULL, &JsValue::from_str(&cfg))
+        .map_err(|e| format!("the run module has no simulator: {}", js_error_text(&e)))
+}
+
+/// The module's export `sim_opener` (web-run's `lib.rs`): [`sim_opener`] for
+/// the simulator whose `SimConfig` is this JSON.
+pub fn sim_opener_of(cfg_json: &str) -> Result<JsValue, String> {
+    let cfg: SimConfig =
+        serde_json::from_str(cfg_json).map_err(|e| format!("the simulator's settings: {e}"))?;
+    Ok(sim_opener(SimServer::new(cfg)))
 }
 
 /// The model, or `null` (the first `/models` lists).

@@ -2,8 +2,10 @@
 //! and read, where real endpoints are streamed from, how prompt tokens are
 //! counted, and which `/metrics` the run scrapes.
 
+use serde::{Deserialize, Serialize};
+
 /// How the first paint is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum PaintMode {
     /// Element Timing where the browser has it, else the animation-frame fallback.
     #[default]
@@ -23,7 +25,7 @@ impl PaintMode {
 }
 
 /// Where the page streams real endpoints from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum NetMode {
     /// `fetch` in a dedicated worker: reads stamped off the main thread (default).
     #[default]
@@ -46,7 +48,7 @@ impl NetMode {
 /// How the animation-frame fallback reads the paint time (diagnostic setting
 /// `paint_fallback`; the default was chosen by comparing each with Element Timing
 /// in Chromium, see `docs/web.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum PaintFallback {
     /// `performance.now()` inside the first rAF callback after the update (before
     /// that frame's rendering: a lower bound).
@@ -83,7 +85,7 @@ impl PaintFallback {
 
 /// How prompts' tokens are counted (`tokenizer`), as `bench --tokenizer`
 /// (which also takes a `tokenizer.json`; the page uses the server's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum TokenizerSetting {
     /// The endpoint's `/tokenize` when it has one, else approximate.
     #[default]
@@ -117,7 +119,7 @@ impl TokenizerSetting {
 }
 
 /// Which `/metrics` the page scrapes during a run (`metrics`: the server view).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum MetricsSetting {
     /// The endpoint's origin + `/metrics` (the simulator's own with no endpoint),
     /// dropped quietly when it does not answer with metrics.

@@ -20,6 +20,7 @@ pub use choices::{
 pub use gpu::{GpuSettings, View};
 pub use plan::{OpenLoop, PromptsPlan, RunPlan, ScrapePlan, ServerMetricsTarget};
 pub use query::{form_decode, form_encode};
+use serde::{Deserialize, Serialize};
 pub use tokenscope_core::report::ReasoningDisplay;
 use tokenscope_measure::metrics::DEFAULT_STALL_THRESHOLD_MS;
 use tokenscope_measure::openai::Api;
@@ -41,8 +42,9 @@ pub const INPUT_TIERS: [(&str, &str); 8] = [
 /// Most concurrent streams the page accepts per level.
 pub const MAX_CONCURRENCY: u32 = 256;
 
-/// Everything the form edits (never the API key).
-#[derive(Debug, Clone, PartialEq)]
+/// Everything the form edits (never the API key); the page hands it to the run
+/// module as JSON (`services::lazy_run`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     /// Base URL (`http://host:port/v1`); empty: the built-in simulated endpoint.
     pub url: String,

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use serde::{Deserialize, Serialize};
 use tokenscope_core::report::{ClientReport, LevelReport, ReportWarning};
 
 use crate::services::clock::CancelToken;
@@ -16,7 +17,7 @@ use crate::services::tokens::PageTokens;
 use crate::settings::RunPlan;
 
 /// Where the run is.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Progress {
     /// 0-based level index.
     pub level: usize,
@@ -32,8 +33,9 @@ pub struct Progress {
     pub total_finished: u64,
 }
 
-/// What the runner tells the page as it goes.
-#[derive(Debug, Clone)]
+/// What the runner tells the page as it goes (from the run module as JSON:
+/// `services::lazy_run`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum RunEvent {
     /// The run began.
     Started {
