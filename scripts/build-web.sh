@@ -7,13 +7,13 @@
 #   content-hashed file names and index.html rewritten to point at them.
 #
 # Five wasm modules: the page (web/, tokenscope_web) loads first; the GPU module
-# (web-gpu/, tokenscope_gpu: the kernel harness on WebGPU) is imported by boot.js's
+# (web-gpu/, tokenscope_web_gpu: the kernel harness on WebGPU) is imported by boot.js's
 # window.tokenscopeGpu() only when the GPU view opens, and the report module
-# (web-report/, tokenscope_report_view: the combined report's analysis) by
+# (web-report/, tokenscope_web_report: the combined report's analysis) by
 # window.tokenscopeReport() only when there is a report to analyse, and the
-# quality module (web-quality/, tokenscope_quality_view: core's quality checks)
+# quality module (web-quality/, tokenscope_web_quality: core's quality checks)
 # by window.tokenscopeQuality() only when the Quality view opens, and the run
-# module (web-run/, tokenscope_run: the page's crate without its view: the
+# module (web-run/, tokenscope_web_run: the page's crate without its view: the
 # runner, its transports, the simulator) by window.tokenscopeRun() only when a
 # run starts or the Real users view talks to the simulator. The Real
 # users view's chat demo (web/static/rum-demo.js, with rum/tokenscope-rum.min.js)
@@ -28,10 +28,10 @@ say() { printf '[build-web] %s\n' "$*" >&2; }
 target_dir=${CARGO_TARGET_DIR:-target}
 dist=${DIST_DIR:-dist}
 crate=tokenscope_web
-gpu=tokenscope_gpu
-rep=tokenscope_report_view
-qual=tokenscope_quality_view
-run=tokenscope_run
+gpu=tokenscope_web_gpu
+rep=tokenscope_web_report
+qual=tokenscope_web_quality
+run=tokenscope_web_run
 
 command -v wasm-bindgen >/dev/null || { say "wasm-bindgen not found: run scripts/setup.sh"; exit 1; }
 want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)
@@ -48,8 +48,8 @@ fi
 # run module builds the page's crate without its `app` feature).
 say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web"
 cargo build -p tokenscope-web --target wasm32-unknown-unknown --profile web-release --quiet
-say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-gpu, tokenscope-report-view, tokenscope-quality-view, tokenscope-run"
-cargo build -p tokenscope-gpu -p tokenscope-report-view -p tokenscope-quality-view -p tokenscope-run \
+say "cargo build (wasm32-unknown-unknown, web-release): tokenscope-web-gpu, tokenscope-web-report, tokenscope-web-quality, tokenscope-web-run"
+cargo build -p tokenscope-web-gpu -p tokenscope-web-report -p tokenscope-web-quality -p tokenscope-web-run \
   --target wasm32-unknown-unknown --profile web-release --quiet
 
 stage=$(mktemp -d)

@@ -32,9 +32,9 @@ const CRATES: &[(&str, &str)] = &[
     ("tokenscope-loadgen", "crates/loadgen/src/lib.rs"),
     ("tokenscope", "src/main.rs"),
     ("tokenscope-web", "web/src/lib.rs"),
-    ("tokenscope-gpu", "web-gpu/src/lib.rs"),
-    ("tokenscope-report-view", "web-report/src/lib.rs"),
-    ("tokenscope-quality-view", "web-quality/src/lib.rs"),
+    ("tokenscope-web-gpu", "web-gpu/src/lib.rs"),
+    ("tokenscope-web-report", "web-report/src/lib.rs"),
+    ("tokenscope-web-quality", "web-quality/src/lib.rs"),
 ];
 
 /// Most lines of a module's code before its `#[cfg(test)]` part.
@@ -66,14 +66,14 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "tokenscope",
             "tokenscope-web",
-            "tokenscope-gpu",
-            "tokenscope-report-view",
-            "tokenscope-quality-view",
+            "tokenscope-web-gpu",
+            "tokenscope-web-report",
+            "tokenscope-web-quality",
         ],
     ),
     (
         "the page's run module (the page's crate without its view)",
-        &["tokenscope-run"],
+        &["tokenscope-web-run"],
     ),
 ];
 

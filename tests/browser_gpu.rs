@@ -253,7 +253,7 @@ async fn without_webgpu_the_gpu_view_says_so_and_the_module_loads_only_when_open
     let gpu_files = |names: &[String]| {
         names
             .iter()
-            .filter(|n| n.contains("tokenscope_gpu"))
+            .filter(|n| n.contains("tokenscope_web_gpu"))
             .count()
     };
     let first = browser.resources().await;

@@ -59,7 +59,7 @@ async fn run_view(browser: &Browser, url: &str, fields: &[(&str, &str)]) -> Valu
         .await;
     let lazy = |r: &[String]| {
         r.iter()
-            .filter(|n| n.contains("tokenscope_quality_view"))
+            .filter(|n| n.contains("tokenscope_web_quality"))
             .count()
     };
     assert_eq!(

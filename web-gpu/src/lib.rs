@@ -1,4 +1,4 @@
-//! # tokenscope-gpu
+//! # tokenscope-web-gpu
 //!
 //! The kernel harness in the browser: `kernel-harness` (the same Rust, the same WGSL
 //! in `shaders/`) on wgpu's WebGPU backend, compiled to a second wasm module that the

@@ -1,4 +1,4 @@
-//! # tokenscope-quality-view
+//! # tokenscope-web-quality
 //!
 //! The quality checks in the browser: core's [`tokenscope_quality::run`]
 //! (the same measurement as `tokenscope quality`) compiled to a wasm module of

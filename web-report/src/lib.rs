@@ -1,4 +1,4 @@
-//! # tokenscope-report-view
+//! # tokenscope-web-report
 //!
 //! The combined-report analysis in the browser: core's verdict, diagnosis and
 //! Markdown/HTML renderer ([`tokenscope_core::analyze::verdict`],

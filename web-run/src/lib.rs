@@ -1,4 +1,4 @@
-//! # tokenscope-run
+//! # tokenscope-web-run
 //!
 //! The page's run module: a wasm of its own that `boot.js` imports only when a
 //! run starts, or when the Real users view talks to the built-in simulator

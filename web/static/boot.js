@@ -30,24 +30,24 @@ function lazyModule(load, wasmUrl) {
       }));
 }
 window.tokenscopeGpu = lazyModule(
-  () => import("./tokenscope_gpu.js"),
-  new URL("./tokenscope_gpu_bg.wasm", import.meta.url),
+  () => import("./tokenscope_web_gpu.js"),
+  new URL("./tokenscope_web_gpu_bg.wasm", import.meta.url),
 );
 window.tokenscopeReport = lazyModule(
-  () => import("./tokenscope_report_view.js"),
-  new URL("./tokenscope_report_view_bg.wasm", import.meta.url),
+  () => import("./tokenscope_web_report.js"),
+  new URL("./tokenscope_web_report_bg.wasm", import.meta.url),
 );
 // The quality module (core's quality checks) when the Quality view opens.
 window.tokenscopeQuality = lazyModule(
-  () => import("./tokenscope_quality_view.js"),
-  new URL("./tokenscope_quality_view_bg.wasm", import.meta.url),
+  () => import("./tokenscope_web_quality.js"),
+  new URL("./tokenscope_web_quality_bg.wasm", import.meta.url),
 );
 
 // The run module (the runner, its transports, the simulator) when a run starts,
 // or when the Real users view talks to the simulator.
 window.tokenscopeRun = lazyModule(
-  () => import("./tokenscope_run.js"),
-  new URL("./tokenscope_run_bg.wasm", import.meta.url),
+  () => import("./tokenscope_web_run.js"),
+  new URL("./tokenscope_web_run_bg.wasm", import.meta.url),
 );
 
 // The chat demo (the Real users view: a chat UI with the RUM probe embedded) is

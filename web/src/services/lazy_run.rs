@@ -1,4 +1,4 @@
-//! The run in a module of its own: `web-run/` (tokenscope-run) is a wasm that
+//! The run in a module of its own: `web-run/` (tokenscope-web-run) is a wasm that
 //! `boot.js` imports only when a run starts, or when the Real users view talks to
 //! the built-in simulator (`window.tokenscopeRun()`), so the runner, its
 //! transports, the simulator and the report's assembly weigh nothing on the
