@@ -126,9 +126,11 @@ pub fn client() -> anyhow::Result<reqwest::Client> {
         }),
         ..Default::default()
     };
-    options.client(tokenscope_loadgen::http_client::ClientRole::Side {
-        timeout: SEND_TIMEOUT,
-    })
+    Ok(
+        options.client(tokenscope_loadgen::http_client::ClientRole::Side {
+            timeout: SEND_TIMEOUT,
+        })?,
+    )
 }
 
 /// Sends one request over [`client`]; the error says why without the URL or

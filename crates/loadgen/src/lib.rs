@@ -10,10 +10,12 @@
 //! Every finished request goes to the raw file at once (flushed), then into core's
 //! [`RunRecorder`], which also assembles the report; the raw file holds the same
 //! steps, so `tokenscope report --raw` rebuilds the same report. Nothing is
-//! computed on the request's own path.
+//! computed on the request's own path. What stops a run is an [`Error`] that says
+//! whose the fault is: an option, a file, the endpoint, or the run itself.
 
 pub mod clock;
 mod config;
+pub mod error;
 pub mod estimate;
 pub mod http;
 pub mod http_client;
@@ -43,6 +45,7 @@ use tokenscope_stats::rng::Rng;
 use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;
+pub use self::error::{Error, Result};
 pub use self::config::{BenchConfig, InputLength, LoadPlan, PerLevel, Prompts, TokenizerChoice};
 use self::level::{LagMonitor, Recording, lock, run_level};
 use self::progress::Progress;
@@ -79,7 +82,7 @@ pub struct Preflight {
 }
 
 /// Run a benchmark. `preflight` is the result of [`preflight::check`].
-pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutput> {
+pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> Result<RunOutput> {
     let tracker = http::ConnTracker::default();
     let client = cfg.http.client_with(
         ClientRole::Endpoint {
@@ -225,9 +228,9 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> anyhow::Result<RunOutp
     let interrupted = ctx.stop.is_cancelled();
     let lag_summary = lag_monitor.stop().await;
     let mut run = Arc::try_unwrap(run)
-        .map_err(|_| anyhow::anyhow!("the scraper still holds the run"))?
+        .map_err(|_| Error::Internal(format!("the scraper still holds the run")))?
         .into_inner()
-        .map_err(|_| anyhow::anyhow!("a thread panicked while recording"))?;
+        .map_err(|_| Error::Internal(format!("a thread panicked while recording")))?;
     if let Some(w) = event_loop_warning(&lag_summary, "client") {
         run.warn(w);
     }

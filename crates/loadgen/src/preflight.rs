@@ -18,12 +18,13 @@ use super::transport::{self, Target};
 use super::{BenchConfig, Preflight};
 use crate::http_client::ClientRole;
 use crate::util::{join_url, redact_url};
+use crate::error::{Error, Result};
 
 /// How many tiny requests the pre-flight tries before giving up on a transient failure.
 const ATTEMPTS: u32 = 3;
 
 /// Check the endpoint. Errors are one line naming what was wrong.
-pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
+pub async fn check(cfg: &BenchConfig) -> Result<Preflight> {
     let client = cfg.http.client(ClientRole::Endpoint {
         api_key: cfg.api_key.as_ref(),
         timeout: None,
@@ -35,12 +36,12 @@ pub async fn check(cfg: &BenchConfig) -> anyhow::Result<Preflight> {
         (None, Some(m)) => m,
         (None, None) => {
             if listing.status == 404 && route_status(&client, cfg).await == Some(404) {
-                anyhow::bail!("{}", wrong_base(&client, cfg, &base).await);
+                return Err(Error::Endpoint(wrong_base(&client, cfg, &base).await));
             }
-            anyhow::bail!(
+            return Err(Error::Endpoint(format!(
                 "no --model given and GET {base}/models listed none (HTTP {}): pass --model NAME",
                 listing.status
-            )
+            )))
         }
     };
     let (mut warnings, mut timing) = (Vec::new(), None);
@@ -140,7 +141,7 @@ async fn list_models(
     client: &reqwest::Client,
     cfg: &BenchConfig,
     base: &str,
-) -> anyhow::Result<Listing> {
+) -> Result<Listing> {
     let req = client
         .get(join_url(&cfg.base_url, "models"))
         .timeout(cfg.timeout.min(Duration::from_secs(15)));
@@ -149,7 +150,7 @@ async fn list_models(
         Err(e) => {
             let (kind, msg) = transport::classify(&e, true);
             if kind == ErrorKind::Connect || e.is_timeout() {
-                anyhow::bail!("cannot reach {base}: {msg}");
+                return Err(Error::Endpoint(format!("cannot reach {base}: {msg}")));
             }
             // With TLS 1.3 a server that wants a client certificate refuses it
             // after the client's side of the handshake: the first request then
@@ -159,23 +160,23 @@ async fn list_models(
             } else {
                 ""
             };
-            anyhow::bail!("GET {base}/models failed: {msg}{hint}");
+            return Err(Error::Endpoint(format!("GET {base}/models failed: {msg}{hint}")));
         }
     };
     let protocol = transport::protocol_name(resp.version());
     let status = resp.status();
     if status.is_redirection() {
         let to = crate::http_client::redirect_target(&resp);
-        anyhow::bail!(
+        return Err(Error::Endpoint(format!(
             "GET {base}/models answered HTTP {} (a redirect to {to}): tokenscope does not follow redirects (they would carry the key elsewhere and time another server); pass the final URL as --url",
             status.as_u16()
-        );
+        )));
     }
     if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
-        anyhow::bail!(
+        return Err(Error::Endpoint(format!(
             "{base} refused the request (GET /models answered HTTP {}): check the API key (--api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY)",
             status.as_u16()
-        );
+        )));
     }
     let first_model = if status.is_success() {
         first_model_id(&resp.text().await.unwrap_or_default())
@@ -198,14 +199,16 @@ async fn tiny_request(
     model: &str,
     base: &str,
     models_status: u16,
-) -> anyhow::Result<Tiny> {
+) -> Result<Tiny> {
     let target = Target {
         url: join_url(&cfg.base_url, cfg.api.path()),
         timeout: cfg.timeout.min(Duration::from_secs(30)),
         connections: None,
     };
     let spec = tiny_spec(cfg, model);
-    let body = Bytes::from(serde_json::to_vec(&request_body(&spec))?);
+    let body = Bytes::from(
+        serde_json::to_vec(&request_body(&spec)).map_err(|e| Error::Internal(e.to_string()))?,
+    );
     let clock = Clock::start();
     let never = CancellationToken::new();
     let endpoint = format!("POST {base}/{}", cfg.api.path());
@@ -230,15 +233,15 @@ async fn tiny_request(
                 })));
             }
             Outcome::Error { kind, message } => match kind {
-                ErrorKind::Connect => anyhow::bail!("cannot reach {endpoint}: {message}"),
+                ErrorKind::Connect => return Err(Error::Endpoint(format!("cannot reach {endpoint}: {message}"))),
                 ErrorKind::NonSse => {
-                    anyhow::bail!("{endpoint} did not answer with an event stream: {message}")
+                    return Err(Error::Endpoint(format!("{endpoint} did not answer with an event stream: {message}")))
                 }
                 ErrorKind::Http(404) if models_status == 404 => {
-                    anyhow::bail!("{}", wrong_base(client, cfg, base).await)
+                    return Err(Error::Endpoint(wrong_base(client, cfg, base).await))
                 }
                 ErrorKind::Http(s) if *s != 429 && *s != 503 && *s != 502 && *s != 504 => {
-                    anyhow::bail!("{endpoint} failed: {message}")
+                    return Err(Error::Endpoint(format!("{endpoint} failed: {message}")))
                 }
                 _ => last = format!("{kind}: {message}"),
             },

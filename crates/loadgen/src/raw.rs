@@ -6,9 +6,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use anyhow::Context as _;
 use serde::Serialize;
 use tokenscope_core::report::raw::{RawEntry, RawHeader};
+
+use crate::error::{Error, Result};
 
 /// Appends entries to the raw file.
 pub struct RawWriter {
@@ -18,16 +19,19 @@ pub struct RawWriter {
 
 impl RawWriter {
     /// Create (truncate) the file and write the header line.
-    pub fn create(path: &Path, header: &RawHeader) -> anyhow::Result<Self> {
+    pub fn create(path: &Path, header: &RawHeader) -> Result<Self> {
         let file = File::create(path)
-            .with_context(|| format!("--raw {}: cannot create the file", path.display()))?;
+            .map_err(|e| Error::file("--raw", path, "cannot create the file", e))?;
         let mut w = Self {
             out: BufWriter::new(file),
             failed: false,
         };
         w.line(header);
         if w.failed {
-            anyhow::bail!("--raw {}: cannot write the file", path.display());
+            return Err(Error::Option(format!(
+                "--raw {}: cannot write the file",
+                path.display()
+            )));
         }
         Ok(w)
     }

@@ -57,7 +57,7 @@ pub trait Recorder: Send + 'static {
 /// trusting what the run's client trusts (`--ca-cert`, `--client-cert`,
 /// `--insecure`), going through the proxy the run's rules choose for each
 /// scraped host, and given [`SCRAPE_TIMEOUT`] (the factory's side role).
-pub fn client(http: &HttpOptions) -> anyhow::Result<reqwest::Client> {
+pub fn client(http: &HttpOptions) -> crate::error::Result<reqwest::Client> {
     http.client(ClientRole::Side {
         timeout: SCRAPE_TIMEOUT,
     })

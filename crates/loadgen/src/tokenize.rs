@@ -26,6 +26,7 @@ use tokenscope_workload::tokens::{self, TokenizeApi};
 use super::clock::Clock;
 use super::config::{BenchConfig, InputLength, Prompts, TokenizerChoice};
 use super::transport::{Target, run_request};
+use crate::error::{Error, Result};
 
 /// A token counter.
 pub enum Counter {
@@ -172,8 +173,11 @@ pub async fn prepare(
     client: &reqwest::Client,
     target: &Target,
     model: &str,
-) -> anyhow::Result<Prompting> {
-    let origin = cfg.base_url.join("/")?;
+) -> Result<Prompting> {
+    let origin = cfg
+        .base_url
+        .join("/")
+        .map_err(|e| Error::Internal(e.to_string()))?;
     let counter = match &cfg.tokenizer {
         TokenizerChoice::Auto => match detect_server(client, &origin, model).await {
             Some(c) => c,
@@ -189,19 +193,19 @@ pub async fn prepare(
         TokenizerChoice::Server => detect_server(client, &origin, model)
             .await
             .ok_or_else(|| {
-                anyhow::anyhow!(
+                Error::Option(format!(
                     "--tokenizer server: {}tokenize answers neither llama.cpp's nor vLLM's contract (llama-server and vLLM serve it); give a tokenizer.json or approx",
                     crate::util::redact_url(&origin)
-                )
+                ))
             })?,
         TokenizerChoice::File(path) => {
-            load_file(path).map_err(|e| anyhow::anyhow!("--tokenizer {}: {e}", path.display()))?
+            load_file(path).map_err(|e| Error::Option(format!("--tokenizer {}: {e}", path.display())))?
         }
         TokenizerChoice::Approx => Counter::Approx,
     };
     let words = single_token_words(&counter)
         .await
-        .map_err(|e| anyhow::anyhow!("--tokenizer: {e}"))?;
+        .map_err(|e| Error::Option(format!("--tokenizer: {e}")))?;
     let (method, source) = counter.describe();
     if words.is_none() && !matches!(counter, Counter::Approx) && cfg.progress {
         eprintln!(
@@ -220,7 +224,7 @@ pub async fn prepare(
                     counter
                         .count(&p.prompt)
                         .await
-                        .map_err(|e| anyhow::anyhow!("--tokenizer: {e}"))?,
+                        .map_err(|e| Error::Option(format!("--tokenizer: {e}")))?,
                 ),
             });
         }
@@ -255,7 +259,7 @@ pub async fn prepare(
 /// tokens (by the run's counter: exact where it counted the prompt, else one
 /// token per word), with their counts. None there is an error naming the tier
 /// and the lengths the file has.
-pub fn pick_tier(cfg: &mut BenchConfig, tokens: &mut Prompting, tier: u32) -> anyhow::Result<()> {
+pub fn pick_tier(cfg: &mut BenchConfig, tokens: &mut Prompting, tier: u32) -> Result<()> {
     let Prompts::File { path, prompts } = &mut cfg.prompts else {
         return Ok(());
     };
@@ -272,10 +276,10 @@ pub fn pick_tier(cfg: &mut BenchConfig, tokens: &mut Prompting, tier: u32) -> an
         })
         .collect();
     let keep = tokenscope_workload::tokens::pick_tier(&lengths, tier).map_err(|(lo, hi)| {
-        anyhow::anyhow!(
+        Error::Option(format!(
             "--input-tokens {tier}: no prompt of --prompts {} is within 25% of {tier} tokens (its prompts are {lo} to {hi} tokens)",
             path.display()
-        )
+        ))
     })?;
     *prompts = keep.iter().map(|&i| prompts[i].clone()).collect();
     if !tokens.file_counts.is_empty() {
@@ -355,7 +359,7 @@ pub async fn resolve_input_length(
     cfg: &mut BenchConfig,
     client: &reqwest::Client,
     model: &str,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let Prompts::Synthetic {
         tokens: InputLength::OfContext(fraction),
     } = cfg.prompts
@@ -367,9 +371,9 @@ pub async fn resolve_input_length(
         None => context_window(client, &cfg.base_url, model)
             .await
             .ok_or_else(|| {
-                anyhow::anyhow!(
+                Error::Option(format!(
                     "--input-tokens {fraction}max: the server does not say its context window (vLLM's /v1/models max_model_len, llama.cpp's /props n_ctx); give --context-window N"
-                )
+                ))
             })?,
     };
     let tokens = InputLength::OfContext(fraction).resolve(window);
@@ -387,10 +391,10 @@ pub async fn resolve_input_length(
 }
 
 /// Read and check a `--tokenizer` file before anything is sent.
-pub fn check_file(path: &Path) -> anyhow::Result<()> {
+pub fn check_file(path: &Path) -> Result<()> {
     load_file(path)
         .map(|_| ())
-        .map_err(|e| anyhow::anyhow!("--tokenizer {}: {e}", path.display()))
+        .map_err(|e| Error::Option(format!("--tokenizer {}: {e}", path.display())))
 }
 
 /// The vocabulary's words that are one token each, checked on sample prompts

@@ -92,12 +92,12 @@ pub fn rfc3339_of_ms(ms: f64) -> String {
 pub fn model_from_config(
     path: &std::path::Path,
     flag: &str,
-) -> anyhow::Result<tokenscope_hw::floor::ModelShape> {
-    use anyhow::Context as _;
+) -> crate::error::Result<tokenscope_hw::floor::ModelShape> {
+    use crate::error::Error;
     let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{flag} {}: cannot read", path.display()))?;
+        .map_err(|e| Error::file(flag, path, "cannot read", e))?;
     tokenscope_hw::floor::ModelShape::from_hf_config(&model_name_for(path), &text)
-        .with_context(|| format!("{flag} {}", path.display()))
+        .map_err(|e| Error::Option(format!("{flag} {}: {e}", path.display())))
 }
 
 /// The name a custom model's config gives it.

@@ -18,6 +18,7 @@ use tokenscope_core::report::transport::{HeaderInfo, ProxyInfo, TlsInfo, Transpo
 
 use self::proxy::{ProxyChoice, ProxyRules};
 use crate::util::Secret;
+use crate::error::{Error, Result};
 
 /// The HTTP version to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -183,19 +184,21 @@ impl HttpOptions {
 
     /// The TLS settings (private CAs, client certificate, `--insecure`) on a
     /// client builder: every client trusts the same servers.
-    fn apply_tls(&self, mut b: reqwest::ClientBuilder) -> anyhow::Result<reqwest::ClientBuilder> {
-        use anyhow::Context as _;
+    fn apply_tls(&self, mut b: reqwest::ClientBuilder) -> Result<reqwest::ClientBuilder> {
         for path in &self.ca_certs {
             let pem = std::fs::read(path)
-                .with_context(|| format!("--ca-cert {}: cannot read it", path.display()))?;
+                .map_err(|e| Error::file("--ca-cert", path, "cannot read it", e))?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                anyhow::anyhow!("--ca-cert {}: not a PEM certificate ({e})", path.display())
+                Error::Option(format!(
+                    "--ca-cert {}: not a PEM certificate ({e})",
+                    path.display()
+                ))
             })?;
             if certs.is_empty() {
-                anyhow::bail!(
+                return Err(Error::Option(format!(
                     "--ca-cert {}: no certificate in it (expected PEM: -----BEGIN CERTIFICATE-----)",
                     path.display()
-                );
+                )));
             }
             for c in certs {
                 b = b.add_root_certificate(c);
@@ -203,18 +206,18 @@ impl HttpOptions {
         }
         if let Some((cert, key)) = &self.client_cert {
             let mut pem = std::fs::read(cert)
-                .with_context(|| format!("--client-cert {}: cannot read it", cert.display()))?;
+                .map_err(|e| Error::file("--client-cert", cert, "cannot read it", e))?;
             pem.push(b'\n');
             pem.extend(
                 std::fs::read(key)
-                    .with_context(|| format!("--client-key {}: cannot read it", key.display()))?,
+                    .map_err(|e| Error::file("--client-key", key, "cannot read it", e))?,
             );
             let id = reqwest::Identity::from_pem(&pem).map_err(|e| {
-                anyhow::anyhow!(
+                Error::Option(format!(
                     "--client-cert {} / --client-key {}: not a PEM certificate and private key ({e})",
                     cert.display(),
                     key.display()
-                )
+                ))
             })?;
             b = b.identity(id);
         }
@@ -270,7 +273,7 @@ impl HttpOptions {
     }
 
     /// A client with these settings for `role` ([`ClientRole`]).
-    pub fn client(&self, role: ClientRole<'_>) -> anyhow::Result<reqwest::Client> {
+    pub fn client(&self, role: ClientRole<'_>) -> Result<reqwest::Client> {
         self.client_with(role, |b| b)
     }
 
@@ -280,7 +283,7 @@ impl HttpOptions {
         &self,
         role: ClientRole<'_>,
         add: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
-    ) -> anyhow::Result<reqwest::Client> {
+    ) -> Result<reqwest::Client> {
         let mut b = reqwest::Client::builder()
             // Ours first: a `--header User-Agent: ...` replaces it.
             .user_agent(concat!("tokenscope/", env!("CARGO_PKG_VERSION")))
@@ -307,7 +310,7 @@ impl HttpOptions {
                 if let Some(p) = &self.proxy {
                     b = b.proxy(
                         reqwest::Proxy::all(p.url.clone())
-                            .map_err(|e| anyhow::anyhow!("proxy {}: {e}", p.display()))?,
+                            .map_err(|e| Error::Option(format!("proxy {}: {e}", p.display())))?,
                     );
                 }
             }
@@ -324,7 +327,7 @@ impl HttpOptions {
         }
         add(b)
             .build()
-            .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))
+            .map_err(|e| Error::Internal(format!("cannot build the HTTP client: {e}")))
     }
 }
 

@@ -12,6 +12,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 
 use super::Live;
+use crate::error::Error;
 
 /// The exposition's content type (text format 0.0.4).
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -22,16 +23,18 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub async fn serve(
     addr: SocketAddr,
     live: Arc<Live>,
-) -> anyhow::Result<(tokio::task::JoinHandle<()>, SocketAddr)> {
+) -> crate::error::Result<(tokio::task::JoinHandle<()>, SocketAddr)> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::AddrInUse => {
-                anyhow::anyhow!("--metrics-listen {addr}: address already in use")
+                Error::Option(format!("--metrics-listen {addr}: address already in use"))
             }
-            _ => anyhow::anyhow!("--metrics-listen {addr}: cannot listen ({e})"),
+            _ => Error::Option(format!("--metrics-listen {addr}: cannot listen ({e})")),
         })?;
-    let bound = listener.local_addr()?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Error::Option(format!("--metrics-listen {addr}: {e}")))?;
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(live);
