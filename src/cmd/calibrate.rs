@@ -86,7 +86,7 @@ pub struct CalibrateArgs {
 /// What the client did during one level: its CPU, and what it parsed.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 struct Cost {
-    /// The level's wall time (the engine's run, preflight excluded), s.
+    /// The level's wall time (the load generator's run, preflight excluded), s.
     wall_s: f64,
     /// The client process's CPU time over it (user + system), s.
     client_cpu_s: f64,
@@ -215,7 +215,7 @@ fn calibrate(
             metrics_linger: Duration::ZERO,
             remote_write: None,
         };
-        // The client's CPU and wall time over the engine's run (warm-up and
+        // The client's CPU and wall time over the load generator's run (warm-up and
         // measured requests, building the report, writing the raw records).
         let (cpu, wall) = rt.block_on(async {
             let pre = loadgen::preflight::check(&cfg).await?;

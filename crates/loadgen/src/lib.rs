@@ -45,8 +45,8 @@ use tokenscope_stats::rng::Rng;
 use tokio_util::sync::CancellationToken;
 
 use self::clock::Clock;
-pub use self::error::{Error, Result};
 pub use self::config::{BenchConfig, InputLength, LoadPlan, PerLevel, Prompts, TokenizerChoice};
+pub use self::error::{Error, Result};
 use self::level::{LagMonitor, Recording, lock, run_level};
 use self::progress::Progress;
 use self::raw::RawWriter;

@@ -16,9 +16,9 @@ use super::clock::Clock;
 use super::estimate::RequestTime;
 use super::transport::{self, Target};
 use super::{BenchConfig, Preflight};
+use crate::error::{Error, Result};
 use crate::http_client::ClientRole;
 use crate::util::{join_url, redact_url};
-use crate::error::{Error, Result};
 
 /// How many tiny requests the pre-flight tries before giving up on a transient failure.
 const ATTEMPTS: u32 = 3;
@@ -41,7 +41,7 @@ pub async fn check(cfg: &BenchConfig) -> Result<Preflight> {
             return Err(Error::Endpoint(format!(
                 "no --model given and GET {base}/models listed none (HTTP {}): pass --model NAME",
                 listing.status
-            )))
+            )));
         }
     };
     let (mut warnings, mut timing) = (Vec::new(), None);
@@ -137,11 +137,7 @@ struct Listing {
 }
 
 /// `GET /models`: an unreachable endpoint or a refused key fails the run here.
-async fn list_models(
-    client: &reqwest::Client,
-    cfg: &BenchConfig,
-    base: &str,
-) -> Result<Listing> {
+async fn list_models(client: &reqwest::Client, cfg: &BenchConfig, base: &str) -> Result<Listing> {
     let req = client
         .get(join_url(&cfg.base_url, "models"))
         .timeout(cfg.timeout.min(Duration::from_secs(15)));
@@ -160,7 +156,9 @@ async fn list_models(
             } else {
                 ""
             };
-            return Err(Error::Endpoint(format!("GET {base}/models failed: {msg}{hint}")));
+            return Err(Error::Endpoint(format!(
+                "GET {base}/models failed: {msg}{hint}"
+            )));
         }
     };
     let protocol = transport::protocol_name(resp.version());
@@ -233,15 +231,21 @@ async fn tiny_request(
                 })));
             }
             Outcome::Error { kind, message } => match kind {
-                ErrorKind::Connect => return Err(Error::Endpoint(format!("cannot reach {endpoint}: {message}"))),
+                ErrorKind::Connect => {
+                    return Err(Error::Endpoint(format!(
+                        "cannot reach {endpoint}: {message}"
+                    )));
+                }
                 ErrorKind::NonSse => {
-                    return Err(Error::Endpoint(format!("{endpoint} did not answer with an event stream: {message}")))
+                    return Err(Error::Endpoint(format!(
+                        "{endpoint} did not answer with an event stream: {message}"
+                    )));
                 }
                 ErrorKind::Http(404) if models_status == 404 => {
-                    return Err(Error::Endpoint(wrong_base(client, cfg, base).await))
+                    return Err(Error::Endpoint(wrong_base(client, cfg, base).await));
                 }
                 ErrorKind::Http(s) if *s != 429 && *s != 503 && *s != 502 && *s != 504 => {
-                    return Err(Error::Endpoint(format!("{endpoint} failed: {message}")))
+                    return Err(Error::Endpoint(format!("{endpoint} failed: {message}")));
                 }
                 _ => last = format!("{kind}: {message}"),
             },

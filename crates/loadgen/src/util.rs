@@ -94,8 +94,8 @@ pub fn model_from_config(
     flag: &str,
 ) -> crate::error::Result<tokenscope_hw::floor::ModelShape> {
     use crate::error::Error;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::file(flag, path, "cannot read", e))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error::file(flag, path, "cannot read", e))?;
     tokenscope_hw::floor::ModelShape::from_hf_config(&model_name_for(path), &text)
         .map_err(|e| Error::Option(format!("{flag} {}: {e}", path.display())))
 }

@@ -17,8 +17,8 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use tokenscope_core::report::transport::{HeaderInfo, ProxyInfo, TlsInfo, TransportInfo};
 
 use self::proxy::{ProxyChoice, ProxyRules};
-use crate::util::Secret;
 use crate::error::{Error, Result};
+use crate::util::Secret;
 
 /// The HTTP version to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -2,7 +2,7 @@
 //! `--metrics-listen` ([`server`]) or receives by remote write
 //! (`--prometheus-remote-write`, [`remote_write`]) while the run goes on.
 //!
-//! The engine reports each event to one shared [`Live`] (a mutex around a small
+//! The run reports each event to one shared [`Live`] (a mutex around a small
 //! registry: a few increments per request); [`Live::render`] writes the Prometheus
 //! text exposition format 0.0.4 and [`Live::series`] the same series for remote
 //! write, both built from one list of families so they never disagree.
@@ -212,7 +212,7 @@ impl Live {
         }
     }
 
-    /// How late the runtime woke a timer, ms (the engine's lag probe).
+    /// How late the runtime woke a timer, ms (the load generator's lag probe).
     pub fn event_loop_lag_ms(&self, ms: f64) {
         self.registry().lag.observe(ms / 1000.0);
     }
@@ -257,7 +257,7 @@ impl Live {
     }
 
     /// Every family with its samples: the one model behind `render` and `series`.
-    /// Built from a copy of the registry (a few tens of KB), so the engine never
+    /// Built from a copy of the registry (a few tens of KB), so the run never
     /// waits on a scrape's formatting.
     fn families(&self) -> Vec<Family> {
         let r = self.registry().clone();
