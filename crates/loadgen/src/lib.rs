@@ -228,9 +228,9 @@ pub async fn run(mut cfg: BenchConfig, pre: Preflight) -> Result<RunOutput> {
     let interrupted = ctx.stop.is_cancelled();
     let lag_summary = lag_monitor.stop().await;
     let mut run = Arc::try_unwrap(run)
-        .map_err(|_| Error::Internal(format!("the scraper still holds the run")))?
+        .map_err(|_| Error::Internal("the scraper still holds the run".into()))?
         .into_inner()
-        .map_err(|_| Error::Internal(format!("a thread panicked while recording")))?;
+        .map_err(|_| Error::Internal("a thread panicked while recording".into()))?;
     if let Some(w) = event_loop_warning(&lag_summary, "client") {
         run.warn(w);
     }
