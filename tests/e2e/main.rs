@@ -24,7 +24,6 @@ mod quality_truth;
 
 // A subcommand as a user meets it.
 mod bench_cli;
-mod compare;
 mod demo;
 mod kernels_cli;
 mod plan_cli;
