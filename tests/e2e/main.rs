@@ -33,7 +33,6 @@ mod serve;
 // A figure against the mock's own log.
 mod conversation;
 mod fidelity;
-mod open_loop;
 mod server_metrics;
 mod server_view;
 mod tokenizer_file;
