@@ -67,7 +67,7 @@ echo "$(wc -l <"$scratch/opt-in.txt") opt-in tests ran and passed"
 step "the library crates build for wasm32 (no I/O, portable)"
 cargo build --target wasm32-unknown-unknown --quiet -p tokenscope-stats -p tokenscope-hw \
   -p tokenscope-measure -p tokenscope-workload -p tokenscope-sim -p tokenscope-core \
-  -p tokenscope-quality -p tokenscope-render
+  -p tokenscope-quality -p tokenscope-render -p tokenscope-kernel-report
 
 step "the page's wasm-bindgen tests (headless Chromium)"
 CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \

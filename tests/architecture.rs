@@ -25,6 +25,10 @@ const CRATES: &[(&str, &str)] = &[
     ("tokenscope-measure", "crates/measure/src/lib.rs"),
     ("tokenscope-sim", "crates/sim/src/lib.rs"),
     ("tokenscope-workload", "crates/workload/src/lib.rs"),
+    (
+        "tokenscope-kernel-report",
+        "crates/kernel-report/src/lib.rs",
+    ),
     ("tokenscope-quality", "crates/quality/src/lib.rs"),
     ("tokenscope-core", "core/src/lib.rs"),
     ("tokenscope-render", "crates/render/src/lib.rs"),
@@ -50,16 +54,20 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("one request measured", &["tokenscope-measure"]),
     (
-        "what is sent, and the simulated server",
-        &["tokenscope-workload", "tokenscope-sim"],
+        "what is sent, the simulated server, the kernels' documents",
+        &[
+            "tokenscope-workload",
+            "tokenscope-sim",
+            "tokenscope-kernel-report",
+        ],
     ),
     (
-        "the report model and its analysis; the quality guard",
-        &["tokenscope-core", "tokenscope-quality"],
+        "the report model and its analysis; the quality guard; the GPU kernel harness",
+        &["tokenscope-core", "tokenscope-quality", "kernel-harness"],
     ),
     (
-        "rendering; the GPU kernel harness; native load generation",
-        &["tokenscope-render", "kernel-harness", "tokenscope-loadgen"],
+        "rendering; native load generation",
+        &["tokenscope-render", "tokenscope-loadgen"],
     ),
     (
         "the programs: the CLI and the page's modules",

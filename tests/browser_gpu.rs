@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use chromium::{Browser, Serve};
 use serde_json::Value;
-use tokenscope_core::report::kernels::{KernelReport, TimingMethod};
+use tokenscope_kernel_report::{KernelReport, TimingMethod};
 
 /// One browser at a time: SwiftShader runs the kernels on the same two cores.
 static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

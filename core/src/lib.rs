@@ -12,9 +12,9 @@
 //! This crate is the report model and the analysis over it: [`model`] (the
 //! documents' types), [`analyze`] (levels, sweeps, SLOs, the server view, the
 //! verdict and the diagnosis), [`report`] (assembling, merging, comparing,
-//! the kernels and combined reports) and [`rum`] (real users' turns). The
-//! crates below it (stats, measure, hw, workload) and above it (render, quality's
-//! views, the CLI, the page) are described in `docs/architecture.md`.
+//! the combined report) and [`rum`] (real users' turns). The crates below it
+//! (stats, measure, hw, workload, the kernels report) and above it (render, the
+//! CLI, the page) are described in `docs/architecture.md`.
 
 pub mod analyze;
 pub mod model;

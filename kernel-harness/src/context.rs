@@ -8,9 +8,7 @@
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use tokenscope_core::report::kernels::{
-    AdapterReport, AvailableFeatures, FeatureReport, LimitsReport,
-};
+use tokenscope_kernel_report::{AdapterReport, AvailableFeatures, FeatureReport, LimitsReport};
 use wgpu::util::DeviceExt;
 
 use crate::arena::{Arena, Slice};

@@ -10,8 +10,8 @@
 //! layer never finds its weights in cache, like in a real model. Not modelled (under
 //! 0.1% of the bytes): q/k norms, q/k/v biases, the embedding gather.
 
-use tokenscope_core::report::kernels::{DecodeStepResult, TimingSummary};
 use tokenscope_hw::floor::{ModelShape, Quant};
+use tokenscope_kernel_report::{DecodeStepResult, TimingSummary};
 
 use crate::clock::Clock;
 use crate::context::GpuContext;

@@ -4,7 +4,7 @@
 //! Chrome to 100 us), [`TimingOptions::min_timestamp_sample_ms`] batches several
 //! calls into one timed compute pass so that a sample lasts long enough.
 
-use tokenscope_core::report::kernels::{TimingMethod, TimingSummary};
+use tokenscope_kernel_report::{TimingMethod, TimingSummary};
 
 use crate::clock::Clock;
 use crate::context::GpuContext;

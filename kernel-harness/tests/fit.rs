@@ -8,8 +8,8 @@ use kernel_harness::kernels::gemv::{GemvBench, GemvSpec};
 use kernel_harness::suite::{self, Progress, SuiteConfig};
 use kernel_harness::timing::{self, TimingOptions};
 use kernel_harness::{AdapterOptions, GpuContext, HarnessError};
-use tokenscope_core::report::kernels::{KernelReport, TimingMethod};
 use tokenscope_hw::floor::Quant;
+use tokenscope_kernel_report::{KernelReport, TimingMethod};
 
 fn gpu(opts: AdapterOptions) -> GpuContext {
     match pollster::block_on(GpuContext::new(&opts)) {

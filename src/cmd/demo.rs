@@ -169,7 +169,7 @@ fn run_kernels(dir: &std::path::Path, quiet: bool) -> Option<PathBuf> {
             // Vulkan driver): its figures are not a GPU's.
             let note = std::fs::read_to_string(&out)
                 .ok()
-                .and_then(|t| tokenscope_core::report::kernels::KernelReport::from_json(&t).ok())
+                .and_then(|t| tokenscope_kernel_report::KernelReport::from_json(&t).ok())
                 .and_then(|k| k.adapter.fallback_note());
             if let (Some(note), false) = (note, quiet) {
                 eprintln!("note: {note}");

@@ -7,8 +7,8 @@ use anyhow::Context as _;
 use clap::Args;
 use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::compare::CompareOptions;
-use tokenscope_core::report::kernels::KernelReport;
 use tokenscope_core::report::raw::{self, RawFile};
+use tokenscope_kernel_report::KernelReport;
 
 /// `2%` or `0.02` as a fraction.
 pub fn fraction(s: &str) -> anyhow::Result<f64> {

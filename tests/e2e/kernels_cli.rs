@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use common::text;
 
 use serde_json::Value;
-use tokenscope_core::report::kernels::KernelReport;
+use tokenscope_kernel_report::KernelReport;
 
 fn tokenscope(args: &[&str], envs: &[(&str, &str)]) -> Output {
     let runtime = tempfile::tempdir().unwrap();
@@ -610,8 +610,7 @@ fn tune_writes_a_tuning_file_that_later_runs_use() {
     assert_eq!(files.len(), 1, "{files:?}");
     let tuning = json_file(&files[0]);
     common::assert_schema("tuning.schema.json", &tuning, "tuning file");
-    let file =
-        tokenscope_core::report::kernels::TuningFile::from_json(&tuning.to_string()).unwrap();
+    let file = tokenscope_kernel_report::TuningFile::from_json(&tuning.to_string()).unwrap();
     // Every problem of the run was searched or, once the budget was spent, listed as
     // unsearched: the bandwidth ceiling's read and copy, 2 formats x 2 shapes of GEMV,
     // and attention (2 layouts x 2 formats x 2 contexts, both kernels), in that order.
@@ -665,7 +664,7 @@ fn tune_writes_a_tuning_file_that_later_runs_use() {
             ("tuned", e.best.as_str())
         );
     }
-    let searched = |k: &tokenscope_core::report::kernels::KernelResult| {
+    let searched = |k: &tokenscope_kernel_report::KernelResult| {
         file.lookup(&k.name, &k.dtype, &k.shape, k.batch, k.kv_heads)
             .is_some_and(|(_, exact)| exact)
     };

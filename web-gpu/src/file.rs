@@ -6,8 +6,8 @@
 
 use kernel_harness::kernels::gemv::GemvSpec;
 use kernel_harness::suite::{FileGemv, SuiteConfig};
-use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 use tokenscope_hw::gguf::{GgufError, GgufHeader, GgufModel, parse_header};
+use tokenscope_kernel_report::{GgufReport, KernelReport};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 

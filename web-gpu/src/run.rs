@@ -8,7 +8,7 @@ use kernel_harness::suite::{self, KernelGroup, Progress, SuiteConfig};
 use kernel_harness::tune::Tuning;
 use kernel_harness::tune::search::{self, Problem, SearchOptions, TuneProgress};
 use kernel_harness::{AdapterOptions, BackendChoice, GpuContext, HarnessError};
-use tokenscope_core::report::kernels::{GgufReport, KernelReport};
+use tokenscope_kernel_report::{GgufReport, KernelReport};
 use tokenscope_render::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, KernelsRead,
     KernelsView, PAGE_TUNE_BUDGET_S,

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use tokenscope_core::report::kernels::GgufReport;
+use tokenscope_kernel_report::GgufReport;
 use tokenscope_render::kernels::{gguf_file_text, gguf_floor_text, mib_label};
 use tokenscope_render::page::gpu::{
     AdapterProbe, GpuEvent, GpuFailure, GpuFailureKind, GpuPreset, GpuRunRequest, GpuViewSettings,

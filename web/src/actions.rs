@@ -2,7 +2,7 @@
 //! the endpoint's models, saving and opening reports, copying a link. Each is a
 //! callback that dispatches to the state (`App` wires them to the components).
 
-use tokenscope_core::report::ClientReport;
+use tokenscope_core::model::shown;
 use tokenscope_measure::openai::model_ids;
 use tokenscope_measure::parse::parse_base_url;
 use yew::prelude::*;
@@ -145,7 +145,7 @@ impl FileActions {
                 let d = state.dispatcher();
                 wasm_bindgen_futures::spawn_local(async move {
                     let r = browser::read_file(file).await.and_then(|text| {
-                        ClientReport::from_json(&text)
+                        shown::client_report(&text)
                             .map(|r| (Box::new(r), Shared::new(text)))
                             .map_err(|e| format!("could not open the report: {e}"))
                     });

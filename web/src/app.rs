@@ -1,6 +1,6 @@
 //! The page: state in a reducer, small components, services for the work.
 
-use tokenscope_core::report::ClientReport;
+use tokenscope_core::model::shown;
 use yew::prelude::*;
 
 use crate::actions::{FileActions, SettingsActions};
@@ -77,8 +77,9 @@ fn start_run(state: &UseReducerHandle<State>, lanes: &NodeRef, worker_url: Optio
 
 /// A message from the run module, as the state's action.
 fn on_message(d: &UseReducerDispatcher<State>, message: RunMessage) {
+    // Read as the page shows it (`shown`): the rest stays in `report_json`.
     let report =
-        |json: &str| ClientReport::from_json(json).map_err(|e| format!("the run's report: {e}"));
+        |json: &str| shown::client_report(json).map_err(|e| format!("the run's report: {e}"));
     let action = match message {
         RunMessage::Event(e) => Action::Event(e),
         RunMessage::TierDone { label, report_json } => match report(&report_json) {

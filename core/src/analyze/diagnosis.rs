@@ -32,7 +32,6 @@ pub fn diagnose(input: &ReportInput) -> Vec<Finding> {
         out.extend(rule_client_bound(c, who));
         out.extend(rule_drift(c, who));
         out.extend(rule_server_timing_gap(c, who));
-        #[cfg(feature = "server-view")]
         out.extend(crate::analyze::server::diagnosis::diagnose(c, who));
     }
     // (Real users' reports have no input tier: this rule passes them by.)

@@ -115,7 +115,6 @@ pub struct LevelAccumulator {
     /// those where the two differ.
     output_check: (u64, u64),
     /// Conversation turns and prefix-cache counts.
-    #[cfg(feature = "server-view")]
     turns: super::turns::TurnsAcc,
 }
 
@@ -150,7 +149,6 @@ impl LevelAccumulator {
             usage: (0, 0, 0),
             prompt_check: (0, 0),
             output_check: (0, 0),
-            #[cfg(feature = "server-view")]
             turns: Default::default(),
             opts,
         }
@@ -229,7 +227,6 @@ impl LevelAccumulator {
                 self.output_check.1 += 1;
             }
         }
-        #[cfg(feature = "server-view")]
         self.turns.push(r, &m, self.opts.sample_cap);
         self.push_transport(r);
         match &r.outcome {
@@ -359,10 +356,7 @@ impl LevelAccumulator {
         let metrics = self.samples.metrics();
         let slo_checks = self.samples.slo_checks(&metrics, &self.opts.slos);
         let has_slos = !self.opts.slos.is_empty();
-        #[cfg(feature = "server-view")]
         let (prompt_cache, turns) = self.turns.finish();
-        #[cfg(not(feature = "server-view"))]
-        let (prompt_cache, turns) = (None, Vec::new());
         let (rounds, round_spread) = analyze_rounds(&self.rounds);
         let snapshots = snapshots(&self.snapshots, self.opts.snapshot_interval_ms);
         let drift = drift(&snapshots);
@@ -370,7 +364,6 @@ impl LevelAccumulator {
             Load::Concurrency(c) => (Some(c), None),
             Load::Rate(r) => (None, Some(r)),
         };
-        #[cfg(feature = "server-view")]
         let histograms = if self.opts.histograms {
             self.samples.histograms()
         } else {
@@ -378,7 +371,6 @@ impl LevelAccumulator {
         };
         LevelReport {
             quantiles: self.samples.quantiles(),
-            #[cfg(feature = "server-view")]
             histograms,
             concurrency,
             rate_per_s,
@@ -509,7 +501,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "server-view")]
     fn turns_and_the_prefix_cache_as_the_server_said() {
         use tokenscope_measure::openai::{PromptTokensDetails, ServerTimings};
         let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());

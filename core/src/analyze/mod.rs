@@ -21,6 +21,5 @@ pub mod rounds;
 pub mod server;
 pub mod slo;
 pub mod sweep;
-#[cfg(feature = "server-view")]
 pub mod turns;
 pub mod verdict;

@@ -1,7 +1,6 @@
 //! A level's conversations turn by turn, and what the server's prefix cache
 //! served as it said (`--conversation`, `docs/metrics.md#conversations-and-the-prefix-cache`).
-//! Part of a level's analysis ([`super::level`]) in the `server-view` build: the
-//! page's main module sends no conversations and reads no cache counts.
+//! Part of a level's analysis ([`super::level`]).
 
 use std::collections::BTreeMap;
 

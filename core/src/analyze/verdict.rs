@@ -389,9 +389,9 @@ fn floor_comparison(input: &ReportInput, client: Option<&ClientReport>) -> Optio
 /// The floor of a model shape from the kernels report: its own row, else one
 /// computed from its measured bandwidths.
 fn preset_floor(
-    kernels: &crate::report::kernels::KernelReport,
+    kernels: &tokenscope_kernel_report::KernelReport,
     model: &crate::report::combined::ModelChoice,
-) -> Option<(crate::report::kernels::FloorRow, String)> {
+) -> Option<(tokenscope_kernel_report::FloorRow, String)> {
     Some(
         match kernels.decode_floor.iter().find(|r| {
             r.estimate.model == model.shape.name

@@ -8,36 +8,29 @@ use thiserror::Error;
 use super::level::LevelReport;
 use super::load::Source;
 use super::run::{Environment, RunConfig};
-use super::server_view::RunServer;
 use super::warning::ReportWarning;
-#[cfg(feature = "server-view")]
 use crate::analyze::server::view::ServerRun;
 
 /// The schema name and version this crate writes.
 pub const CLIENT_SCHEMA: &str = "tokenscope.client/1";
 
 /// The knee of the throughput-latency curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Knee {
     /// Concurrency of the knee level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub concurrency: Option<u32>,
     /// Rate of the knee level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub rate_per_s: Option<f64>,
     /// Index into `levels`.
     pub level_index: usize,
     /// Latency metric used (`e2e_ms.p95`).
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub metric: String,
     /// `ln(latency ratio) / ln(throughput ratio)` on the segment after the knee;
     /// `None` when throughput did not grow at all there (infinite elasticity).
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub elasticity_after: Option<f64>,
     /// How it was found.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub method: String,
 }
 
@@ -96,41 +89,28 @@ pub struct SweepReport {
     /// The knee, or null when latency never grew faster than throughput.
     pub knee: Option<Knee>,
     /// SLO capacity, or null (no SLOs, or no level met them).
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub slo_capacity: Option<SloCapacity>,
     /// No level met the SLOs: the capacity is below this one, the lowest level
     /// whose checks were evaluated (a ceiling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub slo_below: Option<LoadPoint>,
     /// No knee: the highest level it was looked for up to (absent with a knee,
     /// or with fewer than two levels to compare).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub knee_not_reached_up_to: Option<LoadPoint>,
     /// Levels left out of the knee and the SLO capacity: under-loaded ones
     /// (their client never had their concurrency in flight).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub left_out: Vec<usize>,
 }
 
-/// The whole client report.
-///
-/// The page's main module (core without `server-view`) reads back only what it
-/// shows of a report it opens or has the report module rebuild: the model, the
-/// SLOs, the levels' table and chart figures, the knee and the warnings. Every
-/// other field, here and in the nested types, is skipped when it deserializes
-/// (`skip_deserializing` in that build; left at its default) so that its reading
-/// code stays off the page's first load: the page keeps such a report's text as
-/// it was, for the Analysis, the comparison and the export.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The whole client report. `Default`: an empty one (what a partial reading,
+/// [`super::shown`], fills in around what it read).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ClientReport {
     /// `tokenscope.client/1`.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub schema: String,
     /// Who measured.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub source: Source,
     /// Everything needed to rerun.
     pub config: RunConfig,
@@ -145,13 +125,11 @@ pub struct ClientReport {
     pub warnings: Vec<ReportWarning>,
     /// The run was stopped early (Ctrl-C); the levels hold what ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub interrupted: bool,
     /// What scraping the server's and the GPU's `/metrics` gave, over the run
-    /// (feature `server-view`, as `LevelReport::server`).
+    /// (as `LevelReport::server`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
-    pub server: Option<RunServer>,
+    pub server: Option<ServerRun>,
 }
 
 /// A report that could not be read.
@@ -186,9 +164,29 @@ pub fn check_schema(found: &str, expected: &'static str) -> Result<(), ReportErr
     }
 }
 
+/// Check a client report's `schema` before reading the rest: refuse what is not
+/// JSON, another document, or a major version this build does not know.
+pub(crate) fn check_client_schema(text: &str) -> Result<(), ReportError> {
+    /// The schema alone (every other field skipped unread).
+    #[derive(Deserialize)]
+    struct Schema {
+        #[serde(default)]
+        schema: Option<String>,
+    }
+    // Read as the report itself, not through `serde_json::Value`: one set of
+    // deserializing code in the page's wasm (the Value path was 2 KB
+    // gzipped more there).
+    let schema = match serde_json::from_str::<Schema>(text) {
+        Ok(head) => head.schema,
+        Err(e) if e.is_syntax() || e.is_eof() => return Err(e.into()),
+        // JSON, but not an object with a text `schema`.
+        Err(_) => None,
+    };
+    check_schema(schema.as_deref().unwrap_or("(none)"), CLIENT_SCHEMA)
+}
+
 impl ClientReport {
     /// The run's server side, if it was scraped.
-    #[cfg(feature = "server-view")]
     pub fn server_run(&self) -> Option<&ServerRun> {
         self.server.as_ref()
     }
@@ -207,22 +205,7 @@ impl ClientReport {
 
     /// Read a report, refusing unknown schemas or major versions.
     pub fn from_json(text: &str) -> Result<Self, ReportError> {
-        /// The schema alone (every other field skipped unread).
-        #[derive(Deserialize)]
-        struct Schema {
-            #[serde(default)]
-            schema: Option<String>,
-        }
-        // Read as the report itself, not through `serde_json::Value`: one set of
-        // deserializing code in the page's wasm (the Value path was 2 KB
-        // gzipped more there).
-        let schema = match serde_json::from_str::<Schema>(text) {
-            Ok(head) => head.schema,
-            Err(e) if e.is_syntax() || e.is_eof() => return Err(e.into()),
-            // JSON, but not an object with a text `schema`.
-            Err(_) => None,
-        };
-        check_schema(schema.as_deref().unwrap_or("(none)"), CLIENT_SCHEMA)?;
+        check_client_schema(text)?;
         Ok(serde_json::from_str(text)?)
     }
 
@@ -235,8 +218,6 @@ impl ClientReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::slo::Slo;
-    use crate::model::{Load, WarningKind};
 
     #[test]
     fn schema_check() {
@@ -246,77 +227,5 @@ mod tests {
         assert!(e.to_string().contains("tokenscope.client/2"));
         assert!(check_schema("tokenscope.kernels/1", CLIENT_SCHEMA).is_err());
         assert!(ClientReport::from_json("{\"schema\": \"x/1\"}").is_err());
-    }
-
-    /// What the page's main module shows of a report it opens reads back whole,
-    /// in either build (without `server-view` the rest is skipped).
-    #[test]
-    fn a_report_reads_back_what_the_page_shows() {
-        use crate::testing::{client_report, level, record};
-        let records: Vec<_> = (0..8)
-            .map(|i| record(f64::from(i) * 10.0, 40.0, 5.0, 12))
-            .collect();
-        let mut report = client_report(
-            Source::Browser,
-            vec![
-                level(Load::Concurrency(1), &records),
-                level(Load::Concurrency(4), &records),
-            ],
-        );
-        report.config.model = "the-model".into();
-        report.config.slos = Slo::parse_list("ttft_ms:p95<=500").unwrap();
-        report.environment.simulated = true;
-        report.environment.protocol = Some("h2".into());
-        report.environment.started_at = Some("2026-01-02T03:04:05Z".into());
-        report.levels[1].goodput_per_s = Some(3.5);
-        report.levels[1].paint_methods.insert("raf".into(), 8);
-        report.levels[1].metrics.rendered_ttft_ms = Some(report.levels[1].metrics.ttft_ms);
-        report.levels[1].metrics.connection_setup_ms = Some(report.levels[1].metrics.e2e_ms);
-        report.sweep.knee = Some(Knee {
-            concurrency: Some(4),
-            rate_per_s: None,
-            level_index: 1,
-            metric: "e2e_ms.p95".into(),
-            elasticity_after: None,
-            method: "test".into(),
-        });
-        report
-            .warnings
-            .push(ReportWarning::new(WarningKind::ServerMetrics, "shown"));
-        let back = ClientReport::from_json(&report.to_json()).unwrap();
-        assert_eq!(back.config.model, report.config.model);
-        assert_eq!(back.config.slos, report.config.slos);
-        let env = |r: &ClientReport| {
-            let e = &r.environment;
-            (e.simulated, e.protocol.clone(), e.started_at.clone())
-        };
-        assert_eq!(env(&back), env(&report));
-        assert_eq!(back.warnings, report.warnings);
-        assert_eq!(
-            back.sweep.knee.map(|k| k.level_index),
-            report.sweep.knee.map(|k| k.level_index)
-        );
-        assert_eq!(back.levels.len(), report.levels.len());
-        for (b, r) in back.levels.iter().zip(&report.levels) {
-            let shown = |l: &LevelReport| {
-                let m = &l.metrics;
-                (
-                    (
-                        l.load(),
-                        l.sent,
-                        l.ok,
-                        l.errors,
-                        l.timeouts,
-                        l.goodput_per_s,
-                    ),
-                    (l.output_tokens_per_s, l.requests_per_s),
-                    (l.paint_methods.clone(), l.quantiles.clone()),
-                    (m.ttft_ms, m.tpot_ms, m.itl_ms, m.e2e_ms),
-                    (m.time_to_headers_ms, m.time_to_first_byte_ms),
-                    (m.rendered_ttft_ms, m.render_delay_ms, m.connection_setup_ms),
-                )
-            };
-            assert_eq!(shown(b), shown(r));
-        }
     }
 }

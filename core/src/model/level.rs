@@ -8,8 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use super::is_zero;
 use super::load::Load;
-use super::server_view::LevelServer;
-#[cfg(feature = "server-view")]
 use crate::analyze::server::view::ServerLevel;
 use tokenscope_stats::stats::{LinearFit, Summary};
 
@@ -23,7 +21,6 @@ pub struct LevelMetrics {
     /// Inter-token latency per chunk (all gaps of all requests).
     pub itl_ms: Summary,
     /// Inter-token latency per token.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub itl_per_token_ms: Summary,
     /// End-to-end latency.
     pub e2e_ms: Summary,
@@ -32,10 +29,8 @@ pub struct LevelMetrics {
     /// Time to first body byte.
     pub time_to_first_byte_ms: Summary,
     /// Per-request decode rate, tokens/s.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub decode_rate_tok_per_s: Summary,
     /// Output tokens per request.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub output_tokens: Summary,
     /// User-perceived TTFT (browser).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -46,40 +41,32 @@ pub struct LevelMetrics {
     /// A reasoning model's time to its first answer token (requests that
     /// reasoned; TTFT counts the reasoning's first token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub time_to_first_answer_ms: Option<Summary>,
     /// Reasoning tokens per request (requests that reasoned).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub reasoning_tokens: Option<Summary>,
     /// Each request's longest gap between tokens (stream smoothness; requests
     /// with at least two content events).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub max_gap_ms: Option<Summary>,
     /// The browser's own send delay: from the page's send to its network stack
     /// beginning the request (Resource Timing's `requestStart`; a new
     /// connection's setup included) (browser, where exposed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub browser_send_ms: Option<Summary>,
     /// The browser's own delivery delay: from its network stack having the
     /// response's first bytes (Resource Timing's `responseStart`) to the page's
     /// script having the response (browser, where exposed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub browser_delivery_ms: Option<Summary>,
     /// Actual minus scheduled send (rate mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub client_lag_ms: Option<Summary>,
     /// llama.cpp's own generation time per token, when the server sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub server_tpot_ms: Option<Summary>,
     /// llama.cpp's own prompt evaluation time, when the server sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub server_prompt_ms: Option<Summary>,
     /// Waiting for a connection's setup (DNS, TCP, proxy tunnel, TLS), over the
     /// requests that waited for one (of every outcome that got a connection):
@@ -284,7 +271,7 @@ pub struct Drift {
 }
 
 /// Results of one load level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct LevelReport {
     /// Closed-loop concurrency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -301,63 +288,48 @@ pub struct LevelReport {
     /// Requests that hit the client timeout.
     pub timeouts: u64,
     /// Failures by kind (`http_503`, `reset`, ...).
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub error_kinds: BTreeMap<String, u64>,
     /// Timeouts by phase (`headers`, `first_token`, `stream`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub timeout_phases: BTreeMap<String, u64>,
     /// Measured window: the sum over rounds of (last `t_done` - first `t_send`), seconds.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub window_s: f64,
     /// Output tokens of successful requests per second of window.
     pub output_tokens_per_s: f64,
     /// Successful requests per second of window.
     pub requests_per_s: f64,
     /// `errors / sent`.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub error_rate: f64,
     /// `timeouts / sent`.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub timeout_rate: f64,
     /// Requests/s that met every SLO (when SLOs were given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_per_s: Option<f64>,
     /// Fraction of sent requests that met every SLO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub goodput_fraction: Option<f64>,
     /// The load the level really offered (absent: not known, e.g. a report
     /// older than this field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub reached: Option<ReachedLoad>,
     /// Per-SLO verdicts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub slo_checks: Vec<SloCheck>,
     /// Output tokens of successful requests.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub output_tokens_total: u64,
     /// Some successful request had no `usage`: its tokens were counted from events.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub output_tokens_estimated: bool,
     /// Fraction of content events that shared their read with another.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub shared_read_fraction: f64,
     /// Metric summaries.
     pub metrics: LevelMetrics,
     /// ITL by output position (does decode slow down on long outputs?).
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub itl_by_position: Vec<PositionBucket>,
     /// Stalls.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub stalls: StallReport,
     /// Rounds.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub rounds: Vec<RoundReport>,
     /// Spread between rounds.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub round_spread: RoundSpread,
     /// How first paints were measured (browser): method -> requests.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -365,17 +337,14 @@ pub struct LevelReport {
     /// Successful requests whose TTFT was taken at the browser's network stack
     /// (`responseStart`: their first token came in the response's first bytes).
     #[serde(default, skip_serializing_if = "is_zero")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub ttft_at_network_stack: u64,
     /// Requests by the HTTP version of their answer (`http/1.1`, `h2`), where
     /// known. (Written by the page's main module, not read back: as `transport`.)
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub protocols: BTreeMap<String, u64>,
     /// Requests that opened a new connection and requests that reused one
     /// (where the client knew which).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub connections: Option<ConnectionCounts>,
     /// Quantile curves for CDFs and histograms: metric -> 101 values, the
     /// percentiles p0, p1, ..., p100 (`ttft_ms`, `itl_ms`, `e2e_ms`, `tpot_ms`,
@@ -387,65 +356,49 @@ pub struct LevelReport {
     /// merge` combines shards exactly within the histogram's precision without
     /// their raw files. Only shards' reports carry them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[cfg(feature = "server-view")]
     pub histograms: BTreeMap<String, tokenscope_stats::stats::HistogramData>,
     /// Per-minute snapshots (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub snapshots: Vec<Snapshot>,
     /// Trends across the run (long runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub drift: Vec<Drift>,
     /// `usage.prompt_tokens` summed over every request sent in the level
     /// (whatever its outcome).
     #[serde(default)]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub usage_prompt_tokens: u64,
     /// `usage.completion_tokens`, summed the same way.
     #[serde(default)]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub usage_completion_tokens: u64,
     /// Requests whose prompt the run's tokenizer counted exactly, checked against
     /// their `usage.prompt_tokens` (the count plus the template's overhead).
     #[serde(default, skip_serializing_if = "is_zero")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub prompt_tokens_checked: u64,
     /// Of those, the ones whose `usage.prompt_tokens` was something else.
     #[serde(default, skip_serializing_if = "is_zero")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub prompt_tokens_differ: u64,
     /// Requests whose generated text the run's local tokenizer counted
     /// (`completion_tokens_counted`) beside a `usage.completion_tokens`.
     #[serde(default, skip_serializing_if = "is_zero")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub output_tokens_checked: u64,
     /// Of those, the ones where the two differ (a model's text, tokenized again,
     /// need not be the tokens it generated; a server may count others).
     #[serde(default, skip_serializing_if = "is_zero")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub output_tokens_differ: u64,
     /// Requests sent in the level without a `usage`.
     #[serde(default)]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub requests_without_usage: u64,
     /// The prompt tokens of the level's requests whose server said how many it
     /// took from its prefix cache, and those cached tokens; absent: none said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub prompt_cache: Option<PromptCache>,
     /// Per turn of the level's conversations (`--conversation`), first turn
     /// first; empty outside conversations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub turns: Vec<TurnReport>,
     /// The level as the server's `/metrics` (and the GPU exporter's) saw it.
-    /// Read and written with the feature `server-view`, which the page's main
-    /// module goes without (it never scrapes; the code would weigh on its first
-    /// load): there the field stays empty, as do the usage sums below.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
-    pub server: Option<LevelServer>,
+    pub server: Option<ServerLevel>,
     /// The level's name where it is a group of real users' turns rather than a
     /// load (`all`, `route /api/chat`, `browser Chrome 131`): its label, and what
     /// `compare` matches levels by.
@@ -453,13 +406,11 @@ pub struct LevelReport {
     pub group: Option<String>,
     /// What real users' turns add (`tokenscope collect --report`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub rum: Option<super::rum::RumLevel>,
 }
 
 impl LevelReport {
     /// The level's server view, if it was scraped.
-    #[cfg(feature = "server-view")]
     pub fn server_view(&self) -> Option<&ServerLevel> {
         self.server.as_ref()
     }
@@ -479,7 +430,6 @@ impl LevelReport {
     /// The server's largest count of running requests over the level, where its
     /// `/metrics` was scraped and says it (informative: a server that batches
     /// fewer than the client sends queues the rest).
-    #[cfg(feature = "server-view")]
     pub fn server_running_max(&self) -> Option<f64> {
         use crate::analyze::server::engines::Series;
         self.server

@@ -11,8 +11,8 @@
 //! - [`warning`]: typed run warnings; [`transport`]: how the client reached the
 //!   endpoint; `merge`: what a merged report says of its making;
 //! - [`metric`]: the metric registry, each metric's identity defined once;
-//! - [`server_view`]: the server view's place in the report; [`rum`]: what a level
-//!   of real users' turns adds.
+//! - [`shown`]: what the page's first module reads of a report; [`rum`]: what a
+//!   level of real users' turns adds.
 //!
 //! The committed JSON Schema is `schemas/client.schema.json`; a test checks that
 //! what we write validates against it. Readers refuse a document whose major
@@ -21,12 +21,11 @@
 pub mod client;
 pub mod level;
 pub use tokenscope_workload::load;
-#[cfg(feature = "server-view")]
 pub mod merge;
 pub mod metric;
 pub mod rum;
 pub mod run;
-pub mod server_view;
+pub mod shown;
 pub mod transport;
 pub mod warning;
 
@@ -39,13 +38,9 @@ pub use level::{
     RoundReport, RoundSpread, SloCheck, Snapshot, Spread, StallReport, TurnReport,
 };
 pub use load::{Arrival, Load, LoadMode, ReasoningDisplay, Source};
-#[cfg(feature = "server-view")]
 pub use merge::{MergeInfo, MergeMethod};
 pub use rum::{RumLevel, TtftSplit};
 pub use run::{Environment, RunConfig, TokenCounting, TraceInfo};
-#[cfg(not(feature = "server-view"))]
-pub use server_view::NoServerView;
-pub use server_view::{LevelServer, RunServer};
 pub use warning::{ReportWarning, WarningKind};
 
 /// Serde: leave a zero count out.

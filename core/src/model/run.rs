@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use super::is_zero;
 use super::load::{Arrival, Load, LoadMode, ReasoningDisplay};
-#[cfg(feature = "server-view")]
 use super::merge::MergeInfo;
 use super::transport;
 use crate::analyze::slo::Slo;
@@ -54,150 +53,116 @@ pub struct TraceInfo {
 }
 
 /// Everything needed to rerun the benchmark (never the API key).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RunConfig {
     /// Base URL (`.../v1`), without credentials or query string.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub url: String,
     /// Endpoint kind.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub api: Api,
     /// Model name.
     pub model: String,
     /// `concurrency` or `rate`.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub mode: LoadMode,
     /// The levels swept (concurrencies or req/s).
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub levels: Vec<f64>,
     /// Rate mode's arrival process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub arrival: Option<Arrival>,
     /// Measured requests per level (split over the rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub requests_per_level: Option<u64>,
     /// Measured duration per level, seconds (split over the rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub duration_per_level_s: Option<f64>,
     /// Rounds per level.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub rounds: u32,
     /// Warm-up requests before each level (not measured).
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub warmup_requests: u32,
     /// Approximate prompt length, tokens (synthetic prompts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub input_tokens: Option<u32>,
     /// Prompts file, when one was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub prompts_file: Option<String>,
     /// The prompts file's prompt set, as sent ([`tokenscope_workload::dataset::prompts_hash`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub prompts_hash: Option<String>,
     /// What this run is (`bench --label v1.2`): `tokenscope history` orders and
     /// names runs by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub label: Option<String>,
     /// `max_tokens` sent.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub max_tokens: u32,
     /// `ignore_eos` sent.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub ignore_eos: bool,
     /// `min_tokens` sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub min_tokens: Option<u32>,
     /// Per-request timeout, seconds.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub timeout_s: f64,
     /// SLOs given.
     #[serde(default)]
     pub slos: Vec<Slo>,
     /// Stall threshold, ms.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub stall_threshold_ms: f64,
     /// Seed of prompt generation and arrivals.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub seed: u64,
     /// Long-run snapshot interval, seconds (soak runs); absent: no snapshots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub snapshot_interval_s: Option<f64>,
     /// Exact samples kept per metric and level before the percentiles come from a
     /// histogram; absent: the default (`stats::DEFAULT_SAMPLE_CAP`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub sample_cap: Option<u64>,
     /// The server's `/metrics` scraped during the run (its URL without query or
     /// credentials); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub server_metrics_url: Option<String>,
     /// How many distinct prompts the run cycles through (a prompts file); absent:
     /// every request's prompt is its own (synthetic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub distinct_prompts: Option<u64>,
     /// The GPU exporter scraped during the run; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub gpu_metrics_url: Option<String>,
     /// Seconds between scrapes within a level (besides one at each level's start
     /// and end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub scrape_interval_s: Option<f64>,
     /// The trace replayed (its arrivals, lengths and prefix blocks), when one was.
     /// The page's main module writes it (a trace replayed in the page) but does
     /// not read it back (a report it opens keeps its full text for the Analysis
     /// and the export).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub trace: Option<TraceInfo>,
     /// How the prompts' tokens were counted (absent: approximately, before this
     /// was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub tokens: Option<TokenCounting>,
     /// The server's context window, tokens (given, or read from the server for
     /// an input length given as a fraction of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub context_window: Option<u64>,
     /// The gaps' coefficient of variation (`arrival: gamma`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub arrival_cv: Option<f64>,
     /// Seconds of load rising linearly before each level's measured part
     /// (instead of its warm-up; not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub ramp_s: Option<f64>,
     /// Tokens of the system prompt every request began with (`--shared-prefix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub shared_prefix_tokens: Option<u32>,
     /// Browser runs: what the page showed of reasoning (the rendered TTFT is
     /// the paint of the first token shown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub reasoning_display: Option<ReasoningDisplay>,
     /// The sessions' shape when the run sent conversations (`--conversation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub conversation: Option<tokenscope_workload::conversation::Conversation>,
     /// The run is one shard of a plan split over several load generators
     /// (`bench --shard K/N`): which, and the whole plan's levels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip))]
     pub shard: Option<tokenscope_workload::shard::ShardInfo>,
 }
 
@@ -260,11 +225,9 @@ impl RunConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Environment {
     /// tokenscope's version.
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub tool_version: String,
     /// The browser's user agent (browser runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub user_agent: Option<String>,
     /// HTTP protocol seen (`http/1.1`, `h2`), when known: the one most
     /// requests' answers came over (each level counts them all).
@@ -275,22 +238,18 @@ pub struct Environment {
     /// module writes it but does not read it back (a report it opens keeps its
     /// full text for the Analysis and the export).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub transport: Option<transport::TransportInfo>,
     /// Operating system and architecture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub os: Option<String>,
     /// Logical CPUs of the client machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub cpus: Option<u32>,
     /// Wall-clock start of the run (RFC 3339), for comparing runs later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     /// CPU time the client process used, seconds (user + system).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub client_cpu_s: Option<f64>,
     /// Whether the endpoint is the built-in simulator.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -298,16 +257,13 @@ pub struct Environment {
     /// The client's own event-loop lag during the run: how late a 10 ms timer fired.
     /// High values mean the client, not the server, was the bottleneck.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub event_loop_lag_ms: Option<Summary>,
     /// This report was rebuilt from a raw file (`tokenscope report --raw`), not
     /// written by the run: what the raw file did not record is missing here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    #[cfg_attr(not(feature = "server-view"), serde(skip_deserializing))]
     pub rebuilt_from_raw: bool,
     /// This report merges shards' reports (`tokenscope merge`): how many, how,
     /// and how far apart they started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg(feature = "server-view")]
     pub merged: Option<MergeInfo>,
 }

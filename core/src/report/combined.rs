@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::report::ClientReport;
-use crate::report::kernels::{FloorRow, KernelReport};
 use tokenscope_hw::floor::{ModelShape, Quant};
+use tokenscope_kernel_report::{FloorRow, KernelReport};
 
 /// The model being served, for the floor comparison.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::kernels::KernelReport;
 use super::raw::RawFile;
 use super::{ClientReport, LevelReport};
 use crate::analyze::level::LevelOptions;
@@ -17,6 +16,7 @@ use crate::model::metric::{
     self, E2E_MS, ERROR_RATE, GOODPUT_FRACTION, ITL_MS, Metric, OUTPUT_TOKENS_PER_S,
     RENDERED_TTFT_MS, TIMEOUT_RATE, TPOT_MS, TTFT_MS,
 };
+use tokenscope_kernel_report::KernelReport;
 use tokenscope_measure::metrics::RequestMetrics;
 use tokenscope_measure::record::Outcome;
 use tokenscope_stats::compare::{
@@ -303,7 +303,6 @@ fn cell(metric: String, direction: Direction, d: &Difference, min_change: f64) -
 /// prefill and decode time per request (`levels[].server.stages`). Means of the
 /// server's histograms over the level, with no per-request samples: shown, not
 /// judged (no interval).
-#[cfg(feature = "server-view")]
 fn server_cells(base: &LevelReport, new: &LevelReport) -> Vec<Cell> {
     let stages = |l: &LevelReport| l.server.as_ref().and_then(|s| s.stages.clone());
     let (Some(b), Some(n)) = (stages(base), stages(new)) else {
@@ -336,11 +335,6 @@ fn server_cells(base: &LevelReport, new: &LevelReport) -> Vec<Cell> {
         Some(c)
     })
     .collect()
-}
-
-#[cfg(not(feature = "server-view"))]
-fn server_cells(_: &LevelReport, _: &LevelReport) -> Vec<Cell> {
-    Vec::new()
 }
 
 /// The family-wise error of a run's comparison: Holm's step-down over every

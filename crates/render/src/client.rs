@@ -117,7 +117,6 @@ pub(crate) fn level_table(
                     " (under-loaded: {} in flight",
                     r.client_in_flight_max
                 );
-                #[cfg(feature = "server-view")]
                 if let Some(s) = l.server_running_max() {
                     let _ = write!(label, ", server running max {s:.0}");
                 }
@@ -204,9 +203,7 @@ pub fn notes(report: &ClientReport) -> Vec<String> {
         }
     }
     notes.extend(sweep_notes(report));
-    #[cfg(feature = "server-view")]
     notes.extend(super::turns::cache_notes(report));
-    #[cfg(feature = "server-view")]
     notes.extend(super::connection::connection_notes(report));
     if report.levels.iter().any(|l| l.output_tokens_estimated) {
         notes.push(
@@ -313,7 +310,6 @@ pub fn text_summary(report: &ClientReport) -> String {
     let (h, rows) = summary_rows(report);
     let mut out = text_table(&h, &rows);
     out.push_str("(times in ms)\n");
-    #[cfg(feature = "server-view")]
     {
         if let Some((h, rows)) = super::server::resource_rows(report) {
             out.push_str("\nserver, per level:\n");
@@ -364,7 +360,6 @@ pub fn markdown(report: &ClientReport) -> String {
     let (h, rows) = summary_rows(report);
     out.push_str(&markdown_table(&h, &rows));
     out.push_str("\nTimes in ms.\n");
-    #[cfg(feature = "server-view")]
     server_markdown(&mut out, report);
     let notes = notes(report);
     if !notes.is_empty() {
@@ -377,7 +372,6 @@ pub fn markdown(report: &ClientReport) -> String {
 }
 
 /// The server view's sections in Markdown (nothing when no level was scraped).
-#[cfg(feature = "server-view")]
 pub fn server_markdown(out: &mut String, report: &ClientReport) {
     if let Some((h, rows)) = super::server::resource_rows(report) {
         out.push_str("\n### Server, per level\n\n");

@@ -9,8 +9,8 @@ use crate::kernels::{FLOOR_AT_READ, FLOOR_WITH_KERNELS, floor_legend, floor_tabl
 use crate::table::{html_table, markdown_table};
 use tokenscope_core::analyze::verdict::BELOW_FLOOR_RATIO;
 use tokenscope_core::report::combined::{Combined, Comparison, FloorComparison, ReportInput};
-use tokenscope_core::report::kernels::KernelReport;
 use tokenscope_core::report::{ClientReport, Source};
+use tokenscope_kernel_report::KernelReport;
 
 fn level_rows(c: &ClientReport) -> (Vec<String>, Vec<Vec<String>>) {
     let browser = matches!(c.source, Source::Browser | Source::Rum);
@@ -163,7 +163,6 @@ pub fn markdown(input: &ReportInput, c: &Combined) -> String {
         let (h, rows) = level_rows(client);
         out.push_str(&markdown_table(&h, &rows));
         let _ = writeln!(out, "\n{ROUND_SPREAD_NOTE}");
-        #[cfg(feature = "server-view")]
         super::client::server_markdown(&mut out, client);
     }
     if let Some(cmp) = &c.comparison {
@@ -374,7 +373,6 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
             "<p class=\"from\">{}</p>",
             escape_html(ROUND_SPREAD_NOTE)
         );
-        #[cfg(feature = "server-view")]
         html_server(&mut o, client);
     }
     if let Some(cmp) = &c.comparison {
@@ -437,7 +435,6 @@ pub fn html_body(input: &ReportInput, c: &Combined, opts: BodyOptions) -> String
 }
 
 /// A client's server view: resources and TTFT stages per level.
-#[cfg(feature = "server-view")]
 fn html_server(o: &mut String, client: &ClientReport) {
     use super::server;
     if let Some((h, rows)) = server::resource_rows(client) {
@@ -535,7 +532,6 @@ fn charts(input: &ReportInput, c: &Combined, opts: BodyOptions) -> Vec<String> {
     }
     // The server over the run (the first client that scraped it): the page draws
     // its own run's charts, not these, so they come with the report in both.
-    #[cfg(feature = "server-view")]
     if let Some(run) = input.clients.iter().find_map(ClientReport::server_run) {
         out.extend(crate::charts::server_timeline(run));
     }

@@ -21,7 +21,6 @@ pub mod charts;
 pub mod client;
 pub mod combined;
 pub mod compare;
-#[cfg(feature = "server-view")]
 pub mod connection;
 pub use tokenscope_stats::fmt;
 pub mod glossary;
@@ -30,11 +29,8 @@ pub mod kernels;
 pub mod kv_plan;
 pub mod page;
 pub mod quality;
-#[cfg(feature = "server-view")]
 pub mod rum;
-#[cfg(feature = "server-view")]
 pub mod server;
 pub mod table;
 pub mod tiers;
-#[cfg(feature = "server-view")]
 pub mod turns;

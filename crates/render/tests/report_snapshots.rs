@@ -6,8 +6,8 @@
 use tokenscope_core::analyze::verdict;
 use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::combined::{ModelChoice, ReportInput};
-use tokenscope_core::report::kernels::KernelReport;
 use tokenscope_hw::floor::{ModelShape, Quant};
+use tokenscope_kernel_report::KernelReport;
 use tokenscope_render::combined;
 
 fn fixture(name: &str) -> String {

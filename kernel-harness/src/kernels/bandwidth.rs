@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::report::kernels::{
-    AdapterReport, BandwidthReport, TimingMethod, VerificationReport,
-};
+use tokenscope_kernel_report::{AdapterReport, BandwidthReport, TimingMethod, VerificationReport};
 
 use crate::arena::Slice;
 use crate::clock::Clock;

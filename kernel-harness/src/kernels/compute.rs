@@ -3,7 +3,7 @@
 //! kernel on a roofline: a kernel whose FLOPs at this rate take longer than its bytes
 //! at the read bandwidth is compute-bound (the skinny matmul at large batches).
 
-use tokenscope_core::report::kernels::{ComputeReport, TimingSummary};
+use tokenscope_kernel_report::{ComputeReport, TimingSummary};
 
 use crate::clock::Clock;
 use crate::context::GpuContext;

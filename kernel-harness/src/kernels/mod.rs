@@ -8,9 +8,7 @@ pub mod fill;
 pub mod gemv;
 pub mod glue;
 
-use tokenscope_core::report::kernels::{
-    KernelResult, TimingSummary, VariantReport, VerificationReport,
-};
+use tokenscope_kernel_report::{KernelResult, TimingSummary, VariantReport, VerificationReport};
 
 use crate::GpuContext;
 use crate::error::{HarnessError, KernelId, Mismatch};

@@ -1,10 +1,10 @@
 //! The report's conclusions once every kernel ran: the decode floors, the decode
 //! steps against them, and the goals.
 
-use tokenscope_core::report::kernels::{
+use tokenscope_hw::floor::{FLOOR_AT_READ, ms_at};
+use tokenscope_kernel_report::{
     DecodeStepResult, FloorRow, GoalResult, KernelReport, KernelResult,
 };
-use tokenscope_hw::floor::{FLOOR_AT_READ, ms_at};
 use tokenscope_stats::fmt::fmt_sig3;
 
 use super::SuiteConfig;

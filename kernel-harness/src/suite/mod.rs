@@ -2,8 +2,8 @@
 //! synthetic decode step and the decode floor, assembled into a
 //! `tokenscope.kernels/1` report.
 
-use tokenscope_core::report::kernels::{KernelReport, RunEnvironment};
 use tokenscope_hw::floor::{ModelShape, Quant};
+use tokenscope_kernel_report::{KernelReport, RunEnvironment};
 
 use crate::context::GpuContext;
 use crate::timing::TimingOptions;

@@ -2,7 +2,7 @@
 //! attention, decode steps), each fitted to the device's limits and the memory
 //! budget, measured, verified and added to the report.
 
-use tokenscope_core::report::kernels::{
+use tokenscope_kernel_report::{
     DRIFT_LIMIT, DriftCheck, KernelReport, KernelResult, RunConfig, SCHEMA, SkippedKernel,
     TimingMethod, VerificationReport,
 };
@@ -204,7 +204,7 @@ pub async fn run_suite(
 
 /// Times again, at the end of the run, the read kernel and the first kernel of each
 /// group, and records how far each moved from its first figure
-/// ([`tokenscope_core::report::kernels::DriftCheck`]). A kernel that cannot run again
+/// ([`tokenscope_kernel_report::DriftCheck`]). A kernel that cannot run again
 /// is reported as an error, not a drift.
 async fn drift(
     ctx: &GpuContext,

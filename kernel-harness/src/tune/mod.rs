@@ -6,14 +6,12 @@
 //!
 //! This module is below the kernels (they ask it for their variant); the search is
 //! above them. The file's model is core's (`tokenscope.tuning/1`,
-//! [`tokenscope_core::report::kernels::TuningFile`]); variant names are the kernels'.
+//! [`tokenscope_kernel_report::TuningFile`]); variant names are the kernels'.
 
 pub mod search;
 mod walk;
 
-use tokenscope_core::report::kernels::{
-    AdapterReport, SearchReport, TuningFile, TuningUse, VariantReport,
-};
+use tokenscope_kernel_report::{AdapterReport, SearchReport, TuningFile, TuningUse, VariantReport};
 
 /// PCI vendor id of NVIDIA.
 pub const NVIDIA: u32 = 0x10de;
@@ -188,7 +186,7 @@ impl Tuning {
 
 fn tuned_report(
     name: &str,
-    entry: &tokenscope_core::report::kernels::TuningEntry,
+    entry: &tokenscope_kernel_report::TuningEntry,
     exact: bool,
 ) -> VariantReport {
     if exact {

@@ -20,7 +20,7 @@
 //! run) is made once; each variant only rebinds it. The bandwidth read and copy share
 //! their buffers (gigabytes on a GPU: filled once).
 
-use tokenscope_core::report::kernels::{ProblemKey, TUNING_SCHEMA, TuningEntry, TuningFile};
+use tokenscope_kernel_report::{ProblemKey, TUNING_SCHEMA, TuningEntry, TuningFile};
 
 pub use super::walk::{FINAL_ROUNDS, IMPROVEMENT, Pass, Searchable, final_round};
 use super::walk::{entry, walk};

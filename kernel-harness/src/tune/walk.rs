@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Display;
 use std::hash::Hash;
 
-use tokenscope_core::report::kernels::{TriedVariant, TuningEntry};
+use tokenscope_kernel_report::{TriedVariant, TuningEntry};
 
 use crate::clock::Clock;
 use crate::error::Result;

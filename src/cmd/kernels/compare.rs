@@ -1,5 +1,5 @@
 //! `tokenscope compare a.kernels.json b.kernels.json`: two kernels reports
-//! compared kernel by kernel (`core::report::kernels::compare_kernels`), the gate
+//! compared kernel by kernel (`tokenscope_kernel_report::compare_kernels`), the gate
 //! `--fail-on gbps:-5%` on their figures. `compare` hands over here when its
 //! reports are kernels reports.
 
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use tokenscope_core::report::kernels::{
+use tokenscope_kernel_report::{
     GateOutcome, KernelCompareOptions, KernelGate, KernelReport, SCHEMA_PREFIX, compare_kernels,
     judge,
 };
@@ -100,7 +100,7 @@ pub fn run(
         }
         comparisons.push(c);
     }
-    let joined = |f: &dyn Fn(&tokenscope_core::report::kernels::KernelsComparison) -> String| {
+    let joined = |f: &dyn Fn(&tokenscope_kernel_report::KernelsComparison) -> String| {
         comparisons.iter().map(f).collect::<Vec<_>>().join("\n")
     };
     output.emit(
@@ -127,7 +127,7 @@ pub fn run(
                     unevaluated += 1;
                     eprintln!(
                         "fail-on: not evaluable: {m} (time the kernels with at least {} samples, e.g. kernels --samples 20)",
-                        tokenscope_core::report::kernels::min_kernel_samples()
+                        tokenscope_kernel_report::min_kernel_samples()
                     );
                 }
             }

@@ -17,9 +17,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kernel_harness::clock::MonotonicClock;
 use kernel_harness::suite::{self, Progress, SuiteConfig};
 use kernel_harness::{AdapterOptions, GpuContext, HarnessError};
-use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 use tokenscope_hw::floor::{ModelShape, Quant, preset_names};
 use tokenscope_hw::gguf::GgufModel;
+use tokenscope_kernel_report::{GgufReport, KernelReport};
 use tokenscope_render::kernels::mib_label;
 use tokenscope_render::table::{Align, text_table_with};
 

@@ -9,7 +9,7 @@ use kernel_harness::clock::MonotonicClock;
 use kernel_harness::suite::SuiteConfig;
 use kernel_harness::tune::Tuning;
 use kernel_harness::tune::search::{self, SearchOptions, TuneProgress};
-use tokenscope_core::report::kernels::TuningFile;
+use tokenscope_kernel_report::TuningFile;
 
 use super::args::KernelsArgs;
 
@@ -94,7 +94,7 @@ pub(super) fn tuning(
 }
 
 /// `~/.cache/tokenscope/tuning/<adapter>-<backend>.json` (`$XDG_CACHE_HOME` when set).
-fn default_tuning_path(adapter: &tokenscope_core::report::kernels::AdapterReport) -> PathBuf {
+fn default_tuning_path(adapter: &tokenscope_kernel_report::AdapterReport) -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)

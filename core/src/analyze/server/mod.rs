@@ -4,8 +4,6 @@
 //! summarised from its scrapes ([`level`]), and the level's and the run's server
 //! view in the report ([`view`]; a level's built with the client's level report
 //! in `level_view`), and the diagnosis rules that read it ([`diagnosis`]).
-
-#[cfg(feature = "server-view")]
 pub mod diagnosis;
 pub mod engines;
 pub mod level;

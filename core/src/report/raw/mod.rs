@@ -300,12 +300,6 @@ fn parse_entry(line: &str) -> Result<RawEntry, serde_json::Error> {
 
 /// Parse a raw file's text. A last line without its newline (a write cut short by
 /// a kill) is skipped and reported; any other bad line is an error naming it.
-///
-/// Rebuilding a report from it takes the feature `server-view` (the CLI, the
-/// page's report module): without it (the page's main module, which writes raw
-/// files but never reads one) the header's `config` reads back only what the
-/// page shows of a report (see [`ClientReport`](crate::report::ClientReport)),
-/// the plan's levels not among it.
 pub fn parse(text: &str) -> Result<RawFile, RawError> {
     let mut lines = text.split_inclusive('\n').enumerate();
     let (_, first) = lines.next().ok_or(RawError::Empty)?;
@@ -397,9 +391,7 @@ mod tests {
         assert!(r.environment.rebuilt_from_raw);
     }
 
-    // The plan's levels come from the header's config, read whole with
-    // `server-view` only (see `parse`).
-    #[cfg(feature = "server-view")]
+    // The plan's levels come from the header's config.
     #[test]
     fn a_file_without_an_end_line_was_interrupted_unless_it_is_from_before_1_1() {
         let lines = [line(0, 1, false, 0.0), line(1, 2, false, 100.0)];

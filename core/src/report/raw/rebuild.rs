@@ -4,7 +4,6 @@
 
 use super::{RawEntry, RawEvent, RawFile, load_of};
 use crate::report::assemble::RunRecorder;
-#[cfg(feature = "server-view")]
 use crate::report::server::ScrapeLog;
 use crate::report::{ClientReport, Environment, ReportWarning, WarningKind};
 
@@ -15,7 +14,6 @@ use crate::report::{ClientReport, Environment, ReportWarning, WarningKind};
 /// known), marked `rebuilt_from_raw`.
 pub fn rebuild_report(raw: &RawFile) -> ClientReport {
     let mut rec = RunRecorder::new(raw.header.source, raw.header.config.clone());
-    #[cfg(feature = "server-view")]
     let mut scrapes = ScrapeLog::default();
     let mut end = None;
     for entry in &raw.entries {
@@ -28,7 +26,6 @@ pub fn rebuild_report(raw: &RawFile) -> ClientReport {
                 t_ms,
             }) => {
                 rec.start_level(*level, load_of(*concurrency, *rate_per_s), *t_ms);
-                #[cfg(feature = "server-view")]
                 scrapes.level_started(*level, *t_ms);
             }
             RawEntry::Event(RawEvent::Warning(w)) => {
@@ -36,15 +33,11 @@ pub fn rebuild_report(raw: &RawFile) -> ClientReport {
             }
             RawEntry::Event(RawEvent::LevelEnd { .. }) => {
                 rec.end_level();
-                #[cfg(feature = "server-view")]
                 scrapes.level_ended();
             }
-            #[cfg(feature = "server-view")]
             RawEntry::Scrape(s) => {
                 scrapes.scrape(s.as_ref().clone());
             }
-            #[cfg(not(feature = "server-view"))]
-            RawEntry::Scrape(_) => {}
             RawEntry::Event(RawEvent::End {
                 interrupted,
                 environment,
@@ -74,9 +67,7 @@ pub fn rebuild_report(raw: &RawFile) -> ClientReport {
         }
     };
     environment.rebuilt_from_raw = true;
-    #[cfg_attr(not(feature = "server-view"), allow(unused_mut))]
     let mut report = rec.finish(environment, interrupted);
-    #[cfg(feature = "server-view")]
     scrapes.attach(&mut report);
     report
 }

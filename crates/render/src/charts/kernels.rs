@@ -5,7 +5,7 @@ use super::svg::*;
 /// Achieved bandwidth of every kernel against the measured read bandwidth (the
 /// ceiling): how close each kernel gets to the memory bus. Cache-resident results
 /// (above the ceiling) are drawn hatched-grey and labelled, never as bandwidth.
-pub fn kernel_roofline(report: &tokenscope_core::report::kernels::KernelReport) -> String {
+pub fn kernel_roofline(report: &tokenscope_kernel_report::KernelReport) -> String {
     let title = "Kernels against the measured memory bandwidth".to_owned();
     let read = report.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
     let rows: Vec<(String, f64, bool, bool)> = report

@@ -19,7 +19,6 @@ mod compare;
 mod distribution;
 mod kernels;
 mod requests;
-#[cfg(feature = "server-view")]
 mod server;
 mod svg;
 mod sweep;
@@ -29,7 +28,6 @@ pub use compare::{RunCurve, throughput_latency_runs};
 pub use distribution::{cdf, histogram_bins, histogram_from_quantiles};
 pub use kernels::kernel_roofline;
 pub use requests::request_timeline;
-#[cfg(feature = "server-view")]
 pub use server::server_timeline;
 pub use sweep::{throughput_latency, tpot_vs_floor, ttft_stages};
 pub use trend::{TrendPoint, trend};

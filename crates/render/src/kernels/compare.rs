@@ -1,11 +1,11 @@
 //! Two kernels reports compared, rendered: text, Markdown and HTML of
-//! [`tokenscope_core::report::kernels::KernelsComparison`].
+//! [`tokenscope_kernel_report::KernelsComparison`].
 
 use std::fmt::Write as _;
 
 use crate::fmt::{escape_html, fmt_sig3};
 use crate::table::{html_table, markdown_table, text_table};
-use tokenscope_core::report::kernels::KernelsComparison;
+use tokenscope_kernel_report::KernelsComparison;
 use tokenscope_stats::compare::Verdict;
 
 fn verdict_label(v: Verdict) -> &'static str {

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::labels::{gb, mib_label, rows_table};
 use crate::fmt::fmt_sig3;
-use tokenscope_core::report::kernels::{GgufReport, KernelReport};
 pub use tokenscope_hw::floor::{FLOOR_AT_READ, FLOOR_WITH_KERNELS};
+use tokenscope_kernel_report::{GgufReport, KernelReport};
 
 /// The two floors in a sentence, for a table's legend: what each divides by.
 pub fn floor_legend(read_gbps: Option<f64>) -> String {

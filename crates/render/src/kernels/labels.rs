@@ -3,7 +3,7 @@
 
 use crate::fmt::fmt_rate;
 use crate::table::{Align, text_table_with};
-use tokenscope_core::report::kernels::{KernelReport, KernelResult};
+use tokenscope_kernel_report::{KernelReport, KernelResult};
 
 /// A buffer size as tables show it: `128 MiB`, or `2 GiB` when a whole number of GiB.
 pub fn mib_label(bytes: u64) -> String {

@@ -6,7 +6,7 @@ use super::floor::{decode_steps_section, floor_section, gguf_floor_text};
 use super::labels::{kernel_table, mib_label, rows_table, shape_label};
 use super::tuning::{search_section, tuning_section};
 use crate::fmt::fmt_sig3;
-use tokenscope_core::report::kernels::{KernelReport, ROOFLINE_TURN};
+use tokenscope_kernel_report::{KernelReport, ROOFLINE_TURN};
 
 /// The kernels report as the terminal shows it: the bandwidth ceiling, the kernel
 /// table, the roofline turn, the decode steps, the decode floor and the goals.
@@ -41,7 +41,7 @@ pub fn text(r: &KernelReport) -> String {
 fn bandwidth_section(s: &mut String, r: &KernelReport) {
     let timing = r.timing.label();
     if let Some(b) = &r.bandwidth {
-        let variant = |v: &Option<tokenscope_core::report::kernels::VariantReport>| {
+        let variant = |v: &Option<tokenscope_kernel_report::VariantReport>| {
             v.as_ref()
                 .map_or_else(String::new, |v| format!(" {} ({})", v.name, v.source))
         };
@@ -91,12 +91,12 @@ fn drift_section(s: &mut String, r: &KernelReport) {
         if moved == 0 {
             format!(
                 "every figure within {:.0}%",
-                100.0 * tokenscope_core::report::kernels::DRIFT_LIMIT
+                100.0 * tokenscope_kernel_report::DRIFT_LIMIT
             )
         } else {
             format!(
                 "{moved} moved more than {:.0}%: figures depend on what ran before them",
-                100.0 * tokenscope_core::report::kernels::DRIFT_LIMIT
+                100.0 * tokenscope_kernel_report::DRIFT_LIMIT
             )
         }
     );

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::labels::{kernel_shape_label, rows_table};
-use tokenscope_core::report::kernels::{KernelReport, KernelResult, SearchReport};
+use tokenscope_kernel_report::{KernelReport, KernelResult, SearchReport};
 
 /// Kernels by where their variant came from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate as render;
 use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::compare::{CompareOptions, CompareRun, compare};
-use tokenscope_core::report::kernels::KernelReport;
 use tokenscope_core::report::raw::{self, RawFile};
+use tokenscope_kernel_report::KernelReport;
 
 /// The names a report's raw file goes by beside it: `X.json` -> `X.raw.jsonl`,
 /// then `X.jsonl`.

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use tokenscope_core::report::kernels::{AdapterReport, FeatureReport, KernelReport, LimitsReport};
+use tokenscope_kernel_report::{AdapterReport, FeatureReport, KernelReport, LimitsReport};
 
 /// Which run the page asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -205,7 +205,7 @@ impl KernelsView {
     /// What the page shows of `r`.
     pub fn of(r: &KernelReport) -> KernelsView {
         use crate::kernels::{floor_legend, floor_table, kernel_table, mib_label};
-        use tokenscope_core::report::kernels::TimingMethod;
+        use tokenscope_kernel_report::TimingMethod;
         let timing = match r.timing {
             TimingMethod::TimestampQuery if r.config.timestamp_batch_ms > 0.0 => format!(
                 "GPU timestamp queries, each sample a batch of calls lasting at least {} ms (the browser quantizes timestamps)",

@@ -13,8 +13,8 @@ use crate::combined::{self, BodyOptions};
 use tokenscope_core::analyze::verdict;
 use tokenscope_core::report::ClientReport;
 use tokenscope_core::report::combined::{ModelChoice, ReportInput};
-use tokenscope_core::report::kernels::KernelReport;
 use tokenscope_hw::floor::{ModelShape, Quant};
+use tokenscope_kernel_report::KernelReport;
 
 /// The model being served, as picked in the page's form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

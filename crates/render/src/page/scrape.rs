@@ -39,7 +39,6 @@ pub struct ReadScrape {
 
 /// Read each scrape into its raw-file line (what `tokenscope bench` writes for a
 /// scrape of its own).
-#[cfg(feature = "server-view")]
 pub fn read_scrapes(taken: &[TakenScrape]) -> Vec<ReadScrape> {
     use tokenscope_core::analyze::server::scrape::ScrapeRecord;
     use tokenscope_core::report::raw::RawEntry;
@@ -65,7 +64,6 @@ pub fn read_scrapes(taken: &[TakenScrape]) -> Vec<ReadScrape> {
 /// The client report (JSON) of a page run, from its raw file: the page's own
 /// report with the server view joined to its levels (the run wrote it, so it is
 /// not marked rebuilt).
-#[cfg(feature = "server-view")]
 pub fn rebuild_report(raw_jsonl: &str) -> Result<String, String> {
     let raw = tokenscope_core::report::raw::parse(raw_jsonl)
         .map_err(|e| format!("the page's raw file: {e}"))?;
@@ -74,7 +72,7 @@ pub fn rebuild_report(raw_jsonl: &str) -> Result<String, String> {
     Ok(report.to_json())
 }
 
-#[cfg(all(test, feature = "server-view"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

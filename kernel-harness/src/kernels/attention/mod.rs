@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use tokenscope_core::report::kernels::VerificationReport;
 use tokenscope_hw::floor::Quant;
+use tokenscope_kernel_report::VerificationReport;
 
 use crate::context::GpuContext;
 use crate::data::{self};

@@ -5,7 +5,7 @@
 
 use tokenscope_hw::floor::Quant;
 
-use tokenscope_core::report::kernels::AdapterReport;
+use tokenscope_kernel_report::AdapterReport;
 
 use super::spec::AttentionSpec;
 use crate::kernels::VariantCaps;

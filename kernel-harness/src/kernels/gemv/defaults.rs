@@ -18,8 +18,8 @@
 //!   flight, x as int8 for quantized weights), not measured on that vendor: run
 //!   `tokenscope kernels --tune` there.
 
-use tokenscope_core::report::kernels::AdapterReport;
 use tokenscope_hw::floor::Quant;
+use tokenscope_kernel_report::AdapterReport;
 
 use super::spec::GemvSpec;
 use super::variant::{GemvVariant, Team, XPath};

@@ -219,7 +219,7 @@ impl GemvBench {
         slot: usize,
         full_macs: u64,
     ) -> Result<(
-        tokenscope_core::report::kernels::VerificationReport,
+        tokenscope_kernel_report::VerificationReport,
         Option<HarnessError>,
     )> {
         let id = self.spec.id();

@@ -54,7 +54,8 @@ pub enum RunEvent {
     Warning(ReportWarning),
     /// The levels so far: finished ones and a live snapshot of the current one.
     Levels {
-        /// The levels.
+        /// The levels (the page reads what it shows of them: `shown`).
+        #[serde(deserialize_with = "tokenscope_core::model::shown::levels")]
         levels: Vec<LevelReport>,
         /// Every level in it is finished (charts are redrawn only then: drawing
         /// during a level would load the page it measures).

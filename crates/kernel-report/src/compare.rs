@@ -459,7 +459,7 @@ mod tests {
     /// The lavapipe fixture with `n` samples per kernel around `scale` times its
     /// median (1% noise).
     fn report(scale: f64, n: usize, seed: u64) -> KernelReport {
-        let text = include_str!("../../../../tests/fixtures/reports/kernels-lavapipe.json");
+        let text = include_str!("../../../tests/fixtures/reports/kernels-lavapipe.json");
         let mut r = KernelReport::from_json(text).unwrap();
         r.drift.clear();
         let mut rng = Rng::new(seed);

@@ -436,7 +436,7 @@ mod tests {
     fn older_reports_read_with_defaults_and_new_fields_round_trip() {
         // The lavapipe fixture predates `environment`, the batching settings and
         // `calls_per_sample`: it still reads, with the defaults.
-        let text = include_str!("../../../../tests/fixtures/reports/kernels-lavapipe.json");
+        let text = include_str!("../../../tests/fixtures/reports/kernels-lavapipe.json");
         let mut r = KernelReport::from_json(text).unwrap();
         assert_eq!(r.environment, None);
         assert_eq!(r.config.timestamp_batch_ms, 0.0);
@@ -454,7 +454,7 @@ mod tests {
 
     #[test]
     fn a_moving_ceiling_is_remarked() {
-        let text = include_str!("../../../../tests/fixtures/reports/kernels-lavapipe.json");
+        let text = include_str!("../../../tests/fixtures/reports/kernels-lavapipe.json");
         let mut r = KernelReport::from_json(text).unwrap();
         r.drift.clear();
         r.tuning = None;
