@@ -14,31 +14,59 @@ if ! command -v cargo-fuzz >/dev/null; then
   cargo install cargo-fuzz --quiet
 fi
 export RUSTC_BOOTSTRAP=1
+# fuzz/ is a workspace of its own, built with sanitizer flags: CI's clippy wrapper
+# (.ci/run) lints the main workspace only.
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$PWD/target/fuzz}
 cd fuzz
-for t in sse_decoder stream_timeline prometheus_text gguf_header rum_batch; do
+targets=(sse_decoder stream_timeline prometheus_text gguf_header rum_batch)
+# One build of every target, then the targets side by side, one per core: each
+# fuzzer is one process on one core, so each still gets its full time.
+echo "== fuzz: building ${#targets[@]} targets"
+cargo fuzz build >/dev/null 2>&1 || cargo fuzz build
+
+# One target: its past failing inputs (fuzz/regressions/<target>/) first, every
+# time, then fuzzing from its seeds (fuzz/seeds/<target>/, valid examples the
+# fuzzer mutates from). Prints what it did; the exit status says whether it held.
+fuzz_one() {
+  local t=$1 log
   log=$(mktemp)
-  # Inputs that once failed (fuzz/regressions/<target>/) run first, every time.
   if [ -d "regressions/$t" ]; then
     echo "== fuzz $t: $(ls "regressions/$t" | wc -l) past failing input(s)"
     if ! cargo fuzz run "$t" "regressions/$t"/* >"$log" 2>&1; then
       tail -40 "$log"
       echo "fuzz $t failed on a past failing input in fuzz/regressions/$t/"
-      exit 1
+      return 1
     fi
   fi
-  # Seed inputs (fuzz/seeds/<target>/, valid examples the fuzzer mutates from).
-  dirs=()
+  local dirs=()
   if [ -d "seeds/$t" ]; then
     mkdir -p "corpus/$t"
     dirs=("corpus/$t" "seeds/$t")
   fi
-  echo "== fuzz $t for ${seconds}s"
   if ! cargo fuzz run "$t" ${dirs[@]+"${dirs[@]}"} -- -max_total_time="$seconds" -rss_limit_mb=1024 >"$log" 2>&1; then
     tail -40 "$log"
     echo "fuzz $t failed (a failing input, if found, is in fuzz/artifacts/$t/)"
-    exit 1
+    return 1
   fi
-  grep -E "^Done" "$log" || true
+  echo "== fuzz $t for ${seconds}s: $(grep -E "^Done" "$log" || echo "no summary")"
   rm -f "$log"
+}
+
+jobs=$(nproc 2>/dev/null || echo 1)
+out=$(mktemp -d)
+failed=0
+for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+  pids=()
+  for t in "${targets[@]:i:jobs}"; do
+    fuzz_one "$t" >"$out/$t" 2>&1 &
+    pids+=("$!")
+  done
+  for k in "${!pids[@]}"; do
+    t=${targets[i + k]}
+    wait "${pids[$k]}" || failed=1
+    cat "$out/$t"
+  done
 done
+rm -rf "$out"
+exit "$failed"

@@ -11,8 +11,8 @@
 #     mock, the page's GPU view through WebGPU (Chromium's SwiftShader), and the
 #     native client and the page against llama-server with real models;
 #   - a check that every opt-in test really ran and passed (none may skip);
-#   - the library crates built for wasm32 (they stay portable);
 #   - the page's wasm-bindgen tests in headless Chromium;
+#   - the library crates built for wasm32 (they stay portable);
 #   - cargo fuzz on the SSE decoder, the streaming path, the /metrics parser,
 #     the GGUF header and the real-user intake, 30 s each.
 #
@@ -64,14 +64,15 @@ if [[ -n $missing ]]; then
 fi
 echo "$(wc -l <"$scratch/opt-in.txt") opt-in tests ran and passed"
 
+step "the page's wasm-bindgen tests (headless Chromium)"
+CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \
+  cargo test -p tokenscope-web --target wasm32-unknown-unknown
+
+# After the page's tests: their build has compiled most of what this one needs.
 step "the library crates build for wasm32 (no I/O, portable)"
 cargo build --target wasm32-unknown-unknown --quiet -p tokenscope-stats -p tokenscope-hw \
   -p tokenscope-measure -p tokenscope-workload -p tokenscope-sim -p tokenscope-core \
   -p tokenscope-quality -p tokenscope-render -p tokenscope-kernel-report
-
-step "the page's wasm-bindgen tests (headless Chromium)"
-CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \
-  cargo test -p tokenscope-web --target wasm32-unknown-unknown
 
 step "fuzz the parsers of untrusted input (bounded: 30 s per target)"
 scripts/fuzz.sh 30

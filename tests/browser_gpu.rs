@@ -81,11 +81,15 @@ async fn click(browser: &Browser, id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
-async fn gpu_view_runs_the_quick_preset_through_webgpu() {
+async fn gpu_view_searches_the_variants_then_runs_the_quick_preset_through_webgpu() {
+    // `tune=6`: the page searches the variants within 6 s (as `kernels --tune`), then
+    // runs the quick preset with what it found and says so. (One run for both: on
+    // SwiftShader each takes a minute. The untuned variants run in
+    // gpu_view_measures_a_picked_gguf_file.)
     let _one = BROWSER.lock().await;
     let serve = Serve::start(&[]);
     let browser = Browser::start(&["--enable-unsafe-webgpu"]).await;
-    let url = format!("{}?view=gpu&autorun=1&preset=quick", serve.url);
+    let url = format!("{}?view=gpu&autorun=1&preset=quick&tune=6", serve.url);
     let started = std::time::Instant::now();
     let state = browser.run(&url, Duration::from_secs(300)).await;
     let took = started.elapsed();
@@ -139,6 +143,33 @@ async fn gpu_view_runs_the_quick_preset_through_webgpu() {
 
     // Every kernel verified against its CPU reference; nothing stopped.
     assert!(r.errors.is_empty(), "{:#?}", r.errors);
+
+    // The search: the first problem (the read kernel of the bandwidth ceiling) is
+    // always searched; every kernel says where its variant came from, and a
+    // searched one ran the search's fastest.
+    let t = r
+        .tuning
+        .as_ref()
+        .expect("the report says which variants ran");
+    assert!(t.used, "{t:?}");
+    assert!(t.note.contains("tuned problems"), "{t:?}");
+    let read = r.bandwidth.as_ref().unwrap().read_variant.as_ref().unwrap();
+    assert_eq!(read.source, "tuned", "{read:?}");
+    assert_eq!(read.search.as_ref().unwrap().best, read.name);
+    for k in &r.kernels {
+        let v = k.variant.as_ref().expect("every kernel names its variant");
+        if let Some(s) = v.search.as_ref().filter(|_| v.source == "tuned") {
+            assert!(s.tried >= 1, "{v:?}");
+        }
+    }
+    // The CLI's own sentence (its parts add up to the kernels), and where the
+    // search ran.
+    let said = browser.text_of("gpu-variants").await;
+    assert!(
+        said.contains("kernels ran the variant searched for their shape")
+            && said.contains("searched in this browser"),
+        "{said}"
+    );
     assert!(r.all_verified() && r.verified);
     let b = r.bandwidth.as_ref().unwrap();
     assert!(b.read_verified && b.copy_verified && b.read_gbps > 0.0);
@@ -216,9 +247,18 @@ async fn gpu_view_runs_the_quick_preset_through_webgpu() {
         "{loaded}"
     );
 
-    // Run again and cancel: the run stops between kernels, says so, and shows what
-    // finished (the bandwidth ceiling at least).
+    // Run again, without the search (its checkbox cleared), and cancel: the run
+    // stops between kernels, says so, and shows what finished (the bandwidth
+    // ceiling at least).
     click(&browser, "tab-gpu").await;
+    click(&browser, "gpu-tune").await;
+    assert_eq!(
+        browser
+            .js("return document.getElementById('gpu-tune').checked;")
+            .await
+            .as_bool(),
+        Some(false)
+    );
     click(&browser, "gpu-run").await;
     browser
         .wait_for(
@@ -500,55 +540,5 @@ async fn gpu_view_measures_a_picked_gguf_file() {
     }
     let floor = browser.text_of("gguf-floor").await;
     assert!(floor.contains("This file on this GPU"), "{floor}");
-    browser.close().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
-async fn gpu_view_searches_the_variants_first() {
-    // `tune=6`: the page searches the variants within 6 s (as `kernels --tune`), then
-    // runs with what it found and says so.
-    let _one = BROWSER.lock().await;
-    let serve = Serve::start(&[]);
-    let browser = Browser::start(&["--enable-unsafe-webgpu"]).await;
-    let url = format!("{}?view=gpu&autorun=1&preset=quick&tune=6", serve.url);
-    let state = browser.run(&url, Duration::from_secs(300)).await;
-    assert_eq!(
-        state,
-        "done",
-        "the GPU run failed: {}",
-        browser.text_of("gpu-error").await
-    );
-    let text = browser.text_of("kernels-json").await;
-    let value: Value = serde_json::from_str(&text).unwrap();
-    validate_schema(&value);
-    let r = KernelReport::from_json(&text).unwrap();
-    assert!(r.verified, "{:#?}", r.errors);
-    let t = r
-        .tuning
-        .as_ref()
-        .expect("the report says which variants ran");
-    assert!(t.used, "{t:?}");
-    assert!(t.note.contains("tuned problems"), "{t:?}");
-    // The first problem (the read kernel of the bandwidth ceiling) is always
-    // searched; every kernel says where its variant came from, and a searched one ran
-    // the search's fastest.
-    let read = r.bandwidth.as_ref().unwrap().read_variant.as_ref().unwrap();
-    assert_eq!(read.source, "tuned", "{read:?}");
-    assert_eq!(read.search.as_ref().unwrap().best, read.name);
-    for k in &r.kernels {
-        let v = k.variant.as_ref().expect("every kernel names its variant");
-        if let Some(s) = v.search.as_ref().filter(|_| v.source == "tuned") {
-            assert!(s.tried >= 1, "{v:?}");
-        }
-    }
-    let said = browser.text_of("gpu-variants").await;
-    // The CLI's own sentence (its parts add up to the kernels), and where the
-    // search ran.
-    assert!(
-        said.contains("kernels ran the variant searched for their shape")
-            && said.contains("searched in this browser"),
-        "{said}"
-    );
     browser.close().await;
 }
