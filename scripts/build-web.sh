@@ -73,11 +73,21 @@ bindgen() {
     mv "$stage/${name}_bg.opt.wasm" "$stage/${name}_bg.wasm"
   fi
 }
-bindgen "$crate"
-bindgen "$gpu"
-bindgen "$rep"
-bindgen "$qual"
-bindgen "$run"
+# The five side by side, one per core: wasm-opt (binaryen's npm build runs on
+# node) uses one core for a minute or more per module; each writes its own files.
+jobs=$(nproc 2>/dev/null || echo 1)
+pids=()
+for name in "$rep" "$gpu" "$run" "$crate" "$qual"; do
+  bindgen "$name" &
+  pids+=("$!")
+  if (( ${#pids[@]} >= jobs )); then
+    wait "${pids[0]}" || { say "wasm-bindgen or wasm-opt failed"; exit 1; }
+    pids=("${pids[@]:1}")
+  fi
+done
+for pid in "${pids[@]}"; do
+  wait "$pid" || { say "wasm-bindgen or wasm-opt failed"; exit 1; }
+done
 
 hash() { sha256sum "$1" | cut -c1-12; }
 rm -rf "$dist"

@@ -12,7 +12,8 @@
 #     native client and the page against llama-server with real models;
 #   - a check that every opt-in test really ran and passed (none may skip);
 #   - the page's wasm-bindgen tests in headless Chromium;
-#   - the library crates built for wasm32 (they stay portable);
+#   - a check that the page's wasm32 build compiled every library crate (they
+#     stay portable);
 #   - cargo fuzz on the SSE decoder, the streaming path, the /metrics parser,
 #     the GGUF header and the real-user intake, 30 s each.
 #
@@ -68,11 +69,21 @@ step "the page's wasm-bindgen tests (headless Chromium)"
 CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \
   cargo test -p tokenscope-web --target wasm32-unknown-unknown
 
-# After the page's tests: their build has compiled most of what this one needs.
 step "the library crates build for wasm32 (no I/O, portable)"
-cargo build --target wasm32-unknown-unknown --quiet -p tokenscope-stats -p tokenscope-hw \
-  -p tokenscope-measure -p tokenscope-workload -p tokenscope-sim -p tokenscope-core \
-  -p tokenscope-quality -p tokenscope-render -p tokenscope-kernel-report
+# The page's build above compiled them for wasm32 (its five modules depend on
+# every one): check that this stays so, rather than build them again.
+libs=(tokenscope-stats tokenscope-hw tokenscope-measure tokenscope-workload tokenscope-sim
+  tokenscope-core tokenscope-quality tokenscope-render tokenscope-kernel-report)
+in_page=$(cargo tree --quiet --target wasm32-unknown-unknown -e normal --prefix none -f '{p}' \
+  -p tokenscope-web -p tokenscope-web-gpu -p tokenscope-web-report -p tokenscope-web-quality \
+  -p tokenscope-web-run | awk '{print $1}' | sort -u)
+for lib in "${libs[@]}"; do
+  if ! grep -qx "$lib" <<<"$in_page"; then
+    echo "$lib is not in the page's wasm32 build: build it for wasm32 here"
+    exit 1
+  fi
+done
+echo "${#libs[@]} library crates built for wasm32 in the page's build"
 
 step "fuzz the parsers of untrusted input (bounded: 30 s per target)"
 scripts/fuzz.sh 30

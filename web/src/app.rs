@@ -96,7 +96,8 @@ fn on_message(d: &UseReducerDispatcher<State>, message: RunMessage) {
             records,
             raw_jsonl,
         } => match report(&report_json) {
-            Ok(r) => Action::Finished(Box::new(Finished {
+            Ok(mut r) => Action::Finished(Box::new(Finished {
+                levels: Shared::new(std::mem::take(&mut r.levels)),
                 report: Shared::new(r),
                 report_json: Shared::new(report_json),
                 records: Shared::new(records),

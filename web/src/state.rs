@@ -27,8 +27,11 @@ pub struct KernelsFile {
 /// A finished run (or a loaded report) and what the views need of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finished {
-    /// The report.
+    /// The report, without its levels (they are in `levels`).
     pub report: Shared<ClientReport>,
+    /// The report's levels, taken out of it: the table and the charts share them,
+    /// and the page never copies a level.
+    pub levels: Shared<Vec<LevelReport>>,
     /// Its JSON (`#report-json`).
     pub report_json: Shared<String>,
     /// The measured requests (empty for a loaded report).
@@ -210,9 +213,9 @@ impl Reducible for State {
             Action::Finished(finished) => {
                 s.run = RunState::Done;
                 s.warnings = finished.report.warnings.clone();
-                s.view_level = finished.report.levels.len().saturating_sub(1);
-                s.live_levels = Shared::new(finished.report.levels.clone());
-                s.chart_levels = s.live_levels.clone();
+                s.view_level = finished.levels.len().saturating_sub(1);
+                s.live_levels = finished.levels.clone();
+                s.chart_levels = finished.levels.clone();
                 s.finished = Some(*finished);
             }
             Action::Failed(e) => {
@@ -220,7 +223,8 @@ impl Reducible for State {
                 s.error = Some(e);
             }
             Action::Loaded(Ok((report, text))) => {
-                let report = *report;
+                let mut report = *report;
+                let levels = Shared::new(std::mem::take(&mut report.levels));
                 s.run = RunState::Idle;
                 s.error = None;
                 s.simulated = report.environment.simulated;
@@ -228,12 +232,13 @@ impl Reducible for State {
                 s.protocol = report.environment.protocol.clone();
                 s.progress = None;
                 s.warnings = report.warnings.clone();
-                s.view_level = report.levels.len().saturating_sub(1);
-                s.live_levels = Shared::new(report.levels.clone());
-                s.chart_levels = s.live_levels.clone();
+                s.view_level = levels.len().saturating_sub(1);
+                s.live_levels = levels.clone();
+                s.chart_levels = levels.clone();
                 s.finished = Some(Finished {
                     report_json: text,
                     report: Shared::new(report),
+                    levels,
                     records: Shared::new(Vec::new()),
                     records_json: Shared::new("[]".into()),
                     raw_jsonl: None,

@@ -177,7 +177,6 @@ mod tests {
     use crate::model::{Load, Source, WarningKind};
 
     /// What the page shows of a level.
-    #[allow(clippy::type_complexity)]
     fn shown(l: &LevelReport) -> impl PartialEq + std::fmt::Debug {
         let m = &l.metrics;
         (
