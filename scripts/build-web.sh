@@ -185,7 +185,7 @@ printf 'page wasm: %d bytes raw, %d bytes gzipped (%s KB gz); first load (everyt
 # (the runner, its transports, the simulator, the report's assembly) into the run
 # module, web-run/, fetched when a run starts; the main module reads reports
 # through `core::model::shown` and shares a finished report's levels with its
-# views rather than copying them (295,830 bytes; docs/web.md, "Page weight").
+# views rather than copying them (295,829 bytes; docs/web.md, "Page weight").
 budget=300000
 printf 'first load: %d bytes gzipped of a %d-byte budget (%d left)\n' "$first_gz" "$budget" $(( budget - first_gz ))
 if (( first_gz > budget )); then

@@ -20,8 +20,8 @@ unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$PWD/target/fuzz}
 cd fuzz
 targets=(sse_decoder stream_timeline prometheus_text gguf_header rum_batch)
-# One build of every target, then the targets side by side, one per core: each
-# fuzzer is one process on one core, so each still gets its full time.
+# One build of every target, then the targets side by side (each fuzzer is one
+# process, on one core at most), each for its full time.
 # No sanitizer: the targets and all the code they reach in our crates are safe Rust
 # (no `unsafe`), where AddressSanitizer has no memory error to find; what the
 # fuzzer looks for is a panic, a broken property or unbounded growth. Without it
@@ -58,7 +58,10 @@ fuzz_one() {
   rm -f "$log"
 }
 
-jobs=$(nproc 2>/dev/null || echo 1)
+# One more fuzzer than cores: five targets in two rounds on two cores, each with at
+# least two thirds of a core for its whole time (more inputs than a whole core gave
+# it under AddressSanitizer).
+jobs=$(( $(nproc 2>/dev/null || echo 1) + 1 ))
 out=$(mktemp -d)
 failed=0
 for ((i = 0; i < ${#targets[@]}; i += jobs)); do
