@@ -1028,7 +1028,16 @@ async fn the_probe_follows_websocket_and_framework_rendered_turns() {
             } else {
                 f(&paints[s["id"].as_str().unwrap()])
             } - f(&s["t0"]);
-            paint_gap.push(f(&t["first_paint"]) - et);
+            let gap = f(&t["first_paint"]) - et;
+            // The probe's t0 is its fetch's or send's, which the app called
+            // between its t0 and t_called: the gap lies in that window (0.01 ms:
+            // the probe's rounding to 3 decimals).
+            let handed_over = f(&s["t_called"]) - f(&s["t0"]);
+            assert!(
+                (-handed_over - 0.01..=0.001).contains(&gap),
+                "{kind}: gap {gap:.3} ms, request handed over in {handed_over:.3} ms: {t}"
+            );
+            paint_gap.push(gap);
             assert_eq!(t["paint_method"], "element", "{kind}: {t}");
         }
         let (rg, pg) = (median(&received_gap), median(&paint_gap));
@@ -1038,17 +1047,10 @@ async fn the_probe_follows_websocket_and_framework_rendered_turns() {
         // The browser's delivery (its network process to the page) adds a few
         // ms, more on a loaded 2-core host (seen up to 9 ms there).
         assert!((0.0..=12.0).contains(&rg), "{kind}: {received_gap:?}");
-        // The same time, less the few statements between the app's t0 and its
-        // fetch or send (the probe's t0), on 0.1 ms clocks (the rest is the
-        // rounding of ms from the probe's 3 decimals): never after the
-        // browser's own, a fraction of a ms at the median, and a few ms where
-        // the scheduler took the page's thread between the two (seen: 4.5 ms
-        // with both cores busy).
-        assert!(
-            paint_gap.iter().all(|g| (-10.0..=0.001).contains(g)),
-            "{kind}: {paint_gap:?}"
-        );
-        assert!((-2.0..=0.001).contains(&pg), "{kind}: {paint_gap:?}");
+        // (Each turn's paint was the browser's own, checked above against the
+        // window in which the app handed its request over: a few ms where the
+        // scheduler took the page's thread there, seen 4.5 ms with both cores
+        // busy.)
     }
     // The mock's WebSocket answers a whole (`"stream": false`) request as one
     // message: the chat completion.
@@ -1140,13 +1142,19 @@ async fn without_a_container_the_probe_finds_the_answer() {
     for (t, s) in turns.iter().zip(&seen) {
         let main_thread = f(&t["first_dom"]) - f(&t["first_chunk"]);
         let et = f(&paints[s["id"].as_str().unwrap()]) - f(&s["t0"]);
+        let gap = f(&t["first_paint"]) - et;
+        // The probe's t0 is its fetch's, which the app called between its t0
+        // and t_called (a CI run saw 3.6 ms there with both cores busy).
+        let handed_over = f(&s["t_called"]) - f(&s["t0"]);
         eprintln!(
-            "auto container: main thread {main_thread:.1} ms, paint - Element Timing {:.2} ms",
-            f(&t["first_paint"]) - et
+            "auto container: main thread {main_thread:.1} ms, paint - Element Timing {gap:.2} ms, request handed over in {handed_over:.2} ms"
         );
         assert!((40.0..120.0).contains(&main_thread), "{t}");
         assert_eq!(t["paint_method"], "element", "{t}");
-        assert!((-2.0..=0.001).contains(&(f(&t["first_paint"]) - et)), "{t}");
+        assert!(
+            (-handed_over - 0.01..=0.001).contains(&gap),
+            "gap {gap:.3} ms, handed over in {handed_over:.3} ms: {t}"
+        );
     }
     chat.browser.close().await;
 }
