@@ -16,9 +16,13 @@
 # 5. each --gguf FILE (default: the Gemma 3 270M Q4_K_M file scripts/real-engine.sh
 #    downloads, when present): the file's GEMVs on its own weights, attention at its
 #    layout, and its floor at 4096 and 32768 tokens;
-# 6. prints a summary against the goals (docs/kernels.md, Goals): the read and FMA
+# 6. your own kernel (`kernels --shader`): tokenscope's read kernel given as a
+#    user's, at the ceiling's buffer size (it must read what the ceiling reads), and
+#    the example tiled matmul at 2048^3 (128^3 with --quick; TILE 8 and 16, checked
+#    against the naive);
+# 7. prints a summary against the goals (docs/kernels.md, Goals): the read and FMA
 #    roofs, each goal met or not with its figure, what tuning gained over the
-#    defaults, the drift and the run-order check, each file's floor.
+#    defaults, the drift and the run-order check, each file's floor, the user path.
 #
 # Sized for a datacenter GPU: under 8 minutes with a prepared binary (the search is
 # most of it). Reports land in DIR (default gpu-figures/), one JSON per step, with
@@ -39,7 +43,7 @@ while [[ $# -gt 0 ]]; do
     --quick) QUICK=(--quick); shift ;;
     --tune-budget) TUNE=(--tune --tune-budget "$2"); shift 2 ;;
     --no-tune) SEARCH=no; shift ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-figures.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -91,6 +95,15 @@ for f in "${GGUFS[@]}"; do
     --json "$OUT/gguf-$i.json" | tee "$OUT/gguf-$i.txt"
 done
 
+say "your own kernel"
+bytes=$(python3 -c "import json; print(json.load(open('$OUT/kernels.json'))['bandwidth']['buffer_bytes'])")
+"$BIN" kernels "${QUICK[@]}" --shader shaders/bandwidth_read.wgsl --spec examples/kernels/bandwidth_read.toml \
+  --param "BYTES=$bytes" --json "$OUT/user-read.json" > "$OUT/user-read.txt" || true
+side=2048
+[[ ${#QUICK[@]} -gt 0 ]] && side=128  # lavapipe runs 2048^3 in minutes a dispatch
+"$BIN" kernels "${QUICK[@]}" --shader examples/kernels/matmul_tiled.wgsl \
+  --param "M=$side" --param "N=$side" --param "K=$side" --json "$OUT/user-matmul.json" > "$OUT/user-matmul.txt" || true
+
 say "summary"
 python3 - "$OUT" <<'EOF'
 import glob, json, sys
@@ -139,6 +152,19 @@ if runs:
         vals = [runs[p][key] for p in runs] + ([suite[key]] if key in suite else [])
         spread = max(vals) / min(vals) - 1
         print(f"  gemv {key[0]:<5} {'x'.join(map(str, key[1])):<12} " + "  ".join(f"{v:9.1f}" for v in vals) + f" us  spread {spread:.1%}{'  ORDER EFFECT' if spread > 0.05 else ''}")
+print("\nyour own kernel (kernels --shader):")
+for name in ("user-read", "user-matmul"):
+    try:
+        u = json.load(open(f"{out}/{name}.json"))
+    except (FileNotFoundError, ValueError):
+        print(f"  {name}: no report (see {out}/{name}.txt)")
+        continue
+    ceiling = (u.get("bandwidth") or {}).get("read_gbps") or 0
+    for k in u["kernels"]:
+        if k["dtype"] == "wgsl":
+            print(f"  {k['name']} {(k.get('variant') or {}).get('name', '')}: {k['median_us']:.1f} us, {k['effective_gbps']:.1f} GB/s "
+                  f"({k['effective_gbps'] / ceiling if ceiling else 0:.1%} of this run's read ceiling), {k['gflops']:.0f} GFLOP/s, "
+                  f"{k.get('fraction_of_roof', 0):.0%} of the {k.get('roof', '?')} roof, checked {k['verification']['checked']}, verified {k['verified']}")
 for path in sorted(glob.glob(f"{out}/gguf-*.json")):
     g = json.load(open(path)).get("gguf")
     if g:

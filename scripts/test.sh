@@ -73,7 +73,8 @@ step "the library crates build for wasm32 (no I/O, portable)"
 # The page's build above compiled them for wasm32 (its five modules depend on
 # every one): check that this stays so, rather than build them again.
 libs=(tokenscope-stats tokenscope-hw tokenscope-measure tokenscope-workload tokenscope-sim
-  tokenscope-core tokenscope-quality tokenscope-render tokenscope-kernel-report)
+  tokenscope-core tokenscope-quality tokenscope-render tokenscope-kernel-report
+  tokenscope-kernel-spec)
 in_page=$(cargo tree --quiet --target wasm32-unknown-unknown -e normal --prefix none -f '{p}' \
   -p tokenscope-web -p tokenscope-web-gpu -p tokenscope-web-report -p tokenscope-web-quality \
   -p tokenscope-web-run | awk '{print $1}' | sort -u)

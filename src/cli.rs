@@ -41,7 +41,7 @@ pub enum Command {
     /// Serve the web page on localhost (--mock co-hosts the simulated server).
     Serve(cmd::serve::ServeArgs),
     /// Run the GPU kernel harness: memory bandwidth, decode kernels and the TPOT floor.
-    Kernels(cmd::kernels::KernelsArgs),
+    Kernels(Box<cmd::kernels::KernelsArgs>),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -54,7 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(args) => cmd::merge::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Mock(args) => cmd::mock::run(args),
-        Command::Kernels(args) => cmd::kernels::run(args),
+        Command::Kernels(args) => cmd::kernels::run(*args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Quality(args) => cmd::quality::run(args),
         Command::Report(args) => cmd::report::run(args),

@@ -29,6 +29,7 @@ const CRATES: &[(&str, &str)] = &[
         "tokenscope-kernel-report",
         "crates/kernel-report/src/lib.rs",
     ),
+    ("tokenscope-kernel-spec", "crates/kernel-spec/src/lib.rs"),
     ("tokenscope-quality", "crates/quality/src/lib.rs"),
     ("tokenscope-core", "core/src/lib.rs"),
     ("tokenscope-render", "crates/render/src/lib.rs"),
@@ -54,11 +55,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("one request measured", &["tokenscope-measure"]),
     (
-        "what is sent, the simulated server, the kernels' documents",
+        "what is sent, the simulated server, the kernels' documents and specs",
         &[
             "tokenscope-workload",
             "tokenscope-sim",
             "tokenscope-kernel-report",
+            "tokenscope-kernel-spec",
         ],
     ),
     (

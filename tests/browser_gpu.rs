@@ -378,6 +378,22 @@ fn gguf_fixture(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// The GPU view with the quick preset, once its module loaded and the adapter is
+/// known (the run button is enabled).
+async fn open_gpu_view(browser: &Browser, url: &str) {
+    browser
+        .client
+        .goto(&format!("{url}?view=gpu&preset=quick"))
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('gpu-run') && !document.getElementById('gpu-run').disabled",
+            Duration::from_secs(60),
+        )
+        .await;
+}
+
 async fn pick_file(browser: &Browser, path: &std::path::Path) {
     browser
         .client
@@ -396,18 +412,7 @@ async fn gpu_view_measures_a_picked_gguf_file() {
     let _one = BROWSER.lock().await;
     let serve = Serve::start(&[]);
     let browser = Browser::start(&["--enable-unsafe-webgpu"]).await;
-    browser
-        .client
-        .goto(&format!("{}?view=gpu&preset=quick", serve.url))
-        .await
-        .unwrap();
-    // The module loaded and the adapter is known: the run button is enabled.
-    browser
-        .wait_for(
-            "document.getElementById('gpu-run') && !document.getElementById('gpu-run').disabled",
-            Duration::from_secs(60),
-        )
-        .await;
+    open_gpu_view(&browser, &serve.url).await;
 
     // A truncated copy: one clear error naming the file and the offset.
     let dir = tempfile::tempdir().unwrap();
@@ -541,4 +546,87 @@ async fn gpu_view_measures_a_picked_gguf_file() {
     let floor = browser.text_of("gguf-floor").await;
     assert!(floor.contains("This file on this GPU"), "{floor}");
     browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn gpu_view_profiles_a_kernel_of_your_own_picked_with_its_spec() {
+    let _one = BROWSER.lock().await;
+    let serve = Serve::start(&[]);
+    let browser = Browser::start(&["--enable-unsafe-webgpu"]).await;
+    open_gpu_view(&browser, &serve.url).await;
+    // The shipped example: the tiled matmul, its spec and the naive matmul its
+    // check runs, picked together (as `kernels --shader`).
+    let examples = chromium::repo().join("examples/kernels");
+    let paths: Vec<String> = [
+        "matmul_tiled.wgsl",
+        "matmul_tiled.toml",
+        "matmul_naive.wgsl",
+    ]
+    .iter()
+    .map(|n| examples.join(n).to_str().unwrap().to_owned())
+    .collect();
+    browser
+        .client
+        .find(fantoccini::Locator::Css("#user-kernel"))
+        .await
+        .expect("the GPU view has the file input #user-kernel")
+        .send_keys(&paths.join("\n"))
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('user-kernel-spec')",
+            Duration::from_secs(30),
+        )
+        .await;
+    let spec = browser.text_of("user-kernel-spec").await;
+    assert_eq!(
+        spec,
+        "matmul_tiled.wgsl: 2 parameter sets (TILE=8, TILE=16); binding 3 checked against matmul_naive.wgsl",
+        "{}",
+        browser.text_of("gpu-error").await
+    );
+
+    click(&browser, "gpu-run").await;
+    let state = browser.wait_run(Duration::from_secs(300)).await;
+    browser.screenshot("gpu-view-user-kernel").await;
+    assert_eq!(
+        state,
+        "done",
+        "the GPU run failed: {}",
+        browser.text_of("gpu-error").await
+    );
+    let text = browser.text_of("kernels-json").await;
+    let value: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("#kernels-json is not JSON ({e}): {text:.300}"));
+    validate_schema(&value);
+    let r = KernelReport::from_json(&text).unwrap();
+    print_figures(&r);
+    assert_eq!(r.adapter.backend, "webgpu");
+    // Only the picked kernel ran, each tile size checked against the naive one
+    // on every output, on the roofs this browser measured.
+    assert_eq!(r.kernels.len(), 2, "{:?}", r.errors);
+    for (k, tile) in r.kernels.iter().zip([8, 16]) {
+        assert!(k.is_user());
+        assert_eq!(k.name, "matmul_tiled");
+        assert_eq!(k.variant.as_ref().unwrap().name, format!("TILE={tile}"));
+        assert!(k.verified, "{:?}", k.verification);
+        assert_eq!(k.verification.checked, 129 * 65);
+        assert_eq!(k.flops, 2 * 129 * 65 * 263);
+        assert!(k.roof.is_some() && k.fraction_of_roof.is_some_and(|f| f > 0.0));
+        // Samples outlast the browser's 100 us timestamp step 100 times.
+        let sample_ms = k.median_us * f64::from(k.timing.calls_per_sample) / 1e3;
+        assert!(sample_ms >= 4.0, "{sample_ms} ms");
+    }
+    let yours = browser.text_of("user-kernel-result").await;
+    eprintln!("{yours}");
+    assert!(
+        yours.contains("Your kernel matmul_tiled: fastest of 2 parameter sets"),
+        "{yours}"
+    );
+    assert!(
+        yours.contains("output checked against matmul_naive.wgsl"),
+        "{yours}"
+    );
 }

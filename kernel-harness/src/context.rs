@@ -235,6 +235,7 @@ pub struct GpuContext {
     errors: Arc<Mutex<Vec<String>>>,
     pipelines: PipelineCache,
     binding_limit: Option<u64>,
+    timestamp_quantum_ns: Option<u64>,
     tuning: Tuning,
     arena: Option<Arena>,
 }
@@ -313,6 +314,7 @@ impl GpuContext {
             errors,
             pipelines: PipelineCache::default(),
             binding_limit: None,
+            timestamp_quantum_ns: None,
             tuning: Tuning::none(),
             arena,
         })
@@ -390,6 +392,18 @@ impl GpuContext {
     /// caches are split across bindings as on a device with a small limit.
     pub fn set_binding_limit(&mut self, bytes: Option<u64>) {
         self.binding_limit = bytes.map(|b| b.max(256));
+    }
+
+    /// Testing aid: rounds every GPU timestamp down to a multiple of `ns`, as a
+    /// browser does (Chrome: 100 us without its developer flag), so that the
+    /// harness's handling of coarse timestamps runs on any adapter.
+    pub fn set_timestamp_quantum(&mut self, ns: Option<u64>) {
+        self.timestamp_quantum_ns = ns.filter(|&n| n > 1);
+    }
+
+    /// The rounding [`Self::set_timestamp_quantum`] set, nanoseconds.
+    pub fn timestamp_quantum_ns(&self) -> Option<u64> {
+        self.timestamp_quantum_ns
     }
 
     /// Drives wgpu's callbacks until the queue is idle. Native only: in a browser the

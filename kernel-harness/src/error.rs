@@ -146,11 +146,11 @@ pub enum HarnessError {
         /// wgpu's message.
         message: String,
     },
-    /// A shader failed to preprocess (a harness bug).
+    /// A shader failed to preprocess (a harness bug, or a user's kernel).
     #[error("shader `{shader}`: {message}")]
     Shader {
         /// Shader file.
-        shader: &'static str,
+        shader: String,
         /// What is wrong.
         message: String,
     },

@@ -41,6 +41,7 @@ pub mod suite;
 pub mod sync;
 pub mod timing;
 pub mod tune;
+pub mod user;
 
 /// Runs a future to completion on the current thread (native: wgpu's callbacks are
 /// driven by [`GpuContext::pump`], so nothing else is needed).

@@ -29,79 +29,95 @@ impl GpuContext {
         {
             return Ok(k);
         }
-        let web = self.info.backend == wgpu::Backend::BrowserWebGpu;
-        let source = preprocess(file, defines, web)?;
-        self.check_kernel_limits(kernel, &source, bindings)?;
-        let compiled = self
-            .scoped(kernel, 0, || {
-                let module = self
-                    .device
-                    .create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some(&key),
-                        source: wgpu::ShaderSource::Wgsl(source.into()),
-                    });
-                let entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
-                    .iter()
-                    .enumerate()
-                    .map(|(i, b)| wgpu::BindGroupLayoutEntry {
-                        binding: i as u32,
-                        visibility: wgpu::ShaderStages::COMPUTE,
-                        ty: match b {
-                            Binding::Uniform => wgpu::BindingType::Buffer {
-                                ty: wgpu::BufferBindingType::Uniform,
-                                has_dynamic_offset: false,
-                                min_binding_size: None,
-                            },
-                            Binding::Read | Binding::ReadWrite => wgpu::BindingType::Buffer {
-                                ty: wgpu::BufferBindingType::Storage {
-                                    read_only: *b == Binding::Read,
-                                },
-                                has_dynamic_offset: false,
-                                min_binding_size: None,
-                            },
-                        },
-                        count: None,
-                    })
-                    .collect();
-                let layout =
-                    self.device
-                        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                            label: Some(&key),
-                            entries: &entries,
-                        });
-                let pipeline_layout =
-                    self.device
-                        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                            label: Some(&key),
-                            bind_group_layouts: &[Some(&layout)],
-                            immediate_size: 0,
-                        });
-                let pipeline =
-                    self.device
-                        .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                            label: Some(&key),
-                            layout: Some(&pipeline_layout),
-                            module: &module,
-                            entry_point: Some("main"),
-                            compilation_options: wgpu::PipelineCompilationOptions {
-                                constants: &[],
-                                // Every kernel writes its workgroup memory before reading it.
-                                zero_initialize_workgroup_memory: false,
-                            },
-                            cache: None,
-                        });
-                Kernel {
-                    pipeline,
-                    layout,
-                    label: key.clone(),
-                }
-            })
-            .await?;
-        let compiled = Arc::new(compiled);
+        let source = preprocess(file, defines, self.is_web())?;
+        let compiled = Arc::new(self.compile(kernel, &key, source, bindings, "main").await?);
         if let Ok(mut m) = self.pipelines().map.lock() {
             m.insert(key, compiled.clone());
         }
         Ok(compiled)
+    }
+
+    /// Whether this is the browser's WebGPU (shaders `enable` their extensions).
+    pub fn is_web(&self) -> bool {
+        self.info.backend == wgpu::Backend::BrowserWebGpu
+    }
+
+    /// Compiles preprocessed WGSL (not cached): entry point `entry`, bind group 0
+    /// laid out from `bindings`, checked against the device's limits first.
+    pub async fn compile(
+        &self,
+        kernel: &KernelId,
+        key: &str,
+        source: String,
+        bindings: &[Binding],
+        entry: &str,
+    ) -> Result<Kernel> {
+        let key = key.to_string();
+        self.check_kernel_limits(kernel, &source, bindings)?;
+        self.scoped(kernel, 0, || {
+            let module = self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(&key),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
+                });
+            let entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
+                .iter()
+                .enumerate()
+                .map(|(i, b)| wgpu::BindGroupLayoutEntry {
+                    binding: i as u32,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: match b {
+                        Binding::Uniform => wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Uniform,
+                            has_dynamic_offset: false,
+                            min_binding_size: None,
+                        },
+                        Binding::Read | Binding::ReadWrite => wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Storage {
+                                read_only: *b == Binding::Read,
+                            },
+                            has_dynamic_offset: false,
+                            min_binding_size: None,
+                        },
+                    },
+                    count: None,
+                })
+                .collect();
+            let layout = self
+                .device
+                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some(&key),
+                    entries: &entries,
+                });
+            let pipeline_layout =
+                self.device
+                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: Some(&key),
+                        bind_group_layouts: &[Some(&layout)],
+                        immediate_size: 0,
+                    });
+            let pipeline = self
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&key),
+                    layout: Some(&pipeline_layout),
+                    module: &module,
+                    entry_point: Some(entry),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &[],
+                        // Every kernel writes its workgroup memory before reading it.
+                        zero_initialize_workgroup_memory: false,
+                    },
+                    cache: None,
+                });
+            Kernel {
+                pipeline,
+                layout,
+                label: key.clone(),
+            }
+        })
+        .await
     }
 
     /// Fails with [`HarnessError::DeviceLimit`] (the suite lists the kernel as skipped)

@@ -13,6 +13,7 @@
 //! - `enable f16;` is prepended with `SHADER_F16`, and `enable subgroups;` with
 //!   `SUBGROUPS` on the browser's WebGPU (native wgpu enables them by device feature).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -117,7 +118,7 @@ pub fn workgroup_size(source: &str) -> Option<u32> {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Defines {
     flags: BTreeSet<&'static str>,
-    values: BTreeMap<&'static str, String>,
+    values: BTreeMap<Cow<'static, str>, String>,
 }
 
 impl Defines {
@@ -135,8 +136,8 @@ impl Defines {
     }
 
     /// Sets the value substituted for `{{name}}`.
-    pub fn value(mut self, name: &'static str, value: impl ToString) -> Self {
-        self.values.insert(name, value.to_string());
+    pub fn value(mut self, name: impl Into<Cow<'static, str>>, value: impl ToString) -> Self {
+        self.values.insert(name.into(), value.to_string());
         self
     }
 
@@ -160,14 +161,14 @@ fn find(name: &str) -> Option<ShaderFile> {
     ALL.iter().copied().find(|f| f.name == name)
 }
 
-fn substitute(file: &'static str, line: &str, defines: &Defines, lineno: usize) -> Result<String> {
+fn substitute(file: &str, line: &str, defines: &Defines, lineno: usize) -> Result<String> {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(start) = rest.find("{{") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let end = after.find("}}").ok_or_else(|| HarnessError::Shader {
-            shader: file,
+            shader: file.into(),
             message: format!("line {lineno}: unclosed `{{{{`"),
         })?;
         let name = after[..end].trim();
@@ -175,7 +176,7 @@ fn substitute(file: &'static str, line: &str, defines: &Defines, lineno: usize) 
             .values
             .get(name)
             .ok_or_else(|| HarnessError::Shader {
-                shader: file,
+                shader: file.into(),
                 message: format!("line {lineno}: no value for `{{{{{name}}}}}`"),
             })?;
         out.push_str(value);
@@ -186,22 +187,23 @@ fn substitute(file: &'static str, line: &str, defines: &Defines, lineno: usize) 
 }
 
 fn expand(
-    file: ShaderFile,
+    (name, source): (&str, &str),
     defines: &Defines,
     depth: usize,
     seen: &mut BTreeSet<&'static str>,
     out: &mut String,
+    keep_lines: bool,
 ) -> Result<()> {
     if depth > 4 {
         return Err(HarnessError::Shader {
-            shader: file.name,
+            shader: name.into(),
             message: "#include nested too deeply".into(),
         });
     }
     // Stack of (this branch active, any enclosing branch inactive, seen #else).
     let mut stack: Vec<(bool, bool, bool)> = Vec::new();
     let active = |stack: &Vec<(bool, bool, bool)>| stack.iter().all(|(on, _, _)| *on);
-    for (i, line) in file.source.lines().enumerate() {
+    for (i, line) in source.lines().enumerate() {
         let lineno = i + 1;
         let trimmed = line.trim_start();
         if let Some(directive) = trimmed.strip_prefix('#') {
@@ -209,7 +211,7 @@ fn expand(
             let word = parts.next().unwrap_or("");
             let arg = parts.next();
             let err = |message: String| HarnessError::Shader {
-                shader: file.name,
+                shader: name.into(),
                 message: format!("line {lineno}: {message}"),
             };
             match (word, arg) {
@@ -240,22 +242,27 @@ fn expand(
                         let inc = find(name)
                             .ok_or_else(|| err(format!("#include of unknown file `{name}`")))?;
                         if seen.insert(inc.name) {
-                            expand(inc, defines, depth + 1, seen, out)?;
+                            expand((inc.name, inc.source), defines, depth + 1, seen, out, false)?;
                         }
                     }
                 }
                 _ => return Err(err(format!("unknown directive `#{}`", directive.trim()))),
             }
+            if keep_lines {
+                out.push('\n');
+            }
             continue;
         }
         if active(&stack) {
-            out.push_str(&substitute(file.name, line, defines, lineno)?);
+            out.push_str(&substitute(name, line, defines, lineno)?);
+            out.push('\n');
+        } else if keep_lines {
             out.push('\n');
         }
     }
     if !stack.is_empty() {
         return Err(HarnessError::Shader {
-            shader: file.name,
+            shader: name.into(),
             message: "#ifdef without #endif".into(),
         });
     }
@@ -271,7 +278,44 @@ pub fn preprocess(file: ShaderFile, defines: &Defines, web: bool) -> Result<Stri
     if web && defines.has("SUBGROUPS") {
         out.push_str("enable subgroups;\n");
     }
-    expand(file, defines, 0, &mut BTreeSet::from([file.name]), &mut out)?;
+    expand(
+        (file.name, file.source),
+        defines,
+        0,
+        &mut BTreeSet::from([file.name]),
+        &mut out,
+        false,
+    )?;
+    Ok(out)
+}
+
+/// Expands WGSL text that is not one of tokenscope's files (a user's kernel,
+/// `kernels --shader`): the same directives, `{{NAME}}` values and flags; `name`
+/// names it in errors. Its lines keep their numbers (a dropped line stays,
+/// empty; an `enable` is added at the start of line 1, and only where the text
+/// has none), so that the compiler's errors point at the user's own lines.
+pub fn preprocess_source(name: &str, source: &str, defines: &Defines, web: bool) -> Result<String> {
+    let mut body = String::new();
+    expand(
+        (name, source),
+        defines,
+        0,
+        &mut BTreeSet::new(),
+        &mut body,
+        true,
+    )?;
+    let enables = |ext: &str| {
+        body.lines()
+            .any(|l| l.trim_start().starts_with("enable") && l.contains(ext))
+    };
+    let mut out = String::new();
+    if defines.has("SHADER_F16") && !enables("f16") {
+        out.push_str("enable f16; ");
+    }
+    if web && defines.has("SUBGROUPS") && !enables("subgroups") {
+        out.push_str("enable subgroups; ");
+    }
+    out.push_str(&body);
     Ok(out)
 }
 
@@ -363,6 +407,19 @@ mod tests {
                 .to_string()
                 .contains("#define")
         );
+    }
+
+    #[test]
+    fn a_users_shader_keeps_its_line_numbers() {
+        let d = Defines::new()
+            .flag("X", true)
+            .flag("SHADER_F16", true)
+            .value("N", 7);
+        let src = preprocess_source("mine.wgsl", T.source, &d, false).unwrap();
+        assert_eq!(src, "enable f16; a\n\nb 7\n\nc\n\n\n\n\n\n\nf\n");
+        assert_eq!(src.lines().count(), T.source.lines().count());
+        let own = "enable f16;\nx\n";
+        assert_eq!(preprocess_source("mine.wgsl", own, &d, false).unwrap(), own);
     }
 
     #[test]

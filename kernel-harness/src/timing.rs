@@ -32,6 +32,9 @@ pub struct TimingOptions {
     /// Timestamps: calls per sample (recorded in one compute pass between its two
     /// timestamps) so a sample lasts at least this long; 0 = one call per sample.
     pub min_timestamp_sample_ms: f64,
+    /// Timestamps: find their step first ([`timestamp_step_ns`]) and batch calls
+    /// until a sample lasts 100 steps (a user's kernel, whose length is unknown).
+    pub detect_timestamp_step: bool,
 }
 
 impl Default for TimingOptions {
@@ -42,6 +45,7 @@ impl Default for TimingOptions {
             budget_ms: 8_000.0,
             min_sample_ms: 2.0,
             min_timestamp_sample_ms: 0.0,
+            detect_timestamp_step: false,
         }
     }
 }
@@ -71,6 +75,10 @@ pub struct Measurement {
     pub method: TimingMethod,
     /// Calls each sample spanned.
     pub calls_per_sample: u32,
+    /// The timestamps' step, nanoseconds, where it was looked for
+    /// ([`TimingOptions::detect_timestamp_step`]); `Some(None)`: every timestamp
+    /// read the same.
+    pub timestamp_step_ns: Option<Option<u64>>,
 }
 
 impl Measurement {
@@ -176,6 +184,50 @@ async fn timestamp_passes(
     per_pass: usize,
     label: &str,
 ) -> Result<Vec<f64>> {
+    let pairs = timestamp_pairs_ns(ctx, kernel, w, first, passes, per_pass, label).await?;
+    Ok(pairs
+        .into_iter()
+        .filter(|(begin, end)| end > begin)
+        .map(|(begin, end)| (end - begin) as f64 / 1e3 / per_pass as f64)
+        .collect())
+}
+
+/// The finest step GPU timestamps take here, nanoseconds, as seen over 16
+/// passes of one call of `w` (calls `first..`): the greatest common divisor of
+/// their distances from the first. A browser rounds them (Chrome: to 100 us
+/// without its developer flag); a native driver gives about its tick. `None`
+/// when every timestamp read the same (the calls are shorter than the step).
+pub async fn timestamp_step_ns(
+    ctx: &GpuContext,
+    kernel: &KernelId,
+    w: &dyn Workload,
+    first: usize,
+) -> Result<Option<u64>> {
+    let pairs = timestamp_pairs_ns(ctx, kernel, w, first, 16, 1, "timestamp step").await?;
+    let all: Vec<u64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+    let Some(&origin) = all.first() else {
+        return Ok(None);
+    };
+    let step = all.iter().fold(0u64, |g, &t| gcd(g, t.abs_diff(origin)));
+    Ok((step > 0).then_some(step))
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The begin and end timestamps (nanoseconds, rounded as
+/// [`GpuContext::set_timestamp_quantum`] asks) of `passes` passes of `per_pass`
+/// calls each.
+async fn timestamp_pairs_ns(
+    ctx: &GpuContext,
+    kernel: &KernelId,
+    w: &dyn Workload,
+    first: usize,
+    passes: u32,
+    per_pass: usize,
+    label: &str,
+) -> Result<Vec<(u64, u64)>> {
     let period_ns = f64::from(ctx.queue.get_timestamp_period());
     let qs = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
         label: Some(label),
@@ -195,10 +247,11 @@ async fn timestamp_passes(
     let raw = ctx.read_bytes(&resolve, 0, bytes).await?;
     ctx.check_errors(kernel)?;
     let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
+    let quantum = ctx.timestamp_quantum_ns().unwrap_or(1);
+    let ns = |t: u64| ((t as f64 * period_ns).round() as u64) / quantum * quantum;
     Ok(ticks
         .chunks_exact(2)
-        .filter(|pair| pair[1] > pair[0])
-        .map(|pair| (pair[1] - pair[0]) as f64 * period_ns / 1e3 / per_pass as f64)
+        .map(|pair| (ns(pair[0]), ns(pair[1])))
         .collect())
 }
 
@@ -238,15 +291,33 @@ pub async fn measure(
     ctx.check_errors(kernel)?;
 
     if ctx.caps.timestamp_query {
-        let mut per_sample = calls_for(opts.min_timestamp_sample_ms, warm_ms);
+        let mut min_ms = opts.min_timestamp_sample_ms;
+        let mut step = None;
+        if opts.detect_timestamp_step {
+            let found = timestamp_step_ns(ctx, kernel, w, iter).await?;
+            iter += 16;
+            min_ms = min_ms
+                .max(100.0 * found.map_or(BROWSER_MIN_SAMPLE_MS / 100.0, |ns| ns as f64 / 1e6));
+            step = Some(found);
+        }
+        let mut per_sample = calls_for(min_ms, warm_ms);
         let mut call_ms = warm_ms;
-        if opts.min_timestamp_sample_ms > 0.0 {
-            for _ in 0..3 {
+        if min_ms > 0.0 {
+            // Grow the batch on the GPU's clock; a batch inside one timestamp step
+            // reads zero and is grown tenfold.
+            for _ in 0..6 {
                 let t = timestamp_passes(ctx, kernel, w, iter, 1, per_sample, &label).await?;
                 iter += per_sample;
-                let Some(us) = t.first() else { break };
-                call_ms = us / 1e3;
-                let want = calls_for(opts.min_timestamp_sample_ms, call_ms);
+                let want = match t.first() {
+                    Some(us) => {
+                        call_ms = us / 1e3;
+                        calls_for(min_ms, call_ms)
+                    }
+                    None if opts.detect_timestamp_step => {
+                        (per_sample * 10).min(MAX_CALLS_PER_SAMPLE)
+                    }
+                    None => break,
+                };
                 if want <= per_sample {
                     break;
                 }
@@ -272,6 +343,7 @@ pub async fn measure(
             samples: out,
             method: TimingMethod::TimestampQuery,
             calls_per_sample: per_sample as u32,
+            timestamp_step_ns: step,
         })
     } else {
         let per_sample = calls_for(opts.min_sample_ms, warm_ms);
@@ -287,6 +359,7 @@ pub async fn measure(
             samples: out,
             method: TimingMethod::WallClock,
             calls_per_sample: per_sample as u32,
+            timestamp_step_ns: None,
         })
     }
 }

@@ -49,6 +49,7 @@ fn samples_are_batched_to_the_minimum_duration() {
             budget_ms: 2_000.0,
             min_sample_ms: 0.0,
             min_timestamp_sample_ms: 0.0,
+            detect_timestamp_step: false,
         };
         let batched = plain.for_browser();
         assert_eq!(batched.min_timestamp_sample_ms, MIN_MS);

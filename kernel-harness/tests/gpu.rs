@@ -131,6 +131,7 @@ fn bandwidth_kernels_verify_on_both_reduction_paths() {
             budget_ms: 500.0,
             min_sample_ms: 0.5,
             min_timestamp_sample_ms: 0.0,
+            detect_timestamp_step: false,
         };
         let (report, _, err) = pollster::block_on(bandwidth::run(
             &ctx,
@@ -725,6 +726,7 @@ fn decode_step_runs_a_tiny_model() {
             budget_ms: 500.0,
             min_sample_ms: 0.5,
             min_timestamp_sample_ms: 0.0,
+            detect_timestamp_step: false,
         };
         let t = pollster::block_on(decode::run(
             &ctx,
@@ -860,6 +862,7 @@ fn every_streaming_variant_verifies() {
         budget_ms: 200.0,
         min_sample_ms: 0.0,
         min_timestamp_sample_ms: 0.0,
+        detect_timestamp_step: false,
     };
     let mut n = 0;
     for threads in [64, 128, 256] {

@@ -26,6 +26,7 @@ mod quality_truth;
 mod bench_cli;
 mod demo;
 mod kernels_cli;
+mod kernels_user;
 mod plan_cli;
 mod quality;
 mod report_cli;

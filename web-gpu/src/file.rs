@@ -1,8 +1,9 @@
-//! The GPU view's picked model file: its header read by growing prefixes of the
-//! `File` (`Blob.slice` + `arrayBuffer`, never the whole file), its SHA-256 by
+//! The GPU view's picked files: a model file's header read by growing prefixes of
+//! the `File` (`Blob.slice` + `arrayBuffer`, never the whole file), its SHA-256 by
 //! `crypto.subtle`, and its GEMVs and head layout for the run (as `tokenscope
 //! kernels --gguf` without `--real-weights`: generated data of the file's types
-//! and shapes).
+//! and shapes); and a developer's own kernel, its `.wgsl`, its spec and the
+//! files the spec names, picked together (as `tokenscope kernels --shader`).
 
 use kernel_harness::kernels::gemv::GemvSpec;
 use kernel_harness::suite::{FileGemv, SuiteConfig};
@@ -141,4 +142,22 @@ pub async fn read_header(file: &web_sys::File) -> Result<PickedFile, String> {
             }
         }
     }
+}
+
+/// A developer's own kernel from files picked together: each read whole (a
+/// kernel's files are small), then put together by name
+/// ([`tokenscope_kernel_spec::UserKernel::from_picked`]).
+pub async fn read_kernel(
+    files: &web_sys::FileList,
+) -> Result<tokenscope_kernel_spec::UserKernel, String> {
+    let mut picked = std::collections::BTreeMap::new();
+    for i in 0..files.length() {
+        let Some(file) = files.get(i) else { continue };
+        let name = file.name();
+        let bytes = prefix(&file, file.size() as u64)
+            .await
+            .map_err(|e| format!("{name}: cannot read it: {e}"))?;
+        picked.insert(name, bytes);
+    }
+    tokenscope_kernel_spec::UserKernel::from_picked(&picked)
 }

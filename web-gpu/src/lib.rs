@@ -29,6 +29,7 @@ use wasm_bindgen::prelude::*;
 
 mod dom;
 pub mod file;
+mod results;
 mod run;
 pub mod view;
 
@@ -104,7 +105,7 @@ pub async fn run_kernels(
             let _ = on_progress.call1(&JsValue::NULL, &JsValue::from_str(&text));
         }
     });
-    let (read, _) = run(&request, None, emit, signal)
+    let (read, _) = run(&request, run::Picked::default(), emit, signal)
         .await
         .map_err(GpuPageError::into_js)?;
     serde_json::to_string(&read).map_err(|e| JsValue::from_str(&e.to_string()))

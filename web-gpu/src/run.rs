@@ -292,24 +292,41 @@ pub(crate) async fn probe() -> Result<AdapterProbe, GpuPageError> {
     })
 }
 
-/// Run the kernel harness for `request` (on `file`'s GEMVs and head layout when
-/// a model file was picked), `emit` getting every event; the report's `gguf`
+/// What the view's user picked: a model file, a kernel of their own.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Picked<'a> {
+    /// A model file: its GEMVs and head layout are measured.
+    pub file: Option<&'a file::PickedFile>,
+    /// A developer's own kernel: measured instead of tokenscope's.
+    pub kernel: Option<&'a tokenscope_kernel_spec::UserKernel>,
+}
+
+/// Run the kernel harness for `request` (on a picked model file's GEMVs and head
+/// layout, or a picked kernel), `emit` getting every event; the report's `gguf`
 /// section is returned too.
 pub(crate) async fn run(
     request: &GpuRunRequest,
-    file: Option<&file::PickedFile>,
+    picked: Picked<'_>,
     emit: Box<dyn Fn(GpuEvent)>,
     signal: Option<web_sys::AbortSignal>,
 ) -> Result<(KernelsRead, Option<GgufReport>), GpuPageError> {
     let mut ctx = context(request).await?;
     let mut cfg = page_config(&ctx, request, user_agent())?;
+    let only = request
+        .only
+        .iter()
+        .filter_map(|g| g.parse::<KernelGroup>().ok())
+        .collect::<Vec<_>>();
+    let file = picked.file;
     if let Some(f) = file {
-        let only = request
-            .only
-            .iter()
-            .filter_map(|g| g.parse::<KernelGroup>().ok())
-            .collect::<Vec<_>>();
         f.configure(&mut cfg, &only);
+    }
+    if let Some(k) = picked.kernel {
+        // A kernel that does not compile says so before the roofs are measured.
+        kernel_harness::user::compile_all(&ctx, k).await?;
+        cfg.for_user_kernels(vec![k.clone()], &only);
+        // As `kernels --shader`: the model presets' floors only when asked for.
+        cfg.models.clear();
     }
     let clock = PerformanceClock::new();
     let problems = if request.tune {
@@ -348,12 +365,12 @@ pub(crate) async fn run(
 /// The GPU view's run ([`view`]): the report read, or the failure.
 pub(crate) async fn run_view(
     request: &GpuRunRequest,
-    file: Option<&file::PickedFile>,
+    picked: Picked<'_>,
     on_event: impl Fn(GpuEvent) + 'static,
     signal: web_sys::AbortSignal,
 ) -> Result<(KernelsRead, Option<GgufReport>), GpuFailure> {
     install_panic_hook();
-    run(request, file, Box::new(on_event), Some(signal))
+    run(request, picked, Box::new(on_event), Some(signal))
         .await
         .map_err(|e| e.failure())
 }

@@ -61,9 +61,12 @@ struct GpuState {
     file_measured: Option<Shared<GgufReport>>,
     /// Reading a picked file's header.
     file_reading: bool,
+    /// A developer's own kernel, picked: the run measures it instead.
+    kernel: Option<Shared<tokenscope_kernel_spec::UserKernel>>,
 }
 
 enum GpuAction {
+    KernelPicked(Result<Box<tokenscope_kernel_spec::UserKernel>, String>),
     FileReading,
     FilePicked(Result<Box<PickedFile>, String>),
     Probing,
@@ -82,6 +85,17 @@ impl Reducible for GpuState {
     fn reduce(self: Rc<Self>, action: GpuAction) -> Rc<Self> {
         let mut s = (*self).clone();
         match action {
+            GpuAction::KernelPicked(Ok(k)) => {
+                s.kernel = Some(Shared::new(*k));
+                s.failure = None;
+            }
+            GpuAction::KernelPicked(Err(message)) => {
+                s.kernel = None;
+                s.failure = Some(GpuFailure {
+                    kind: GpuFailureKind::Failed,
+                    message,
+                });
+            }
             GpuAction::FileReading => {
                 s.file_reading = true;
                 s.failure = None;
@@ -193,12 +207,16 @@ fn start_run(
         ..GpuRunRequest::default()
     };
     let file = state.file.clone();
+    let kernel = state.kernel.clone();
     let d = state.dispatcher();
     wasm_bindgen_futures::spawn_local(async move {
         let events = d.clone();
         let r = crate::run::run_view(
             &request,
-            file.as_ref().map(|f| &*f.0),
+            crate::run::Picked {
+                file: file.as_ref().map(|f| &*f.0),
+                kernel: kernel.as_ref().map(|k| &*k.0),
+            },
             move |e| events.dispatch(GpuAction::Event(e)),
             signal,
         )
@@ -234,6 +252,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             file_section: None,
             file_measured: None,
             file_reading: false,
+            kernel: None,
         })
     };
     let abort: Rc<RefCell<Option<web_sys::AbortController>>> = use_mut_ref(|| None);
@@ -280,6 +299,20 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
             wasm_bindgen_futures::spawn_local(async move {
                 let r = crate::file::read_header(&file).await.map(Box::new);
                 d.dispatch(GpuAction::FilePicked(r));
+            });
+        })
+    };
+    let onkernel = {
+        let state = state.clone();
+        Callback::from(move |e: Event| {
+            let input: HtmlInputElement = e.target_unchecked_into();
+            let Some(files) = input.files().filter(|l| l.length() > 0) else {
+                return;
+            };
+            let d = state.dispatcher();
+            wasm_bindgen_futures::spawn_local(async move {
+                let r = crate::file::read_kernel(&files).await.map(Box::new);
+                d.dispatch(GpuAction::KernelPicked(r));
             });
         })
     };
@@ -343,6 +376,15 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                         <pre class="gpu-file-section" id="gguf-section" data-file={section.file.clone()}>{ gguf_file_text(section) }</pre>
                     }
                 </div>
+                <div class="gpu-file">
+                    <label>{ "Profile your own kernel " }
+                        <input type="file" id="user-kernel" accept=".wgsl,.toml,.json,.bin" multiple=true disabled={running} onchange={onkernel} />
+                    </label>
+                    <span class="hint">{ " its .wgsl with its spec (NAME.toml or .json: bindings, dispatch, parameters, check) and the files the spec names, picked together; the run then checks it, times each parameter set and places it on this GPU's measured roofline instead of tokenscope's kernels (as tokenscope kernels --shader)" }</span>
+                    if let Some(k) = &state.kernel {
+                        <pre class="gpu-file-section" id="user-kernel-spec" data-kernel={k.name.clone()}>{ kernel_summary(&k.0) }</pre>
+                    }
+                </div>
                 <div class="status-line"><span class="state" id="gpu-state-label">{ status }</span></div>
                 { progress.unwrap_or_default() }
                 if !state.log.is_empty() {
@@ -353,7 +395,7 @@ pub fn GpuView(props: &GpuViewProps) -> Html {
                 </div>
             </section>
             if let Some((r, _)) = &state.report {
-                <Results view={r.clone()} {partial} />
+                <crate::results::Results view={r.clone()} {partial} />
             }
             if let Some(g) = &state.file_measured {
                 <section class="panel" id="gguf-floor">
@@ -555,83 +597,28 @@ fn kind_name(k: GpuFailureKind) -> &'static str {
     }
 }
 
-#[derive(Properties, PartialEq)]
-struct ResultsProps {
-    view: Shared<KernelsView>,
-    partial: bool,
-}
-
-#[function_component]
-fn Results(props: &ResultsProps) -> Html {
-    let v = &*props.view;
-    let bandwidth = v.bandwidth.as_ref().map(|b| {
-        html! {
-            <p id="gpu-bandwidth">{ "Bandwidth ceiling: " }<strong>{ b.clone() }</strong></p>
-        }
-    });
-    // The same table as the CLI and the combined report (core::kernels::kernel_table).
-    let verified_col = v.headers.iter().position(|h| h == "verified");
-    let head = v.headers.iter().map(|h| html! { <th>{ h.clone() }</th> });
-    let rows = v.rows.iter().map(|row| {
-        let bad = verified_col.is_some_and(|c| row.get(c).is_some_and(|x| x == "NO"));
-        html! {
-            <tr class={classes!(bad.then_some("bad"))}>
-                { for row.iter().map(|cell| html! { <td>{ cell.clone() }</td> }) }
-            </tr>
-        }
-    });
-    let floors = v.floor.iter().map(|row| {
-        html! {
-            <tr>
-                { for row.iter().take(2).map(|x| html! { <td>{ x.clone() }</td> }) }
-                { for row.iter().skip(2).map(|x| html! { <td class="num">{ x.clone() }</td> }) }
-            </tr>
-        }
-    });
-    let floor_head = v
-        .floor_headers
-        .iter()
-        .map(|h| html! { <th>{ h.clone() }</th> });
-    let verdict = if props.partial {
-        "partial results (the run was cancelled or is still going)".to_owned()
-    } else if v.verified {
-        format!(
-            "every kernel matched its CPU reference ({} kernels)",
-            v.kernels
-        )
-    } else {
-        "NOT every kernel matched its CPU reference (see the table and errors)".to_owned()
+/// A picked kernel before its run: its parameter sets and its check.
+fn kernel_summary(k: &tokenscope_kernel_spec::UserKernel) -> String {
+    let sets: Vec<String> = (0..k.param_sets().len())
+        .filter_map(|i| k.instance(i).ok())
+        .map(|i| {
+            if i.label.is_empty() {
+                "as written".to_string()
+            } else {
+                i.label
+            }
+        })
+        .collect();
+    let check = match (&k.spec.check, &k.reference) {
+        (Some(c), Some(r)) => format!("binding {} checked against {}", c.binding, r.name),
+        (Some(c), None) => format!("binding {} checked against a file", c.binding),
+        _ => "output not checked (no check in its spec)".into(),
     };
-    html! {
-        <section class="panel gpu-results" id="gpu-results">
-            <h2>{ "Results " }<span class="hint" id="gpu-verdict">{ verdict }</span></h2>
-            <p class="hint" id="gpu-timing">{ format!("Timing: {}.", v.timing) }</p>
-            <p class="hint" id="gpu-variants">{ format!("Variants: {}.", v.variants) }</p>
-            { bandwidth.unwrap_or_default() }
-            for m in v.ceiling_remarks.iter() {
-                <p class="hint warn">{ m.clone() }</p>
-            }
-            <figure class="chart" id="chart-gpu-kernels">
-                { Html::from_html_unchecked(AttrValue::from(v.chart_svg.clone())) }
-            </figure>
-            <table class="levels" id="gpu-kernels">
-                <thead><tr>{ for head }</tr></thead>
-                <tbody>{ for rows }</tbody>
-            </table>
-            for s in v.skipped.iter() {
-                <p class="hint">{ s.clone() }</p>
-            }
-            for e in v.errors.iter() {
-                <p class="error">{ e.clone() }</p>
-            }
-            if !v.floor.is_empty() {
-                <h3>{ "Decode floor " }<span class="hint">{ "the fastest a model can decode on this GPU at batch 1: weights and KV cache read once per token" }</span></h3>
-                <table class="levels" id="gpu-floor">
-                    <thead><tr>{ for floor_head }</tr></thead>
-                    <tbody>{ for floors }</tbody>
-                </table>
-                <p class="hint" id="gpu-floor-legend">{ v.floor_legend.clone() }</p>
-            }
-        </section>
-    }
+    format!(
+        "{}: {} parameter set{} ({}); {check}",
+        k.shader.name,
+        sets.len(),
+        if sets.len() == 1 { "" } else { "s" },
+        sets.join(", ")
+    )
 }

@@ -23,7 +23,7 @@ pub use gguf::{GgufFloorRow, GgufReport, TypeRow};
 pub use results::{
     BandwidthReport, ComputeReport, DRIFT_LIMIT, DecodeStepResult, DriftCheck, FloorRow,
     GoalResult, KernelResult, ROOFLINE_TURN, RooflinePoint, RooflineRow, SkippedKernel,
-    TimingSummary, VerificationReport,
+    TimingSummary, USER_KERNEL_DTYPE, VerificationReport,
 };
 use serde::{Deserialize, Serialize};
 pub use tuning::{

@@ -204,7 +204,15 @@ pub struct KernelResult {
     pub fraction_of_roof: Option<f64>,
 }
 
+/// The `dtype` of a developer's own kernel (`kernels --shader`).
+pub const USER_KERNEL_DTYPE: &str = "wgsl";
+
 impl KernelResult {
+    /// A developer's own kernel (`kernels --shader`), not one of tokenscope's.
+    pub fn is_user(&self) -> bool {
+        self.dtype == USER_KERNEL_DTYPE
+    }
+
     /// Places the kernel against both roofs: the read bandwidth and the f32 FMA rate.
     pub fn place_on_roofline(&mut self, read_gbps: f64, fma_gflops: f64) {
         if self.median_us <= 0.0 || read_gbps <= 0.0 || fma_gflops <= 0.0 {

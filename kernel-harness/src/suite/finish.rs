@@ -82,6 +82,10 @@ fn shape_label(k: &KernelResult) -> String {
 /// and each synthetic decode step against the floor at the read bandwidth. Measured
 /// with whichever variants ran (the tuned ones when a tuning file applied).
 pub fn goals(report: &KernelReport) -> Vec<GoalResult> {
+    // A run of a developer's own kernels alone has no goals of tokenscope's.
+    if !report.kernels.is_empty() && report.kernels.iter().all(KernelResult::is_user) {
+        return Vec::new();
+    }
     let read = report.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
     let usable = |k: &&KernelResult| k.verified && !k.cache_resident;
     let mut out = Vec::new();

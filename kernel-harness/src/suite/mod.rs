@@ -8,7 +8,9 @@ use tokenscope_kernel_report::{KernelReport, RunEnvironment};
 use crate::context::GpuContext;
 use crate::timing::TimingOptions;
 
+mod drift;
 mod finish;
+mod items;
 mod problems;
 mod run;
 
@@ -92,6 +94,9 @@ pub struct SuiteConfig {
     /// GEMV sweep: each at a tensor's type and shape, on generated data of that
     /// type or on the tensor's own weights.
     pub file_gemvs: Vec<FileGemv>,
+    /// A kernel developer's own kernels (`kernels --shader`), each parameter set
+    /// one item, run after tokenscope's own.
+    pub user_kernels: Vec<tokenscope_kernel_spec::UserKernel>,
 }
 
 /// A GEMV of a model file's matrix: a tensor's type and shape, with the names of
@@ -274,7 +279,15 @@ impl SuiteConfig {
             bandwidth_multiple: 4,
             bandwidth_cap_bytes: 2 << 30,
             gemv_dtypes: vec![Quant::F32, Quant::F16, Quant::Q8_0, Quant::Q4_0],
-            gemv_shapes: vec![(4096, 4096), (14336, 4096), (4096, 14336), (128_256, 4096)],
+            // The decode step's GEMVs: attention output (and q), k/v (1024 rows at 8
+            // KV heads), gate/up, down, LM head.
+            gemv_shapes: vec![
+                (4096, 4096),
+                (1024, 4096),
+                (14336, 4096),
+                (4096, 14336),
+                (128_256, 4096),
+            ],
             skinny_dtypes: vec![Quant::F16, Quant::Q8_0, Quant::Q4_0],
             skinny_shapes: vec![(4096, 4096), (14336, 4096), (4096, 14336), (128_256, 4096)],
             skinny_batches: vec![2, 4, 8, 16, 32, 64],
@@ -298,6 +311,7 @@ impl SuiteConfig {
             memory_budget_bytes: None,
             environment: RunEnvironment::native(),
             file_gemvs: Vec::new(),
+            user_kernels: Vec::new(),
         }
     }
 
@@ -326,6 +340,7 @@ impl SuiteConfig {
                 budget_ms: 600.0,
                 min_sample_ms: 1.0,
                 min_timestamp_sample_ms: 0.0,
+                detect_timestamp_step: false,
             },
             gemv_shapes: vec![(1024, 1024), (1003, 800)],
             skinny_dtypes: vec![Quant::F16, Quant::Q4_0],
@@ -365,6 +380,34 @@ impl SuiteConfig {
                 * 2
             + self.step_models.len() * self.step_quants.len() * self.contexts.len()
             + self.file_gemvs.len()
+            + self
+                .user_kernels
+                .iter()
+                .map(|k| k.param_sets().len())
+                .sum::<usize>()
+    }
+
+    /// The suite for a developer's own kernels (`kernels --shader`): the roofs,
+    /// then `kernels`; tokenscope's own sweeps only when named in `only`.
+    pub fn for_user_kernels(
+        &mut self,
+        kernels: Vec<tokenscope_kernel_spec::UserKernel>,
+        only: &[KernelGroup],
+    ) {
+        self.user_kernels = kernels;
+        if !only.contains(&KernelGroup::Gemv) {
+            self.gemv_dtypes.clear();
+            self.file_gemvs.clear();
+        }
+        if !only.contains(&KernelGroup::Skinny) {
+            self.skinny_dtypes.clear();
+        }
+        if !only.contains(&KernelGroup::Attention) {
+            self.attention_dtypes.clear();
+        }
+        if !only.contains(&KernelGroup::Step) {
+            self.step_models.clear();
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! What `kernels --tune` searches for a suite: the problems its run would time.
 
-use super::{SuiteConfig, run};
+use super::{SuiteConfig, items};
 use crate::context::GpuContext;
 
 impl SuiteConfig {
@@ -27,12 +27,12 @@ impl SuiteConfig {
         );
         push(Problem::Stream(Stream::Read, plan));
         push(Problem::Stream(Stream::Copy, plan));
-        for item in run::items(self) {
+        for item in items::items(self) {
             match item {
-                run::Item::Gemv(s) => push(Problem::Gemv(s)),
-                run::Item::FileGemv(i) => push(Problem::Gemv(self.file_gemvs[i].spec)),
-                run::Item::Attention(s) => push(Problem::Attention(s)),
-                run::Item::Step(step) => {
+                items::Item::Gemv(s) => push(Problem::Gemv(s)),
+                items::Item::FileGemv(i) => push(Problem::Gemv(self.file_gemvs[i].spec)),
+                items::Item::Attention(s) => push(Problem::Attention(s)),
+                items::Item::Step(step) => {
                     let (layer, head) = crate::decode::matrices(&step);
                     for spec in layer.into_iter().chain([head]) {
                         if spec.validate().is_ok() {
@@ -49,6 +49,8 @@ impl SuiteConfig {
                         split: true,
                     }));
                 }
+                // A user's parameters are searched by running each set.
+                items::Item::User(..) => {}
             }
         }
         out

@@ -3,31 +3,17 @@
 //! budget, measured, verified and added to the report.
 
 use tokenscope_kernel_report::{
-    DRIFT_LIMIT, DriftCheck, KernelReport, KernelResult, RunConfig, SCHEMA, SkippedKernel,
-    TimingMethod, VerificationReport,
+    KernelReport, KernelResult, RunConfig, SCHEMA, SkippedKernel, TimingMethod,
 };
 
-use super::{FileGemv, Progress, SuiteConfig, finish};
+use super::items::{Item, file_label, items, over_budget, run_attention, run_gemv, run_user};
+use super::{Progress, SuiteConfig, finish};
 use crate::clock::Clock;
 use crate::context::GpuContext;
-use crate::decode::{self, DecodeStepSpec};
+use crate::decode;
 use crate::error::{HarnessError, Result};
-use crate::kernels::attention::{AttentionBench, AttentionSpec};
 use crate::kernels::bandwidth::{self, BandwidthPlan};
 use crate::kernels::compute;
-use crate::kernels::gemv::{GemvBench, GemvSpec};
-use crate::kernels::{Outcome, Reduction, ResultId, kernel_result, rotation_for};
-use crate::timing::measure;
-
-fn merge(a: VerificationReport, b: VerificationReport) -> VerificationReport {
-    VerificationReport {
-        checked: a.checked + b.checked,
-        outputs: a.outputs.max(b.outputs),
-        max_abs_err: a.max_abs_err.max(b.max_abs_err),
-        max_err_over_tol: a.max_err_over_tol.max(b.max_err_over_tol),
-        failure: a.failure.or(b.failure),
-    }
-}
 
 fn summary_line(k: &KernelResult) -> String {
     let status = if k.verified { "ok" } else { "FAILED" };
@@ -39,29 +25,6 @@ fn summary_line(k: &KernelResult) -> String {
         ),
     };
     format!("{status}: {:.1} us, {bw}", k.median_us)
-}
-
-/// One thing the run measures.
-#[derive(Clone)]
-pub(super) enum Item {
-    Gemv(GemvSpec),
-    /// Index into `cfg.file_gemvs`.
-    FileGemv(usize),
-    Attention(AttentionSpec),
-    Step(DecodeStepSpec),
-}
-
-impl Item {
-    /// The kernel group (for the drift check: one sentinel each).
-    fn group(&self) -> u8 {
-        match self {
-            Item::Gemv(s) if s.batch == 1 => 0,
-            Item::Gemv(_) => 1,
-            Item::FileGemv(_) => 2,
-            Item::Attention(_) => 3,
-            Item::Step(_) => 4,
-        }
-    }
 }
 
 /// Runs everything in `cfg` and returns the report. Verification failures do not stop
@@ -110,6 +73,14 @@ pub async fn run_suite(
                 ],
             ),
             Item::Step(s) => (s.id().to_string(), vec![u64::from(s.context)]),
+            Item::User(k, set) => {
+                let kernel = &cfg.user_kernels[*k];
+                let label = match kernel.instance(*set) {
+                    Ok(inst) => crate::user::kernel_id(kernel, &inst).to_string(),
+                    Err(_) => format!("{} parameter set {}", kernel.name, set + 1),
+                };
+                (label, Vec::new())
+            }
         };
         progress.start(&label);
         let outcome = match (&item, over_budget(&item, cfg)) {
@@ -124,6 +95,9 @@ pub async fn run_suite(
                     .map(Some)
             }
             (Item::Attention(s), None) => run_attention(ctx, clock, cfg, *s, read_gbps)
+                .await
+                .map(Some),
+            (Item::User(k, set), None) => run_user(ctx, clock, cfg, *k, *set, read_gbps)
                 .await
                 .map(Some),
             (Item::Step(s), None) => {
@@ -164,6 +138,10 @@ pub async fn run_suite(
                     ),
                     Item::Attention(s) => (s.name().to_string(), s.kv_dtype.to_string()),
                     Item::Step(s) => ("decode_step".to_string(), s.quant.to_string()),
+                    Item::User(k, _) => (
+                        cfg.user_kernels[*k].name.clone(),
+                        tokenscope_kernel_report::USER_KERNEL_DTYPE.into(),
+                    ),
                 };
                 report.skipped.push(SkippedKernel {
                     name,
@@ -186,7 +164,7 @@ pub async fn run_suite(
     }
     // 7. Drift: the read bandwidth and each group's first kernel again, after all.
     if !progress.cancelled() {
-        drift(
+        super::drift::drift(
             ctx,
             clock,
             cfg,
@@ -200,73 +178,6 @@ pub async fn run_suite(
         progress.report(&report);
     }
     Ok(report)
-}
-
-/// Times again, at the end of the run, the read kernel and the first kernel of each
-/// group, and records how far each moved from its first figure
-/// ([`tokenscope_kernel_report::DriftCheck`]). A kernel that cannot run again
-/// is reported as an error, not a drift.
-async fn drift(
-    ctx: &GpuContext,
-    clock: &dyn Clock,
-    cfg: &SuiteConfig,
-    progress: &mut dyn Progress,
-    report: &mut KernelReport,
-    sentinels: &[(Item, String, f64)],
-    read_gbps: f64,
-) {
-    let label = "drift check (the read kernel and each group's first kernel, again)";
-    progress.start(label);
-    let mut lines = Vec::new();
-    if let Some(bw) = &report.bandwidth {
-        let plan = BandwidthPlan::new(
-            ctx,
-            cfg.cache_bytes,
-            cfg.bandwidth_multiple,
-            cfg.bandwidth_cap_bytes,
-        );
-        match bandwidth::run(ctx, clock, plan, cfg.seed, &cfg.timing).await {
-            Ok((again, _, _)) => {
-                let d = DriftCheck::new(
-                    "bandwidth_read".into(),
-                    bw.read.median_us,
-                    again.read.median_us,
-                );
-                lines.push(format!("read {:+.1}%", 100.0 * d.change));
-                report.drift.push(d);
-            }
-            Err(e) => report.errors.push(format!("drift check, read: {e}")),
-        }
-    }
-    for (item, name, first_us) in sentinels {
-        let again = match item {
-            Item::Gemv(s) => run_gemv(ctx, clock, cfg, *s, None, read_gbps).await,
-            Item::Attention(s) => run_attention(ctx, clock, cfg, *s, read_gbps).await,
-            _ => continue,
-        };
-        match again {
-            Ok(k) => {
-                let d = DriftCheck::new(name.clone(), *first_us, k.median_us);
-                lines.push(format!("{name} {:+.1}%", 100.0 * d.change));
-                report.drift.push(d);
-            }
-            Err(e) => report.errors.push(format!("drift check, {name}: {e}")),
-        }
-        let _ = ctx.take_uncaptured_errors();
-    }
-    let drifted = report.drift.iter().filter(|d| d.drifted).count();
-    progress.done(
-        label,
-        &format!(
-            "{}{}",
-            lines.join(", "),
-            if drifted > 0 {
-                format!(" ({drifted} moved more than {:.0}%)", 100.0 * DRIFT_LIMIT)
-            } else {
-                String::new()
-            }
-        ),
-    );
 }
 
 /// The arithmetic roof, into the report.
@@ -377,232 +288,4 @@ async fn run_bandwidth(
     finish::finish(report, cfg);
     progress.report(report);
     Ok(read_gbps)
-}
-
-/// Every kernel and decode step the configuration asks for, in order.
-pub(super) fn items(cfg: &SuiteConfig) -> Vec<Item> {
-    let mut items = Vec::new();
-    for &dtype in &cfg.gemv_dtypes {
-        for &(rows, cols) in &cfg.gemv_shapes {
-            items.push(Item::Gemv(GemvSpec {
-                dtype,
-                rows,
-                cols,
-                batch: 1,
-            }));
-        }
-    }
-    for &dtype in &cfg.skinny_dtypes {
-        for &(rows, cols) in &cfg.skinny_shapes {
-            for &batch in &cfg.skinny_batches {
-                items.push(Item::Gemv(GemvSpec {
-                    dtype,
-                    rows,
-                    cols,
-                    batch,
-                }));
-            }
-        }
-    }
-    items.extend((0..cfg.file_gemvs.len()).map(Item::FileGemv));
-    for layout in &cfg.attention_layouts {
-        for &kv_dtype in &cfg.attention_dtypes {
-            for &context in &cfg.attention_contexts {
-                for split in [false, true] {
-                    items.push(Item::Attention(AttentionSpec {
-                        kv_dtype,
-                        heads: layout.heads,
-                        kv_heads: layout.kv_heads,
-                        head_dim: layout.head_dim,
-                        context,
-                        split,
-                    }));
-                }
-            }
-        }
-    }
-    for model in &cfg.step_models {
-        for &quant in &cfg.step_quants {
-            for &context in &cfg.contexts {
-                items.push(Item::Step(DecodeStepSpec {
-                    model: model.clone(),
-                    quant,
-                    kv_dtype: cfg.kv_dtype,
-                    context,
-                }));
-            }
-        }
-    }
-    items
-}
-
-/// The item's largest operand, when it exceeds the run's memory budget.
-fn over_budget(item: &Item, cfg: &SuiteConfig) -> Option<HarnessError> {
-    let budget = cfg.memory_budget_bytes?;
-    let (kernel, bytes) = match item {
-        Item::Gemv(s) => (s.id(), s.weight_bytes()),
-        Item::FileGemv(i) => (
-            cfg.file_gemvs[*i].spec.id(),
-            cfg.file_gemvs[*i].spec.weight_bytes(),
-        ),
-        Item::Attention(s) => (s.id(), s.kv_bytes()),
-        Item::Step(s) => (s.id(), s.largest_operand_bytes()),
-    };
-    (bytes > budget).then_some(HarnessError::OverBudget {
-        kernel,
-        bytes,
-        budget,
-    })
-}
-
-async fn run_gemv(
-    ctx: &GpuContext,
-    clock: &dyn Clock,
-    cfg: &SuiteConfig,
-    spec: GemvSpec,
-    file: Option<&FileGemv>,
-    read_gbps: f64,
-) -> Result<KernelResult> {
-    spec.validate()?;
-    let weights = match file.and_then(|f| f.weights.as_ref()) {
-        Some(loader) => Some(std::sync::Arc::new(loader.load().map_err(|reason| {
-            HarnessError::Weights {
-                kernel: spec.id(),
-                reason,
-            }
-        })?)),
-        None => None,
-    };
-    // A file's own weights are one copy: nothing to rotate through.
-    let rotation = if weights.is_some() {
-        1
-    } else {
-        rotation_for(
-            spec.weight_bytes(),
-            cfg.cache_bytes,
-            cfg.max_rotation,
-            cfg.rotation_budget_bytes,
-        )
-    };
-    let bench = GemvBench::new(ctx, spec, cfg.seed, rotation, weights).await?;
-    if cfg.inject_fault {
-        for m in &bench.matrices {
-            let c = &m.chunks[0];
-            ctx.write_slice(&c.main, 0, &[0x5a; 16]);
-        }
-    }
-    let (mut ver, _) = bench.verify(ctx, 0, cfg.verify_full_macs).await?;
-    if rotation > 1 {
-        let (v2, _) = bench
-            .verify(ctx, rotation as usize - 1, cfg.verify_full_macs)
-            .await?;
-        ver = merge(ver, v2);
-    }
-    let measured = measure(ctx, clock, &spec.id(), &bench, &cfg.timing).await?;
-    let timing = measured.summary(&spec.id())?;
-    let mut notes: Vec<String> = bench
-        .kernel
-        .f16
-        .map(|p| p.note().into())
-        .into_iter()
-        .collect();
-    if spec.dtype.block_elems() > 1 {
-        notes.push("repacked GGUF blocks (quants and scales in separate arrays)".into());
-    }
-    if let Some(f) = file {
-        notes.push(format!("the file's {}", file_label(f)));
-    }
-    Ok(kernel_result(
-        ResultId {
-            name: spec.name().into(),
-            dtype: spec.dtype.to_string(),
-            shape: vec![u64::from(spec.rows), u64::from(spec.cols)],
-            batch: spec.batch,
-            tensors: file.map(|f| f.tensors.clone()).unwrap_or_default(),
-            ..Default::default()
-        },
-        Outcome {
-            timing,
-            samples_us: measured.samples,
-            verification: ver,
-            bytes_moved: spec.bytes_moved(),
-            flops: spec.flops(),
-            reduction: bench.kernel.reduction.as_str(),
-            bindings: bench.matrices[0].chunks.len() as u32,
-            rotation,
-            notes,
-            variant: Some(bench.kernel.choice.report.clone()),
-        },
-        read_gbps,
-    ))
-}
-
-async fn run_attention(
-    ctx: &GpuContext,
-    clock: &dyn Clock,
-    cfg: &SuiteConfig,
-    spec: AttentionSpec,
-    read_gbps: f64,
-) -> Result<KernelResult> {
-    spec.validate()?;
-    let rotation = rotation_for(
-        spec.kv_bytes(),
-        cfg.cache_bytes,
-        cfg.max_rotation,
-        cfg.rotation_budget_bytes,
-    );
-    let bench = AttentionBench::new(ctx, spec, cfg.seed, rotation).await?;
-    let (mut ver, _) = bench.verify(ctx, 0).await?;
-    if rotation > 1 {
-        let (v2, _) = bench.verify(ctx, rotation as usize - 1).await?;
-        ver = merge(ver, v2);
-    }
-    let measured = measure(ctx, clock, &spec.id(), &bench, &cfg.timing).await?;
-    let timing = measured.summary(&spec.id())?;
-    let notes: Vec<String> = bench.f16().map(|p| p.note().into()).into_iter().collect();
-    Ok(kernel_result(
-        ResultId {
-            name: spec.name().into(),
-            dtype: spec.kv_dtype.to_string(),
-            shape: vec![
-                u64::from(spec.heads),
-                u64::from(spec.context),
-                u64::from(spec.head_dim),
-            ],
-            batch: 1,
-            context: Some(u64::from(spec.context)),
-            heads: Some(spec.heads),
-            kv_heads: Some(spec.kv_heads),
-            head_dim: Some(spec.head_dim),
-            splits: Some(bench.splits()),
-            tensors: Vec::new(),
-        },
-        Outcome {
-            timing,
-            samples_us: measured.samples,
-            verification: ver,
-            bytes_moved: spec.bytes_moved(),
-            flops: spec.flops(),
-            reduction: Reduction::Shared.as_str(),
-            bindings: bench.caches[0].parts.len() as u32,
-            rotation,
-            notes,
-            variant: Some(bench.kernels.choice.report.clone()),
-        },
-        read_gbps,
-    ))
-}
-
-/// What a file GEMV stands for: the tensor whose weights it runs, or how many of
-/// the file's tensors share its type and shape.
-fn file_label(f: &FileGemv) -> String {
-    match (&f.weights, f.tensors.as_slice()) {
-        (Some(_), [one]) => format!("{one}, its own weights"),
-        (Some(_), names) => format!("{}, their own weights", names.join(", ")),
-        (None, [one]) => format!("{one}'s type and shape, generated data"),
-        (None, names) => format!(
-            "{} tensors of this type and shape, generated data",
-            names.len()
-        ),
-    }
 }

@@ -175,6 +175,7 @@ impl SearchOptions {
                 budget_ms: 400.0,
                 min_sample_ms: 1.0,
                 min_timestamp_sample_ms: 0.0,
+                detect_timestamp_step: false,
             },
             full: TimingOptions::default(),
             cache_bytes,

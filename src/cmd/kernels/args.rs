@@ -129,6 +129,119 @@ pub struct KernelsArgs {
     /// Testing aid: corrupt every GEMV's weights so verification fails.
     #[arg(long, hide = true)]
     pub inject_fault: bool,
+    /// Testing aid: round GPU timestamps down to this many microseconds, as a
+    /// browser does (Chrome: 100).
+    #[arg(long, hide = true, value_name = "US")]
+    pub timestamp_quantum_us: Option<u64>,
+    /// Your own WGSL compute kernel: checked, timed on this GPU like tokenscope's
+    /// own (warm-up, dispatches back to back, bindings rotated past the cache) and
+    /// placed on the measured roofline (read bandwidth, FMA rate). Its spec is
+    /// FILE.toml or FILE.json beside it (or --spec); the flags below add to it or
+    /// override it. tokenscope's own sweeps run only when named in --only.
+    #[arg(long, value_name = "FILE.wgsl", help_heading = "Your own kernel")]
+    pub shader: Option<PathBuf>,
+    /// The kernel's spec (TOML or JSON: entry, dispatch, values, params, bindings,
+    /// bytes, flops, check) [default: beside the shader, same name].
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub spec: Option<PathBuf>,
+    /// A binding of @group(0), in binding order (repeatable; replaces the spec's):
+    /// `ACCESS TYPE[COUNT] [INIT]` with ACCESS uniform, read or read_write, TYPE
+    /// f32, f16, u32 or i32, COUNT an expression, INIT random (read's default),
+    /// zeros (read_write's), ones, file:PATH or `= V, V, ...`. E.g.
+    /// --binding 'uniform u32 = M, N, K, 0' --binding 'read f32[M*K]'.
+    #[arg(
+        long = "binding",
+        value_name = "LINE",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub bindings: Vec<String>,
+    /// Workgroups to dispatch: X[,Y[,Z]], numbers or expressions over the values
+    /// and parameters (+ - * / %, cdiv(a, b)).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "X,Y,Z",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub dispatch: Vec<String>,
+    /// NAME=V: the value of {{NAME}} in the shader and in expressions; NAME=V,V,..:
+    /// a parameter searched, every combination of the parameters run and ranked
+    /// (repeatable).
+    #[arg(
+        long = "param",
+        value_name = "NAME=V,..",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub params: Vec<String>,
+    /// The kernel's entry point [default: main].
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub entry: Option<String>,
+    /// Bytes one dispatch moves, an expression [default: every storage binding
+    /// read once].
+    #[arg(
+        long,
+        value_name = "EXPR",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub bytes: Option<String>,
+    /// FLOPs of one dispatch, an expression (a multiply-add counts 2) [default: 0].
+    #[arg(
+        long,
+        value_name = "EXPR",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub flops: Option<String>,
+    /// Check this binding (its index, a read_write one) after one dispatch from
+    /// fresh bindings, against --reference or --expect.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub check_binding: Option<usize>,
+    /// A WGSL kernel computing the same output the plain way, on the same
+    /// bindings (entry point main).
+    #[arg(
+        long,
+        value_name = "FILE.wgsl",
+        requires = "shader",
+        conflicts_with = "expect",
+        help_heading = "Your own kernel"
+    )]
+    pub reference: Option<PathBuf>,
+    /// The expected output: raw little-endian values of the checked binding's type.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub expect: Option<PathBuf>,
+    /// The check passes where |gpu - expected| <= TOL * max(1, |expected|)
+    /// [default: 1e-3].
+    #[arg(
+        long,
+        value_name = "TOL",
+        requires = "shader",
+        help_heading = "Your own kernel"
+    )]
+    pub tolerance: Option<f64>,
 }
 
 fn parse_backend(s: &str) -> Result<BackendChoice, String> {

@@ -7,6 +7,7 @@ mod args;
 pub mod compare;
 mod runtime_dir;
 mod tuning;
+mod user;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -46,11 +47,14 @@ pub fn run(mut args: KernelsArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let models = if gguf.is_some() && args.models.is_empty() && args.model_config.is_empty() {
-        Vec::new()
-    } else {
-        models(&args)?
-    };
+    let user_kernel = user::load(&args)?;
+    let own_models_only_if_named = gguf.is_some() || user_kernel.is_some();
+    let models =
+        if own_models_only_if_named && args.models.is_empty() && args.model_config.is_empty() {
+            Vec::new()
+        } else {
+            models(&args)?
+        };
     let gpu_memory_bytes = match &args.gpu_memory {
         Some(m) => Some(
             tokenscope_measure::parse::parse_bytes(m)
@@ -69,6 +73,7 @@ pub fn run(mut args: KernelsArgs) -> anyhow::Result<ExitCode> {
     }))
     .map_err(no_adapter)?;
     ctx.set_binding_limit(args.max_binding_mib.map(|m| m << 20));
+    ctx.set_timestamp_quantum(args.timestamp_quantum_us.map(|us| us * 1000));
     let (cache_bytes, cache_source) = match args.cache_mib {
         Some(m) => (m << 20, "--cache-mib".to_string()),
         None => kernel_harness::cache_info(&ctx),
@@ -80,6 +85,12 @@ pub fn run(mut args: KernelsArgs) -> anyhow::Result<ExitCode> {
             "{}",
             tokenscope_render::kernels::gguf_file_text(&file_section(file, model, &cfg))
         );
+    }
+    if let Some(k) = user_kernel {
+        // A shader that does not compile says so before the roofs are measured.
+        kernel_harness::block_on(kernel_harness::user::compile_all(&ctx, &k))
+            .map_err(|e| anyhow::anyhow!("--shader {}: {e}", k.shader.name))?;
+        cfg.for_user_kernels(vec![k], &args.only);
     }
     cfg.fit_to(&ctx);
     let clock = MonotonicClock::new();

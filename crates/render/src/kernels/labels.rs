@@ -33,6 +33,7 @@ pub fn kernel_shape_label(k: &KernelResult) -> String {
                 .filter(|s| *s > 1)
                 .map_or(String::new(), |s| format!(" ({s} splits)"))
         ),
+        _ if k.is_user() => format!("grid {}", shape_label(&k.shape)),
         _ => shape_label(&k.shape),
     }
 }
@@ -81,7 +82,7 @@ pub fn kernel_table(report: &KernelReport) -> (Vec<String>, Vec<Vec<String>>) {
                 fmt_rate(k.gflops),
                 roof_label(k),
                 variant_label(k),
-                verified_label(k.verified).to_owned(),
+                check_label(k).to_owned(),
             ]
         })
         .collect();
@@ -114,6 +115,16 @@ pub fn variant_label(k: &KernelResult) -> String {
             format!("{} ({source})", v.name)
         },
     )
+}
+
+/// A kernel's check: `yes`, a loud `NO`, or `unchecked` for a user's kernel run
+/// without a check (nothing was compared, so nothing passed).
+pub fn check_label(k: &KernelResult) -> &'static str {
+    if k.verified && k.verification.checked == 0 {
+        "unchecked"
+    } else {
+        verified_label(k.verified)
+    }
 }
 
 /// `yes`, or a loud `NO` for a kernel that did not match its CPU reference.

@@ -17,5 +17,5 @@ pub use labels::{
     kernel_shape_label, kernel_table, mib_label, roof_label, shape_label, variant_label,
     verified_label,
 };
-pub use text::text;
+pub use text::{text, user_text};
 pub use tuning::{VariantCounts, own_search};

@@ -16,6 +16,7 @@ pub fn text(r: &KernelReport) -> String {
     compute_section(&mut s, r);
     tuning_section(&mut s, r);
     kernels_section(&mut s, r);
+    s.push_str(&user_text(r));
     search_section(&mut s, r);
     roofline_section(&mut s, r);
     decode_steps_section(&mut s, r);
@@ -25,16 +26,133 @@ pub fn text(r: &KernelReport) -> String {
     }
     goals_section(&mut s, r);
     drift_section(&mut s, r);
+    let unchecked = r
+        .kernels
+        .iter()
+        .filter(|k| k.verified && k.verification.checked == 0)
+        .count();
     let _ = writeln!(
         s,
         "verified: {}",
-        if r.verified {
-            "every kernel matched its CPU reference"
-        } else {
-            "NO (see above)"
+        match (r.verified, unchecked) {
+            (false, _) => "NO (see above)".to_string(),
+            (true, 0) if r.kernels.iter().any(|k| k.is_user()) => {
+                "every kernel matched its reference".into()
+            }
+            (true, 0) => "every kernel matched its CPU reference".into(),
+            (true, n) => format!(
+                "every checked kernel matched its reference; {n} not checked (no check given)"
+            ),
         }
     );
     s
+}
+
+/// A developer's own kernels (`kernels --shader`, the page's picked kernel): for
+/// each, its parameter sets ranked, the fastest against the roof that binds it,
+/// and what the timing did; empty without one.
+pub fn user_text(r: &KernelReport) -> String {
+    let mut s = String::new();
+    user_section(&mut s, r);
+    s
+}
+
+fn user_section(s: &mut String, r: &KernelReport) {
+    let mut names: Vec<&str> = Vec::new();
+    for k in r.kernels.iter().filter(|k| k.is_user()) {
+        if !names.contains(&k.name.as_str()) {
+            names.push(&k.name);
+        }
+    }
+    let ridge = match (&r.compute, &r.bandwidth) {
+        (Some(c), Some(b)) if b.read_gbps > 0.0 => Some(c.f32_gflops / b.read_gbps),
+        _ => None,
+    };
+    for name in names {
+        let mut sets: Vec<&tokenscope_kernel_report::KernelResult> = r
+            .kernels
+            .iter()
+            .filter(|k| k.is_user() && k.name == name)
+            .collect();
+        sets.sort_by(|a, b| a.median_us.total_cmp(&b.median_us));
+        let best = sets[0];
+        let set_name = |k: &tokenscope_kernel_report::KernelResult| {
+            k.variant
+                .as_ref()
+                .map_or_else(|| "as written".to_string(), |v| v.name.clone())
+        };
+        let intensity = if best.bytes_moved > 0 {
+            best.flops as f64 / best.bytes_moved as f64
+        } else {
+            0.0
+        };
+        let roof = match (best.roof.as_deref(), best.fraction_of_roof) {
+            (Some("compute"), Some(f)) => format!(
+                "{:.0}% of the FMA roof (compute-bound: {:.1} FLOP/byte{})",
+                100.0 * f,
+                intensity,
+                ridge.map_or(String::new(), |r| format!(", above the ridge at {r:.1}"))
+            ),
+            (Some(_), Some(f)) if best.cache_resident => format!(
+                "above the read bandwidth ({:.0}%): its bindings were served from cache",
+                100.0 * f
+            ),
+            (Some(_), Some(f)) => format!(
+                "{:.0}% of the read bandwidth roof (bandwidth-bound: {:.1} FLOP/byte{})",
+                100.0 * f,
+                intensity,
+                ridge.map_or(String::new(), |r| format!(", below the ridge at {r:.1}"))
+            ),
+            _ => "not placed on the roofline (no roofs measured)".into(),
+        };
+        // Far under both roofs, neither bytes nor FLOPs bound it.
+        let far = best
+            .fraction_of_roof
+            .filter(|f| *f < 0.1 && !best.cache_resident)
+            .map_or("", |_| {
+                "; far under both roofs, so neither limits it: look at occupancy (too few workgroups or threads), barriers and dependent loads"
+            });
+        let _ = writeln!(
+            s,
+            "Your kernel {name}: {} {} us, {} GB/s, {} GFLOP/s: {roof}{far}{}",
+            if sets.len() > 1 {
+                format!(
+                    "fastest of {} parameter sets, {}:",
+                    sets.len(),
+                    set_name(best)
+                )
+            } else {
+                format!("{}:", set_name(best))
+            },
+            fmt_sig3(best.median_us),
+            fmt_sig3(best.effective_gbps),
+            fmt_sig3(best.gflops),
+            if best.verified {
+                ""
+            } else {
+                " (its output did NOT match)"
+            }
+        );
+        if sets.len() > 1 {
+            let ranked: Vec<String> = sets
+                .iter()
+                .map(|k| format!("{} {} us", set_name(k), fmt_sig3(k.median_us)))
+                .collect();
+            let _ = writeln!(s, "  ranked: {}", ranked.join(", "));
+        }
+        let mut notes: Vec<&str> = Vec::new();
+        for k in &sets {
+            for n in &k.notes {
+                if !notes.contains(&n.as_str()) {
+                    notes.push(n);
+                }
+            }
+        }
+        for n in notes {
+            let _ = writeln!(s, "  {n}");
+        }
+        s.push('\n');
+    }
 }
 
 /// The read and copy ceiling.

@@ -26,11 +26,12 @@ pub struct VariantCounts {
 impl VariantCounts {
     /// The counts of a report's kernels.
     pub fn of(r: &KernelReport) -> VariantCounts {
+        let own = || r.kernels.iter().filter(|k| !k.is_user());
         let mut c = VariantCounts {
-            kernels: r.kernels.len(),
+            kernels: own().count(),
             ..VariantCounts::default()
         };
-        for k in &r.kernels {
+        for k in own() {
             match k.variant.as_ref().map(|v| v.source.as_str()) {
                 Some("tuned") => c.tuned += 1,
                 Some("nearest") => c.nearest += 1,
@@ -74,7 +75,11 @@ impl VariantCounts {
 
 /// Which variants ran: the tuning file used, or why not.
 pub(super) fn tuning_section(s: &mut String, r: &KernelReport) {
-    if let Some(t) = &r.tuning {
+    if let Some(t) = r
+        .tuning
+        .as_ref()
+        .filter(|_| VariantCounts::of(r).kernels > 0)
+    {
         let _ = writeln!(
             s,
             "Variants: {}; tuning file {}: {}\n",

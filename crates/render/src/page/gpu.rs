@@ -199,6 +199,10 @@ pub struct KernelsView {
     pub skipped: Vec<String>,
     /// Errors, each in a line.
     pub errors: Vec<String>,
+    /// A developer's own kernel on the roofline, in sentences
+    /// (`render::kernels::user_text`); empty without one.
+    #[serde(default)]
+    pub yours: String,
 }
 
 impl KernelsView {
@@ -264,6 +268,7 @@ impl KernelsView {
                 .map(|s| format!("skipped {} {} {:?}: {}", s.name, s.dtype, s.shape, s.reason))
                 .collect(),
             errors: r.errors.iter().map(|e| format!("error: {e}")).collect(),
+            yours: crate::kernels::user_text(r),
         }
     }
 
