@@ -243,12 +243,22 @@ fn a_kernel_shorter_than_the_timestamp_step_is_repeated_until_it_can_be_timed() 
         "{notes}"
     );
     assert!(stdout.contains("dispatches per sample"), "{stdout}");
-    // The same kernel on the adapter's own fine timestamps: the same time, within
-    // what lavapipe's scheduling on a loaded host moves (a small kernel's time
-    // moves by 2x there).
+    // Each sample came from the rounded clock: its whole batch lasted a whole
+    // number of 100 us steps, and about 100 of them at least (the batch is sized
+    // on a first timed pass; later ones may run a little faster).
+    for sample in coarse["samples_us"].as_array().unwrap() {
+        let batch_us = f(sample) * per_sample as f64;
+        let steps = batch_us / 100.0;
+        assert!(
+            (steps - steps.round()).abs() < 1e-6,
+            "{batch_us} us: {coarse}"
+        );
+        assert!(steps >= 80.0, "{batch_us} us: {coarse}");
+    }
+    // On the adapter's own timestamps there is no step to outlast. (Its per-dispatch
+    // time is not compared: lavapipe's fixed cost per pass spreads over 37
+    // dispatches there and 575 here, 106 against 17 us in a CI run.)
     let (fine, _) = tiny(&[]);
-    let ratio = median / f(&fine["median_us"]);
-    assert!((0.25..4.0).contains(&ratio), "{coarse} vs {fine}");
     assert!(
         !fine["notes"].to_string().contains("timestamps step"),
         "{fine}"
