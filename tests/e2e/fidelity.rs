@@ -244,10 +244,6 @@ fn check(cmp: &Compared, tol_ms: f64, label: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One timing test at a time: two load generators on 2 cores would measure each
-/// other.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Run `measure` and check it; the timing agreement is checked on a 2-core machine
 /// shared with builds and other guests, where load comes in bursts that last
 /// seconds to minutes (the ITL medians, normally 0.03 ms apart, then differ by
@@ -255,7 +251,7 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// most (each printed), and one whole measurement must meet the bound.
 fn agree_within(tol_ms: f64, label: &str, measure: impl Fn() -> Compared) {
     const ATTEMPTS: u32 = 5;
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = crate::QUIET.lock().unwrap_or_else(|e| e.into_inner());
     let mut misses = Vec::new();
     for attempt in 1..=ATTEMPTS {
         match check(&measure(), tol_ms, label) {

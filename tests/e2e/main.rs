@@ -52,3 +52,9 @@ mod live_metrics;
 mod shards;
 // Real-user monitoring: the browser probe and the collector.
 mod rum;
+
+/// One timing test at a time, and no kernel run beside one: two load generators
+/// on 2 cores would measure each other, and lavapipe takes every core (a c=64
+/// fidelity check missed its bound five times running beside `kernels --shader`
+/// runs in a CI).
+pub static QUIET: std::sync::Mutex<()> = std::sync::Mutex::new(());
