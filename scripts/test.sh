@@ -67,7 +67,7 @@ echo "$(wc -l <"$scratch/opt-in.txt") opt-in tests ran and passed"
 
 step "the page's wasm-bindgen tests (headless Chromium)"
 CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver)} \
-  cargo test -p tokenscope-web --target wasm32-unknown-unknown
+  cargo test -p tokenscope-web --target wasm32-unknown-unknown --profile web-test
 
 step "the library crates build for wasm32 (no I/O, portable)"
 # The page's build above compiled them for wasm32 (its five modules depend on

@@ -251,7 +251,7 @@ fn check(cmp: &Compared, tol_ms: f64, label: &str) -> Result<(), String> {
 /// most (each printed), and one whole measurement must meet the bound.
 fn agree_within(tol_ms: f64, label: &str, measure: impl Fn() -> Compared) {
     const ATTEMPTS: u32 = 5;
-    let _one = crate::QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = crate::alone();
     let mut misses = Vec::new();
     for attempt in 1..=ATTEMPTS {
         match check(&measure(), tol_ms, label) {

@@ -53,8 +53,19 @@ mod shards;
 // Real-user monitoring: the browser probe and the collector.
 mod rum;
 
-/// One timing test at a time, and no kernel run beside one: two load generators
-/// on 2 cores would measure each other, and lavapipe takes every core (a c=64
-/// fidelity check missed its bound five times running beside `kernels --shader`
-/// runs in a CI).
-pub static QUIET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Timing checks run alone; runs that take every core (lavapipe, Chromium) run
+/// beside each other but never beside a timing check: two load generators on 2
+/// cores would measure each other, and a c=64 fidelity check missed its bound five
+/// times running beside kernel runs in two CIs. A timing check takes [`alone`],
+/// a lavapipe or Chromium run takes [`busy`]; other tests take neither.
+static QUIET: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// For a timing check: no other timing check, kernel run or browser beside it.
+pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    QUIET.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// For a run that takes every core: never beside a timing check.
+pub fn busy() -> std::sync::RwLockReadGuard<'static, ()> {
+    QUIET.read().unwrap_or_else(|e| e.into_inner())
+}

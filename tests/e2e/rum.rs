@@ -587,9 +587,14 @@ fn the_collector_refuses_bad_input_and_keeps_what_it_acknowledged() {
 /// answer's text, its counts are the app's, an abort and an HTTP error end as such,
 /// and no prompt or answer text reaches the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the guard only keeps timing checks apart; no task here takes it"
+)]
 #[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn the_probe_reports_real_turns_as_the_browser_painted_them() {
     let _one = BROWSER.lock().await;
+    let _busy = crate::busy();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mock = Mock::start(&[
         "--ttft-ms",
@@ -915,9 +920,14 @@ fn check_report(dir: &Path, db: &Path, turns: &[Value], n: usize) {
 /// Preact's batched setState: received TTFT by the mock's log, every chunk, the
 /// paint after the DOM change and within a frame of the browser's Element Timing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the guard only keeps timing checks apart; no task here takes it"
+)]
 #[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn the_probe_follows_websocket_and_framework_rendered_turns() {
     let _one = BROWSER.lock().await;
+    let _busy = crate::busy();
     let _ = rustls::crypto::ring::default_provider().install_default();
     // Chunks 30 ms apart: a received TTFT within 12 ms of the server's is the
     // first chunk's, never the second's, even on a loaded machine.
@@ -1075,9 +1085,14 @@ async fn the_probe_follows_websocket_and_framework_rendered_turns() {
 /// with the app's plain `fetch` is not seen, one made with `tokenscope.fetch` (what
 /// an SDK's `fetch` option is given) is a turn like any other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the guard only keeps timing checks apart; no task here takes it"
+)]
 #[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn without_patching_only_what_the_sdk_is_given_is_seen() {
     let _one = BROWSER.lock().await;
+    let _busy = crate::busy();
     let mock = Mock::start(&["--ttft-ms", "40", "--itl-ms", "5", "--jitter-ms", "0"]);
     let chat = ChatPage::open_with(&mock.url, "&patch=0").await;
     let native = chat
@@ -1117,9 +1132,14 @@ async fn without_patching_only_what_the_sdk_is_given_is_seen() {
 /// renders 40 ms after the text arrives, so the main thread's part is the app's 40
 /// ms, not the spinner's next tick, and the paint is the answer's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the guard only keeps timing checks apart; no task here takes it"
+)]
 #[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn without_a_container_the_probe_finds_the_answer() {
     let _one = BROWSER.lock().await;
+    let _busy = crate::busy();
     let mock = Mock::start(&["--ttft-ms", "60", "--itl-ms", "10", "--jitter-ms", "0"]);
     let chat = ChatPage::open_with(&mock.url, "&container=&spinner=1").await;
     let mut seen = Vec::new();
@@ -1191,9 +1211,14 @@ fn core_reading(bytes: &[u8]) -> (u64, u64, u64, bool) {
 /// stream, streams cut off), and the app reads the same bytes through the probe as
 /// through the browser's own `fetch`; and an `EventSource` stream is counted too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the guard only keeps timing checks apart; no task here takes it"
+)]
 #[ignore = "opt-in: needs Chromium; scripts/test.sh runs it (cargo test -- --include-ignored)"]
 async fn the_probe_reads_the_sse_fixtures_as_core_does() {
     let _one = BROWSER.lock().await;
+    let _busy = crate::busy();
     use axum::extract::Path as UrlPath;
     use axum::http::header;
     let fixtures = repo().join("tests/fixtures/sse");

@@ -1,6 +1,6 @@
 //! The page's services and components in headless Chromium (wasm-bindgen-test):
 //!
-//!     CHROMEDRIVER=/usr/bin/chromedriver cargo test -p tokenscope-web --target wasm32-unknown-unknown
+//!     CHROMEDRIVER=/usr/bin/chromedriver cargo test -p tokenscope-web --target wasm32-unknown-unknown --profile web-test
 //!
 //! The simulator built into the page is the truth here: it logs when it handed each
 //! chunk over, on the same clock the page stamps reads with.
