@@ -10,6 +10,11 @@
 //!   included in this shader is skipped (helpers shared by two includes);
 //! - `{{NAME}}` is replaced by a host value (`ROWS`, `BATCH`, `HEAD_DIM`, ...);
 //!   an unknown name, a stray directive or an unbalanced `#ifdef` is an error;
+//! - `#unroll i COUNT` ... `#endunroll` repeats its lines COUNT times (a number or
+//!   a host value, at most [`MAX_UNROLL`]), with `{{i}}` = `0u`, `1u`, ... in copy
+//!   0, 1, ...; blocks nest. WGSL has no unroll hint and naga adds a counter to
+//!   every loop, so a loop over a register array (`w[r]`, `acc[i]`) is unrolled
+//!   here: its indices become constants, which keeps the array in registers;
 //! - `enable f16;` is prepended with `SHADER_F16`, and `enable subgroups;` with
 //!   `SUBGROUPS` on the browser's WebGPU (native wgpu enables them by device feature).
 
@@ -186,6 +191,80 @@ fn substitute(file: &str, line: &str, defines: &Defines, lineno: usize) -> Resul
     Ok(out)
 }
 
+/// Most copies an `#unroll` makes.
+pub const MAX_UNROLL: u32 = 64;
+
+/// The directive word of a line (`unroll` for `#unroll i 4`), if it is one.
+fn directive_word(line: &str) -> Option<&str> {
+    line.trim_start()
+        .strip_prefix('#')
+        .map(|d| d.split_whitespace().next().unwrap_or(""))
+}
+
+/// The index of the `#endunroll` closing the `#unroll` at `start`.
+fn unroll_end(lines: &[&str], start: usize) -> Option<usize> {
+    let mut open = 0usize;
+    for (i, line) in lines.iter().enumerate().skip(start + 1) {
+        match directive_word(line) {
+            Some("unroll") => open += 1,
+            Some("endunroll") if open == 0 => return Some(i),
+            Some("endunroll") => open -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One line of WGSL from an unrolled copy, for a caller keeping line numbers:
+/// `//` comments dropped (WGSL has no string literals, so `//` always starts
+/// one), the lines joined by spaces.
+fn one_line(copy: &str) -> String {
+    copy.lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `#unroll var COUNT` with body `body` (its lines), expanded into `out`.
+#[allow(clippy::too_many_arguments)]
+fn unroll(
+    name: &str,
+    (var, count): (&str, &str),
+    body: &str,
+    defines: &Defines,
+    depth: usize,
+    seen: &mut BTreeSet<&'static str>,
+    out: &mut String,
+    keep_lines: bool,
+) -> std::result::Result<(), String> {
+    let n: u32 = count
+        .parse()
+        .ok()
+        .or_else(|| defines.values.get(count).and_then(|v| v.parse().ok()))
+        .ok_or_else(|| format!("#unroll count `{count}` is neither a number nor a value"))?;
+    if n > MAX_UNROLL {
+        return Err(format!(
+            "#unroll {var} {count}: {n} copies, more than {MAX_UNROLL}"
+        ));
+    }
+    for k in 0..n {
+        let d = defines.clone().value(var.to_string(), format!("{k}u"));
+        let mut copy = String::new();
+        expand((name, body), &d, depth, seen, &mut copy, false).map_err(|e| match e {
+            HarnessError::Shader { message, .. } => format!("in #unroll {var}: {message}"),
+            other => other.to_string(),
+        })?;
+        if keep_lines {
+            out.push_str(&one_line(&copy));
+            out.push(' ');
+        } else {
+            out.push_str(&copy);
+        }
+    }
+    Ok(())
+}
+
 fn expand(
     (name, source): (&str, &str),
     defines: &Defines,
@@ -203,8 +282,12 @@ fn expand(
     // Stack of (this branch active, any enclosing branch inactive, seen #else).
     let mut stack: Vec<(bool, bool, bool)> = Vec::new();
     let active = |stack: &Vec<(bool, bool, bool)>| stack.iter().all(|(on, _, _)| *on);
-    for (i, line) in source.lines().enumerate() {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
         let lineno = i + 1;
+        i += 1;
         let trimmed = line.trim_start();
         if let Some(directive) = trimmed.strip_prefix('#') {
             let mut parts = directive.split_whitespace();
@@ -236,6 +319,32 @@ fn expand(
                     stack
                         .pop()
                         .ok_or_else(|| err("#endif without #ifdef".into()))?;
+                }
+                ("unroll", Some(var)) => {
+                    let count = parts
+                        .next()
+                        .ok_or_else(|| err("#unroll needs a name and a count".into()))?;
+                    let end = unroll_end(&lines, lineno - 1)
+                        .ok_or_else(|| err("#unroll without #endunroll".into()))?;
+                    if active(&stack) {
+                        let body = lines[lineno..end].join("\n");
+                        unroll(
+                            name,
+                            (var, count),
+                            &body,
+                            defines,
+                            depth,
+                            seen,
+                            out,
+                            keep_lines,
+                        )
+                        .map_err(err)?;
+                    }
+                    if keep_lines {
+                        // The copies on the #unroll's line, the block's other lines empty.
+                        out.push_str(&"\n".repeat(end - lineno + 1));
+                    }
+                    i = end + 1;
                 }
                 ("include", Some(name)) => {
                     if active(&stack) {
@@ -420,6 +529,47 @@ mod tests {
         assert_eq!(src.lines().count(), T.source.lines().count());
         let own = "enable f16;\nx\n";
         assert_eq!(preprocess_source("mine.wgsl", own, &d, false).unwrap(), own);
+    }
+
+    #[test]
+    fn unroll_repeats_its_lines_with_constant_indices() {
+        const U: ShaderFile = ShaderFile {
+            name: "u.wgsl",
+            source: "a\n#unroll r ROWS\nw[{{r}}] = 1;\n#unroll c 2 // inner\nacc[{{r}} * 2u + {{c}}] += w[{{r}}]; // fma\n#endunroll\n#endunroll\nz\n",
+        };
+        let d = Defines::new().value("ROWS", 2);
+        assert_eq!(
+            preprocess(U, &d, false).unwrap(),
+            "a\nw[0u] = 1;\nacc[0u * 2u + 0u] += w[0u]; // fma\nacc[0u * 2u + 1u] += w[0u]; // fma\n\
+             w[1u] = 1;\nacc[1u * 2u + 0u] += w[1u]; // fma\nacc[1u * 2u + 1u] += w[1u]; // fma\nz\n"
+        );
+        // Zero copies: nothing. A user's shader keeps its line numbers: the copies on
+        // the #unroll's line, without comments, the block's other lines empty.
+        let none = Defines::new().value("ROWS", 0);
+        assert_eq!(preprocess(U, &none, false).unwrap(), "a\nz\n");
+        let mine = preprocess_source("mine.wgsl", U.source, &d, false).unwrap();
+        assert_eq!(mine.lines().count(), U.source.lines().count());
+        assert_eq!(
+            mine.lines().nth(1).unwrap().trim_end(),
+            "w[0u] = 1; acc[0u * 2u + 0u] += w[0u]; acc[0u * 2u + 1u] += w[0u]; \
+             w[1u] = 1; acc[1u * 2u + 0u] += w[1u]; acc[1u * 2u + 1u] += w[1u];"
+        );
+        assert_eq!(mine.lines().last(), Some("z"));
+        // Errors: no #endunroll, a count that is no number, too many copies, a stray
+        // #endunroll; an error inside a copy says so.
+        for (source, says) in [
+            ("#unroll r 2\nx\n", "without #endunroll"),
+            ("#unroll r K\nx\n#endunroll\n", "`K` is neither"),
+            ("#unroll r 65\nx\n#endunroll\n", "more than 64"),
+            ("#endunroll\n", "unknown directive"),
+            ("#unroll r\n#endunroll\n", "a name and a count"),
+            ("#unroll r 2\n{{Q}}\n#endunroll\n", "in #unroll r"),
+        ] {
+            let e = preprocess_source("mine.wgsl", source, &d, false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{source:?}: {e}");
+        }
     }
 
     #[test]

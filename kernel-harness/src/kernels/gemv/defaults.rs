@@ -14,6 +14,8 @@
 //!   int8 for quantized weights (the H200 has about 4.5 arithmetic instructions per q4_0
 //!   weight at full bandwidth: an f32 dequantization does not fit, `dot4I8Packed`
 //!   does). Not yet searched on a GPU with `kernels --tune`: docs/kernels.md says so.
+//!   Skinny batches take up to 8 columns a pass (at 4, a batch of 8 read the
+//!   weights twice), as llama.cpp's mul_mat_vec does: from its code, not measured.
 //! - Other GPUs: a heuristic from the same principles (one subgroup per row, loads in
 //!   flight, x as int8 for quantized weights), not measured on that vendor: run
 //!   `tokenscope kernels --tune` there.
@@ -91,7 +93,7 @@ pub fn gemv_default(
                 threads: 128,
                 rows: 2,
                 unroll: 2,
-                batch_tile: batch_tile.min(4),
+                batch_tile: batch_tile.min(8),
                 x: if quantized { XPath::Q8 } else { XPath::F32 },
             },
             "default for this GPU: a heuristic, not measured on its vendor (run `tokenscope kernels --tune`)",
@@ -113,7 +115,9 @@ fn best_team(caps: &VariantCaps) -> Team {
 fn nvidia_gemv(spec: &GemvSpec, caps: &VariantCaps) -> GemvVariant {
     let quantized = spec.dtype.block_elems() > 1;
     let team = best_team(caps);
-    let batch_tile = spec.batch.next_power_of_two().min(4);
+    // Up to 8 columns a pass, as llama.cpp's mul_mat_vec: at 4, a batch of 8
+    // streams the weights twice, the second time from DRAM (not yet measured here).
+    let batch_tile = spec.batch.next_power_of_two().min(8);
     match spec.dtype {
         Quant::F32 | Quant::F16 | Quant::Bf16 => GemvVariant {
             team,
