@@ -16,10 +16,13 @@
 # 5. each --gguf FILE (default: the Gemma 3 270M Q4_K_M file scripts/real-engine.sh
 #    downloads, when present): the file's GEMVs on its own weights, attention at its
 #    layout, and its floor at 4096 and 32768 tokens;
+# 5b. the experiments that separate causes: u1 vs u4 at 4096x14336 (spilling) and
+#    f32 x vs int8 x (q8_0, q4_0) vs f16 (q4_0), each arm a tuning file forcing the variant
+#    (after a search only); the fixed cost per dispatch comes from the suite;
 # 6. your own kernel (`kernels --shader`): tokenscope's read kernel given as a
 #    user's, at the ceiling's buffer size (it must read what the ceiling reads), and
 #    the example tiled matmul at 2048^3 (128^3 with --quick; TILE 8 and 16, checked
-#    against the naive);
+#    against the naive), each beside tokenscope's f16 GEMV at its bytes;
 # 7. prints a summary against the goals (docs/kernels.md, Goals): the read and FMA
 #    roofs, each goal met or not with its figure, what tuning gained over the
 #    defaults, the drift and the run-order check, each file's floor, the user path.
@@ -85,6 +88,65 @@ for order in f16,q4_0 q4_0,f16; do
   "$BIN" kernels "${QUICK[@]}" "${USE[@]}" --only gemv --formats "$order" --decode-step none \
     --models llama-3.1-8b --json "$OUT/order-${order/,/-}.json" > "$OUT/order-${order/,/-}.txt"
 done
+
+# Experiments that separate the causes (docs/kernels.md, "Why a GEMV misses"): the
+# same GEMVs with one thing changed, each arm a copy of the search's tuning file
+# whose entries force a variant: loop unrolling (u1 vs u4 at 4096x14336, where
+# register arrays spill or not) and the x path (f32 x vs int8 x for q8_0 and q4_0,
+# vs f16 dequantization for q4_0). The fixed cost per dispatch comes from the suite
+# itself (dispatch_cost). An arm's report says "tuned" and shows the search's
+# figures for the problem; its own median is the figure to read.
+if [[ $SEARCH == yes && -s $TUNING ]]; then
+  say "experiments: unrolling and the x path"
+  python3 - "$TUNING" "$OUT" <<'PY'
+import copy, json, re, sys
+tuning, out = sys.argv[1], sys.argv[2]
+base = json.load(open(tuning))
+template = next((e for e in base["entries"] if e["kernel"] == "gemv"), None)
+def arm(name, forced):
+    t = copy.deepcopy(base)
+    for (dtype, shape), variant in forced.items():
+        hit = [e for e in t["entries"] if e["kernel"] == "gemv" and e["dtype"] == dtype and e["shape"] == list(shape) and e["batch"] == 1]
+        if not hit and template is not None:
+            e = copy.deepcopy(template)
+            e.update(dtype=dtype, shape=list(shape), batch=1, tried=[], failed=[])
+            t["entries"].append(e)
+            hit = [e]
+        for e in hit:
+            e["best"] = variant
+    t["unsearched_problems"] = []
+    json.dump(t, open(f"{out}/arm-{name}.json", "w"), indent=1)
+def default(dtype, shape):
+    e = next((e for e in base["entries"] if e["kernel"] == "gemv" and e["dtype"] == dtype and e["shape"] == list(shape) and e["batch"] == 1), None)
+    return e["default"] if e else None
+# The sweep's batch-1 GEMV shapes (the suite's report); the widest rows (4096x14336
+# in the full suite) for the unrolling.
+suite = json.load(open(f"{out}/kernels.json"))
+shapes = sorted({tuple(k["shape"]) for k in suite["kernels"] if k["name"] == "gemv" and k["batch"] == 1 and not k.get("tensors")})
+wide = max(shapes, key=lambda s: (s[1], -s[0]), default=None)
+for u in (1, 4):
+    arm(f"u{u}", {(d, wide): re.sub(r"_u\d+_", f"_u{u}_", default(d, wide)) for d in ("f16", "q4_0") if wide and default(d, wide)})
+suffix = {"f32x": "", "int8x": "_q8", "f16x": "_h"}
+for x, formats in (("f32x", ("q8_0", "q4_0")), ("int8x", ("q8_0", "q4_0")), ("f16x", ("q4_0",))):
+    forced = {}
+    for d in formats:
+        for sh in shapes:
+            v = default(d, sh)
+            if v:
+                forced[(d, sh)] = re.sub(r"_(q8|h)$", "", v) + suffix[x]
+    arm(x, forced)
+PY
+  for a in u1 u4; do
+    [[ -s $OUT/arm-$a.json ]] && "$BIN" kernels "${QUICK[@]}" --tuning "$OUT/arm-$a.json" --only gemv --formats f16,q4_0 \
+      --decode-step none --models llama-3.1-8b --json "$OUT/exp-$a.json" > "$OUT/exp-$a.txt" 2>&1 || true
+  done
+  for a in f32x int8x f16x; do
+    formats=q8_0,q4_0
+    [[ $a == f16x ]] && formats=q4_0
+    [[ -s $OUT/arm-$a.json ]] && "$BIN" kernels "${QUICK[@]}" --tuning "$OUT/arm-$a.json" --only gemv --formats "$formats" \
+      --decode-step none --models llama-3.1-8b --json "$OUT/exp-$a.json" > "$OUT/exp-$a.txt" 2>&1 || true
+  done
+fi
 
 # A file's own GEMVs, at its shapes and on its weights.
 i=0
@@ -152,6 +214,24 @@ if runs:
         vals = [runs[p][key] for p in runs] + ([suite[key]] if key in suite else [])
         spread = max(vals) / min(vals) - 1
         print(f"  gemv {key[0]:<5} {'x'.join(map(str, key[1])):<12} " + "  ".join(f"{v:9.1f}" for v in vals) + f" us  spread {spread:.1%}{'  ORDER EFFECT' if spread > 0.05 else ''}")
+print("\nfixed cost per dispatch (each format's GEMVs fitted as a + bytes / B, dispatches back to back):")
+for c in r.get("dispatch_cost", []):
+    a = f"{c['fixed_us']:.2f} +- {c['fixed_ci95_us']:.2f} us" + ("" if c["resolved"] else " (not resolved)")
+    b = c.get("stream_gbps")
+    print(f"  {c['dtype']:<5} over {c['shapes']} shapes: a = {a}, B = {b or 0:.4g} GB/s ({(c.get('stream_fraction_of_read') or 0):.0%} of read)")
+print("\nexperiments (the same GEMVs with one thing forced; us per call, the variant that ran):")
+for pair in (("u1", "u4"), ("f32x", "int8x"), ("f32x", "f16x")):
+    arms = {}
+    for a in pair:
+        try:
+            arms[a] = {(k["dtype"], tuple(k["shape"])): (k["median_us"], (k.get("variant") or {}).get("name", "?"), k["fraction_of_read"])
+                       for k in json.load(open(f"{out}/exp-{a}.json"))["kernels"] if k["name"] == "gemv"}
+        except (FileNotFoundError, ValueError):
+            print(f"  {a}: no report (see {out}/exp-{a}.txt; the experiments need the search's tuning file)")
+    if len(arms) == 2:
+        for key in sorted(set(arms[pair[0]]) & set(arms[pair[1]])):
+            (t0, v0, f0), (t1, v1, f1) = arms[pair[0]][key], arms[pair[1]][key]
+            print(f"  gemv {key[0]:<5} {'x'.join(map(str, key[1])):<12} {pair[0]} {t0:9.2f} us ({f0:.0%}, {v0})  {pair[1]} {t1:9.2f} us ({f1:.0%}, {v1})  {pair[1]}/{pair[0]} {t1 / t0:.2f}")
 print("\nyour own kernel (kernels --shader):")
 for name in ("user-read", "user-matmul"):
     try:

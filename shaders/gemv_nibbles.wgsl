@@ -3,7 +3,8 @@
 // nibble and "high" weight i in its high nibble (for q4_0..q5_1 the weights i and
 // i + 16 of a block; for q4_K/q5_K those of two sub-blocks), and for the q5 formats
 // their fifth bits in a word h (bit i: low weight i, bit 16 + i: high weight i).
-// As f32 (x as f32), or as bytes for dot4I8Packed (XQ8, x as int8).
+// As f32 (x as f32), as bytes for dot4I8Packed (XQ8, x as int8), or as f16 minus the
+// includer's Q_BIAS (DEQ16, x as f16: q4_0 and q5_0).
 
 #ifdef XQ8
 #include gemv_q8x.wgsl
@@ -24,6 +25,38 @@ fn fifth_lo(h: u32) -> vec4<u32> {
 
 fn fifth_hi(h: u32) -> vec4<u32> {
     return vec4<u32>(spread1(h >> 16u), spread1(h >> 20u), spread1(h >> 24u), spread1(h >> 28u)) << vec4<u32>(4u);
+}
+#else
+#ifdef DEQ16
+// Quants as f16 minus the includer's Q_BIAS (8 for q4_0, 16 for q5_0): the centred
+// quants, exact in f16, for f16 products with x in f16 (gemv_legacy.wgsl). The
+// integers are converted, not ORed into the mantissa of 1024.0h as llama.cpp does
+// (two weights an operation): naga cannot bitcast a u32 to vec2<f16> yet
+// (gfx-rs/wgpu#8896).
+const LO_SHIFT = vec4<u32>(0u, 8u, 16u, 24u);
+const HI_SHIFT = vec4<u32>(4u, 12u, 20u, 28u);
+const BIT_UP = vec4<u32>(4u, 3u, 2u, 1u);  // moves bit i of h to bit 4
+
+struct Quants { l: array<vec4<f16>, 4>, h: array<vec4<f16>, 4> }  // low weights, high weights
+
+fn quants4(q: vec4<u32>) -> Quants {
+    var w: Quants;
+    for (var j = 0u; j < 4u; j++) {
+        w.l[j] = vec4<f16>((vec4<u32>(q[j]) >> LO_SHIFT) & vec4<u32>(15u)) - vec4<f16>(Q_BIAS);
+        w.h[j] = vec4<f16>((vec4<u32>(q[j]) >> HI_SHIFT) & vec4<u32>(15u)) - vec4<f16>(Q_BIAS);
+    }
+    return w;
+}
+
+fn quants5(q: vec4<u32>, h: u32) -> Quants {
+    var w: Quants;
+    for (var j = 0u; j < 4u; j++) {
+        let hl = (vec4<u32>(h >> (4u * j)) << BIT_UP) & vec4<u32>(16u);
+        let hh = (vec4<u32>(h >> (16u + 4u * j)) << BIT_UP) & vec4<u32>(16u);
+        w.l[j] = vec4<f16>(((vec4<u32>(q[j]) >> LO_SHIFT) & vec4<u32>(15u)) | hl) - vec4<f16>(Q_BIAS);
+        w.h[j] = vec4<f16>(((vec4<u32>(q[j]) >> HI_SHIFT) & vec4<u32>(15u)) | hh) - vec4<f16>(Q_BIAS);
+    }
+    return w;
 }
 #else
 const LO_SHIFT = vec4<u32>(0u, 8u, 16u, 24u);
@@ -54,4 +87,5 @@ fn quants5(q: vec4<u32>, h: u32) -> Quants {
     }
     return w;
 }
+#endif
 #endif

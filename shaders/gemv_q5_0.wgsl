@@ -47,9 +47,17 @@ fn dequant(q: Unit) -> Deq {
     return Deq(quants5(q.q, q.h), unpack2x16float(q.dw)[q.odd]);
 }
 
+#ifdef DEQ16
+const Q_BIAS: f16 = 16.0h;  // the quants come centred
+
+fn dot_dx(q: Deq, v: Xu) -> f32 {
+    return q.d * dot32(q.w, v);
+}
+#else
 fn dot_dx(q: Deq, v: Xu) -> f32 {
     return q.d * (dot32(q.w, v) - 16.0 * v.s);
 }
+#endif
 #endif
 
 #include gemv_driver.wgsl

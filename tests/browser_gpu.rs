@@ -605,8 +605,13 @@ async fn gpu_view_profiles_a_kernel_of_your_own_picked_with_its_spec() {
     print_figures(&r);
     assert_eq!(r.adapter.backend, "webgpu");
     // Only the picked kernel ran, each tile size checked against the naive one
-    // on every output, on the roofs this browser measured.
-    assert_eq!(r.kernels.len(), 2, "{:?}", r.errors);
+    // on every output, on the roofs this browser measured, and tokenscope's f16
+    // GEMV beside it at its bytes.
+    assert_eq!(r.kernels.len(), 3, "{:?}", r.errors);
+    let g = &r.kernels[2];
+    assert_eq!((g.name.as_str(), g.dtype.as_str()), ("gemv", "f16"));
+    assert_eq!(g.beside.as_deref(), Some("matmul_tiled"));
+    assert!(g.verified, "{:?}", g.verification);
     for (k, tile) in r.kernels.iter().zip([8, 16]) {
         assert!(k.is_user());
         assert_eq!(k.name, "matmul_tiled");
@@ -628,5 +633,15 @@ async fn gpu_view_profiles_a_kernel_of_your_own_picked_with_its_spec() {
     assert!(
         yours.contains("output checked against matmul_naive.wgsl"),
         "{yours}"
+    );
+    assert!(
+        yours.contains("beside it, tokenscope's gemv f16"),
+        "{yours}"
+    );
+    // The roofline names the kernel under both roofs.
+    let chart = browser.text_of("chart-gpu-roofline").await;
+    assert!(
+        chart.contains("matmul_tiled") && chart.contains("roofs: read"),
+        "{chart:.400}"
     );
 }

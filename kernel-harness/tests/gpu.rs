@@ -783,7 +783,11 @@ fn gemv_params(v: &GemvVariant) -> Vec<u32> {
         v.rows,
         v.unroll,
         v.batch_tile,
-        u32::from(v.x == XPath::Q8),
+        match v.x {
+            XPath::F32 => 0,
+            XPath::Q8 => 1,
+            XPath::F16 => 2,
+        },
     ]
 }
 
@@ -814,6 +818,12 @@ fn every_gemv_variant_verifies_on_odd_shapes() {
                 if dtype.block_elems() > 1 {
                     assert!(space.iter().any(|v| v.x == XPath::Q8), "{spec:?}");
                 }
+                // The f16 dequantization where the format and the device take it.
+                assert_eq!(
+                    space.iter().any(|v| v.x == XPath::F16),
+                    ctx.caps.shader_f16 && matches!(dtype, Quant::Q4_0 | Quant::Q5_0),
+                    "{spec:?}"
+                );
                 let cover = pairwise(&space, gemv_params);
                 let kernel = |v: GemvVariant| {
                     pollster::block_on(GemvKernel::with_variant(&ctx, &spec, Choice::given(v)))

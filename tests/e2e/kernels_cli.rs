@@ -156,6 +156,36 @@ fn quick_run_verifies_every_kernel_and_validates() {
         assert_eq!(batches, [1, 3, 8, 64]);
         assert!((row.points[0].time_vs_batch1 - 1.0).abs() < 1e-12);
     }
+    // The fixed cost per dispatch: each format's 3 GEMVs fitted as a + bytes / B,
+    // recomputed here from the report's own rows (least squares by hand).
+    assert_eq!(report.dispatch_cost.len(), 4, "{:?}", report.dispatch_cost);
+    for c in &report.dispatch_cost {
+        let pts: Vec<(f64, f64)> = report
+            .kernels
+            .iter()
+            .filter(|k| k.name == "gemv" && k.dtype == c.dtype)
+            .map(|k| (k.bytes_moved as f64, k.median_us))
+            .collect();
+        assert_eq!((c.shapes, pts.len()), (3, 3), "{c:?}");
+        let n = pts.len() as f64;
+        let (mx, my) = (
+            pts.iter().map(|p| p.0).sum::<f64>() / n,
+            pts.iter().map(|p| p.1).sum::<f64>() / n,
+        );
+        let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
+        let a = my - slope * mx;
+        assert!(
+            (c.fixed_us - a).abs() <= 1e-6 * a.abs().max(1.0),
+            "{c:?} vs {a}"
+        );
+        if slope > 0.0 {
+            let b = c.stream_gbps.expect("a positive slope is a rate");
+            assert!((b * slope / 1e-3 - 1.0).abs() < 1e-9, "{c:?}");
+        }
+        assert!(c.fixed_ci95_us > 0.0 && c.resolved == (c.fixed_us.abs() > c.fixed_ci95_us));
+    }
+    assert!(stdout.contains("Fixed cost per dispatch"), "{stdout}");
 }
 
 #[test]
@@ -614,7 +644,7 @@ fn tune_writes_a_tuning_file_that_later_runs_use() {
     common::assert_schema("tuning.schema.json", &tuning, "tuning file");
     let file = tokenscope_kernel_report::TuningFile::from_json(&tuning.to_string()).unwrap();
     // Every problem of the run was searched or, once the budget was spent, listed as
-    // unsearched: the bandwidth ceiling's read and copy, 2 formats x 2 shapes of GEMV,
+    // unsearched: the bandwidth ceiling's read and copy, 2 formats x 3 shapes of GEMV,
     // and attention (2 layouts x 2 formats x 2 contexts, both kernels), in that order.
     let kernels: Vec<&str> = file.entries.iter().map(|e| e.kernel.as_str()).collect();
     assert_eq!(
@@ -623,8 +653,8 @@ fn tune_writes_a_tuning_file_that_later_runs_use() {
         "{kernels:?}"
     );
     let gemvs = kernels.iter().filter(|k| **k == "gemv").count();
-    assert_eq!(gemvs, 4, "{kernels:?}");
-    assert_eq!(file.entries.len() + file.unsearched.len(), 2 + 4 + 16);
+    assert_eq!(gemvs, 6, "{kernels:?}");
+    assert_eq!(file.entries.len() + file.unsearched.len(), 2 + 6 + 16);
     assert!(
         file.spent_s < 10.0 * 3.0,
         "the budget bounds the search: {}",

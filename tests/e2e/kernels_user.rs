@@ -119,13 +119,35 @@ fn the_example_matmuls_are_checked_searched_and_placed_on_the_roofline() {
     ] {
         assert!(stdout.contains(needle), "no {needle:?}:\n{stdout}");
     }
-    // tokenscope's own sweeps did not run; no goals of theirs.
+    // tokenscope's own sweeps did not run, only its f16 GEMV beside the kernel at
+    // the bytes of its largest parameter set; no goals of theirs.
+    let all = doc["kernels"].as_array().unwrap();
+    let beside: Vec<&Value> = all.iter().filter(|k| k["dtype"] != "wgsl").collect();
+    assert_eq!(beside.len(), 1, "{all:?}");
+    let g = beside[0];
+    assert_eq!(
+        (g["name"].as_str(), g["dtype"].as_str()),
+        (Some("gemv"), Some("f16"))
+    );
+    assert_eq!(g["beside"], "matmul_tiled");
+    assert_eq!(g["verified"], true, "{g}");
+    // 4 (MK + KN + MN) = 267,020 bytes: 1024 columns, the rows that come nearest.
+    let bytes = f(&ks[0]["bytes_moved"]);
+    assert_eq!(g["shape"][1], 1024);
     assert!(
-        doc["kernels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|k| k["dtype"] == "wgsl")
+        (f(&g["bytes_moved"]) - bytes).abs() <= 2.0 * 1024.0 + 4.0,
+        "{g}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "beside it, tokenscope's gemv f16 {}x1024 moving {} bytes",
+            g["shape"][0], g["bytes_moved"]
+        )),
+        "{stdout}"
+    );
+    assert!(
+        doc.get("dispatch_cost").is_none(),
+        "one GEMV: nothing to fit"
     );
     assert!(
         doc["goals"].as_array().is_none_or(Vec::is_empty),

@@ -69,6 +69,9 @@ pub fn Results(props: &ResultsProps) -> Html {
             <figure class="chart" id="chart-gpu-kernels">
                 { Html::from_html_unchecked(AttrValue::from(v.chart_svg.clone())) }
             </figure>
+            <figure class="chart" id="chart-gpu-roofline">
+                { Html::from_html_unchecked(AttrValue::from(v.roofline_svg.clone())) }
+            </figure>
             <table class="levels" id="gpu-kernels">
                 <thead><tr>{ for head }</tr></thead>
                 <tbody>{ for rows }</tbody>

@@ -21,8 +21,8 @@ pub use device::{
 };
 pub use gguf::{GgufFloorRow, GgufReport, TypeRow};
 pub use results::{
-    BandwidthReport, ComputeReport, DRIFT_LIMIT, DecodeStepResult, DriftCheck, FloorRow,
-    GoalResult, KernelResult, ROOFLINE_TURN, RooflinePoint, RooflineRow, SkippedKernel,
+    BandwidthReport, ComputeReport, DRIFT_LIMIT, DecodeStepResult, DispatchCost, DriftCheck,
+    FloorRow, GoalResult, KernelResult, ROOFLINE_TURN, RooflinePoint, RooflineRow, SkippedKernel,
     TimingSummary, USER_KERNEL_DTYPE, VerificationReport,
 };
 use serde::{Deserialize, Serialize};
@@ -107,6 +107,10 @@ pub struct KernelReport {
     /// Skinny-matmul batch sweeps against the GEMV: the roofline turn.
     #[serde(default)]
     pub roofline: Vec<RooflineRow>,
+    /// Each GEMV format's fixed cost per dispatch and streaming rate, fitted over its
+    /// shapes (formats with fewer than 3 shapes are left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dispatch_cost: Vec<DispatchCost>,
     /// Standing against the goals.
     #[serde(default)]
     pub goals: Vec<GoalResult>,
@@ -380,6 +384,47 @@ impl KernelReport {
         rows
     }
 
+    /// Each GEMV format's time over its shapes fitted as `a + bytes / B`
+    /// ([`DispatchCost`]): verified batch-1 GEMVs of the sweep (generated data, off
+    /// the cache, not one run beside a developer's kernel), at least 3 of them with
+    /// different sizes.
+    pub fn dispatch_costs(&self) -> Vec<DispatchCost> {
+        let read = self.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
+        let mut out = Vec::new();
+        let mut dtypes: Vec<&str> = Vec::new();
+        for k in self.kernels.iter().filter(|k| k.name == "gemv") {
+            if !dtypes.contains(&k.dtype.as_str()) {
+                dtypes.push(&k.dtype);
+            }
+        }
+        for dtype in dtypes {
+            let points: Vec<(f64, f64)> = self
+                .kernels
+                .iter()
+                .filter(|k| k.name == "gemv" && k.dtype == dtype && k.batch == 1)
+                .filter(|k| k.verified && !k.cache_resident && k.tensors.is_empty())
+                .filter(|k| k.beside.is_none())
+                .map(|k| (k.bytes_moved as f64, k.median_us))
+                .collect();
+            let Some(fit) = tokenscope_stats::stats::LinearFit::fit(&points) else {
+                continue;
+            };
+            // slope: microseconds per byte; bytes / us = MB/s.
+            let stream_gbps = (fit.slope > 0.0).then(|| 1e-3 / fit.slope);
+            let ci = fit.intercept_ci95();
+            out.push(DispatchCost {
+                dtype: dtype.to_string(),
+                shapes: fit.n as u32,
+                fixed_us: fit.intercept,
+                fixed_ci95_us: ci,
+                resolved: fit.intercept.abs() > ci,
+                stream_gbps,
+                stream_fraction_of_read: stream_gbps.filter(|_| read > 0.0).map(|g| g / read),
+            });
+        }
+        out
+    }
+
     /// Recomputes `verified` from the parts: the bandwidth kernels and every kernel
     /// matched their CPU references and no kernel stopped with an error.
     pub fn all_verified(&self) -> bool {
@@ -481,6 +526,75 @@ mod tests {
         });
         let m = r.ceiling_remarks();
         assert!(m[0].contains("+28%") && m[0].contains("searched"), "{m:?}");
+    }
+
+    /// The lavapipe fixture's GEMVs replaced by `shapes` f16 GEMVs timed as
+    /// `time(bytes)`.
+    fn gemvs_timed(shapes: &[(u64, u64)], mut time: impl FnMut(u64) -> f64) -> KernelReport {
+        let text = include_str!("../../../tests/fixtures/reports/kernels-lavapipe.json");
+        let mut r = KernelReport::from_json(text).unwrap();
+        let template = r.kernels.iter().find(|k| k.name == "gemv").unwrap().clone();
+        r.kernels.retain(|k| k.name != "gemv");
+        for &(rows, cols) in shapes {
+            let mut k = template.clone();
+            k.dtype = "f16".into();
+            k.shape = vec![rows, cols];
+            k.bytes_moved = 2 * rows * cols + 4 * (rows + cols);
+            k.median_us = time(k.bytes_moved);
+            k.cache_resident = false;
+            k.verified = true;
+            r.kernels.push(k);
+        }
+        r
+    }
+
+    const DECODE_SHAPES: [(u64, u64); 5] = [
+        (4096, 4096),
+        (1024, 4096),
+        (14336, 4096),
+        (4096, 14336),
+        (128_256, 4096),
+    ];
+
+    #[test]
+    fn the_fixed_cost_per_dispatch_is_fitted_over_the_shapes() {
+        // 3 us a dispatch, bytes at 4000 GB/s (4 bytes a nanosecond).
+        let r = gemvs_timed(&DECODE_SHAPES, |b| 3.0 + b as f64 / 4000.0 / 1e3);
+        let c = r.dispatch_costs();
+        assert_eq!(c.len(), 1, "{c:?}");
+        let c = &c[0];
+        assert_eq!((c.dtype.as_str(), c.shapes), ("f16", 5));
+        assert!((c.fixed_us - 3.0).abs() < 1e-6, "{c:?}");
+        assert!((c.stream_gbps.unwrap() - 4000.0).abs() < 1e-6, "{c:?}");
+        let read = r.bandwidth.as_ref().unwrap().read_gbps;
+        assert!((c.stream_fraction_of_read.unwrap() - 4000.0 / read).abs() < 1e-9);
+        assert!(c.resolved && c.fixed_ci95_us < 1e-6, "{c:?}");
+
+        // Noise of +-2 us around a fixed cost of 0.5 us: the interval holds 0, and
+        // the report names no fixed cost.
+        let noise = [2.0, -2.0, 2.0, -2.0, 2.0];
+        let mut i = 0;
+        let r = gemvs_timed(&DECODE_SHAPES, |b| {
+            i += 1;
+            0.5 + noise[i - 1] + b as f64 / 4000.0 / 1e3
+        });
+        let c = &r.dispatch_costs()[0];
+        assert!(!c.resolved && c.fixed_ci95_us > c.fixed_us.abs(), "{c:?}");
+
+        // Two shapes, or a third that sat in cache or failed its check: no fit.
+        assert!(
+            gemvs_timed(&DECODE_SHAPES[..2], |b| b as f64)
+                .dispatch_costs()
+                .is_empty()
+        );
+        for spoil in [
+            |k: &mut KernelResult| k.cache_resident = true,
+            |k: &mut KernelResult| k.verified = false,
+        ] {
+            let mut r = gemvs_timed(&DECODE_SHAPES[..3], |b| 1.0 + b as f64 / 1e6);
+            spoil(r.kernels.last_mut().unwrap());
+            assert!(r.dispatch_costs().is_empty());
+        }
     }
 
     #[test]

@@ -202,6 +202,10 @@ pub struct KernelResult {
     /// Time at that roof over the measured time (1.0 = at the roof).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fraction_of_roof: Option<f64>,
+    /// The developer's kernel (`kernels --shader`, its name) this GEMV of
+    /// tokenscope's ran beside, moving about the same bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beside: Option<String>,
 }
 
 /// The `dtype` of a developer's own kernel (`kernels --shader`).
@@ -398,6 +402,29 @@ pub struct RooflineRow {
     /// Smallest batch whose call takes more than [`ROOFLINE_TURN`] times the GEMV's:
     /// the roofline turn. `null` if no measured batch got there.
     pub turn_batch: Option<u32>,
+}
+
+/// A format's GEMV time over its shapes, fitted as `time = a + bytes / B`: `a` is
+/// what each dispatch costs beyond moving its bytes (launch, ramp-up, drain and the
+/// barrier before the next one, dispatches back to back in one pass), `B` the rate
+/// at which the bytes stream once it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DispatchCost {
+    /// Weight format.
+    pub dtype: String,
+    /// Shapes fitted (verified batch-1 GEMVs on generated data, off the cache).
+    pub shapes: u32,
+    /// Fixed cost per dispatch `a`, microseconds (may come out negative when it is
+    /// below what the fit resolves).
+    pub fixed_us: f64,
+    /// Half-width of the 95% confidence interval of `fixed_us`.
+    pub fixed_ci95_us: f64,
+    /// `fixed_us` differs from 0 at 95%: only then does the report name a fixed cost.
+    pub resolved: bool,
+    /// Streaming rate `B`, GB/s (`null` when the fitted slope is not positive).
+    pub stream_gbps: Option<f64>,
+    /// `stream_gbps` over the measured read bandwidth.
+    pub stream_fraction_of_read: Option<f64>,
 }
 
 /// Time ratio to batch 1 above which a batch counts as past the roofline turn.

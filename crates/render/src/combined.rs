@@ -550,6 +550,7 @@ fn charts(input: &ReportInput, c: &Combined, opts: BodyOptions) -> Vec<String> {
     }
     if let Some(k) = &input.kernels {
         out.push(crate::charts::kernel_roofline(k));
+        out.push(crate::charts::roofline(k));
     }
     out
 }

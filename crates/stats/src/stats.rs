@@ -468,8 +468,9 @@ fn record_hist(h: &mut Histogram<u64>, v_ms: f64) {
     h.record(us).ok();
 }
 
-/// Ordinary least squares fit `y = a + b x`, with the slope's standard error and
-/// a two-sided significance test: used by the soak drift check.
+/// Ordinary least squares fit `y = a + b x`, with the standard errors of the slope
+/// and the intercept and a two-sided significance test of the slope: used by the
+/// soak drift check and the GEMVs' fixed cost per dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LinearFit {
     /// Points fitted.
@@ -482,6 +483,9 @@ pub struct LinearFit {
     pub slope_stderr: f64,
     /// `slope / slope_stderr`.
     pub t_stat: f64,
+    /// Standard error of the intercept (0 in fits written before it was added).
+    #[serde(default)]
+    pub intercept_stderr: f64,
 }
 
 impl LinearFit {
@@ -506,6 +510,7 @@ impl LinearFit {
             .map(|p| (p.1 - intercept - slope * p.0).powi(2))
             .sum();
         let slope_stderr = (sse / (nf - 2.0) / sxx).sqrt();
+        let intercept_stderr = (sse / (nf - 2.0) * (1.0 / nf + mx * mx / sxx)).sqrt();
         let t_stat = if slope_stderr > 0.0 {
             slope / slope_stderr
         } else if slope == 0.0 {
@@ -520,7 +525,13 @@ impl LinearFit {
             slope,
             slope_stderr,
             t_stat,
+            intercept_stderr,
         })
+    }
+
+    /// Half-width of the 95% confidence interval of the intercept.
+    pub fn intercept_ci95(&self) -> f64 {
+        t_critical_95(self.n.saturating_sub(2)) * self.intercept_stderr
     }
 
     /// Half-width of the 95% confidence interval of the slope (Student's t, n - 2
@@ -758,5 +769,14 @@ mod tests {
             .collect();
         assert!(!LinearFit::fit(&flat).unwrap().significant());
         assert!(LinearFit::fit(&pts[..2]).is_none());
+        // By hand: x 0, 1, 2 and y 0, 1, 1 give y = 1/6 + x/2, residuals -1/6, 1/3,
+        // -1/6, s^2 = (1/6) / 1 and var(a) = s^2 (1/n + mean(x)^2 / Sxx) = 5/36.
+        let f = LinearFit::fit(&[(0.0, 0.0), (1.0, 1.0), (2.0, 1.0)]).unwrap();
+        assert!(close(f.intercept, 1.0 / 6.0), "{f:?}");
+        assert!(close(f.intercept_stderr, 5f64.sqrt() / 6.0), "{f:?}");
+        assert!(
+            close(f.intercept_ci95(), 12.706 * 5f64.sqrt() / 6.0),
+            "{f:?}"
+        );
     }
 }

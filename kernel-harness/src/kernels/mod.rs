@@ -25,6 +25,8 @@ pub struct VariantCaps {
     pub max_threads: u32,
     /// Most workgroup memory, bytes.
     pub max_workgroup_bytes: u32,
+    /// f16 arithmetic in shaders (`shader-f16` in use).
+    pub shader_f16: bool,
 }
 
 impl VariantCaps {
@@ -38,6 +40,7 @@ impl VariantCaps {
                 .max_compute_invocations_per_workgroup
                 .min(ctx.limits.max_compute_workgroup_size_x),
             max_workgroup_bytes: ctx.limits.max_compute_workgroup_storage_size,
+            shader_f16: ctx.caps.shader_f16,
         }
     }
 
@@ -300,6 +303,7 @@ pub fn kernel_result(id: ResultId, o: Outcome, read_gbps: f64) -> KernelResult {
         variant: o.variant,
         roof: None,
         fraction_of_roof: None,
+        beside: None,
     }
 }
 

@@ -61,10 +61,15 @@ fn worst<'a>(
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// The formats of the kernels named `name`, in order of first appearance.
+/// The formats of the kernels named `name`, in order of first appearance (GEMVs run
+/// beside a developer's kernel left out).
 fn formats_of<'a>(report: &'a KernelReport, name: &str) -> Vec<&'a str> {
     let mut out: Vec<&str> = Vec::new();
-    for k in report.kernels.iter().filter(|k| k.name == name) {
+    for k in report
+        .kernels
+        .iter()
+        .filter(|k| k.name == name && k.beside.is_none())
+    {
         if !out.contains(&k.dtype.as_str()) {
             out.push(&k.dtype);
         }
@@ -82,8 +87,14 @@ fn shape_label(k: &KernelResult) -> String {
 /// and each synthetic decode step against the floor at the read bandwidth. Measured
 /// with whichever variants ran (the tuned ones when a tuning file applied).
 pub fn goals(report: &KernelReport) -> Vec<GoalResult> {
-    // A run of a developer's own kernels alone has no goals of tokenscope's.
-    if !report.kernels.is_empty() && report.kernels.iter().all(KernelResult::is_user) {
+    // A run of a developer's own kernels alone (with the GEMVs run beside them) has
+    // no goals of tokenscope's.
+    if !report.kernels.is_empty()
+        && report
+            .kernels
+            .iter()
+            .all(|k| k.is_user() || k.beside.is_some())
+    {
         return Vec::new();
     }
     let read = report.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
@@ -94,6 +105,7 @@ pub fn goals(report: &KernelReport) -> Vec<GoalResult> {
             .kernels
             .iter()
             .filter(|k| k.name == "gemv" && k.dtype == dtype && k.tensors.is_empty())
+            .filter(|k| k.beside.is_none())
             .filter(usable)
             .collect();
         let w = worst(&ks, |k| Some(k.fraction_of_read));
@@ -193,6 +205,7 @@ pub(super) fn finish(report: &mut KernelReport, cfg: &SuiteConfig) {
     }
     report.decode_floor = floors(report, cfg);
     report.roofline = report.roofline_rows();
+    report.dispatch_cost = report.dispatch_costs();
     report.goals = goals(report);
     report.verified = report.all_verified()
         && report.errors.is_empty()

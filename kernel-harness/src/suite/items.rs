@@ -1,7 +1,7 @@
 //! The things a run measures (kernels and decode steps), and how each one runs:
 //! fitted to the device's limits and the memory budget, measured and verified.
 
-use tokenscope_kernel_report::{KernelResult, VerificationReport};
+use tokenscope_kernel_report::{KernelResult, TimingMethod, VerificationReport};
 
 use super::{FileGemv, SuiteConfig};
 use crate::clock::Clock;
@@ -9,7 +9,7 @@ use crate::context::GpuContext;
 use crate::decode::DecodeStepSpec;
 use crate::error::{HarnessError, Result};
 use crate::kernels::attention::{AttentionBench, AttentionSpec};
-use crate::kernels::gemv::{GemvBench, GemvSpec};
+use crate::kernels::gemv::{GemvBench, GemvSpec, back_to_back};
 use crate::kernels::{Outcome, Reduction, ResultId, kernel_result, rotation_for};
 use crate::timing::measure;
 
@@ -33,6 +33,8 @@ pub(super) enum Item {
     Step(DecodeStepSpec),
     /// A user's kernel (index into `cfg.user_kernels`) and its parameter set.
     User(usize, usize),
+    /// tokenscope's own GEMV beside a user's kernel (its index), at its bytes.
+    Beside(usize),
 }
 
 impl Item {
@@ -45,6 +47,7 @@ impl Item {
             Item::Attention(_) => 3,
             Item::Step(_) => 4,
             Item::User(..) => 5,
+            Item::Beside(_) => 6,
         }
     }
 }
@@ -105,8 +108,38 @@ pub(super) fn items(cfg: &SuiteConfig) -> Vec<Item> {
     }
     for (k, kernel) in cfg.user_kernels.iter().enumerate() {
         items.extend((0..kernel.param_sets().len()).map(|set| Item::User(k, set)));
+        items.push(Item::Beside(k));
     }
     items
+}
+
+/// tokenscope's GEMV to run beside user kernel `k`: f16 weights (the format decode
+/// reads most), 4096 columns (1024 below 512 KiB), and as many rows as make its
+/// bytes those of the kernel's largest parameter set.
+pub(super) fn beside_spec(cfg: &SuiteConfig, k: usize) -> Result<GemvSpec> {
+    let kernel = &cfg.user_kernels[k];
+    let bytes = (0..kernel.param_sets().len())
+        .filter_map(|set| kernel.instance(set).ok())
+        .map(|inst| inst.bytes)
+        .max()
+        .ok_or_else(|| HarnessError::InvalidShape {
+            kernel: crate::error::KernelId {
+                name: "gemv".into(),
+                dtype: "f16".into(),
+                shape: format!("beside {}", kernel.name),
+            },
+            reason: format!("no parameter set of {} could be sized", kernel.name),
+        })?;
+    let cols: u32 = if bytes >= 512 << 10 { 4096 } else { 1024 };
+    // bytes_moved = 2 rows cols + 4 (rows + cols)
+    let per_row = 2 * u64::from(cols) + 4;
+    let rows = (bytes.saturating_sub(4 * u64::from(cols)) / per_row).clamp(1, u64::from(u32::MAX));
+    Ok(GemvSpec {
+        dtype: tokenscope_hw::floor::Quant::F16,
+        rows: rows as u32,
+        cols,
+        batch: 1,
+    })
 }
 
 /// The item's largest operand, when it exceeds the run's memory budget.
@@ -120,6 +153,10 @@ pub(super) fn over_budget(item: &Item, cfg: &SuiteConfig) -> Option<HarnessError
         ),
         Item::Attention(s) => (s.id(), s.kv_bytes()),
         Item::Step(s) => (s.id(), s.largest_operand_bytes()),
+        Item::Beside(k) => {
+            let s = beside_spec(cfg, *k).ok()?;
+            (s.id(), s.weight_bytes())
+        }
         Item::User(k, set) => {
             let kernel = &cfg.user_kernels[*k];
             let inst = kernel.instance(*set).ok()?;
@@ -155,6 +192,20 @@ pub(super) async fn run_user(
         seed: cfg.seed,
     };
     crate::user::run_user(ctx, clock, &cfg.user_kernels[kernel], set, &opts, read_gbps).await
+}
+
+/// tokenscope's GEMV beside user kernel `k` (see [`beside_spec`]).
+pub(super) async fn run_beside(
+    ctx: &GpuContext,
+    clock: &dyn Clock,
+    cfg: &SuiteConfig,
+    k: usize,
+    read_gbps: f64,
+) -> Result<KernelResult> {
+    let spec = beside_spec(cfg, k)?;
+    let mut r = run_gemv(ctx, clock, cfg, spec, None, read_gbps).await?;
+    r.beside = Some(cfg.user_kernels[k].name.clone());
+    Ok(r)
 }
 
 pub(super) async fn run_gemv(
@@ -200,7 +251,7 @@ pub(super) async fn run_gemv(
             .await?;
         ver = merge(ver, v2);
     }
-    let measured = measure(ctx, clock, &spec.id(), &bench, &cfg.timing).await?;
+    let measured = measure(ctx, clock, &spec.id(), &bench, &back_to_back(&cfg.timing)).await?;
     let timing = measured.summary(&spec.id())?;
     let mut notes: Vec<String> = bench
         .kernel
@@ -208,6 +259,15 @@ pub(super) async fn run_gemv(
         .map(|p| p.note().into())
         .into_iter()
         .collect();
+    if measured.calls_per_sample > 1 && measured.method == TimingMethod::TimestampQuery {
+        notes.push(format!(
+            "{} dispatches back to back per timed pass",
+            measured.calls_per_sample
+        ));
+    }
+    if bench.kernel.q8() {
+        notes.push("x quantized to int8 once, before the timed dispatches".into());
+    }
     if spec.dtype.block_elems() > 1 {
         notes.push("repacked GGUF blocks (quants and scales in separate arrays)".into());
     }

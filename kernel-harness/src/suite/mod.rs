@@ -342,7 +342,8 @@ impl SuiteConfig {
                 min_timestamp_sample_ms: 0.0,
                 detect_timestamp_step: false,
             },
-            gemv_shapes: vec![(1024, 1024), (1003, 800)],
+            // Three sizes: the fixed cost per dispatch is fitted over them.
+            gemv_shapes: vec![(1024, 1024), (1003, 800), (256, 1024)],
             skinny_dtypes: vec![Quant::F16, Quant::Q4_0],
             skinny_shapes: vec![(1024, 1024)],
             skinny_batches: vec![3, 8, 64],
@@ -383,7 +384,7 @@ impl SuiteConfig {
             + self
                 .user_kernels
                 .iter()
-                .map(|k| k.param_sets().len())
+                .map(|k| k.param_sets().len() + 1)
                 .sum::<usize>()
     }
 

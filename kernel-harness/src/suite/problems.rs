@@ -49,6 +49,11 @@ impl SuiteConfig {
                         split: true,
                     }));
                 }
+                items::Item::Beside(k) => {
+                    if let Ok(spec) = items::beside_spec(self, k) {
+                        push(Problem::Gemv(spec));
+                    }
+                }
                 // A user's parameters are searched by running each set.
                 items::Item::User(..) => {}
             }

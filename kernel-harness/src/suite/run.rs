@@ -6,7 +6,10 @@ use tokenscope_kernel_report::{
     KernelReport, KernelResult, RunConfig, SCHEMA, SkippedKernel, TimingMethod,
 };
 
-use super::items::{Item, file_label, items, over_budget, run_attention, run_gemv, run_user};
+use super::items::{
+    Item, beside_spec, file_label, items, over_budget, run_attention, run_beside, run_gemv,
+    run_user,
+};
 use super::{Progress, SuiteConfig, finish};
 use crate::clock::Clock;
 use crate::context::GpuContext;
@@ -81,6 +84,16 @@ pub async fn run_suite(
                 };
                 (label, Vec::new())
             }
+            Item::Beside(k) => match beside_spec(cfg, *k) {
+                Ok(s) => (
+                    format!("{} beside {}", s.id(), cfg.user_kernels[*k].name),
+                    vec![u64::from(s.rows), u64::from(s.cols)],
+                ),
+                Err(_) => (
+                    format!("gemv beside {}", cfg.user_kernels[*k].name),
+                    Vec::new(),
+                ),
+            },
         };
         progress.start(&label);
         let outcome = match (&item, over_budget(&item, cfg)) {
@@ -100,6 +113,7 @@ pub async fn run_suite(
             (Item::User(k, set), None) => run_user(ctx, clock, cfg, *k, *set, read_gbps)
                 .await
                 .map(Some),
+            (Item::Beside(k), None) => run_beside(ctx, clock, cfg, *k, read_gbps).await.map(Some),
             (Item::Step(s), None) => {
                 match decode::run(ctx, clock, s, cfg.seed, cfg.cache_bytes, &cfg.timing).await {
                     Ok(t) => {
@@ -142,6 +156,7 @@ pub async fn run_suite(
                         cfg.user_kernels[*k].name.clone(),
                         tokenscope_kernel_report::USER_KERNEL_DTYPE.into(),
                     ),
+                    Item::Beside(_) => ("gemv".into(), "f16".into()),
                 };
                 report.skipped.push(SkippedKernel {
                     name,
@@ -245,6 +260,7 @@ fn empty_report(ctx: &GpuContext, cfg: &SuiteConfig) -> KernelReport {
         decode_floor: Vec::new(),
         decode_steps: Vec::new(),
         roofline: Vec::new(),
+        dispatch_cost: Vec::new(),
         goals: Vec::new(),
         drift: Vec::new(),
         errors: Vec::new(),

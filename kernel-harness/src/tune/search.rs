@@ -34,7 +34,9 @@ use crate::kernels::attention::{
 use crate::kernels::bandwidth::stream_default;
 use crate::kernels::bandwidth::{BandwidthPlan, Stream, StreamBench, StreamVariant};
 use crate::kernels::gemv::defaults::gemv_default;
-use crate::kernels::gemv::{GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath};
+use crate::kernels::gemv::{
+    GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath, back_to_back,
+};
 use crate::kernels::{VariantCaps, rotation_for};
 use crate::timing::{TimingOptions, measure};
 use crate::tune::Choice;
@@ -209,8 +211,9 @@ impl TuneProgress for Quiet {}
 fn gemv_seeds(spec: &GemvSpec, default: GemvVariant, caps: &VariantCaps) -> Vec<GemvVariant> {
     let bt = spec.batch.next_power_of_two().min(8);
     let quantized = spec.dtype.block_elems() > 1;
+    // The f16 path seeds only where it can run (check() below drops it elsewhere).
     let xs: &[XPath] = if quantized {
-        &[XPath::Q8, XPath::F32]
+        &[XPath::Q8, XPath::F32, XPath::F16]
     } else {
         &[XPath::F32]
     };
@@ -284,12 +287,13 @@ async fn tune_gemv(
                 return Ok(None);
             }
         }
-        let timing = if pass == Pass::Final {
+        // Timed as a run times them: dispatches back to back.
+        let timing = back_to_back(if pass == Pass::Final {
             &round
         } else {
             &opts.quick
-        };
-        let m = measure(ctx, clock, &id, &*bench_ref, timing).await?;
+        });
+        let m = measure(ctx, clock, &id, &*bench_ref, &timing).await?;
         Ok(Some(m.summary(&id)?.median_us))
     };
     let seeds = gemv_seeds(&spec, default, &caps);

@@ -26,7 +26,7 @@ mod trend;
 
 pub use compare::{RunCurve, throughput_latency_runs};
 pub use distribution::{cdf, histogram_bins, histogram_from_quantiles};
-pub use kernels::kernel_roofline;
+pub use kernels::{kernel_roofline, roofline};
 pub use requests::request_timeline;
 pub use server::server_timeline;
 pub use sweep::{throughput_latency, tpot_vs_floor, ttft_stages};

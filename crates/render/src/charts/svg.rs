@@ -105,6 +105,8 @@ pub(super) struct Axis {
     pub(super) step: f64,
     pub(super) label: String,
     pub(super) percent: bool,
+    /// Values are log10 of the data; ticks at whole decades, labelled as the data.
+    pub(super) log10: bool,
 }
 
 impl Axis {
@@ -131,6 +133,23 @@ impl Axis {
             step,
             label: label.to_owned(),
             percent: false,
+            log10: false,
+        }
+    }
+
+    /// A log10 axis spanning whole decades around `lo..hi` (positive data values);
+    /// callers place `v.log10()`.
+    pub(super) fn log10(lo: f64, hi: f64, label: &str) -> Self {
+        let lo = lo.max(f64::MIN_POSITIVE).log10().floor();
+        let hi = hi.max(f64::MIN_POSITIVE).log10().ceil().max(lo + 1.0);
+        Self {
+            lo,
+            hi,
+            ticks: (lo as i32..=hi as i32).map(f64::from).collect(),
+            step: 1.0,
+            label: label.to_owned(),
+            percent: false,
+            log10: true,
         }
     }
 
@@ -142,12 +161,27 @@ impl Axis {
             step: 25.0,
             label: label.to_owned(),
             percent: true,
+            log10: false,
         }
     }
 
     pub(super) fn tick_label(&self, v: f64) -> String {
+        if self.log10 {
+            return decade_label(v.round() as i32);
+        }
         let s = fmt_tick(v, self.step);
         if self.percent { format!("{s}%") } else { s }
+    }
+}
+
+/// `10^e` for people: 0.01, 0.1, 1, 10, 100, 1k, 10k, 100k, 1M, 10M, ...
+pub(super) fn decade_label(e: i32) -> String {
+    match e {
+        ..0 => format!("{:.*}", (-e) as usize, 10f64.powi(e)),
+        0..3 => 10u64.pow(e as u32).to_string(),
+        3..6 => format!("{}k", 10u64.pow(e as u32 - 3)),
+        6..9 => format!("{}M", 10u64.pow(e as u32 - 6)),
+        _ => format!("1e{e}"),
     }
 }
 

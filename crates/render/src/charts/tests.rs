@@ -285,3 +285,72 @@ fn ticks_are_round() {
     assert_eq!(f(2.04), "2");
     assert_eq!(escape_html("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
 }
+
+#[test]
+fn log_axes_tick_whole_decades() {
+    let a = Axis::log10(0.3, 2500.0, "x");
+    assert_eq!((a.lo, a.hi), (-1.0, 4.0));
+    let labels: Vec<String> = a.ticks.iter().map(|t| a.tick_label(*t)).collect();
+    assert_eq!(labels, ["0.1", "1", "10", "100", "1k", "10k"]);
+    assert_eq!(super::svg::decade_label(-3), "0.001");
+    assert_eq!(super::svg::decade_label(7), "10M");
+}
+
+/// The lavapipe fixture with a compute roof, a developer's kernel and the GEMV run
+/// beside it.
+fn report_with_yours() -> tokenscope_kernel_report::KernelReport {
+    use tokenscope_kernel_report::{ComputeReport, KernelReport, TimingSummary};
+    let text = include_str!("../../../../tests/fixtures/reports/kernels-lavapipe.json");
+    let mut r = KernelReport::from_json(text).unwrap();
+    let t = TimingSummary::from_samples(&[1.0]).unwrap();
+    r.compute = Some(ComputeReport {
+        f32_gflops: 20.0,
+        f16_gflops: None,
+        f32: t,
+        f16: None,
+        flops_per_call: 1,
+        verified: true,
+    });
+    let mut yours = r.kernels[0].clone();
+    yours.name = "matmul_tiled<&>".into();
+    yours.dtype = tokenscope_kernel_report::USER_KERNEL_DTYPE.into();
+    yours.flops = 2 * 128 * 128 * 128;
+    yours.bytes_moved = 3 * 128 * 128 * 4;
+    yours.gflops = 4.0;
+    let mut beside = r.kernels[2].clone();
+    beside.beside = Some(yours.name.clone());
+    r.kernels.push(yours);
+    r.kernels.push(beside);
+    r
+}
+
+#[test]
+fn the_roofline_names_your_kernel_under_both_roofs() {
+    let r = report_with_yours();
+    let svg = roofline(&r);
+    assert_well_formed(&svg);
+    // Your kernel named (escaped), tokenscope's GEMV beside it named by it.
+    assert!(svg.contains(">matmul_tiled&lt;&amp;&gt;<"), "{svg}");
+    assert!(svg.contains("tokenscope gemv f16, bytes of matmul_tiled&lt;&amp;&gt;"));
+    // Its place: 2 x 128^3 FLOPs over 3 x 128^2 x 4 bytes = 21.3 FLOP/byte, at 4
+    // GFLOP/s, under the FMA roof (the ridge is 20 / 3.7 = 5.4 FLOP/byte): 20%.
+    assert!(
+        svg.contains("21.3 FLOP/byte, 4.00 GFLOP/s, 20% of its roof"),
+        "{svg}"
+    );
+    // Both roofs in the legend, and the kernels with no FLOPs counted, not placed.
+    assert!(
+        svg.contains("roofs: read 3.70 GB/s, FMA 20.0 GFLOP/s"),
+        "{svg}"
+    );
+    let no_flops = r.kernels.iter().filter(|k| k.flops == 0).count();
+    if no_flops > 0 {
+        assert!(svg.contains(&format!("{no_flops} kernels with no FLOPs")));
+    }
+    // Without a compute roof there is nothing to draw, and the chart says why.
+    let mut bare = r.clone();
+    bare.compute = None;
+    let svg = roofline(&bare);
+    assert_well_formed(&svg);
+    assert!(svg.contains("no roofs to draw"), "{svg}");
+}

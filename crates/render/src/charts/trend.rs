@@ -40,6 +40,7 @@ pub fn trend(title: &str, y_label: &str, points: &[TrendPoint]) -> String {
         step: 1.0,
         label: "run".into(),
         percent: false,
+        log10: false,
     };
     let desc = format!(
         "{y_label} for {n} runs in order, each with its 95% interval; runs that changed significantly from the one before are ringed (green better, vermillion worse)."

@@ -19,6 +19,7 @@ pub fn text(r: &KernelReport) -> String {
     s.push_str(&user_text(r));
     search_section(&mut s, r);
     roofline_section(&mut s, r);
+    dispatch_cost_section(&mut s, r);
     decode_steps_section(&mut s, r);
     floor_section(&mut s, r);
     if let Some(g) = &r.gguf {
@@ -150,6 +151,24 @@ fn user_section(s: &mut String, r: &KernelReport) {
         }
         for n in notes {
             let _ = writeln!(s, "  {n}");
+        }
+        if let Some(g) = r.kernels.iter().find(|k| k.beside.as_deref() == Some(name)) {
+            let _ = writeln!(
+                s,
+                "  beside it, tokenscope's {} {} {} moving {} bytes: {} us, {} GB/s ({:.0}% of the read bandwidth){}",
+                g.name,
+                g.dtype,
+                shape_label(&g.shape),
+                g.bytes_moved,
+                fmt_sig3(g.median_us),
+                fmt_sig3(g.effective_gbps),
+                100.0 * g.fraction_of_read,
+                if g.verified {
+                    ""
+                } else {
+                    ", its output did NOT match"
+                }
+            );
         }
         s.push('\n');
     }
@@ -300,6 +319,47 @@ fn roofline_section(s: &mut String, r: &KernelReport) {
         s.push('\n');
     }
 }
+/// Each GEMV format's time over its shapes as `a + bytes / B`: the fixed cost per
+/// dispatch apart from the streaming rate, named only where the fit resolves it.
+fn dispatch_cost_section(s: &mut String, r: &KernelReport) {
+    if r.dispatch_cost.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Fixed cost per dispatch: GEMV time over the shapes fitted as a + bytes / B (dispatches back to back; a with its 95% interval)"
+    );
+    let mut rows = vec![
+        [
+            "dtype",
+            "shapes",
+            "a (us)",
+            "B (GB/s)",
+            "B of read",
+            "fixed cost",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for c in &r.dispatch_cost {
+        rows.push(vec![
+            c.dtype.clone(),
+            c.shapes.to_string(),
+            format!("{} ± {}", fmt_sig3(c.fixed_us), fmt_sig3(c.fixed_ci95_us)),
+            c.stream_gbps.map_or_else(|| "-".into(), fmt_sig3),
+            c.stream_fraction_of_read
+                .map_or_else(|| "-".into(), |f| format!("{:.0}%", 100.0 * f)),
+            if c.resolved {
+                format!("{} us a dispatch", fmt_sig3(c.fixed_us))
+            } else {
+                "not resolved (interval includes 0)".into()
+            },
+        ]);
+    }
+    s.push_str(&rows_table(&rows, &[1, 2, 3, 4]));
+    s.push('\n');
+}
+
 /// The bandwidth goals, met or not.
 fn goals_section(s: &mut String, r: &KernelReport) {
     if !r.goals.is_empty() {

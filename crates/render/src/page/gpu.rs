@@ -178,6 +178,10 @@ pub struct KernelsView {
     pub variants: String,
     /// The kernels against the bandwidth (SVG).
     pub chart_svg: String,
+    /// The roofline: FLOP/s against FLOP/byte under both roofs, the developer's own
+    /// kernel named (SVG, `charts::roofline`).
+    #[serde(default)]
+    pub roofline_svg: String,
     /// The kernel table's headers (`render::kernels::kernel_table`).
     pub headers: Vec<String>,
     /// Its rows.
@@ -256,6 +260,7 @@ impl KernelsView {
             timing,
             bandwidth,
             chart_svg: crate::charts::kernel_roofline(r),
+            roofline_svg: crate::charts::roofline(r),
             headers,
             rows,
             floor_headers,

@@ -294,6 +294,7 @@ mod tests {
         subgroup_min: 32,
         max_threads: 1024,
         max_workgroup_bytes: 49152,
+        shader_f16: true,
     };
 
     #[test]

@@ -13,7 +13,10 @@
 //!   18% for lack of loads in flight, hence several units in flight per lane; and x as
 //!   int8 for quantized weights (the H200 has about 4.5 arithmetic instructions per q4_0
 //!   weight at full bandwidth: an f32 dequantization does not fit, `dot4I8Packed`
-//!   does). Not yet searched on a GPU with `kernels --tune`: docs/kernels.md says so.
+//!   does), except where llama.cpp reads float x on NVIDIA: q8_0, and rows of at
+//!   most 4096 at batch 1, there dequantizing q4_0 and q5_0 in f16 (from its code,
+//!   not measured here; `scripts/gpu-figures.sh` times the paths). Not yet searched
+//!   on a GPU with `kernels --tune`: docs/kernels.md says so.
 //!   Skinny batches take up to 8 columns a pass (at 4, a batch of 8 read the
 //!   weights twice), as llama.cpp's mul_mat_vec does: from its code, not measured.
 //! - Other GPUs: a heuristic from the same principles (one subgroup per row, loads in
@@ -24,7 +27,7 @@ use tokenscope_hw::floor::Quant;
 use tokenscope_kernel_report::AdapterReport;
 
 use super::spec::GemvSpec;
-use super::variant::{GemvVariant, Team, XPath};
+use super::variant::{GemvVariant, Team, XPath, f16_dequant_formats};
 use crate::kernels::VariantCaps;
 use crate::tune::{Choice, Family, Tuning};
 
@@ -85,7 +88,7 @@ pub fn gemv_default(
         ),
         Family::Nvidia => (
             nvidia_gemv(spec, caps),
-            "default for NVIDIA: from the H200 run of 2026-12-04 (subgroup rows, loads in flight, int8 x), not yet tuned there (run `tokenscope kernels --tune`)",
+            "default for NVIDIA: from the H200 run of 2026-12-04 (subgroup rows, loads in flight) and llama.cpp's x path (int8 x except for q8_0 and rows of at most 4096, there f16 dequantization for q4_0 and q5_0), not yet tuned there (run `tokenscope kernels --tune`)",
         ),
         Family::OtherGpu => (
             GemvVariant {
@@ -133,9 +136,25 @@ fn nvidia_gemv(spec: &GemvSpec, caps: &VariantCaps) -> GemvVariant {
             rows: 2,
             unroll: 2,
             batch_tile,
-            x: if quantized { XPath::Q8 } else { XPath::F32 },
+            x: if quantized && nvidia_int8_x(spec) {
+                XPath::Q8
+            } else if f16_dequant_formats().contains(&spec.dtype) {
+                // llama.cpp's f16 dequantization where it reads float x (fit_gemv
+                // falls back to f32 without shader-f16).
+                XPath::F16
+            } else {
+                XPath::F32
+            },
         },
     }
+}
+
+/// Whether NVIDIA's default reads x as int8, as llama.cpp's Vulkan backend chooses
+/// its integer-dot path there (from its code, not measured here): never for q8_0
+/// (f32 x on Turing and later), and at batch 1 only when a row is longer than 4096
+/// (below that the quantization of x costs more than the dot products save).
+fn nvidia_int8_x(spec: &GemvSpec) -> bool {
+    spec.dtype != Quant::Q8_0 && (spec.batch > 1 || spec.cols > 4096)
 }
 
 /// The nearest variant to `v` that can run `spec` here: parameters halved until it
@@ -149,7 +168,10 @@ fn fit_gemv(mut v: GemvVariant, spec: &GemvSpec, caps: &VariantCaps) -> GemvVari
             v.team = Team::Workgroup;
         } else if v.threads > caps.max_threads {
             v.threads /= 2;
-        } else if v.x == XPath::Q8 && spec.dtype.block_elems() == 1 {
+        } else if (v.x == XPath::Q8 && spec.dtype.block_elems() == 1)
+            || (v.x == XPath::F16
+                && (!caps.shader_f16 || !f16_dequant_formats().contains(&spec.dtype)))
+        {
             v.x = XPath::F32;
         } else if v.batch_tile > 1 {
             v.batch_tile /= 2;
@@ -168,5 +190,72 @@ fn fit_gemv(mut v: GemvVariant, spec: &GemvSpec, caps: &VariantCaps) -> GemvVari
         unroll: 1,
         batch_tile: 1,
         x: XPath::F32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h200() -> AdapterReport {
+        AdapterReport {
+            name: "NVIDIA H200".into(),
+            backend: "vulkan".into(),
+            device_type: "DiscreteGpu".into(),
+            driver: "NVIDIA".into(),
+            driver_info: "580.159.04".into(),
+            vendor_id: 0x10de,
+            device_id: 0x2335,
+            subgroup_min_size: 32,
+            subgroup_max_size: 32,
+        }
+    }
+
+    const NV: VariantCaps = VariantCaps {
+        subgroups: true,
+        subgroup_min: 32,
+        max_threads: 1024,
+        max_workgroup_bytes: 49152,
+        shader_f16: true,
+    };
+
+    fn x_path(dtype: Quant, rows: u32, cols: u32, batch: u32) -> XPath {
+        let spec = GemvSpec {
+            dtype,
+            rows,
+            cols,
+            batch,
+        };
+        gemv_default(&spec, &NV, &h200()).0.x
+    }
+
+    #[test]
+    fn nvidia_reads_x_as_llama_cpp_does() {
+        // q8_0: f32 x at every shape and batch.
+        for (rows, cols, batch) in [(4096, 4096, 1), (4096, 14336, 1), (4096, 4096, 8)] {
+            assert_eq!(x_path(Quant::Q8_0, rows, cols, batch), XPath::F32);
+        }
+        // Other quantized formats: float x for rows of at most 4096 at batch 1 (f16
+        // dequantization for q4_0 and q5_0 with shader-f16), int8 x for longer rows
+        // and for batches.
+        assert_eq!(x_path(Quant::Q4_0, 4096, 4096, 1), XPath::F16);
+        assert_eq!(x_path(Quant::Q5_0, 1024, 4096, 1), XPath::F16);
+        assert_eq!(x_path(Quant::Q4_1, 4096, 4096, 1), XPath::F32);
+        let no_f16 = VariantCaps {
+            shader_f16: false,
+            ..NV
+        };
+        let spec = GemvSpec {
+            dtype: Quant::Q4_0,
+            rows: 4096,
+            cols: 4096,
+            batch: 1,
+        };
+        assert_eq!(gemv_default(&spec, &no_f16, &h200()).0.x, XPath::F32);
+        assert_eq!(x_path(Quant::Q4_0, 4096, 14336, 1), XPath::Q8);
+        assert_eq!(x_path(Quant::Q4K, 4096, 14336, 1), XPath::Q8);
+        assert_eq!(x_path(Quant::Q4_0, 4096, 4096, 4), XPath::Q8);
+        // Float weights never quantize x.
+        assert_eq!(x_path(Quant::F16, 4096, 14336, 1), XPath::F32);
     }
 }

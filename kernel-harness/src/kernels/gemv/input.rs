@@ -1,6 +1,7 @@
 //! A GEMV's input x as its kernel reads it: the f32 buffer itself, or (XQ8 variants)
-//! x quantized to int8 blocks by `shaders/quantize_x.wgsl`, one more dispatch before
-//! the GEMV's own, recorded in the same pass and timed with it.
+//! x quantized to int8 blocks by `shaders/quantize_x.wgsl`. A decode step quantizes
+//! each activation once, in its pass, before the GEMVs that read it (and times it
+//! with them); a GEMV alone is timed without it: x is quantized once before.
 
 use std::sync::Arc;
 
@@ -124,6 +125,29 @@ impl GemvInput {
             pass.set_bind_group(0, &q.bind, &[]);
             pass.dispatch_workgroups(q.groups.0, q.groups.1, 1);
         }
+    }
+
+    /// Quantizes x now, untimed (nothing for an f32 input): what a GEMV timed
+    /// alone reads.
+    pub async fn quantize_once(&self, ctx: &GpuContext, kernel: &KernelId) -> Result<()> {
+        if self.quantized.is_none() {
+            return Ok(());
+        }
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("quantize x"),
+            });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("quantize x"),
+                timestamp_writes: None,
+            });
+            self.encode(&mut pass);
+        }
+        ctx.queue.submit([enc.finish()]);
+        ctx.wait_idle().await;
+        ctx.check_errors(kernel)
     }
 
     /// Dispatches this input adds to a call.

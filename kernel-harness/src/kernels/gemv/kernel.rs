@@ -70,6 +70,8 @@ impl GemvKernel {
             .flag("SUBGROUPS", reduction == Reduction::Subgroup)
             .flag("TEAM_SG", v.team == Team::Subgroup)
             .flag("XQ8", v.x == XPath::Q8)
+            .flag("DEQ16", v.x == XPath::F16)
+            .flag("SHADER_F16", v.x == XPath::F16)
             .flag("DEQ_ROWS", v.order(spec) == Order::DeqRows)
             .flag("ROW_BY_ROW", v.order(spec) == Order::RowByRow)
             .value("WG_SIZE", v.threads)
@@ -144,7 +146,7 @@ impl GemvSpec {
             }
         };
         let xs = match x {
-            XPath::F32 => 1,
+            XPath::F32 | XPath::F16 => 1,
             XPath::Q8 => 2,
         };
         let mut b = vec![Binding::Uniform];

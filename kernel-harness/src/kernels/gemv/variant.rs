@@ -3,7 +3,9 @@
 //! per format. A variant is written `sg128_r2_u4_b1_q8`: team (`sg` one subgroup per
 //! team, `wg` the whole workgroup) and threads per workgroup, rows per team, units in
 //! flight per lane, batch columns per pass, and `_q8` when x is quantized to int8
-//! (quantized formats only; llama.cpp's q8_1 path).
+//! (quantized formats only; llama.cpp's q8_1 path) or `_h` when the weights are
+//! dequantized to f16 and meet x in f16 (q4_0 and q5_0 with shader-f16; llama.cpp's
+//! 0x6400 trick).
 
 use super::spec::GemvSpec;
 use crate::kernels::VariantCaps;
@@ -23,9 +25,24 @@ pub enum Team {
 pub enum XPath {
     /// f32, the weights dequantized to f32 in registers.
     F32,
-    /// int8 in blocks of 32 (`shaders/quantize_x.wgsl`, one more dispatch per call),
-    /// met by the weights' integer quants in `dot4I8Packed`.
+    /// int8 in blocks of 32 (`shaders/quantize_x.wgsl`, once per activation), met
+    /// by the weights' integer quants in `dot4I8Packed`.
     Q8,
+    /// f16: each quant ORed into the mantissa of 1024.0h (0x6400) and the bias
+    /// subtracted, two weights an operation, multiplied by x converted to f16 and
+    /// summed in f16 per block, the block's scale applied in f32 (q4_0, q5_0; needs
+    /// shader-f16). Its rounding is f16's: the check's bound says so.
+    F16,
+}
+
+/// The formats whose weights the [`XPath::F16`] path dequantizes: symmetric 4- and
+/// 5-bit blocks, whose centred quants are exact in f16 (the others' minimums would
+/// make the f16 sums' rounding relative to more than the weights).
+pub fn f16_dequant_formats() -> [tokenscope_hw::floor::Quant; 2] {
+    [
+        tokenscope_hw::floor::Quant::Q4_0,
+        tokenscope_hw::floor::Quant::Q5_0,
+    ]
 }
 
 /// The order in which a unit's rows meet the batch columns (derived, not searched:
@@ -76,6 +93,7 @@ impl GemvVariant {
         let x = match self.x {
             XPath::F32 => "",
             XPath::Q8 => "_q8",
+            XPath::F16 => "_h",
         };
         format!(
             "{team}{}_r{}_u{}_b{}{x}",
@@ -110,6 +128,7 @@ impl GemvVariant {
         let x = match parts.next() {
             None => XPath::F32,
             Some("q8") => XPath::Q8,
+            Some("h") => XPath::F16,
             Some(_) => return Err(bad()),
         };
         if parts.next().is_some() {
@@ -151,7 +170,7 @@ impl GemvVariant {
     pub fn order(&self, spec: &GemvSpec) -> Order {
         if self.batch_tile <= self.rows {
             Order::XTile
-        } else if self.x == XPath::F32 && spec.vec() >= 16 {
+        } else if self.x != XPath::Q8 && spec.vec() >= 16 {
             Order::RowByRow
         } else {
             Order::DeqRows
@@ -210,6 +229,17 @@ impl GemvVariant {
         if self.x == XPath::Q8 && !quantized {
             return Some(format!("{} weights take x as f32", spec.dtype));
         }
+        if self.x == XPath::F16 {
+            if !f16_dequant_formats().contains(&spec.dtype) {
+                return Some(format!(
+                    "{} weights are not dequantized in f16 (q4_0 and q5_0 are)",
+                    spec.dtype
+                ));
+            }
+            if !caps.shader_f16 {
+                return Some("f16 dequantization needs shader-f16".into());
+            }
+        }
         None
     }
 
@@ -247,13 +277,9 @@ impl GemvVariant {
             },
             ..*self
         });
-        push(GemvVariant {
-            x: match self.x {
-                XPath::F32 => XPath::Q8,
-                XPath::Q8 => XPath::F32,
-            },
-            ..*self
-        });
+        for x in [XPath::F32, XPath::Q8, XPath::F16] {
+            push(GemvVariant { x, ..*self });
+        }
         out
     }
 
@@ -270,7 +296,7 @@ impl GemvVariant {
                             tiles.push(spec.batch);
                         }
                         for &batch_tile in &tiles {
-                            for x in [XPath::F32, XPath::Q8] {
+                            for x in [XPath::F32, XPath::Q8, XPath::F16] {
                                 let v = GemvVariant {
                                     team,
                                     threads,
@@ -317,6 +343,7 @@ mod tests {
         subgroup_min: 32,
         max_threads: 1024,
         max_workgroup_bytes: 49152,
+        shader_f16: true,
     };
 
     #[test]
