@@ -24,38 +24,22 @@ fn dot32(lo: vec4<u32>, hi: vec4<u32>, v: Xu) -> f32 {
     return f32(dot16(lo, v.lo) + dot16(hi, v.hi));
 }
 #else
-#ifdef DEQ16
-struct Xu { l: array<vec4<f16>, 4>, h: array<vec4<f16>, 4> }  // x of weights 0..15, 16..31 in f16
-
-fn load_xu(u: u32, b: u32) -> Xu {
-    let i = b * (params.cols / 4u) + 8u * u;
-    var v: Xu;
-    for (var j = 0u; j < 4u; j++) {
-        v.l[j] = vec4<f16>(x[i + j]);
-        v.h[j] = vec4<f16>(x[i + 4u + j]);
-    }
-    return v;
-}
-
-// Sum of the unit's centred quants times x, in f16, as f32.
-fn dot32(w: Quants, v: Xu) -> f32 {
-    return f32(((dot(w.l[0], v.l[0]) + dot(w.l[1], v.l[1])) + (dot(w.l[2], v.l[2]) + dot(w.l[3], v.l[3])))
-             + ((dot(w.h[0], v.h[0]) + dot(w.h[1], v.h[1])) + (dot(w.h[2], v.h[2]) + dot(w.h[3], v.h[3]))));
-}
-#else
-struct Xu { l: array<vec4<f32>, 4>, h: array<vec4<f32>, 4>, s: f32 }  // x of weights 0..15, 16..31; their sum
+// x as f32, or as f16 with DEQ16 (QF, gemv_nibbles.wgsl); the sum of the 32 in f32
+// (the f32 path takes the quants' offset through it).
+struct Xu { l: array<vec4<QF>, 4>, h: array<vec4<QF>, 4>, s: f32 }  // x of weights 0..15, 16..31; their sum
 
 fn load_xu(u: u32, b: u32) -> Xu {
     let i = b * (params.cols / 4u) + 8u * u;
     let l = array<vec4<f32>, 4>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
     let h = array<vec4<f32>, 4>(x[i + 4u], x[i + 5u], x[i + 6u], x[i + 7u]);
     let s = dot((l[0] + l[1]) + (l[2] + l[3]) + (h[0] + h[1]) + (h[2] + h[3]), vec4<f32>(1.0));
-    return Xu(l, h, s);
+    return Xu(array<vec4<QF>, 4>(vec4<QF>(l[0]), vec4<QF>(l[1]), vec4<QF>(l[2]), vec4<QF>(l[3])),
+              array<vec4<QF>, 4>(vec4<QF>(h[0]), vec4<QF>(h[1]), vec4<QF>(h[2]), vec4<QF>(h[3])), s);
 }
 
+// The unit's quants times x (in f16 with DEQ16), as f32.
 fn dot32(w: Quants, v: Xu) -> f32 {
-    return (dot(w.l[0], v.l[0]) + dot(w.l[1], v.l[1]) + dot(w.l[2], v.l[2]) + dot(w.l[3], v.l[3]))
-         + (dot(w.h[0], v.h[0]) + dot(w.h[1], v.h[1]) + dot(w.h[2], v.h[2]) + dot(w.h[3], v.h[3]));
+    return f32((dot(w.l[0], v.l[0]) + dot(w.l[1], v.l[1]) + dot(w.l[2], v.l[2]) + dot(w.l[3], v.l[3]))
+             + (dot(w.h[0], v.h[0]) + dot(w.h[1], v.h[1]) + dot(w.h[2], v.h[2]) + dot(w.h[3], v.h[3])));
 }
-#endif
 #endif

@@ -27,51 +27,38 @@ fn fifth_hi(h: u32) -> vec4<u32> {
     return vec4<u32>(spread1(h >> 16u), spread1(h >> 20u), spread1(h >> 24u), spread1(h >> 28u)) << vec4<u32>(4u);
 }
 #else
-#ifdef DEQ16
-// Quants as f16 minus the includer's Q_BIAS (8 for q4_0, 16 for q5_0): the centred
-// quants, exact in f16, for f16 products with x in f16 (gemv_legacy.wgsl). The
-// integers are converted, not ORed into the mantissa of 1024.0h as llama.cpp does
-// (two weights an operation): naga cannot bitcast a u32 to vec2<f16> yet
-// (gfx-rs/wgpu#8896).
 const LO_SHIFT = vec4<u32>(0u, 8u, 16u, 24u);
 const HI_SHIFT = vec4<u32>(4u, 12u, 20u, 28u);
 const BIT_UP = vec4<u32>(4u, 3u, 2u, 1u);  // moves bit i of h to bit 4
 
-struct Quants { l: array<vec4<f16>, 4>, h: array<vec4<f16>, 4> }  // low weights, high weights
+#ifdef DEQ16
+// f16 (q4_0, q5_0): the quants minus the includer's Q_BIAS (8, 16), centred and
+// exact in f16, for f16 products with x in f16 (gemv_legacy.wgsl). Converted, not
+// ORed into the mantissa of 1024.0h as llama.cpp does (two weights an operation):
+// naga cannot bitcast a u32 to vec2<f16> yet (gfx-rs/wgpu#8896).
+alias QF = f16;
 
-fn quants4(q: vec4<u32>) -> Quants {
-    var w: Quants;
-    for (var j = 0u; j < 4u; j++) {
-        w.l[j] = vec4<f16>((vec4<u32>(q[j]) >> LO_SHIFT) & vec4<u32>(15u)) - vec4<f16>(Q_BIAS);
-        w.h[j] = vec4<f16>((vec4<u32>(q[j]) >> HI_SHIFT) & vec4<u32>(15u)) - vec4<f16>(Q_BIAS);
-    }
-    return w;
-}
-
-fn quants5(q: vec4<u32>, h: u32) -> Quants {
-    var w: Quants;
-    for (var j = 0u; j < 4u; j++) {
-        let hl = (vec4<u32>(h >> (4u * j)) << BIT_UP) & vec4<u32>(16u);
-        let hh = (vec4<u32>(h >> (16u + 4u * j)) << BIT_UP) & vec4<u32>(16u);
-        w.l[j] = vec4<f16>(((vec4<u32>(q[j]) >> LO_SHIFT) & vec4<u32>(15u)) | hl) - vec4<f16>(Q_BIAS);
-        w.h[j] = vec4<f16>(((vec4<u32>(q[j]) >> HI_SHIFT) & vec4<u32>(15u)) | hh) - vec4<f16>(Q_BIAS);
-    }
-    return w;
+fn as_weights(q: vec4<u32>) -> vec4<f16> {
+    return vec4<f16>(q) - vec4<f16>(Q_BIAS);
 }
 #else
-const LO_SHIFT = vec4<u32>(0u, 8u, 16u, 24u);
-const HI_SHIFT = vec4<u32>(4u, 12u, 20u, 28u);
-const BIT_UP = vec4<u32>(4u, 3u, 2u, 1u);  // moves bit i of h to bit 4
+// f32: the quants as they are (the includer takes the offset through x's sum).
+alias QF = f32;
 
-struct Quants { l: array<vec4<f32>, 4>, h: array<vec4<f32>, 4> }  // low weights, high weights
+fn as_weights(q: vec4<u32>) -> vec4<f32> {
+    return vec4<f32>(q);
+}
+#endif
 
-// The 4-bit quants as f32 (low weights 4j..4j+3 in the low nibbles of word j, high
-// weights 4j..4j+3 in its high nibbles).
+struct Quants { l: array<vec4<QF>, 4>, h: array<vec4<QF>, 4> }  // low weights, high weights
+
+// The 4-bit quants (low weights 4j..4j+3 in the low nibbles of word j, high weights
+// 4j..4j+3 in its high nibbles).
 fn quants4(q: vec4<u32>) -> Quants {
     var w: Quants;
     for (var j = 0u; j < 4u; j++) {
-        w.l[j] = vec4<f32>((vec4<u32>(q[j]) >> LO_SHIFT) & vec4<u32>(15u));
-        w.h[j] = vec4<f32>((vec4<u32>(q[j]) >> HI_SHIFT) & vec4<u32>(15u));
+        w.l[j] = as_weights((vec4<u32>(q[j]) >> LO_SHIFT) & vec4<u32>(15u));
+        w.h[j] = as_weights((vec4<u32>(q[j]) >> HI_SHIFT) & vec4<u32>(15u));
     }
     return w;
 }
@@ -82,10 +69,9 @@ fn quants5(q: vec4<u32>, h: u32) -> Quants {
     for (var j = 0u; j < 4u; j++) {
         let hl = (vec4<u32>(h >> (4u * j)) << BIT_UP) & vec4<u32>(16u);
         let hh = (vec4<u32>(h >> (16u + 4u * j)) << BIT_UP) & vec4<u32>(16u);
-        w.l[j] = vec4<f32>(((vec4<u32>(q[j]) >> LO_SHIFT) & vec4<u32>(15u)) | hl);
-        w.h[j] = vec4<f32>(((vec4<u32>(q[j]) >> HI_SHIFT) & vec4<u32>(15u)) | hh);
+        w.l[j] = as_weights(((vec4<u32>(q[j]) >> LO_SHIFT) & vec4<u32>(15u)) | hl);
+        w.h[j] = as_weights(((vec4<u32>(q[j]) >> HI_SHIFT) & vec4<u32>(15u)) | hh);
     }
     return w;
 }
-#endif
 #endif

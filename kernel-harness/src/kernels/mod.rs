@@ -29,6 +29,17 @@ pub struct VariantCaps {
     pub shader_f16: bool,
 }
 
+/// An NVIDIA datacenter GPU's caps as wgpu's Vulkan backend reports them (tests of
+/// the variant spaces and the defaults).
+#[cfg(test)]
+pub(crate) const NVIDIA_CAPS: VariantCaps = VariantCaps {
+    subgroups: true,
+    subgroup_min: 32,
+    max_threads: 1024,
+    max_workgroup_bytes: 49152,
+    shader_f16: true,
+};
+
 impl VariantCaps {
     /// The device's.
     pub fn of(ctx: &GpuContext) -> VariantCaps {

@@ -190,6 +190,7 @@ pub fn roofline(report: &tokenscope_kernel_report::KernelReport) -> String {
     // tokenscope's own first, yours on top.
     let mut order: Vec<&&tokenscope_kernel_report::KernelResult> = placed.iter().collect();
     order.sort_by_key(|k| k.is_user());
+    let mut yours_drawn = 0;
     for k in order {
         let ai = intensity(k);
         let (px, py) = at(ai, k.gflops);
@@ -213,8 +214,22 @@ pub fn roofline(report: &tokenscope_kernel_report::KernelReport) -> String {
             if k.verified { "" } else { ", NOT VERIFIED" }
         );
         if k.is_user() {
+            // Each parameter set named, the labels staggered (sets of one kernel
+            // often sit close together).
+            let set = k
+                .variant
+                .as_ref()
+                .map_or(String::new(), |v| format!(" {}", v.name));
             svg.circle_titled(px, py, 6.0, VERMILLION, &tip);
-            svg.text(px + 9.0, py - 6.0, &k.name, 11.0, Anchor::Start, TEXT);
+            svg.text(
+                px + 9.0,
+                py - 6.0 + 13.0 * f64::from(yours_drawn % 3),
+                &format!("{}{set}", k.name),
+                11.0,
+                Anchor::Start,
+                TEXT,
+            );
+            yours_drawn += 1;
         } else if let Some(user) = &k.beside {
             svg.circle_titled(px, py, 5.0, BLUE, &tip);
             svg.text(

@@ -317,6 +317,12 @@ fn report_with_yours() -> tokenscope_kernel_report::KernelReport {
     yours.flops = 2 * 128 * 128 * 128;
     yours.bytes_moved = 3 * 128 * 128 * 4;
     yours.gflops = 4.0;
+    yours.variant = Some(tokenscope_kernel_report::VariantReport {
+        name: "TILE=8".into(),
+        source: "searched".into(),
+        note: String::new(),
+        search: None,
+    });
     let mut beside = r.kernels[2].clone();
     beside.beside = Some(yours.name.clone());
     r.kernels.push(yours);
@@ -330,7 +336,7 @@ fn the_roofline_names_your_kernel_under_both_roofs() {
     let svg = roofline(&r);
     assert_well_formed(&svg);
     // Your kernel named (escaped), tokenscope's GEMV beside it named by it.
-    assert!(svg.contains(">matmul_tiled&lt;&amp;&gt;<"), "{svg}");
+    assert!(svg.contains(">matmul_tiled&lt;&amp;&gt; TILE=8<"), "{svg}");
     assert!(svg.contains("tokenscope gemv f16, bytes of matmul_tiled&lt;&amp;&gt;"));
     // Its place: 2 x 128^3 FLOPs over 3 x 128^2 x 4 bytes = 21.3 FLOP/byte, at 4
     // GFLOP/s, under the FMA roof (the ridge is 20 / 3.7 = 5.4 FLOP/byte): 20%.

@@ -289,13 +289,7 @@ mod tests {
         }
     }
 
-    const CAPS: VariantCaps = VariantCaps {
-        subgroups: true,
-        subgroup_min: 32,
-        max_threads: 1024,
-        max_workgroup_bytes: 49152,
-        shader_f16: true,
-    };
+    const CAPS: VariantCaps = crate::kernels::NVIDIA_CAPS;
 
     #[test]
     fn names_round_trip() {

@@ -211,13 +211,7 @@ mod tests {
         }
     }
 
-    const NV: VariantCaps = VariantCaps {
-        subgroups: true,
-        subgroup_min: 32,
-        max_threads: 1024,
-        max_workgroup_bytes: 49152,
-        shader_f16: true,
-    };
+    const NV: VariantCaps = crate::kernels::NVIDIA_CAPS;
 
     fn x_path(dtype: Quant, rows: u32, cols: u32, batch: u32) -> XPath {
         let spec = GemvSpec {

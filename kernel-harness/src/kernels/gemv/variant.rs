@@ -338,13 +338,7 @@ mod tests {
         }
     }
 
-    const NV: VariantCaps = VariantCaps {
-        subgroups: true,
-        subgroup_min: 32,
-        max_threads: 1024,
-        max_workgroup_bytes: 49152,
-        shader_f16: true,
-    };
+    const NV: VariantCaps = crate::kernels::NVIDIA_CAPS;
 
     #[test]
     fn names_round_trip_and_bad_ones_are_named() {
