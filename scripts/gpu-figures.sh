@@ -17,8 +17,9 @@
 #    downloads, when present): the file's GEMVs on its own weights, attention at its
 #    layout, and its floor at 4096 and 32768 tokens;
 # 5b. the experiments that separate causes: u1 vs u4 at 4096x14336 (spilling) and
-#    f32 x vs int8 x (q8_0, q4_0) vs f16 (q4_0), each arm a tuning file forcing the variant
-#    (after a search only); the fixed cost per dispatch comes from the suite;
+#    f32 x vs int8 x (q8_0, q4_0) vs f16 (q4_0), split-KV attention at 32, 64, 128
+#    and 256 splits with the combine timed apart, each arm a tuning file forcing the
+#    variant (after a search only); the fixed cost per dispatch comes from the suite;
 # 6. your own kernel (`kernels --shader`): tokenscope's read kernel given as a
 #    user's, at the ceiling's buffer size (it must read what the ceiling reads), and
 #    the example tiled matmul at 2048^3 (128^3 with --quick; TILE 8 and 16, checked
@@ -135,9 +136,27 @@ for x, formats in (("f32x", ("q8_0", "q4_0")), ("int8x", ("q8_0", "q4_0")), ("f1
             if v:
                 forced[(d, sh)] = re.sub(r"_(q8|h)$", "", v) + suffix[x]
     arm(x, forced)
+# Split-KV attention at 32, 64, 128 and 256 splits a KV head (positions per split =
+# context / splits, where that is a whole number of 32-position tiles).
+def arm_attention(name, splits):
+    t = copy.deepcopy(base)
+    for e in t["entries"]:
+        if e["kernel"] == "attention_decode_split" and e["dtype"] == "f16":
+            context = e["shape"][1]
+            chunk = context // splits
+            if context % splits == 0 and chunk % 32 == 0:
+                e["best"] = re.sub(r"^c\d+", f"c{chunk}", e["best"])
+    t["unsearched_problems"] = []
+    json.dump(t, open(f"{out}/arm-{name}.json", "w"), indent=1)
+for n in (32, 64, 128, 256):
+    arm_attention(f"s{n}", n)
 PY
   for a in u1 u4; do
     [[ -s $OUT/arm-$a.json ]] && "$BIN" kernels "${QUICK[@]}" --tuning "$OUT/arm-$a.json" --only gemv --formats f16,q4_0 \
+      --decode-step none --models llama-3.1-8b --json "$OUT/exp-$a.json" > "$OUT/exp-$a.txt" 2>&1 || true
+  done
+  for a in s32 s64 s128 s256; do
+    [[ -s $OUT/arm-$a.json ]] && "$BIN" kernels "${QUICK[@]}" --tuning "$OUT/arm-$a.json" --only attention \
       --decode-step none --models llama-3.1-8b --json "$OUT/exp-$a.json" > "$OUT/exp-$a.txt" 2>&1 || true
   done
   for a in f32x int8x f16x; do
@@ -232,6 +251,17 @@ for pair in (("u1", "u4"), ("f32x", "int8x"), ("f32x", "f16x")):
         for key in sorted(set(arms[pair[0]]) & set(arms[pair[1]])):
             (t0, v0, f0), (t1, v1, f1) = arms[pair[0]][key], arms[pair[1]][key]
             print(f"  gemv {key[0]:<5} {'x'.join(map(str, key[1])):<12} {pair[0]} {t0:9.2f} us ({f0:.0%}, {v0})  {pair[1]} {t1:9.2f} us ({f1:.0%}, {v1})  {pair[1]}/{pair[0]} {t1 / t0:.2f}")
+print("\nsplit-KV attention f16 by splits a KV head (us per call, the combine alone, fraction of read):")
+for a in ("s32", "s64", "s128", "s256"):
+    try:
+        ks = json.load(open(f"{out}/exp-{a}.json"))["kernels"]
+    except (FileNotFoundError, ValueError):
+        print(f"  {a}: no report (see {out}/exp-{a}.txt)")
+        continue
+    for k in ks:
+        if k["name"] == "attention_decode_split" and k["dtype"] == "f16":
+            print(f"  {a:<5} h{k['heads']}/kv{k['kv_heads']} d{k['head_dim']} ctx {k['context']:>6}: {k['splits']:>4} splits  {k['median_us']:9.2f} us"
+                  f"  combine {k.get('combine_us') or 0:8.2f} us  {k['fraction_of_read']:.0%}  {(k.get('variant') or {}).get('name', '?')}")
 print("\nyour own kernel (kernels --shader):")
 for name in ("user-read", "user-matmul"):
     try:

@@ -2,14 +2,23 @@
 //
 // For query head h with splits s = 0..S-1 holding (o_s, m_s, l_s):
 //   M = max_s m_s,  L = sum_s l_s * exp(m_s - M),  out = sum_s o_s * exp(m_s - M) / L
-// (the log-sum-exp merge of flash-decoding). One workgroup per query head.
+// (the log-sum-exp merge of flash-decoding). One workgroup per query head, every
+// step spread over its threads (S can be hundreds: a serial walk over the splits
+// costs more than the splits' attention):
+//   1. M: each thread the max of its strided splits, then a tree in workgroup memory;
+//   2. in rounds of WG_SIZE splits, each split's weight exp(m_s - M) once into
+//      workgroup memory (its l times it summed per thread, then a tree for L), and
+//      o: thread (c, r) takes 4-vector c of the head and the splits r, r + R, ... of
+//      the round (R = WG_SIZE / hq rows of threads), summed over r at the end.
 
-const WG_SIZE: u32 = 64u;  // threads per workgroup (4 dims each)
+// Host-substituted: WG_SIZE, a power of two from 32 to 256, at least hq (the host
+// sizes it to the splits: a few splits take a small workgroup).
+const WG_SIZE: u32 = {{WG_SIZE}}u;
 
 struct Params {
     heads: u32,    // query heads
     splits: u32,   // splits per head
-    hq: u32,       // HEAD_DIM / 4
+    hq: u32,       // HEAD_DIM / 4, at most WG_SIZE
     _pad: u32,
 }
 
@@ -18,25 +27,70 @@ struct Params {
 @group(0) @binding(2) var<storage, read> part_ml: array<vec2<f32>>;  // [heads, splits]: (m, l)
 @group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>; // [heads, HEAD_DIM / 4]
 
+var<workgroup> red: array<f32, WG_SIZE>;        // tree reductions
+var<workgroup> w_sh: array<f32, WG_SIZE>;       // a round's split weights
+var<workgroup> o_sh: array<vec4<f32>, WG_SIZE>; // per-row sums of o
+
+// The max (is_max) or the sum of every thread's `v`, in every thread.
+fn tree(lid: u32, v: f32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var half = WG_SIZE / 2u; half > 0u; half /= 2u) {
+        if (lid < half) {
+            let a = red[lid];
+            let b = red[lid + half];
+            red[lid] = select(a + b, max(a, b), is_max);
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(local_invocation_index) lid: u32,
         @builtin(workgroup_id) wid: vec3<u32>) {
     let h = wid.x;
     let s_base = h * params.splits;
-    var m = -3.0e38;
-    for (var s = 0u; s < params.splits; s++) {
-        m = max(m, part_ml[s_base + s].x);
+    var m_part = -3.0e38;
+    for (var s = lid; s < params.splits; s += WG_SIZE) {
+        m_part = max(m_part, part_ml[s_base + s].x);
     }
-    var l = 0.0;
-    for (var s = 0u; s < params.splits; s++) {
-        let ml = part_ml[s_base + s];
-        l += ml.y * exp(ml.x - m);
-    }
-    for (var i = lid; i < params.hq; i += WG_SIZE) {
-        var o = vec4<f32>(0.0);
-        for (var s = 0u; s < params.splits; s++) {
-            o += part_o[(s_base + s) * params.hq + i] * exp(part_ml[s_base + s].x - m);
+    let m = tree(lid, m_part, true);
+
+    let hq = params.hq;
+    let rows = WG_SIZE / hq;
+    let c = lid % hq;
+    let r = lid / hq;
+    var l_part = 0.0;
+    var o = vec4<f32>(0.0);
+    for (var s0 = 0u; s0 < params.splits; s0 += WG_SIZE) {
+        let n = min(WG_SIZE, params.splits - s0);
+        if (lid < n) {
+            let ml = part_ml[s_base + s0 + lid];
+            let w = exp(ml.x - m);
+            w_sh[lid] = w;
+            l_part += ml.y * w;
         }
-        out[h * params.hq + i] = o / l;
+        workgroupBarrier();
+        if (r < rows) {
+            for (var t = r; t < n; t += rows) {
+                o += part_o[(s_base + s0 + t) * hq + c] * w_sh[t];
+            }
+        }
+        workgroupBarrier();
+    }
+    let l = tree(lid, l_part, false);
+    if (r < rows) {
+        o_sh[r * hq + c] = o;
+    }
+    workgroupBarrier();
+    if (lid < hq) {
+        var total = vec4<f32>(0.0);
+        for (var j = 0u; j < rows; j++) {
+            total += o_sh[j * hq + lid];
+        }
+        out[h * hq + lid] = total / l;
     }
 }

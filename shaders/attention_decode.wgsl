@@ -8,7 +8,10 @@
 //            u32 keys, every thread keeps the running max m privately, and what came
 //            before is rescaled by exp(m_old - m_new): 3 barriers per tile, no serial loop
 //   values:  o[g] = sum_p exp(s[g, p] - m) * V[p], l[g] = sum_p exp(s[g, p] - m)
-//            (threads own VEC dims each; each position group keeps its own o and l)
+//            (threads own VEC dims each; each position group keeps its own o and l);
+//            with KV_TOGETHER a tile's V rows are loaded right after its K rows,
+//            before the softmax's barriers, so both are in flight together; the
+//            value loop's trip count is a constant either way
 // With splits == 1 the workgroup writes o / l; with splits > 1 it writes the partial
 // (o, m, l) and attention_combine.wgsl merges the splits with log-sum-exp.
 //
@@ -17,7 +20,7 @@
 // positions per split (how many workgroups share a KV head).
 //
 // Host-substituted constants: WG_SIZE, HEAD_DIM, GROUP, LANES, VEC.
-// Flags: KV_F16 (f16 cache; else f32), WIDE (with VEC = 8: 8 f16 per 16-byte load,
+// Flags: KV_TOGETHER (V loaded with K), KV_F16 (f16 cache; else f32), WIDE (with VEC = 8: 8 f16 per 16-byte load,
 // unpacked with unpack2x16float), SHADER_F16 (4 f16 per load as vec4<f16>; else
 // unpack2x16float).
 
@@ -33,6 +36,7 @@ const HV: u32 = HEAD_DIM / VEC;      // loads per head row
 const LQ: u32 = HV / LANES;          // loads per lane in the score phase
 const DG: u32 = HV;                  // value phase: threads per position (VEC dims each)
 const PG: u32 = WG_SIZE / DG;        // value phase: positions in flight
+const VT: u32 = (TILE + PG - 1u) / PG;  // value phase: positions per thread per tile
 const NEG_BIG: f32 = -3.0e38;        // "minus infinity" that stays finite
 
 struct Params {
@@ -119,6 +123,13 @@ fn load_v(i: u32) -> array<vec4<f32>, HALVES> {
     return widen(v[i]);
 }
 
+// The load of V at position t of the tile at base that thread column dg reads: past
+// the tile or the split's end, the last row (its probability is 0).
+fn v_row(base: u32, t: u32, p_end: u32, row_base: u32, dg: u32) -> u32 {
+    let p = min(base + min(t, TILE - 1u), p_end - 1u);
+    return (row_base + p) * HV + dg;
+}
+
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(local_invocation_index) lid: u32,
         @builtin(workgroup_id) wid: vec3<u32>) {
@@ -174,6 +185,16 @@ fn main(@builtin(local_invocation_index) lid: u32,
         for (var g = 0u; g < GROUP; g++) {
             dot_sh[(slot * GROUP + g) * LANES + lane] = dots[g];
         }
+        // This thread's V rows of the tile (VT of them, a constant count), loaded
+        // with K and in flight through the softmax's barriers. Rows past the end
+        // re-read the last one; their probabilities are 0.
+        // (KV_TOGETHER; else each row is loaded in the value phase, after the softmax.)
+#ifdef KV_TOGETHER
+        var vpre: array<array<vec4<f32>, HALVES>, VT>;
+        for (var j = 0u; j < VT; j++) {
+            vpre[j] = load_v(v_row(base, pg + j * PG, p_end, row_base, dg));
+        }
+#endif
         workgroupBarrier();
         for (var i = lid; i < TILE * GROUP; i += WG_SIZE) {
             let t = i % TILE;
@@ -204,7 +225,10 @@ fn main(@builtin(local_invocation_index) lid: u32,
         if (lid < GROUP) {
             atomicStore(&max_sh[lid], key(NEG_BIG));
         }
-        // Values: DG threads cover one row (VEC dims each), PG rows in flight.
+        // Values: DG threads cover one row (VEC dims each), PG rows in flight, the
+        // rows loaded above (a position past the end has probability exp(-3e38 - m)
+        // = 0: it adds nothing).
+        // (PG x DG may fall short of WG_SIZE: the threads past it sit out.)
         if (pg < PG) {
             for (var g = 0u; g < GROUP; g++) {
                 for (var h = 0u; h < HALVES; h++) {
@@ -212,10 +236,19 @@ fn main(@builtin(local_invocation_index) lid: u32,
                 }
                 l[g] *= alpha[g];
             }
-            for (var t = pg; t < TILE; t += PG) {
-                let p = base + t;
-                if (p < p_end) {
-                    let vv = load_v((row_base + p) * HV + dg);
+            for (var j = 0u; j < VT; j++) {
+                let t = pg + j * PG;
+#ifdef KV_TOGETHER
+                let live = t < TILE;
+#else
+                let live = t < TILE && base + t < p_end;  // loaded here: only real rows
+#endif
+                if (live) {
+#ifdef KV_TOGETHER
+                    let vv = vpre[j];
+#else
+                    let vv = load_v(v_row(base, t, p_end, row_base, dg));
+#endif
                     for (var g = 0u; g < GROUP; g++) {
                         let w = p_sh[g * TILE + t];
                         for (var h = 0u; h < HALVES; h++) {

@@ -920,7 +920,13 @@ fn every_attention_variant_verifies_on_odd_shapes() {
                     split,
                 };
                 let space = AttentionVariant::space(&spec, &caps);
-                let cover = pairwise(&space, |v| vec![v.chunk, v.threads, v.vec]);
+                let cover = pairwise(&space, |v| {
+                    vec![v.chunk, v.threads, v.vec, u32::from(v.kv_together)]
+                });
+                // V loaded after K and together with it, both verified.
+                assert!(
+                    cover.iter().any(|v| v.kv_together) && cover.iter().any(|v| !v.kv_together)
+                );
                 // Every chunk (split) and both load widths (f16) are among them.
                 assert!(
                     cover.len() >= if split { 6 } else { 2 },
@@ -942,6 +948,45 @@ fn every_attention_variant_verifies_on_odd_shapes() {
                 }
             }
         }
+    }
+}
+
+#[test]
+#[ignore = "opt-in: needs a GPU adapter (Vulkan, or Mesa lavapipe without a GPU); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn the_combine_merges_more_splits_than_its_threads() {
+    // 8,200 positions in splits of 32: 257 splits a head, past the combine's 256
+    // threads, so its weights come in two rounds; both head sizes the combine lays
+    // out differently (16 and 64 four-vectors a head).
+    let ctx = gpu(AdapterOptions::default());
+    for head_dim in [64, 256] {
+        let spec = AttentionSpec {
+            kv_dtype: Quant::F32,
+            heads: 2,
+            kv_heads: 1,
+            head_dim,
+            context: 8200,
+            split: true,
+        };
+        // Both ways of loading V.
+        let v = AttentionVariant::parse(if head_dim == 64 {
+            "c32_t128_v4"
+        } else {
+            "c32_t128_v4_kv"
+        })
+        .unwrap();
+        let kernels = pollster::block_on(AttentionKernels::with_variant(
+            &ctx,
+            &spec,
+            Choice::given(v),
+        ))
+        .unwrap();
+        let mut bench = pollster::block_on(AttentionBench::new(&ctx, spec, 5, 1)).unwrap();
+        bench.set_kernels(&ctx, kernels);
+        assert_eq!(bench.splits(), 257);
+        let (report, err) = pollster::block_on(bench.verify(&ctx, 0)).unwrap();
+        assert!(err.is_none(), "head dim {head_dim}: {}", err.unwrap());
+        assert_eq!(report.checked, u64::from(spec.heads * head_dim));
+        assert!(bench.combine_only().is_some());
     }
 }
 

@@ -150,6 +150,10 @@ pub struct KernelResult {
     /// KV splits of the flash-decoding variant (attention only; 1 = single pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub splits: Option<u32>,
+    /// Split-KV attention: the combine dispatch alone, timed apart (median,
+    /// microseconds; part of `median_us`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub combine_us: Option<f64>,
     /// The model file's tensors this GEMV stands for (`kernels --gguf`): of this
     /// type and shape (generated data), or the one whose own weights it ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -294,6 +294,7 @@ pub fn kernel_result(id: ResultId, o: Outcome, read_gbps: f64) -> KernelResult {
         kv_heads: id.kv_heads,
         head_dim: id.head_dim,
         splits: id.splits,
+        combine_us: None,
         tensors: id.tensors,
         verified: o.verification.failure.is_none(),
         verification: o.verification,

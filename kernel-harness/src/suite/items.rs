@@ -321,8 +321,22 @@ pub(super) async fn run_attention(
     }
     let measured = measure(ctx, clock, &spec.id(), &bench, &cfg.timing).await?;
     let timing = measured.summary(&spec.id())?;
-    let notes: Vec<String> = bench.f16().map(|p| p.note().into()).into_iter().collect();
-    Ok(kernel_result(
+    let mut notes: Vec<String> = bench.f16().map(|p| p.note().into()).into_iter().collect();
+    // The combine's share, timed alone on the partials the calls above left.
+    let combine_us = match bench.combine_only() {
+        Some(c) => {
+            let t = measure(ctx, clock, &spec.id(), &c, &cfg.timing).await?;
+            let us = t.summary(&spec.id())?.median_us;
+            notes.push(format!(
+                "the combine of its {} splits alone: {} us",
+                bench.splits(),
+                tokenscope_stats::fmt::fmt_sig3(us)
+            ));
+            Some(us)
+        }
+        None => None,
+    };
+    let mut result = kernel_result(
         ResultId {
             name: spec.name().into(),
             dtype: spec.kv_dtype.to_string(),
@@ -352,7 +366,9 @@ pub(super) async fn run_attention(
             variant: Some(bench.kernels.choice.report.clone()),
         },
         read_gbps,
-    ))
+    );
+    result.combine_us = combine_us;
+    Ok(result)
 }
 
 /// What a file GEMV stands for: the tensor whose weights it runs, or how many of

@@ -400,11 +400,17 @@ async fn tune_attention(
         Ok(Some(m.summary(&id)?.median_us))
     };
     let mut seeds = vec![default];
-    for (chunk, threads, vec) in [(64, 128, 8), (128, 256, 8), (256, 128, 4), (32, 64, 8)] {
+    for (chunk, threads, vec, kv_together) in [
+        (64, 128, 8, true),
+        (128, 256, 8, false),
+        (256, 128, 4, true),
+        (32, 64, 8, false),
+    ] {
         let v = AttentionVariant {
             chunk: if spec.split { chunk } else { 0 },
             threads,
             vec,
+            kv_together,
         };
         if v.check(&spec, &caps).is_none() && !seeds.contains(&v) {
             seeds.push(v);

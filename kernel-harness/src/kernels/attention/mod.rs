@@ -78,6 +78,7 @@ impl AttentionKernels {
             .flag("KV_F16", spec.kv_dtype == Quant::F16)
             .flag("WIDE", wide)
             .flag("SHADER_F16", f16 == Some(F16Path::ShaderF16))
+            .flag("KV_TOGETHER", v.kv_together)
             .value("WG_SIZE", v.threads)
             .value("HEAD_DIM", spec.head_dim)
             .value("GROUP", spec.group())
@@ -99,11 +100,19 @@ impl AttentionKernels {
                 ],
             )
             .await?;
+        // The combine's threads: as many as splits (a power of two), at least one
+        // per 4-vector of a head row, at most 256: a few splits take a small
+        // workgroup, hundreds the largest.
+        let (splits, _) = v.splits(spec);
+        let combine_wg = splits
+            .next_power_of_two()
+            .max((spec.head_dim / 4).next_power_of_two())
+            .clamp(32, 256);
         let combine = ctx
             .kernel(
                 &id,
                 shader::ATTENTION_COMBINE,
-                &Defines::new(),
+                &Defines::new().value("WG_SIZE", combine_wg),
                 &[
                     Binding::Uniform,
                     Binding::Read,
@@ -255,6 +264,11 @@ impl AttentionOp {
             pass.set_bind_group(0, bg, &[]);
             pass.dispatch_workgroups(*x, *y, 1);
         }
+        self.encode_combine(pass);
+    }
+
+    /// Records the combine alone (nothing without splits).
+    pub fn encode_combine(&self, pass: &mut wgpu::ComputePass<'_>) {
         if let Some((bg, heads)) = &self.combine_group {
             pass.set_pipeline(&self.kernels.combine.pipeline);
             pass.set_bind_group(0, bg, &[]);
@@ -293,7 +307,25 @@ impl Workload for AttentionBench {
     }
 }
 
+/// The combine dispatch of a split-KV [`AttentionBench`] alone, on each slot's
+/// partials as the last full call left them: its share of the time, timed apart.
+pub struct CombineOnly<'a>(&'a AttentionBench);
+
+impl Workload for CombineOnly<'_> {
+    fn rotation(&self) -> usize {
+        self.0.ops.len()
+    }
+    fn encode(&self, pass: &mut wgpu::ComputePass<'_>, iter: usize) {
+        self.0.ops[iter % self.0.ops.len()].encode_combine(pass);
+    }
+}
+
 impl AttentionBench {
+    /// The combine alone, for split-KV with more than one split.
+    pub fn combine_only(&self) -> Option<CombineOnly<'_>> {
+        (self.splits() > 1).then_some(CombineOnly(self))
+    }
+
     /// Allocates `rotation` caches and the vectors.
     pub async fn new(
         ctx: &GpuContext,

@@ -1,7 +1,9 @@
 //! The decode-attention variant space (`shaders/attention_decode.wgsl`): threads per
 //! workgroup, cache elements per load (4, or 8 f16 in one 16-byte load), and for
-//! split-KV the positions per split, which sets how many workgroups share a KV head.
-//! Written `c256_t128_v8` (chunk 0: the single-pass kernel).
+//! split-KV the positions per split, which sets how many workgroups share a KV head,
+//! and whether a tile's V rows are loaded with its K rows (`_kv`: in flight through
+//! the softmax's barriers) or after them. Written `c256_t128_v8_kv` (chunk 0: the
+//! single-pass kernel).
 
 use tokenscope_hw::floor::Quant;
 
@@ -20,6 +22,9 @@ pub struct AttentionVariant {
     pub threads: u32,
     /// Cache elements per load: 4, or 8 (f16 only).
     pub vec: u32,
+    /// A tile's V rows loaded together with its K rows, before the softmax (more
+    /// bytes in flight, more registers), rather than after it.
+    pub kv_together: bool,
 }
 
 const CHUNKS: [u32; 8] = [32, 64, 128, 256, 512, 1024, 2048, 4096];
@@ -52,7 +57,13 @@ impl AttentionVariant {
 
     /// `c256_t128_v8`.
     pub fn name(&self) -> String {
-        format!("c{}_t{}_v{}", self.chunk, self.threads, self.vec)
+        format!(
+            "c{}_t{}_v{}{}",
+            self.chunk,
+            self.threads,
+            self.vec,
+            if self.kv_together { "_kv" } else { "" }
+        )
     }
 
     /// Parses a name written by [`AttentionVariant::name`].
@@ -66,11 +77,17 @@ impl AttentionVariant {
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(bad)
         };
-        let v = AttentionVariant {
+        let mut v = AttentionVariant {
             chunk: num("c")?,
             threads: num("t")?,
             vec: num("v")?,
+            kv_together: false,
         };
+        match parts.next() {
+            None => {}
+            Some("kv") => v.kv_together = true,
+            Some(_) => return Err(bad()),
+        }
         if parts.next().is_some() {
             return Err(bad());
         }
@@ -169,6 +186,10 @@ impl AttentionVariant {
             vec: if self.vec == 4 { 8 } else { 4 },
             ..*self
         });
+        out.push(AttentionVariant {
+            kv_together: !self.kv_together,
+            ..*self
+        });
         if self.chunk > 0 {
             for chunk in [self.chunk / 2, self.chunk * 2] {
                 out.push(AttentionVariant { chunk, ..*self });
@@ -191,13 +212,16 @@ impl AttentionVariant {
         for chunk in chunks {
             for threads in [64, 128, 256] {
                 for vec in [4, 8] {
-                    let v = AttentionVariant {
-                        chunk,
-                        threads,
-                        vec,
-                    };
-                    if v.check(spec, caps).is_none() {
-                        out.push(v);
+                    for kv_together in [false, true] {
+                        let v = AttentionVariant {
+                            chunk,
+                            threads,
+                            vec,
+                            kv_together,
+                        };
+                        if v.check(spec, caps).is_none() {
+                            out.push(v);
+                        }
                     }
                 }
             }
@@ -235,22 +259,25 @@ pub fn attention_default(
                 chunk: AttentionVariant::chunk_for(spec, 1024, 256),
                 threads: 128,
                 vec: 4,
+                kv_together: false,
             },
-            "default for CPU adapters: the layout CI's lavapipe figures were measured with",
+            "default for CPU adapters: the layout CI's lavapipe figures were measured with (V after K: loading them together was 13% slower on lavapipe)",
         ),
         Family::Nvidia => (
             AttentionVariant {
                 chunk: AttentionVariant::chunk_for(spec, 2048, 64),
                 threads: 128,
                 vec: if spec.kv_dtype == Quant::F16 { 8 } else { 4 },
+                kv_together: true,
             },
-            "default for NVIDIA: enough splits for about 2048 workgroups and 16-byte loads (a heuristic, not yet tuned on a GPU: run `tokenscope kernels --tune`)",
+            "default for NVIDIA: enough splits for about 2048 workgroups, 16-byte loads, K and V loaded together as llama.cpp does (a heuristic, not yet tuned on a GPU: run `tokenscope kernels --tune`)",
         ),
         Family::OtherGpu => (
             AttentionVariant {
                 chunk: AttentionVariant::chunk_for(spec, 1024, 64),
                 threads: 128,
                 vec: if spec.kv_dtype == Quant::F16 { 8 } else { 4 },
+                kv_together: true,
             },
             "default for this GPU: a heuristic, not measured on its vendor (run `tokenscope kernels --tune`)",
         ),
@@ -298,6 +325,17 @@ mod tests {
         }
         assert!(AttentionVariant::parse("c64_t128").is_err());
         assert!(AttentionVariant::parse("t128_c64_v4").is_err());
+        assert!(AttentionVariant::parse("c64_t128_v4_xx").is_err());
+        let kv = AttentionVariant::parse("c64_t128_v8_kv").unwrap();
+        assert!(kv.kv_together && kv.name() == "c64_t128_v8_kv");
+        assert!(!AttentionVariant::parse("c64_t128_v8").unwrap().kv_together);
+        // Both ways of loading V are in the space, and one step apart.
+        let space = AttentionVariant::space(&spec(8192, true, Quant::F16), &CAPS);
+        assert!(space.iter().any(|v| v.kv_together) && space.iter().any(|v| !v.kv_together));
+        assert!(kv.neighbours().contains(&AttentionVariant {
+            kv_together: false,
+            ..kv
+        }));
     }
 
     #[test]
