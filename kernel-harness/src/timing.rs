@@ -268,8 +268,9 @@ fn affordable_samples(opts: &TimingOptions, sample_ms: f64) -> u32 {
 /// Warm-up first (its wall-clock time estimates a call's cost). With timestamps and
 /// [`TimingOptions::min_timestamp_sample_ms`], the calls per sample are then
 /// calibrated on the GPU's own clock (the wall-clock estimate includes submission
-/// and, in a browser, a round trip through the event loop): up to three timed
-/// passes, growing the batch until one lasts the minimum.
+/// and, in a browser, a round trip through the event loop): timed passes growing
+/// the batch until one lasts the minimum, then one more at that size, the batch
+/// sized on the faster of the two.
 pub async fn measure(
     ctx: &GpuContext,
     clock: &dyn Clock,
@@ -304,13 +305,17 @@ pub async fn measure(
         let mut call_ms = warm_ms;
         if min_ms > 0.0 {
             // Grow the batch on the GPU's clock; a batch inside one timestamp step
-            // reads zero and is grown tenfold.
+            // reads zero and is grown tenfold. Then one more pass at the size found:
+            // a first pass slowed by something else would leave every later sample
+            // short, so the batch follows the faster of the two.
+            let mut timed = None;
             for _ in 0..6 {
                 let t = timestamp_passes(ctx, kernel, w, iter, 1, per_sample, &label).await?;
                 iter += per_sample;
                 let want = match t.first() {
                     Some(us) => {
                         call_ms = us / 1e3;
+                        timed = Some(per_sample);
                         calls_for(min_ms, call_ms)
                     }
                     None if opts.detect_timestamp_step => {
@@ -322,6 +327,14 @@ pub async fn measure(
                     break;
                 }
                 per_sample = want;
+            }
+            if timed.is_some() {
+                let t = timestamp_passes(ctx, kernel, w, iter, 1, per_sample, &label).await?;
+                iter += per_sample;
+                if let Some(us) = t.first() {
+                    call_ms = call_ms.min(us / 1e3);
+                    per_sample = per_sample.max(calls_for(min_ms, call_ms));
+                }
             }
         }
         let samples = affordable_samples(opts, call_ms * per_sample as f64);

@@ -156,16 +156,29 @@ fn quick_run_verifies_every_kernel_and_validates() {
         assert_eq!(batches, [1, 3, 8, 64]);
         assert!((row.points[0].time_vs_batch1 - 1.0).abs() < 1e-12);
     }
-    // The fixed cost per dispatch: each format's 3 GEMVs fitted as a + bytes / B,
-    // recomputed here from the report's own rows (least squares by hand).
-    assert_eq!(report.dispatch_cost.len(), 4, "{:?}", report.dispatch_cost);
-    for c in &report.dispatch_cost {
-        let pts: Vec<(f64, f64)> = report
+    // The fixed cost per dispatch: each format's 3 GEMVs fitted as a + bytes / B
+    // (those off the cache: lavapipe beside other tests can put one above the
+    // ceiling), recomputed here from the report's own rows (least squares by hand).
+    let usable = |dtype: &str| -> Vec<(f64, f64)> {
+        report
             .kernels
             .iter()
-            .filter(|k| k.name == "gemv" && k.dtype == c.dtype)
+            .filter(|k| k.name == "gemv" && k.dtype == dtype && !k.cache_resident)
             .map(|k| (k.bytes_moved as f64, k.median_us))
-            .collect();
+            .collect()
+    };
+    let fitted: Vec<&str> = ["f32", "f16", "q8_0", "q4_0"]
+        .into_iter()
+        .filter(|d| usable(d).len() == 3)
+        .collect();
+    let got: Vec<&str> = report
+        .dispatch_cost
+        .iter()
+        .map(|c| c.dtype.as_str())
+        .collect();
+    assert_eq!(got, fitted, "{:?}", report.dispatch_cost);
+    for c in &report.dispatch_cost {
+        let pts = usable(&c.dtype);
         assert_eq!((c.shapes, pts.len()), (3, 3), "{c:?}");
         let n = pts.len() as f64;
         let (mx, my) = (
@@ -183,7 +196,7 @@ fn quick_run_verifies_every_kernel_and_validates() {
             let b = c.stream_gbps.expect("a positive slope is a rate");
             assert!((b * slope / 1e-3 - 1.0).abs() < 1e-9, "{c:?}");
         }
-        assert!(c.fixed_ci95_us > 0.0 && c.resolved == (c.fixed_us.abs() > c.fixed_ci95_us));
+        assert!(c.fixed_ci95_us > 0.0 && c.resolved == (c.fixed_us > c.fixed_ci95_us));
     }
     assert!(stdout.contains("Fixed cost per dispatch"), "{stdout}");
 }

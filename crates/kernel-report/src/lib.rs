@@ -417,7 +417,7 @@ impl KernelReport {
                 shapes: fit.n as u32,
                 fixed_us: fit.intercept,
                 fixed_ci95_us: ci,
-                resolved: fit.intercept.abs() > ci,
+                resolved: fit.intercept > ci,
                 stream_gbps,
                 stream_fraction_of_read: stream_gbps.filter(|_| read > 0.0).map(|g| g / read),
             });
@@ -580,6 +580,11 @@ mod tests {
         });
         let c = &r.dispatch_costs()[0];
         assert!(!c.resolved && c.fixed_ci95_us > c.fixed_us.abs(), "{c:?}");
+
+        // A fixed cost below 0 by more than its interval is no cost: not resolved.
+        let r = gemvs_timed(&DECODE_SHAPES, |b| b as f64 / 4000.0 / 1e3 - 3.0);
+        let c = &r.dispatch_costs()[0];
+        assert!(c.fixed_us < -2.9 && !c.resolved, "{c:?}");
 
         // Two shapes, or a third that sat in cache or failed its check: no fit.
         assert!(

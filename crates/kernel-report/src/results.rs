@@ -423,7 +423,9 @@ pub struct DispatchCost {
     pub fixed_us: f64,
     /// Half-width of the 95% confidence interval of `fixed_us`.
     pub fixed_ci95_us: f64,
-    /// `fixed_us` differs from 0 at 95%: only then does the report name a fixed cost.
+    /// `fixed_us` is above 0 at 95%: only then does the report name a fixed cost. An
+    /// interval wholly below 0 is no cost at all: the times were not linear in the
+    /// bytes (caches, a CPU adapter), and the text says the fit does not hold.
     pub resolved: bool,
     /// Streaming rate `B`, GB/s (`null` when the fitted slope is not positive).
     pub stream_gbps: Option<f64>,

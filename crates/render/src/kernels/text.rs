@@ -351,6 +351,8 @@ fn dispatch_cost_section(s: &mut String, r: &KernelReport) {
                 .map_or_else(|| "-".into(), |f| format!("{:.0}%", 100.0 * f)),
             if c.resolved {
                 format!("{} us a dispatch", fmt_sig3(c.fixed_us))
+            } else if c.fixed_us + c.fixed_ci95_us < 0.0 {
+                "the fit does not hold (a below 0: time not linear in bytes)".into()
             } else {
                 "not resolved (interval includes 0)".into()
             },
