@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Real-GPU figures in one command, for the machine with the GPU:
 #
-#   scripts/gpu-figures.sh [--out DIR] [--gguf FILE]... [--quick] [--tune-budget 180s] [--no-tune]
+#   scripts/gpu-figures.sh [--out DIR] [--gguf FILE]... [--quick] [--tune-budget 120s] [--no-tune]
 #
 # 1. builds the release binary (skipped when target/release/tokenscope is newer
 #    than the sources' last commit: a prepared machine spends no time building);
 # 2. lists the adapters;
 # 3. searches the kernel variants on this GPU (`kernels --tune`, --tune-budget,
-#    default 180 s; the tuning file lands in DIR/tuning.json), then runs the full
+#    default 120 s; the tuning file lands in DIR/tuning.json), then runs the full
 #    suite with them: all eleven GEMV formats at the decode shapes, skinny matmul,
 #    attention, the compute roof, the decode step and floor for llama-3.1-8b,
 #    qwen2.5-7b and gemma-3-270m, and the drift check (--no-tune: the defaults);
@@ -16,8 +16,9 @@
 # 5. each --gguf FILE (default: the Gemma 3 270M Q4_K_M file scripts/real-engine.sh
 #    downloads, when present): the file's GEMVs on its own weights, attention at its
 #    layout, and its floor at 4096 and 32768 tokens;
-# 5b. the experiments that separate causes: u1 vs u4 at 4096x14336 (spilling) and
-#    f32 x vs int8 x (q8_0, q4_0) vs f16 (q4_0), split-KV attention at 32, 64, 128
+# 5b. the experiments that separate causes: u1 vs u4 at 4096x14336, the loops
+#    unrolled or not (_ur: spilling), and
+#    f32 x vs int8 x (q8_0, q4_0, q4_K) vs f16 (q4_0, q4_K), split-KV attention at 32, 64, 128
 #    and 256 splits with the combine timed apart, each arm a tuning file forcing the
 #    variant (after a search only); the fixed cost per dispatch comes from the suite;
 # 6. your own kernel (`kernels --shader`): tokenscope's read kernel given as a
@@ -29,7 +30,8 @@
 #    defaults, the drift and the run-order check, each file's floor, the user path.
 #
 # Sized for a datacenter GPU: under 8 minutes with a prepared binary (the search is
-# most of it). Reports land in DIR (default gpu-figures/), one JSON per step, with
+# the largest part; the experiments' eleven short runs about 2 minutes: estimates, not
+# yet timed on a GPU). Reports land in DIR (default gpu-figures/), one JSON per step, with
 # the text output beside each. --quick: the small suite (seconds), for a first check.
 # TOKENSCOPE_BIN=path uses that binary instead of building one.
 set -euo pipefail
@@ -38,7 +40,7 @@ cd "$(dirname "$0")/.."
 OUT="gpu-figures"
 QUICK=()
 GGUFS=()
-TUNE=(--tune --tune-budget 180s)
+TUNE=(--tune --tune-budget 120s)
 SEARCH=yes
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -47,7 +49,7 @@ while [[ $# -gt 0 ]]; do
     --quick) QUICK=(--quick); shift ;;
     --tune-budget) TUNE=(--tune --tune-budget "$2"); shift 2 ;;
     --no-tune) SEARCH=no; shift ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-figures.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -92,9 +94,10 @@ done
 
 # Experiments that separate the causes (docs/kernels.md, "Why a GEMV misses"): the
 # same GEMVs with one thing changed, each arm a copy of the search's tuning file
-# whose entries force a variant: loop unrolling (u1 vs u4 at 4096x14336, where
-# register arrays spill or not) and the x path (f32 x vs int8 x for q8_0 and q4_0,
-# vs f16 dequantization for q4_0). The fixed cost per dispatch comes from the suite
+# whose entries force a variant: loads in flight (u1 vs u4 at 4096x14336), the
+# loops over the register arrays unrolled or not (_ur, every sweep shape: where
+# they spill or not) and the x path (f32 x vs int8 x for q8_0, q4_0 and
+# q4_K, vs f16 dequantization for q4_0 and q4_K). The fixed cost per dispatch comes from the suite
 # itself (dispatch_cost). An arm's report says "tuned" and shows the search's
 # figures for the problem; its own median is the figure to read.
 if [[ $SEARCH == yes && -s $TUNING ]]; then
@@ -127,14 +130,20 @@ shapes = sorted({tuple(k["shape"]) for k in suite["kernels"] if k["name"] == "ge
 wide = max(shapes, key=lambda s: (s[1], -s[0]), default=None)
 for u in (1, 4):
     arm(f"u{u}", {(d, wide): re.sub(r"_u\d+_", f"_u{u}_", default(d, wide)) for d in ("f16", "q4_0") if wide and default(d, wide)})
+# The loops over the register arrays unrolled (_ur) or not, at every sweep shape.
+for name, on in (("loops", False), ("ur", True)):
+    arm(name, {(d, sh): re.sub(r"_ur$", "", default(d, sh)) + ("_ur" if on else "")
+               for d in ("f16", "q4_0") for sh in shapes if default(d, sh)})
 suffix = {"f32x": "", "int8x": "_q8", "f16x": "_h"}
-for x, formats in (("f32x", ("q8_0", "q4_0")), ("int8x", ("q8_0", "q4_0")), ("f16x", ("q4_0",))):
+for x, formats in (("f32x", ("q8_0", "q4_0", "q4_k")), ("int8x", ("q8_0", "q4_0", "q4_k")), ("f16x", ("q4_0", "q4_k"))):
     forced = {}
     for d in formats:
         for sh in shapes:
             v = default(d, sh)
             if v:
-                forced[(d, sh)] = re.sub(r"_(q8|h)$", "", v) + suffix[x]
+                ur = v.endswith("_ur")
+                v = re.sub(r"_ur$", "", v)
+                forced[(d, sh)] = re.sub(r"_(q8|h)$", "", v) + suffix[x] + ("_ur" if ur else "")
     arm(x, forced)
 # Split-KV attention at 32, 64, 128 and 256 splits a KV head (positions per split =
 # context / splits, where that is a whole number of 32-position tiles).
@@ -151,7 +160,7 @@ def arm_attention(name, splits):
 for n in (32, 64, 128, 256):
     arm_attention(f"s{n}", n)
 PY
-  for a in u1 u4; do
+  for a in u1 u4 loops ur; do
     [[ -s $OUT/arm-$a.json ]] && "$BIN" kernels "${QUICK[@]}" --tuning "$OUT/arm-$a.json" --only gemv --formats f16,q4_0 \
       --decode-step none --models llama-3.1-8b --json "$OUT/exp-$a.json" > "$OUT/exp-$a.txt" 2>&1 || true
   done
@@ -160,8 +169,8 @@ PY
       --decode-step none --models llama-3.1-8b --json "$OUT/exp-$a.json" > "$OUT/exp-$a.txt" 2>&1 || true
   done
   for a in f32x int8x f16x; do
-    formats=q8_0,q4_0
-    [[ $a == f16x ]] && formats=q4_0
+    formats=q8_0,q4_0,q4_k
+    [[ $a == f16x ]] && formats=q4_0,q4_k
     [[ -s $OUT/arm-$a.json ]] && "$BIN" kernels "${QUICK[@]}" --tuning "$OUT/arm-$a.json" --only gemv --formats "$formats" \
       --decode-step none --models llama-3.1-8b --json "$OUT/exp-$a.json" > "$OUT/exp-$a.txt" 2>&1 || true
   done
@@ -239,7 +248,7 @@ for c in r.get("dispatch_cost", []):
     b = c.get("stream_gbps")
     print(f"  {c['dtype']:<5} over {c['shapes']} shapes: a = {a}, B = {b or 0:.4g} GB/s ({(c.get('stream_fraction_of_read') or 0):.0%} of read)")
 print("\nexperiments (the same GEMVs with one thing forced; us per call, the variant that ran):")
-for pair in (("u1", "u4"), ("f32x", "int8x"), ("f32x", "f16x")):
+for pair in (("u1", "u4"), ("loops", "ur"), ("f32x", "int8x"), ("f32x", "f16x")):
     arms = {}
     for a in pair:
         try:

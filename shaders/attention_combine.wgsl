@@ -5,9 +5,12 @@
 // (the log-sum-exp merge of flash-decoding). One workgroup per query head, every
 // step spread over its threads (S can be hundreds: a serial walk over the splits
 // costs more than the splits' attention):
-//   1. M: each thread the max of its strided splits, then a tree in workgroup memory;
+//   1. M: each thread the max of its strided splits, then across the workgroup
+//      (with SUBGROUPS: subgroupMax, one slot per subgroup, one barrier; else a
+//      tree in workgroup memory);
 //   2. in rounds of WG_SIZE splits, each split's weight exp(m_s - M) once into
-//      workgroup memory (its l times it summed per thread, then a tree for L), and
+//      workgroup memory (its l times it summed per thread, then across the
+//      workgroup for L), and
 //      o: thread (c, r) takes 4-vector c of the head and the splits r, r + R, ... of
 //      the round (R = WG_SIZE / hq rows of threads), summed over r at the end.
 
@@ -27,10 +30,33 @@ struct Params {
 @group(0) @binding(2) var<storage, read> part_ml: array<vec2<f32>>;  // [heads, splits]: (m, l)
 @group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>; // [heads, HEAD_DIM / 4]
 
-var<workgroup> red: array<f32, WG_SIZE>;        // tree reductions
+var<workgroup> red: array<f32, WG_SIZE>;        // reductions across the workgroup
 var<workgroup> w_sh: array<f32, WG_SIZE>;       // a round's split weights
 var<workgroup> o_sh: array<vec4<f32>, WG_SIZE>; // per-row sums of o
 
+#ifdef SUBGROUPS
+// The max (is_max) or the sum of every thread's `v`, in every thread: within each
+// subgroup by subgroup operations, then its result in the subgroup's slot (indexed
+// by subgroup_id: nothing assumes how invocations map to subgroups), read by all.
+fn across(v: f32, is_max: bool, sg_lane: u32, sg_id: u32, n_sg: u32) -> f32 {
+    var s: f32;
+    if (is_max) {
+        s = subgroupMax(v);
+    } else {
+        s = subgroupAdd(v);
+    }
+    if (sg_lane == 0u) {
+        red[sg_id] = s;
+    }
+    workgroupBarrier();
+    var r = red[0];
+    for (var i = 1u; i < n_sg; i++) {
+        r = select(r + red[i], max(r, red[i]), is_max);
+    }
+    workgroupBarrier();
+    return r;
+}
+#else
 // The max (is_max) or the sum of every thread's `v`, in every thread.
 fn tree(lid: u32, v: f32, is_max: bool) -> f32 {
     red[lid] = v;
@@ -47,17 +73,28 @@ fn tree(lid: u32, v: f32, is_max: bool) -> f32 {
     workgroupBarrier();
     return r;
 }
+#endif
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(local_invocation_index) lid: u32,
-        @builtin(workgroup_id) wid: vec3<u32>) {
+        @builtin(workgroup_id) wid: vec3<u32>,
+#ifdef SUBGROUPS
+        @builtin(subgroup_invocation_id) sg_lane: u32,
+        @builtin(subgroup_id) sg_id: u32,
+        @builtin(num_subgroups) n_sg: u32,
+#endif
+) {
     let h = wid.x;
     let s_base = h * params.splits;
     var m_part = -3.0e38;
     for (var s = lid; s < params.splits; s += WG_SIZE) {
         m_part = max(m_part, part_ml[s_base + s].x);
     }
+#ifdef SUBGROUPS
+    let m = across(m_part, true, sg_lane, sg_id, n_sg);
+#else
     let m = tree(lid, m_part, true);
+#endif
 
     let hq = params.hq;
     let rows = WG_SIZE / hq;
@@ -81,7 +118,11 @@ fn main(@builtin(local_invocation_index) lid: u32,
         }
         workgroupBarrier();
     }
+#ifdef SUBGROUPS
+    let l = across(l_part, false, sg_lane, sg_id, n_sg);
+#else
     let l = tree(lid, l_part, false);
+#endif
     if (r < rows) {
         o_sh[r * hq + c] = o;
     }

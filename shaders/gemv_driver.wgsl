@@ -18,7 +18,14 @@
 //   ROWS        rows per team: x is loaded once for all of them;
 //   UNROLL      units each lane loads before it uses any (loads in flight);
 //   BT          batch columns per pass over the row (ACC = ROWS * BT accumulators),
-//               in one of three orders (add_unit), which the host derives from them.
+//               in one of three orders (add_unit), which the host derives from them;
+//   UNROLLED    (derived by the host: the default order with ROWS * BT * UNROLL at
+//               most 16) the loops over the register arrays w and acc unrolled by the
+//               preprocessor, every index a constant: WGSL has no unroll hint and
+//               naga adds a counter to every loop, and a register array indexed by a
+//               loop variable can be spilled to memory. Bounded: unrolling them all
+//               (up to 8 x 64 copies of a unit's dot product) made lavapipe's
+//               compiles run for minutes.
 
 const WG_SIZE: u32 = {{WG_SIZE}}u;   // threads per workgroup
 const ROWS: u32 = {{ROWS}}u;         // rows per team
@@ -72,6 +79,19 @@ fn add_unit(acc: ptr<function, array<f32, ACC>>, w: ptr<function, array<Unit, RO
     }
 #else
     var xv: array<Xu, BT>;
+#ifdef UNROLLED
+#unroll c BT
+    xv[{{c}}] = load_xu(u, min(b0 + {{c}}, BATCH - 1u));
+#endunroll
+#unroll r ROWS
+    {
+        let wd = dequant((*w)[j * ROWS + {{r}}]);
+#unroll c BT
+        (*acc)[{{r}} * BT + {{c}}] += dot_dx(wd, xv[{{c}}]);
+#endunroll
+    }
+#endunroll
+#else
     for (var c = 0u; c < BT; c++) {
         xv[c] = load_xu(u, min(b0 + c, BATCH - 1u));
     }
@@ -83,6 +103,7 @@ fn add_unit(acc: ptr<function, array<f32, ACC>>, w: ptr<function, array<Unit, RO
     }
 #endif
 #endif
+#endif
 }
 
 // This thread's share of rows row0.. (ROWS) and columns b0.. (BT): units lane,
@@ -91,6 +112,23 @@ fn accumulate(row0: u32, b0: u32, lane: u32, lanes: u32) -> array<f32, ACC> {
     var acc: array<f32, ACC>;
     var w: array<Unit, ROWS * UNROLL>;
     let units = params.cols / VEC;
+#ifdef UNROLLED
+    // Every unit loaded (UNROLL of each row) before any is used; j a constant in
+    // each copy of add_unit (inlined by the driver).
+    for (var base = lane; base < units; base += lanes * UNROLL) {
+#unroll j UNROLL
+#unroll r ROWS
+        w[{{j}} * ROWS + {{r}}] = load_unit(row_at(row0, {{r}}), min(base + {{j}} * lanes, units - 1u));
+#endunroll
+#endunroll
+#unroll j UNROLL
+        if (base + {{j}} * lanes < units) {
+            add_unit(&acc, &w, {{j}}, base + {{j}} * lanes, b0);
+        }
+#endunroll
+    }
+    return acc;
+#else
     if (UNROLL == 1u) {
         for (var u = lane; u < units; u += lanes) {
             for (var r = 0u; r < ROWS; r++) {
@@ -115,6 +153,7 @@ fn accumulate(row0: u32, b0: u32, lane: u32, lanes: u32) -> array<f32, ACC> {
         }
     }
     return acc;
+#endif
 }
 
 // Accumulator i is row i / BT of the team, column b0 + i % BT.
@@ -212,12 +251,23 @@ fn main(@builtin(local_invocation_index) lid: u32,
         let row0 = (wg * TEAMS + min(team, TEAMS - 1u)) * ROWS;
         for (var b0 = 0u; b0 < BATCH; b0 += BT) {
             let acc = accumulate(row0, b0, sg_lane, sg_size);
+#ifdef UNROLLED
+#unroll i ACC
+            {
+                let s = subgroupAdd(acc[{{i}}]);
+                if (sg_lane == 0u && team < TEAMS) {
+                    store_acc({{i}}, row0, b0, s);
+                }
+            }
+#endunroll
+#else
             for (var i = 0u; i < ACC; i++) {
                 let s = subgroupAdd(acc[i]);
                 if (sg_lane == 0u && team < TEAMS) {
                     store_acc(i, row0, b0, s);
                 }
             }
+#endif
         }
     }
 #else

@@ -44,9 +44,16 @@ fn dot_dx(q: Deq, v: Xu) -> f32 {
 #else
 struct Deq { w: Quants, f: vec4<f32> }
 
+// Each run's quants times x (in f16 with DEQ16: the quants centred by the
+// includer's Q_BIAS, whose share, d1 * Q_BIAS, joins the minimum's), as f32.
 fn dot_dx(q: Deq, v: Xu) -> f32 {
-    let sl = dot(q.w.l[0], v.l[0]) + dot(q.w.l[1], v.l[1]) + dot(q.w.l[2], v.l[2]) + dot(q.w.l[3], v.l[3]);
-    let sh = dot(q.w.h[0], v.h[0]) + dot(q.w.h[1], v.h[1]) + dot(q.w.h[2], v.h[2]) + dot(q.w.h[3], v.h[3]);
-    return (q.f.x * sl + q.f.y * sh) - (q.f.z * v.sl + q.f.w * v.sh);
+    let sl = f32(dot(q.w.l[0], v.l[0]) + dot(q.w.l[1], v.l[1]) + dot(q.w.l[2], v.l[2]) + dot(q.w.l[3], v.l[3]));
+    let sh = f32(dot(q.w.h[0], v.h[0]) + dot(q.w.h[1], v.h[1]) + dot(q.w.h[2], v.h[2]) + dot(q.w.h[3], v.h[3]));
+#ifdef DEQ16
+    let m = q.f.zw - f32(Q_BIAS) * q.f.xy;
+#else
+    let m = q.f.zw;
+#endif
+    return (q.f.x * sl + q.f.y * sh) - (m.x * v.sl + m.y * v.sh);
 }
 #endif

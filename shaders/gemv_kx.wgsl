@@ -15,7 +15,8 @@ fn load_xu(u: u32, b: u32) -> Xu {
     return Xu(xq[i], xq[j], xm[i], xm[j]);
 }
 #else
-struct Xu { l: array<vec4<f32>, 4>, h: array<vec4<f32>, 4>, sl: f32, sh: f32 }
+// x as f32, or as f16 with DEQ16 (QF, gemv_nibbles.wgsl); each run's sum in f32.
+struct Xu { l: array<vec4<QF>, 4>, h: array<vec4<QF>, 4>, sl: f32, sh: f32 }
 
 fn load_xu(u: u32, b: u32) -> Xu {
     let hv = x_halves(u);
@@ -24,6 +25,8 @@ fn load_xu(u: u32, b: u32) -> Xu {
     let l = array<vec4<f32>, 4>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
     let h = array<vec4<f32>, 4>(x[j], x[j + 1u], x[j + 2u], x[j + 3u]);
     let one = vec4<f32>(1.0);
-    return Xu(l, h, dot((l[0] + l[1]) + (l[2] + l[3]), one), dot((h[0] + h[1]) + (h[2] + h[3]), one));
+    return Xu(array<vec4<QF>, 4>(vec4<QF>(l[0]), vec4<QF>(l[1]), vec4<QF>(l[2]), vec4<QF>(l[3])),
+              array<vec4<QF>, 4>(vec4<QF>(h[0]), vec4<QF>(h[1]), vec4<QF>(h[2]), vec4<QF>(h[3])),
+              dot((l[0] + l[1]) + (l[2] + l[3]), one), dot((h[0] + h[1]) + (h[2] + h[3]), one));
 }
 #endif

@@ -4,7 +4,7 @@
 // i + 16 of a block; for q4_K/q5_K those of two sub-blocks), and for the q5 formats
 // their fifth bits in a word h (bit i: low weight i, bit 16 + i: high weight i).
 // As f32 (x as f32), as bytes for dot4I8Packed (XQ8, x as int8), or as f16 minus the
-// includer's Q_BIAS (DEQ16, x as f16: q4_0 and q5_0).
+// includer's Q_BIAS (DEQ16, x as f16: the 4- and 5-bit formats).
 
 #ifdef XQ8
 #include gemv_q8x.wgsl
@@ -32,8 +32,9 @@ const HI_SHIFT = vec4<u32>(4u, 12u, 20u, 28u);
 const BIT_UP = vec4<u32>(4u, 3u, 2u, 1u);  // moves bit i of h to bit 4
 
 #ifdef DEQ16
-// f16 (q4_0, q5_0): the quants minus the includer's Q_BIAS (8, 16), centred and
-// exact in f16, for f16 products with x in f16 (gemv_legacy.wgsl). Converted, not
+// f16: the quants minus the includer's Q_BIAS (8, 16), centred and exact in f16,
+// for f16 products with x in f16 (gemv_legacy.wgsl, gemv_kx.wgsl); the includer
+// adds the centre back through x's sum in f32 where its format has a minimum. Converted, not
 // ORed into the mantissa of 1024.0h as llama.cpp does (two weights an operation):
 // naga cannot bitcast a u32 to vec2<f16> yet (gfx-rs/wgpu#8896).
 alias QF = f16;

@@ -45,9 +45,17 @@ fn dequant(q: Unit) -> Deq {
     return Deq(quants4(q.q), unpack2x16float(q.dm));
 }
 
+#ifdef DEQ16
+const Q_BIAS: f16 = 8.0h;  // the quants come centred: w = d (q - 8) + (m + 8 d)
+
+fn dot_dx(q: Deq, v: Xu) -> f32 {
+    return q.dm.x * dot32(q.w, v) + (q.dm.y + 8.0 * q.dm.x) * v.s;
+}
+#else
 fn dot_dx(q: Deq, v: Xu) -> f32 {
     return q.dm.x * dot32(q.w, v) + q.dm.y * v.s;
 }
+#endif
 #endif
 
 #include gemv_driver.wgsl

@@ -25,6 +25,9 @@
 #endif
 
 const VEC: u32 = 32u;  // weights per unit
+#ifdef DEQ16
+const Q_BIAS: f16 = 8.0h;  // the quants come centred (gemv_kscales.wgsl adds d1 * Q_BIAS back)
+#endif
 
 #include gemv_kscales.wgsl
 #include gemv_nibbles.wgsl

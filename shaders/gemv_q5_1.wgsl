@@ -47,9 +47,17 @@ fn dequant(q: Unit) -> Deq {
     return Deq(quants5(q.q, q.h), unpack2x16float(q.dm));
 }
 
+#ifdef DEQ16
+const Q_BIAS: f16 = 16.0h;  // the quants come centred: w = d (q - 16) + (m + 16 d)
+
+fn dot_dx(q: Deq, v: Xu) -> f32 {
+    return q.dm.x * dot32(q.w, v) + (q.dm.y + 16.0 * q.dm.x) * v.s;
+}
+#else
 fn dot_dx(q: Deq, v: Xu) -> f32 {
     return q.dm.x * dot32(q.w, v) + q.dm.y * v.s;
 }
+#endif
 #endif
 
 #include gemv_driver.wgsl

@@ -36,6 +36,8 @@ fn x_halves(u: u32) -> vec2<u32> {
     return vec2<u32>(lo, lo + 4u);
 }
 
+alias QF = f32;  // x as f32 (gemv_kx.wgsl; no f16 path for q6_K)
+
 #include gemv_kx.wgsl
 
 struct Unit { q: vec4<u32>, h: vec2<u32>, s: vec2<u32>, dw: u32, sb: u32, m: u32 }

@@ -50,11 +50,26 @@ impl Default for TimingOptions {
     }
 }
 
+/// Shortest timed pass of dispatches back to back, milliseconds: a 2 us dispatch
+/// on a datacenter GPU is then one of about 250 (a pass holds at most 1000).
+pub const BACK_TO_BACK_MS: f64 = 0.5;
+
 /// Batch length (ms) of a timed sample in a browser: Chrome quantizes timestamps
 /// (and `performance.now()`) to 100 us, so 10 ms keeps the quantization under 1%.
 pub const BROWSER_MIN_SAMPLE_MS: f64 = 10.0;
 
 impl TimingOptions {
+    /// The same options with dispatches back to back in passes of at least
+    /// [`BACK_TO_BACK_MS`] where the GPU has timestamps, as a decode step runs them
+    /// (GEMVs, the attention combine; with a wall clock every call is already
+    /// batched, [`TimingOptions::min_sample_ms`]).
+    pub fn back_to_back(self) -> Self {
+        Self {
+            min_timestamp_sample_ms: self.min_timestamp_sample_ms.max(BACK_TO_BACK_MS),
+            ..self
+        }
+    }
+
     /// The same options with every sample (timestamps and wall clock) batched to at
     /// least [`BROWSER_MIN_SAMPLE_MS`].
     pub fn for_browser(self) -> Self {

@@ -788,6 +788,7 @@ fn gemv_params(v: &GemvVariant) -> Vec<u32> {
             XPath::Q8 => 1,
             XPath::F16 => 2,
         },
+        u32::from(v.unrolled),
     ]
 }
 
@@ -821,7 +822,16 @@ fn every_gemv_variant_verifies_on_odd_shapes() {
                 // The f16 dequantization where the format and the device take it.
                 assert_eq!(
                     space.iter().any(|v| v.x == XPath::F16),
-                    ctx.caps.shader_f16 && matches!(dtype, Quant::Q4_0 | Quant::Q5_0),
+                    ctx.caps.shader_f16
+                        && matches!(
+                            dtype,
+                            Quant::Q4_0
+                                | Quant::Q5_0
+                                | Quant::Q4_1
+                                | Quant::Q5_1
+                                | Quant::Q4K
+                                | Quant::Q5K
+                        ),
                     "{spec:?}"
                 );
                 let cover = pairwise(&space, gemv_params);

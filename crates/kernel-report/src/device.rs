@@ -77,7 +77,57 @@ impl AdapterReport {
             None
         }
     }
+
+    /// The adapter's streaming multiprocessors (NVIDIA) or compute units (AMD), from
+    /// its name, for the GPUs in [`COMPUTE_UNITS`] (the vendors' published figures):
+    /// WebGPU and wgpu do not report it (llama.cpp reads it from Vulkan extensions
+    /// wgpu does not expose). `None` for any other adapter.
+    pub fn compute_units(&self) -> Option<u32> {
+        let words: Vec<String> = self
+            .name
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect();
+        COMPUTE_UNITS
+            .iter()
+            .find(|(model, _)| model.split(' ').all(|m| words.iter().any(|w| w == m)))
+            .map(|&(_, n)| n)
+    }
 }
+
+/// GPU models (the words of the adapter's name, lower case; the more specific
+/// first) and their streaming multiprocessors or compute units, from the vendors'
+/// specifications.
+pub const COMPUTE_UNITS: &[(&str, u32)] = &[
+    ("h100 pcie", 114),
+    ("h100", 132),
+    ("h200", 132),
+    ("gh200", 132),
+    ("h800", 132),
+    ("h20", 78),
+    ("b200", 148),
+    ("a100", 108),
+    ("a800", 108),
+    ("a10", 72),
+    ("a30", 56),
+    ("l40s", 142),
+    ("l40", 142),
+    ("l4", 58),
+    ("t4", 40),
+    ("v100", 80),
+    ("rtx 5090", 170),
+    ("rtx 5080", 84),
+    ("rtx 4090", 128),
+    ("rtx 4080 super", 80),
+    ("rtx 4080", 76),
+    ("rtx 3090 ti", 84),
+    ("rtx 3090", 82),
+    ("mi300x", 304),
+    ("mi325x", 304),
+    ("rx 7900 xtx", 96),
+    ("rx 7900 xt", 84),
+];
 
 /// Optional features: what the adapter has and what the harness used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,6 +236,47 @@ impl RunEnvironment {
             runtime: "browser".into(),
             user_agent,
             clock: "performance.now()".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str) -> AdapterReport {
+        AdapterReport {
+            name: name.into(),
+            backend: "vulkan".into(),
+            device_type: "DiscreteGpu".into(),
+            driver: String::new(),
+            driver_info: String::new(),
+            vendor_id: 0,
+            device_id: 0,
+            subgroup_min_size: 0,
+            subgroup_max_size: 0,
+        }
+    }
+
+    #[test]
+    fn compute_units_come_from_whole_words_of_the_name() {
+        for (name, units) in [
+            ("NVIDIA H200", Some(132)),
+            ("NVIDIA H100 PCIe", Some(114)),
+            ("NVIDIA H100 80GB HBM3", Some(132)),
+            ("NVIDIA GH200 480GB", Some(132)),
+            ("NVIDIA A100-SXM4-80GB", Some(108)),
+            ("NVIDIA A10", Some(72)),
+            ("NVIDIA L40S", Some(142)),
+            ("NVIDIA L4", Some(58)),
+            ("NVIDIA GeForce RTX 4080 SUPER", Some(80)),
+            ("NVIDIA GeForce RTX 4080", Some(76)),
+            ("AMD Radeon RX 7900 XTX (RADV NAVI31)", Some(96)),
+            ("AMD Radeon RX 7900 XT (RADV NAVI31)", Some(84)),
+            ("llvmpipe (LLVM 15.0.6, 256 bits)", None),
+            ("", None),
+        ] {
+            assert_eq!(named(name).compute_units(), units, "{name}");
         }
     }
 }

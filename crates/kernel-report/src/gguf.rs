@@ -255,8 +255,11 @@ impl GgufReport {
 
 /// Whether the report holds a verified, non-cache-resident GEMV of the format.
 fn measured_gemv(report: &KernelReport, q: Quant) -> bool {
-    report
-        .kernels
-        .iter()
-        .any(|k| k.name == "gemv" && k.dtype == q.as_str() && k.verified && !k.cache_resident)
+    report.kernels.iter().any(|k| {
+        k.name == "gemv"
+            && k.dtype == q.as_str()
+            && k.verified
+            && !k.cache_resident
+            && k.beside.is_none()
+    })
 }

@@ -140,6 +140,8 @@ impl KernelReport {
             .filter(|k| {
                 k.name == "gemv" && k.dtype == dtype.as_str() && k.verified && !k.cache_resident
             })
+            // A GEMV run beside a developer's kernel has no model's shape.
+            .filter(|k| k.beside.is_none())
             .collect();
         let time: f64 = ks.iter().map(|k| k.median_us).sum();
         if ks.is_empty() || time <= 0.0 {
@@ -387,25 +389,36 @@ impl KernelReport {
     /// Each GEMV format's time over its shapes fitted as `a + bytes / B`
     /// ([`DispatchCost`]): verified batch-1 GEMVs of the sweep (generated data, off
     /// the cache, not one run beside a developer's kernel), at least 3 of them with
-    /// different sizes.
+    /// different sizes, and how many variants they ran (more than one: `a` is the
+    /// mix's).
     pub fn dispatch_costs(&self) -> Vec<DispatchCost> {
         let read = self.bandwidth.as_ref().map_or(0.0, |b| b.read_gbps);
         let mut out = Vec::new();
         let mut dtypes: Vec<&str> = Vec::new();
-        for k in self.kernels.iter().filter(|k| k.name == "gemv") {
+        let sweep = |k: &&KernelResult| k.name == "gemv" && !k.is_user() && k.beside.is_none();
+        for k in self.kernels.iter().filter(sweep) {
             if !dtypes.contains(&k.dtype.as_str()) {
                 dtypes.push(&k.dtype);
             }
         }
         for dtype in dtypes {
-            let points: Vec<(f64, f64)> = self
+            let ks: Vec<&KernelResult> = self
                 .kernels
                 .iter()
-                .filter(|k| k.name == "gemv" && k.dtype == dtype && k.batch == 1)
+                .filter(sweep)
+                .filter(|k| k.dtype == dtype && k.batch == 1)
                 .filter(|k| k.verified && !k.cache_resident && k.tensors.is_empty())
-                .filter(|k| k.beside.is_none())
+                .collect();
+            let points: Vec<(f64, f64)> = ks
+                .iter()
                 .map(|k| (k.bytes_moved as f64, k.median_us))
                 .collect();
+            let mut variants: Vec<&str> = ks
+                .iter()
+                .filter_map(|k| k.variant.as_ref().map(|v| v.name.as_str()))
+                .collect();
+            variants.sort_unstable();
+            variants.dedup();
             let Some(fit) = tokenscope_stats::stats::LinearFit::fit(&points) else {
                 continue;
             };
@@ -420,6 +433,7 @@ impl KernelReport {
                 resolved: fit.intercept > ci,
                 stream_gbps,
                 stream_fraction_of_read: stream_gbps.filter(|_| read > 0.0).map(|g| g / read),
+                variants: variants.len().max(1) as u32,
             });
         }
         out
@@ -569,6 +583,35 @@ mod tests {
         let read = r.bandwidth.as_ref().unwrap().read_gbps;
         assert!((c.stream_fraction_of_read.unwrap() - 4000.0 / read).abs() < 1e-9);
         assert!(c.resolved && c.fixed_ci95_us < 1e-6, "{c:?}");
+        assert_eq!(c.variants, 1);
+        // Shapes that ran different variants: the fit says it is their mix's.
+        let mut mixed = r.clone();
+        for (k, name) in mixed
+            .kernels
+            .iter_mut()
+            .filter(|k| k.name == "gemv")
+            .zip(["a", "b", "a", "a", "c"])
+        {
+            k.variant = Some(VariantReport {
+                name: name.into(),
+                source: "tuned".into(),
+                note: String::new(),
+                search: None,
+            });
+        }
+        assert_eq!(mixed.dispatch_costs()[0].variants, 3);
+        // tokenscope's GEMV beside a developer's kernel and a developer's kernel
+        // named gemv are not the sweep's.
+        let mut other = r.clone();
+        other
+            .kernels
+            .iter_mut()
+            .filter(|k| k.name == "gemv")
+            .take(3)
+            .for_each(|k| {
+                k.beside = Some("mine".into());
+            });
+        assert!(other.dispatch_costs().is_empty());
 
         // Noise of +-2 us around a fixed cost of 0.5 us: the interval holds 0, and
         // the report names no fixed cost.

@@ -431,6 +431,11 @@ pub struct DispatchCost {
     pub stream_gbps: Option<f64>,
     /// `stream_gbps` over the measured read bandwidth.
     pub stream_fraction_of_read: Option<f64>,
+    /// Distinct variants among the shapes fitted (tuned variants differ by shape):
+    /// above 1, `fixed_us` is the mix's, not one kernel's (1 in reports written
+    /// before it was added).
+    #[serde(default = "one")]
+    pub variants: u32,
 }
 
 /// Time ratio to batch 1 above which a batch counts as past the roofline turn.

@@ -126,6 +126,13 @@ impl BlockQ4_1 {
         std::array::from_fn(|j| f32::from(nibble(&self.qs, j)) * d + m)
     }
 
+    /// The weights less the block's centre `m + 8 d`: `d (q - 8)`, what the f16
+    /// dequantization multiplies by x (it adds the centre times x's sum in f32).
+    pub fn centred(&self) -> [f32; QK] {
+        let d = self.d.to_f32();
+        std::array::from_fn(|j| (f32::from(nibble(&self.qs, j)) - 8.0) * d)
+    }
+
     /// The block as stored in a GGUF file.
     pub fn to_bytes(&self) -> [u8; Self::BYTES] {
         let mut out = [0u8; Self::BYTES];
@@ -222,6 +229,13 @@ impl BlockQ5_1 {
     pub fn dequantize(&self) -> [f32; QK] {
         let (d, m) = (self.d.to_f32(), self.m.to_f32());
         std::array::from_fn(|j| f32::from(self.quant(j)) * d + m)
+    }
+
+    /// The weights less the block's centre `m + 16 d`: `d (q - 16)`, what the f16
+    /// dequantization multiplies by x (it adds the centre times x's sum in f32).
+    pub fn centred(&self) -> [f32; QK] {
+        let d = self.d.to_f32();
+        std::array::from_fn(|j| (f32::from(self.quant(j)) - 16.0) * d)
     }
 
     /// The block as stored in a GGUF file.

@@ -68,7 +68,7 @@ fn formats_of<'a>(report: &'a KernelReport, name: &str) -> Vec<&'a str> {
     for k in report
         .kernels
         .iter()
-        .filter(|k| k.name == name && k.beside.is_none())
+        .filter(|k| k.name == name && !k.is_user() && k.beside.is_none())
     {
         if !out.contains(&k.dtype.as_str()) {
             out.push(&k.dtype);

@@ -34,9 +34,7 @@ use crate::kernels::attention::{
 use crate::kernels::bandwidth::stream_default;
 use crate::kernels::bandwidth::{BandwidthPlan, Stream, StreamBench, StreamVariant};
 use crate::kernels::gemv::defaults::gemv_default;
-use crate::kernels::gemv::{
-    GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath, back_to_back,
-};
+use crate::kernels::gemv::{GemvBench, GemvKernel, GemvSpec, GemvVariant, Team, XPath};
 use crate::kernels::{VariantCaps, rotation_for};
 use crate::timing::{TimingOptions, measure};
 use crate::tune::Choice;
@@ -233,6 +231,7 @@ fn gemv_seeds(spec: &GemvSpec, default: GemvVariant, caps: &VariantCaps) -> Vec<
                 unroll,
                 batch_tile: bt,
                 x,
+                unrolled: false,
             };
             // Too many columns a pass for f32 x: fewer.
             let v = if v.check(spec, caps).is_some() {
@@ -288,11 +287,12 @@ async fn tune_gemv(
             }
         }
         // Timed as a run times them: dispatches back to back.
-        let timing = back_to_back(if pass == Pass::Final {
-            &round
+        let timing = if pass == Pass::Final {
+            round
         } else {
-            &opts.quick
-        });
+            opts.quick
+        }
+        .back_to_back();
         let m = measure(ctx, clock, &id, &*bench_ref, &timing).await?;
         Ok(Some(m.summary(&id)?.median_us))
     };

@@ -333,6 +333,7 @@ fn dispatch_cost_section(s: &mut String, r: &KernelReport) {
         [
             "dtype",
             "shapes",
+            "variants",
             "a (us)",
             "B (GB/s)",
             "B of read",
@@ -345,11 +346,18 @@ fn dispatch_cost_section(s: &mut String, r: &KernelReport) {
         rows.push(vec![
             c.dtype.clone(),
             c.shapes.to_string(),
+            c.variants.to_string(),
             format!("{} ± {}", fmt_sig3(c.fixed_us), fmt_sig3(c.fixed_ci95_us)),
             c.stream_gbps.map_or_else(|| "-".into(), fmt_sig3),
             c.stream_fraction_of_read
                 .map_or_else(|| "-".into(), |f| format!("{:.0}%", 100.0 * f)),
-            if c.resolved {
+            if c.resolved && c.variants > 1 {
+                format!(
+                    "{} us a dispatch, the mix of {} variants",
+                    fmt_sig3(c.fixed_us),
+                    c.variants
+                )
+            } else if c.resolved {
                 format!("{} us a dispatch", fmt_sig3(c.fixed_us))
             } else if c.fixed_us + c.fixed_ci95_us < 0.0 {
                 "the fit does not hold (a below 0: time not linear in bytes)".into()
@@ -358,7 +366,7 @@ fn dispatch_cost_section(s: &mut String, r: &KernelReport) {
             },
         ]);
     }
-    s.push_str(&rows_table(&rows, &[1, 2, 3, 4]));
+    s.push_str(&rows_table(&rows, &[1, 2, 3, 4, 5]));
     s.push('\n');
 }
 

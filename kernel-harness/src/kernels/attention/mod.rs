@@ -14,7 +14,7 @@ use crate::context::GpuContext;
 use crate::data::{self};
 use crate::error::{HarnessError, Result};
 use crate::kernels::fill::Filler;
-use crate::kernels::{Check, F16Path, VariantCaps};
+use crate::kernels::{Check, F16Path, Reduction, VariantCaps};
 use crate::shader::{self, Binding, Defines, Kernel};
 use crate::timing::Workload;
 use crate::tune::Choice;
@@ -112,7 +112,9 @@ impl AttentionKernels {
             .kernel(
                 &id,
                 shader::ATTENTION_COMBINE,
-                &Defines::new().value("WG_SIZE", combine_wg),
+                &Defines::new()
+                    .flag("SUBGROUPS", Reduction::of(ctx) == Reduction::Subgroup)
+                    .value("WG_SIZE", combine_wg),
                 &[
                     Binding::Uniform,
                     Binding::Read,

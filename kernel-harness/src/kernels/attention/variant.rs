@@ -253,6 +253,15 @@ pub fn attention_default(
     adapter: &AdapterReport,
 ) -> (AttentionVariant, String) {
     let family = Family::of(adapter);
+    // Workgroups to fill the GPU: 16 of 128 threads per SM or CU (2048 threads, an
+    // SM's most resident on NVIDIA's datacenter parts) where the adapter's size is
+    // known (`AdapterReport::compute_units`), else a guess for a large GPU.
+    let units = adapter.compute_units();
+    let fill = |guess: u32| units.map_or(guess, |n| WORKGROUPS_PER_UNIT * n);
+    let sized = match units {
+        Some(n) => format!("{} workgroups for its {n} SMs/CUs", WORKGROUPS_PER_UNIT * n),
+        None => "about 2048 workgroups (its size unknown)".into(),
+    };
     let (v, note) = match family {
         Family::Cpu => (
             AttentionVariant {
@@ -261,25 +270,25 @@ pub fn attention_default(
                 vec: 4,
                 kv_together: false,
             },
-            "default for CPU adapters: the layout CI's lavapipe figures were measured with (V after K: loading them together was 13% slower on lavapipe)",
+            "default for CPU adapters: the layout CI's lavapipe figures were measured with (V after K: loading them together was 13% slower on lavapipe)".to_string(),
         ),
         Family::Nvidia => (
             AttentionVariant {
-                chunk: AttentionVariant::chunk_for(spec, 2048, 64),
+                chunk: AttentionVariant::chunk_for(spec, fill(2048), 64),
                 threads: 128,
                 vec: if spec.kv_dtype == Quant::F16 { 8 } else { 4 },
                 kv_together: true,
             },
-            "default for NVIDIA: enough splits for about 2048 workgroups, 16-byte loads, K and V loaded together as llama.cpp does (a heuristic, not yet tuned on a GPU: run `tokenscope kernels --tune`)",
+            format!("default for NVIDIA: enough splits for {sized}, 16-byte loads, K and V loaded together as llama.cpp does (a heuristic, not yet tuned on a GPU: run `tokenscope kernels --tune`)"),
         ),
         Family::OtherGpu => (
             AttentionVariant {
-                chunk: AttentionVariant::chunk_for(spec, 1024, 64),
+                chunk: AttentionVariant::chunk_for(spec, fill(1024), 64),
                 threads: 128,
                 vec: if spec.kv_dtype == Quant::F16 { 8 } else { 4 },
                 kv_together: true,
             },
-            "default for this GPU: a heuristic, not measured on its vendor (run `tokenscope kernels --tune`)",
+            format!("default for this GPU: enough splits for {}, a heuristic not measured on its vendor (run `tokenscope kernels --tune`)", if units.is_some() { sized.as_str() } else { "about 1024 workgroups (its size unknown)" }),
         ),
     };
     let v = if v.check(spec, caps).is_none() {
@@ -292,8 +301,11 @@ pub fn attention_default(
             ..v
         }
     };
-    (v, note.into())
+    (v, note)
 }
+
+/// Workgroups of the default attention per SM or CU (128 threads each: 2048 threads).
+pub const WORKGROUPS_PER_UNIT: u32 = 16;
 
 impl std::fmt::Display for AttentionVariant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -365,5 +377,38 @@ mod tests {
             AttentionVariant::chunk_for(&spec(300, true, Quant::F16), 1024, 256),
             160
         );
+    }
+
+    #[test]
+    fn nvidia_splits_fill_the_adapters_sms() {
+        let nvidia = |name: &str| AdapterReport {
+            name: name.into(),
+            backend: "vulkan".into(),
+            device_type: "DiscreteGpu".into(),
+            driver: "NVIDIA".into(),
+            driver_info: String::new(),
+            vendor_id: 0x10de,
+            device_id: 0,
+            subgroup_min_size: 32,
+            subgroup_max_size: 32,
+        };
+        let s = spec(32768, true, Quant::F16);
+        let splits = |name: &str| {
+            let (v, note) = attention_default(&s, &CAPS, &nvidia(name));
+            (v.splits(&s).0, note)
+        };
+        // H200: 16 x 132 = 2112 workgroups over 8 KV heads, 264 splits of 128.
+        let (h200, note) = splits("NVIDIA H200");
+        assert_eq!(h200, 256, "{note}");
+        assert!(
+            note.contains("2112 workgroups for its 132 SMs/CUs"),
+            "{note}"
+        );
+        // L4: 16 x 58 = 928 workgroups, 116 splits: chunks of 288.
+        let (l4, note) = splits("NVIDIA L4");
+        assert!(l4 < h200 && l4 >= 100, "{l4} {note}");
+        // Unknown size: the guess, and the note says so.
+        let (_, note) = splits("NVIDIA Some Future GPU");
+        assert!(note.contains("its size unknown"), "{note}");
     }
 }

@@ -14,11 +14,14 @@
 //!   int8 for quantized weights (the H200 has about 4.5 arithmetic instructions per q4_0
 //!   weight at full bandwidth: an f32 dequantization does not fit, `dot4I8Packed`
 //!   does), except where llama.cpp reads float x on NVIDIA: q8_0, and rows of at
-//!   most 4096 at batch 1, there dequantizing q4_0 and q5_0 in f16 (from its code,
+//!   most 4096 at batch 1, there dequantizing the 4- and 5-bit formats in f16 (from its code,
 //!   not measured here; `scripts/gpu-figures.sh` times the paths). Not yet searched
 //!   on a GPU with `kernels --tune`: docs/kernels.md says so.
 //!   Skinny batches take up to 8 columns a pass (at 4, a batch of 8 read the
 //!   weights twice), as llama.cpp's mul_mat_vec does: from its code, not measured.
+//!   GPUs unroll the loops over the register arrays (`_ur`) where the bound allows
+//!   (not measured on a GPU; on lavapipe it made the q8_0 GEMVs up to 36% slower,
+//!   so CPU adapters keep the loops).
 //! - Other GPUs: a heuristic from the same principles (one subgroup per row, loads in
 //!   flight, x as int8 for quantized weights), not measured on that vendor: run
 //!   `tokenscope kernels --tune` there.
@@ -72,6 +75,7 @@ pub fn gemv_default(
                 unroll: 1,
                 batch_tile: 8,
                 x: if quantized { XPath::Q8 } else { XPath::F32 },
+                unrolled: false,
             },
             "default for CPU adapters at batch 16 and more: 8 columns a pass (int8 x for quantized weights), which a search on lavapipe found 4-6x faster than one pass over all columns",
         ),
@@ -83,12 +87,13 @@ pub fn gemv_default(
                 unroll: 1,
                 batch_tile: spec.batch,
                 x: XPath::F32,
+                unrolled: false,
             },
             "default for CPU adapters: the workgroup-strided kernel CI's lavapipe figures were measured with",
         ),
         Family::Nvidia => (
             nvidia_gemv(spec, caps),
-            "default for NVIDIA: from the H200 run of 2026-12-04 (subgroup rows, loads in flight) and llama.cpp's x path (int8 x except for q8_0 and rows of at most 4096, there f16 dequantization for q4_0 and q5_0), not yet tuned there (run `tokenscope kernels --tune`)",
+            "default for NVIDIA: from the H200 run of 2026-12-04 (subgroup rows, loads in flight) and llama.cpp's x path (int8 x except for q8_0 and rows of at most 4096, there f16 dequantization for the 4- and 5-bit formats), not yet tuned there (run `tokenscope kernels --tune`)",
         ),
         Family::OtherGpu => (
             GemvVariant {
@@ -98,6 +103,7 @@ pub fn gemv_default(
                 unroll: 2,
                 batch_tile: batch_tile.min(8),
                 x: if quantized { XPath::Q8 } else { XPath::F32 },
+                unrolled: true,
             },
             "default for this GPU: a heuristic, not measured on its vendor (run `tokenscope kernels --tune`)",
         ),
@@ -129,6 +135,7 @@ fn nvidia_gemv(spec: &GemvSpec, caps: &VariantCaps) -> GemvVariant {
             unroll: 4,
             batch_tile,
             x: XPath::F32,
+            unrolled: true,
         },
         _ => GemvVariant {
             team,
@@ -145,6 +152,7 @@ fn nvidia_gemv(spec: &GemvSpec, caps: &VariantCaps) -> GemvVariant {
             } else {
                 XPath::F32
             },
+            unrolled: true,
         },
     }
 }
@@ -164,7 +172,9 @@ fn fit_gemv(mut v: GemvVariant, spec: &GemvSpec, caps: &VariantCaps) -> GemvVari
         if v.check(spec, caps).is_none() {
             return v;
         }
-        if v.team == Team::Subgroup && !caps.subgroups {
+        if v.unrolled && !v.can_unroll(spec) {
+            v.unrolled = false;
+        } else if v.team == Team::Subgroup && !caps.subgroups {
             v.team = Team::Workgroup;
         } else if v.threads > caps.max_threads {
             v.threads /= 2;
@@ -190,6 +200,7 @@ fn fit_gemv(mut v: GemvVariant, spec: &GemvSpec, caps: &VariantCaps) -> GemvVari
         unroll: 1,
         batch_tile: 1,
         x: XPath::F32,
+        unrolled: false,
     }
 }
 
@@ -230,11 +241,13 @@ mod tests {
             assert_eq!(x_path(Quant::Q8_0, rows, cols, batch), XPath::F32);
         }
         // Other quantized formats: float x for rows of at most 4096 at batch 1 (f16
-        // dequantization for q4_0 and q5_0 with shader-f16), int8 x for longer rows
-        // and for batches.
+        // dequantization for the 4- and 5-bit formats with shader-f16), int8 x for
+        // longer rows and for batches.
         assert_eq!(x_path(Quant::Q4_0, 4096, 4096, 1), XPath::F16);
         assert_eq!(x_path(Quant::Q5_0, 1024, 4096, 1), XPath::F16);
-        assert_eq!(x_path(Quant::Q4_1, 4096, 4096, 1), XPath::F32);
+        assert_eq!(x_path(Quant::Q4_1, 4096, 4096, 1), XPath::F16);
+        assert_eq!(x_path(Quant::Q5K, 4096, 4096, 1), XPath::F16);
+        assert_eq!(x_path(Quant::Q6K, 4096, 4096, 1), XPath::F32);
         let no_f16 = VariantCaps {
             shader_f16: false,
             ..NV

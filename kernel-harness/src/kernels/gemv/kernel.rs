@@ -74,6 +74,7 @@ impl GemvKernel {
             .flag("SHADER_F16", v.x == XPath::F16)
             .flag("DEQ_ROWS", v.order(spec) == Order::DeqRows)
             .flag("ROW_BY_ROW", v.order(spec) == Order::RowByRow)
+            .flag("UNROLLED", v.unrolled)
             .value("WG_SIZE", v.threads)
             .value("ROWS", v.rows)
             .value("BATCH", spec.batch)

@@ -128,10 +128,12 @@ fn generated_k_block(spec: &GemvSpec, weights: u32, scales: u32, blk: u64) -> Re
 }
 
 /// Super-block `b` of a repacked K-quant matrix, dequantized.
-fn dequantize_k(dtype: Quant, rp: &RepackedK, b: usize) -> [f32; 256] {
-    match dtype {
-        Quant::Q4K => rp.q4_k(b).dequantize(),
-        Quant::Q5K => rp.q5_k(b).dequantize(),
+fn dequantize_k(dtype: Quant, rp: &RepackedK, b: usize, centred: bool) -> [f32; 256] {
+    match (dtype, centred) {
+        (Quant::Q4K, false) => rp.q4_k(b).dequantize(),
+        (Quant::Q4K, true) => rp.q4_k(b).centred(),
+        (Quant::Q5K, false) => rp.q5_k(b).dequantize(),
+        (Quant::Q5K, true) => rp.q5_k(b).centred(),
         _ => rp.q6_k(b).dequantize(),
     }
 }
@@ -388,6 +390,18 @@ impl GpuMatrix {
 
     /// Row `r` of the matrix, dequantized (the CPU reference's view of the data).
     pub fn row(&self, r: u64, out: &mut [f32]) {
+        self.values(r, false, out);
+    }
+
+    /// Row `r` as the f16 dequantization multiplies it by x: each weight less its
+    /// (sub-)block's centre (`d (q - 8)`, `d (q - 16)`, added by the kernel through
+    /// x's sum in f32) for the formats with a minimum (q4_1, q5_1, q4_K, q5_K); the
+    /// weights themselves for the others (q4_0 and q5_0 come centred).
+    pub fn centred_row(&self, r: u64, out: &mut [f32]) {
+        self.values(r, true, out);
+    }
+
+    fn values(&self, r: u64, centred: bool, out: &mut [f32]) {
         let cols = u64::from(self.spec.cols);
         let nb = self.spec.blocks_per_row();
         match (&self.source, self.spec.dtype) {
@@ -429,7 +443,7 @@ impl GpuMatrix {
                 for b in 0..nb {
                     let rp = generated_k_block(&self.spec, *weights, *scales, r * nb + b);
                     out[(b * 256) as usize..(b * 256 + 256) as usize]
-                        .copy_from_slice(&dequantize_k(self.spec.dtype, &rp, 0));
+                        .copy_from_slice(&dequantize_k(self.spec.dtype, &rp, 0, centred));
                 }
             }
             (WeightSource::Generated { weights, .. }, Quant::Bf16) => {
@@ -457,7 +471,7 @@ impl GpuMatrix {
                     }
                     rp.qh.push(data::hash_word(qh_key, blk as u32));
                 }
-                legacy_row(dtype, &rp, 0, nb, out);
+                legacy_row(dtype, &rp, 0, nb, centred, out);
             }
             (WeightSource::Host(host), _) => match host.as_ref() {
                 HostMatrix::F32(v) => {
@@ -479,9 +493,9 @@ impl GpuMatrix {
                         *o = bf16_to_f32(*h);
                     }
                 }
-                HostMatrix::Q5_1(rp) => legacy_row(Quant::Q5_1, rp, r * nb, nb, out),
-                HostMatrix::Q5_0(rp) => legacy_row(Quant::Q5_0, rp, r * nb, nb, out),
-                HostMatrix::Q4_1(rp) => legacy_row(Quant::Q4_1, rp, r * nb, nb, out),
+                HostMatrix::Q5_1(rp) => legacy_row(Quant::Q5_1, rp, r * nb, nb, centred, out),
+                HostMatrix::Q5_0(rp) => legacy_row(Quant::Q5_0, rp, r * nb, nb, centred, out),
+                HostMatrix::Q4_1(rp) => legacy_row(Quant::Q4_1, rp, r * nb, nb, centred, out),
                 HostMatrix::Q8_0(rp) => {
                     for b in 0..nb {
                         let blk = (r * nb + b) as usize;
@@ -497,7 +511,7 @@ impl GpuMatrix {
                     for b in 0..nb {
                         let blk = (r * nb + b) as usize;
                         out[(b * 256) as usize..(b * 256 + 256) as usize]
-                            .copy_from_slice(&dequantize_k(self.spec.dtype, rp, blk));
+                            .copy_from_slice(&dequantize_k(self.spec.dtype, rp, blk, centred));
                     }
                 }
                 HostMatrix::Q4_0(rp) => {
@@ -550,13 +564,15 @@ impl GpuMatrix {
 }
 
 /// Dequantizes blocks `[b0, b0 + nb)` of a q5_1 / q5_0 / q4_1 matrix into `out`.
-fn legacy_row(dtype: Quant, rp: &RepackedLegacy, b0: u64, nb: u64, out: &mut [f32]) {
+fn legacy_row(dtype: Quant, rp: &RepackedLegacy, b0: u64, nb: u64, centred: bool, out: &mut [f32]) {
     for b in 0..nb {
         let i = (b0 + b) as usize;
-        let w = match dtype {
-            Quant::Q5_1 => rp.q5_1(i).dequantize(),
-            Quant::Q5_0 => rp.q5_0(i).dequantize(),
-            _ => rp.q4_1(i).dequantize(),
+        let w = match (dtype, centred) {
+            (Quant::Q5_1, false) => rp.q5_1(i).dequantize(),
+            (Quant::Q5_1, true) => rp.q5_1(i).centred(),
+            (Quant::Q5_0, _) => rp.q5_0(i).dequantize(),
+            (_, false) => rp.q4_1(i).dequantize(),
+            (_, true) => rp.q4_1(i).centred(),
         };
         out[(b * 32) as usize..(b * 32 + 32) as usize].copy_from_slice(&w);
     }

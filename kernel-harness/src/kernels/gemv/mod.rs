@@ -6,7 +6,8 @@
 //! chunks of whole rows, one binding and one dispatch each.
 //!
 //! Timed as a decode step runs them: dispatches back to back in one compute pass
-//! ([`back_to_back`]), each on the next rotation slot's weights and output, so a
+//! ([`crate::timing::TimingOptions::back_to_back`]), each on the next rotation slot's weights and
+//! output, so a
 //! sample holds many dispatches and the launch, ramp-up and drain of each is what it
 //! costs there, not the two timestamps around one dispatch. The report fits that
 //! fixed cost over the shapes (`dispatch_cost`).
@@ -18,7 +19,7 @@ use crate::data;
 use crate::error::{HarnessError, Result};
 use crate::kernels::fill::Filler;
 use crate::kernels::{Check, sample_indices};
-use crate::timing::{TimingOptions, Workload};
+use crate::timing::Workload;
 
 pub mod defaults;
 mod input;
@@ -32,20 +33,6 @@ pub use kernel::{GemvKernel, encode_gemv};
 pub use matrix::{Chunk, GpuMatrix, HostMatrix, WeightSource};
 pub use spec::{GemvSpec, MAX_BATCH};
 pub use variant::{GemvVariant, Order, Team, XPath};
-
-/// Shortest timed pass of GEMV dispatches, milliseconds: a 2 us dispatch on a
-/// datacenter GPU is then one of about 250 back to back (a pass holds at most 1000).
-pub const BACK_TO_BACK_MS: f64 = 0.5;
-
-/// `opts` for GEMVs: dispatches back to back in passes of at least
-/// [`BACK_TO_BACK_MS`] where the GPU has timestamps (with a wall clock every call
-/// is already batched, [`TimingOptions::min_sample_ms`]).
-pub fn back_to_back(opts: &TimingOptions) -> TimingOptions {
-    TimingOptions {
-        min_timestamp_sample_ms: opts.min_timestamp_sample_ms.max(BACK_TO_BACK_MS),
-        ..*opts
-    }
-}
 
 /// A GEMV benchmark: `rotation` matrices with the same shape and different data,
 /// one shared x and y.
@@ -242,7 +229,8 @@ impl GemvBench {
     /// over the threads that stride it): the f32 rounding bound of the kernel's
     /// summation order, with headroom for any subgroup reduction order. (XQ8: the
     /// integer sums are exact, each unit adds at most 3 roundings. The f16 path adds
-    /// `(v + 3) * 2^-11 * sum_k |w_k x_k|`: each unit's sum in f16.)
+    /// `(v + 3) * 2^-11 * sum_k |c_k x_k|`, c_k the weight less its block's centre
+    /// ([`GpuMatrix::centred_row`]): each unit's sum in f16.)
     pub async fn verify(
         &self,
         ctx: &GpuContext,
@@ -273,27 +261,36 @@ impl GemvBench {
         let rows = sample_indices(n, (full_macs / per_row.max(1)).max(1), &m.boundaries());
         let steps = u64::from(self.spec.cols / self.spec.vec())
             .div_ceil(u64::from(self.kernel.lanes_per_row.max(1)));
-        let mut rel = (u64::from(self.spec.vec()) + steps + 64) as f64 * f64::from(f32::EPSILON);
-        if self.kernel.choice.variant.x == XPath::F16 {
-            // Each unit's products summed in f16 (x rounded to f16 too): (v + 3)
-            // roundings of 2^-11 relative to sum |w x| over the unit.
-            rel += (u64::from(self.spec.vec()) + 3) as f64 * 2f64.powi(-11);
-        }
+        let rel = (u64::from(self.spec.vec()) + steps + 64) as f64 * f64::from(f32::EPSILON);
+        // The f16 path: each unit's products of centred weights and x (rounded to
+        // f16 too) summed in f16: (v + 3) roundings of 2^-11 relative to
+        // sum |w_c x| over the unit, w_c the weight less its block's centre.
+        let f16_rel = (self.kernel.choice.variant.x == XPath::F16)
+            .then(|| (u64::from(self.spec.vec()) + 3) as f64 * 2f64.powi(-11));
         let mut w = vec![0f32; cols];
+        let mut wc = vec![0f32; if f16_rel.is_some() { cols } else { 0 }];
         for &r in &rows {
             m.row(r, &mut w);
+            if f16_rel.is_some() {
+                m.centred_row(r, &mut wc);
+            }
             for bi in 0..b as usize {
                 let xs = &x[bi * cols..(bi + 1) * cols];
                 let (dot, abs) = w.iter().zip(xs).fold((0f64, 0f64), |(d, a), (&wk, &xk)| {
                     let t = f64::from(wk) * f64::from(xk);
                     (d + t, a + t.abs())
                 });
+                let abs_c: f64 = wc
+                    .iter()
+                    .zip(xs)
+                    .map(|(&wk, &xk)| (f64::from(wk) * f64::from(xk)).abs())
+                    .sum();
                 let gpu = f64::from(y[bi * n as usize + r as usize]);
                 check.compare(
                     || format!("y[batch {bi}, row {r}]"),
                     gpu,
                     dot,
-                    rel * abs + 1e-30,
+                    rel * abs + f16_rel.unwrap_or(0.0) * abs_c + 1e-30,
                 );
             }
         }

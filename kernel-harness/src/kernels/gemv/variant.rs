@@ -4,8 +4,9 @@
 //! team, `wg` the whole workgroup) and threads per workgroup, rows per team, units in
 //! flight per lane, batch columns per pass, and `_q8` when x is quantized to int8
 //! (quantized formats only; llama.cpp's q8_1 path) or `_h` when the weights are
-//! dequantized to f16 and meet x in f16 (q4_0 and q5_0 with shader-f16; llama.cpp's
-//! 0x6400 trick).
+//! dequantized to f16 and meet x in f16 (the 4- and 5-bit formats with shader-f16;
+//! llama.cpp's half-precision dequantization), and `_ur` when the driver's loops over
+//! its register arrays are unrolled by the preprocessor.
 
 use super::spec::GemvSpec;
 use crate::kernels::VariantCaps;
@@ -28,22 +29,35 @@ pub enum XPath {
     /// int8 in blocks of 32 (`shaders/quantize_x.wgsl`, once per activation), met
     /// by the weights' integer quants in `dot4I8Packed`.
     Q8,
-    /// f16: each quant ORed into the mantissa of 1024.0h (0x6400) and the bias
-    /// subtracted, two weights an operation, multiplied by x converted to f16 and
-    /// summed in f16 per block, the block's scale applied in f32 (q4_0, q5_0; needs
-    /// shader-f16). Its rounding is f16's: the check's bound says so.
+    /// f16: each quant converted to f16 less the format's centre (8 or 16: exact),
+    /// multiplied by x converted to f16 and summed in f16 per block (or K-quant run),
+    /// the scale applied in f32 and the centre added back through x's sum where the
+    /// format has a minimum (the 4- and 5-bit formats; needs shader-f16). llama.cpp
+    /// ORs the nibbles into the mantissa of 1024.0h (0x6400), two weights an
+    /// operation: naga cannot bitcast a u32 to vec2<f16> yet (gfx-rs/wgpu#8896). Its
+    /// rounding is f16's, relative to the centred weights: the check's bound says so.
     F16,
 }
 
-/// The formats whose weights the [`XPath::F16`] path dequantizes: symmetric 4- and
-/// 5-bit blocks, whose centred quants are exact in f16 (the others' minimums would
-/// make the f16 sums' rounding relative to more than the weights).
-pub fn f16_dequant_formats() -> [tokenscope_hw::floor::Quant; 2] {
+/// The formats whose weights the [`XPath::F16`] path dequantizes: the 4- and 5-bit
+/// blocks, whose quants less their centre are exact in f16 (q6_K and q8_0 take x as
+/// f32 or int8, as in llama.cpp's integer paths).
+pub fn f16_dequant_formats() -> [tokenscope_hw::floor::Quant; 6] {
+    use tokenscope_hw::floor::Quant;
     [
-        tokenscope_hw::floor::Quant::Q4_0,
-        tokenscope_hw::floor::Quant::Q5_0,
+        Quant::Q4_0,
+        Quant::Q5_0,
+        Quant::Q4_1,
+        Quant::Q5_1,
+        Quant::Q4K,
+        Quant::Q5K,
     ]
 }
+
+/// Most copies of a unit's dot product an unrolled GEMV holds
+/// ([`GemvVariant::can_unroll`]): unrolling all of them (up to 8 x 64) made
+/// lavapipe's shader compiles run for minutes.
+pub const MAX_UNROLLED: u32 = 16;
 
 /// The order in which a unit's rows meet the batch columns (derived, not searched:
 /// the one that keeps the fewest values live; `gemv_driver.wgsl`'s `add_unit`).
@@ -70,8 +84,13 @@ pub struct GemvVariant {
     pub unroll: u32,
     /// Batch columns per pass over a row (`rows * batch_tile` accumulators).
     pub batch_tile: u32,
-    /// x as f32 or int8.
+    /// x as f32, int8 or f16.
     pub x: XPath,
+    /// The driver's loops over its register arrays unrolled by the preprocessor
+    /// (`_ur`, [`GemvVariant::can_unroll`]): every index into `w` and `acc` a
+    /// constant, which keeps them in registers where a GPU compiler would spill an
+    /// array indexed by a loop counter.
+    pub unrolled: bool,
 }
 
 /// Most accumulators per thread (`rows * batch_tile`).
@@ -95,8 +114,9 @@ impl GemvVariant {
             XPath::Q8 => "_q8",
             XPath::F16 => "_h",
         };
+        let ur = if self.unrolled { "_ur" } else { "" };
         format!(
-            "{team}{}_r{}_u{}_b{}{x}",
+            "{team}{}_r{}_u{}_b{}{x}{ur}",
             self.threads, self.rows, self.unroll, self.batch_tile
         )
     }
@@ -105,7 +125,7 @@ impl GemvVariant {
     pub fn parse(s: &str) -> Result<GemvVariant, String> {
         let bad = || {
             format!(
-                "`{s}` is not a GEMV variant (expected e.g. sg128_r2_u4_b1 or wg256_r4_u1_b1_q8)"
+                "`{s}` is not a GEMV variant (expected e.g. sg128_r2_u4_b1_ur or wg256_r4_u1_b1_q8)"
             )
         };
         let (team, rest) = if let Some(r) = s.strip_prefix("sg") {
@@ -125,13 +145,20 @@ impl GemvVariant {
         let rows = num(parts.next(), "r")?;
         let unroll = num(parts.next(), "u")?;
         let batch_tile = num(parts.next(), "b")?;
-        let x = match parts.next() {
-            None => XPath::F32,
+        let mut next = parts.next();
+        let x = match next {
             Some("q8") => XPath::Q8,
             Some("h") => XPath::F16,
-            Some(_) => return Err(bad()),
+            _ => XPath::F32,
         };
-        if parts.next().is_some() {
+        if x != XPath::F32 {
+            next = parts.next();
+        }
+        let unrolled = next == Some("ur");
+        if unrolled {
+            next = parts.next();
+        }
+        if next.is_some() {
             return Err(bad());
         }
         Ok(GemvVariant {
@@ -141,6 +168,7 @@ impl GemvVariant {
             unroll,
             batch_tile,
             x,
+            unrolled,
         })
     }
 
@@ -175,6 +203,14 @@ impl GemvVariant {
         } else {
             Order::DeqRows
         }
+    }
+
+    /// Whether the driver's loops over its register arrays can be unrolled (`_ur`):
+    /// in the default order (x of the pass's columns first) with at most
+    /// [`MAX_UNROLLED`] copies of a unit's dot product.
+    pub fn can_unroll(&self, spec: &GemvSpec) -> bool {
+        self.order(spec) == Order::XTile
+            && self.rows * self.batch_tile * self.unroll <= MAX_UNROLLED
     }
 
     /// Accumulators per thread.
@@ -229,10 +265,16 @@ impl GemvVariant {
         if self.x == XPath::Q8 && !quantized {
             return Some(format!("{} weights take x as f32", spec.dtype));
         }
+        if self.unrolled && !self.can_unroll(spec) {
+            return Some(format!(
+                "unrolled: at most {MAX_UNROLLED} copies of a unit's dot product (rows x columns x units, {}) in the default order (columns at most rows)",
+                self.rows * self.batch_tile * self.unroll
+            ));
+        }
         if self.x == XPath::F16 {
             if !f16_dequant_formats().contains(&spec.dtype) {
                 return Some(format!(
-                    "{} weights are not dequantized in f16 (q4_0 and q5_0 are)",
+                    "{} weights are not dequantized in f16 (the 4- and 5-bit formats are)",
                     spec.dtype
                 ));
             }
@@ -280,6 +322,10 @@ impl GemvVariant {
         for x in [XPath::F32, XPath::Q8, XPath::F16] {
             push(GemvVariant { x, ..*self });
         }
+        push(GemvVariant {
+            unrolled: !self.unrolled,
+            ..*self
+        });
         out
     }
 
@@ -297,16 +343,19 @@ impl GemvVariant {
                         }
                         for &batch_tile in &tiles {
                             for x in [XPath::F32, XPath::Q8, XPath::F16] {
-                                let v = GemvVariant {
-                                    team,
-                                    threads,
-                                    rows,
-                                    unroll,
-                                    batch_tile,
-                                    x,
-                                };
-                                if v.check(spec, caps).is_none() {
-                                    out.push(v);
+                                for unrolled in [false, true] {
+                                    let v = GemvVariant {
+                                        team,
+                                        threads,
+                                        rows,
+                                        unroll,
+                                        batch_tile,
+                                        x,
+                                        unrolled,
+                                    };
+                                    if v.check(spec, caps).is_none() {
+                                        out.push(v);
+                                    }
                                 }
                             }
                         }
@@ -351,6 +400,8 @@ mod tests {
             "sg128_r1_u1",
             "sg128_r1_u1_b1_q4",
             "sg_r1_u1_b1",
+            "sg128_r1_u1_b1_ur_q8",
+            "sg128_r1_u1_b1_q8_ur_ur",
         ] {
             let e = GemvVariant::parse(bad).unwrap_err();
             assert!(e.contains("not a GEMV variant"), "{e}");
@@ -383,6 +434,33 @@ mod tests {
             GemvVariant::space(&spec(Quant::F32, 1), &small)
                 .iter()
                 .all(|v| v.threads <= 128)
+        );
+    }
+
+    #[test]
+    fn unrolling_is_bounded_and_one_step_away() {
+        let s = spec(Quant::Q4_0, 1);
+        let v = GemvVariant::parse("sg128_r2_u4_b1_q8_ur").unwrap();
+        assert!(v.unrolled && v.x == XPath::Q8 && v.name() == "sg128_r2_u4_b1_q8_ur");
+        assert!(v.check(&s, &NV).is_none());
+        assert!(v.neighbours().contains(&GemvVariant {
+            unrolled: false,
+            ..v
+        }));
+        // 4 rows x 2 columns x 4 units: 32 copies, more than the bound.
+        let big = GemvVariant::parse("sg128_r4_u4_b2_ur").unwrap();
+        let e = big.check(&spec(Quant::Q4_0, 2), &NV).unwrap();
+        assert!(e.contains("at most 16 copies"), "{e}");
+        // Columns past the rows (another order): not unrolled.
+        let wide = GemvVariant::parse("sg128_r1_u1_b4_ur").unwrap();
+        assert!(wide.check(&spec(Quant::Q4_0, 4), &NV).is_some());
+        let space = GemvVariant::space(&s, &NV);
+        assert!(space.iter().any(|v| v.unrolled) && space.iter().any(|v| !v.unrolled));
+        assert!(
+            space
+                .iter()
+                .filter(|v| v.unrolled)
+                .all(|v| v.can_unroll(&s))
         );
     }
 

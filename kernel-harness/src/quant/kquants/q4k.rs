@@ -57,6 +57,26 @@ impl BlockQ4K {
         y
     }
 
+    /// The weights less their sub-block's centre `8 d sc - dmin m`: `d sc (q - 8)`,
+    /// what the f16 dequantization multiplies by x (it adds the centre times x's
+    /// sum in f32).
+    pub fn centred(&self) -> [f32; QK_K] {
+        let d = self.d.to_f32();
+        let mut y = [0f32; QK_K];
+        for p in 0..4 {
+            let (sc1, _) = scale_min_k4(2 * p, &self.scales);
+            let (sc2, _) = scale_min_k4(2 * p + 1, &self.scales);
+            let d1 = d * f32::from(sc1);
+            let d2 = d * f32::from(sc2);
+            for l in 0..32 {
+                let q = self.qs[32 * p + l];
+                y[64 * p + l] = d1 * (f32::from(q & 0xf) - 8.0);
+                y[64 * p + 32 + l] = d2 * (f32::from(q >> 4) - 8.0);
+            }
+        }
+        y
+    }
+
     /// The super-block as stored in a GGUF file.
     pub fn to_bytes(&self) -> [u8; Self::BYTES] {
         let mut out = [0u8; Self::BYTES];
