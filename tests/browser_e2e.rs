@@ -1288,6 +1288,123 @@ async fn page_sends_a_prompts_file_and_paints_after_hidden_reasoning() {
     browser.close().await;
 }
 
+/// The page runs the Responses and Messages APIs against the mock (their
+/// named events, usage split over two events, `anthropic-version` sent and let
+/// through CORS), each request's tokens as the server's log counted them, and
+/// against its own simulator, which streams the same APIs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: needs Chromium and the built page; scripts/test.sh runs it (cargo test -- --include-ignored)"]
+async fn page_runs_the_responses_and_messages_apis() {
+    let _one = lock().await;
+    let site = chromium::dist_copy();
+    let serve = Serve::start_dir(site.path(), &[]);
+    let browser = Browser::start(&["--disable-gpu"]).await;
+    let mock = Mock::start(&[
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "10",
+        "--reasoning-tokens",
+        "3",
+        "--prefix-cache",
+    ]);
+    let n = 6u64;
+    let mut seen = 0;
+    for api in ["responses", "messages"] {
+        let url = format!(
+            "{}?url={}&api={api}&concurrency=1&requests={n}&rounds=1&warmup=0&max_tokens=8&ignore_eos=1&shared_prefix=32&price=input_per_mtok%3D3,cached_input_per_mtok%3D0.3,output_per_mtok%3D15&autorun=1",
+            serve.url, mock.url
+        );
+        let state = browser.run(&url, Duration::from_secs(60)).await;
+        assert_eq!(
+            state,
+            "done",
+            "{api}: {}",
+            browser.text_of("run-error").await
+        );
+        let report = json_of(&browser.text_of("report-json").await, "#report-json");
+        validate_schema(&report);
+        check_accounting(&report, n);
+        assert_eq!(report["config"]["api"], api);
+        let level = &report["levels"][0];
+        assert_eq!(level["ok"], n, "{api}: {level}");
+        assert_eq!(level["output_tokens_estimated"], false, "{api}");
+        let m = &level["metrics"];
+        assert!(
+            f(&m["time_to_first_answer_ms"]["p50"]) > f(&m["ttft_ms"]["p50"]) + 20.0,
+            "{api}: 3 reasoning tokens 10 ms apart come first: {m}"
+        );
+        seen += n as usize;
+        let log: HashMap<String, Value> = mock
+            .log_records(seen)
+            .into_iter()
+            .map(|r| (r["request_id"].as_str().unwrap().to_owned(), r))
+            .collect();
+        let records = json_of(&browser.text_of("records-json").await, "#records-json");
+        assert_eq!(report["config"]["price"]["basis"], "tokens");
+        let mut usd = 0.0;
+        for r in records.as_array().unwrap() {
+            let id = r["request_id"].as_str().unwrap();
+            let server = &log[id];
+            let (p, c, o) = (
+                f(&server["prompt_tokens"]),
+                f(&server["cached_tokens"]),
+                f(&server["completion_tokens"]),
+            );
+            usd += ((p - c) * 3.0 + c * 0.3 + o * 15.0) / 1e6;
+            assert_eq!(server["api"], api, "{server}");
+            if api == "messages" {
+                let names = server["header_names"].as_array().unwrap();
+                assert!(names.iter().any(|h| h == "anthropic-version"), "{server}");
+            }
+            assert_eq!(r["usage"]["completion_tokens"], 8, "{api}: {r}");
+            assert_eq!(
+                r["usage"]["prompt_tokens"], server["prompt_tokens"],
+                "{api}"
+            );
+            assert_eq!(
+                r["usage"]["prompt_tokens_details"]["cached_tokens"], server["cached_tokens"],
+                "{api}: the cache's hits as the server counted them"
+            );
+            assert_eq!(
+                r["token_events_ms"].as_array().unwrap().len(),
+                server["chunk_times_ms"].as_array().unwrap().len(),
+                "{api}: every chunk the server sent arrived as one event"
+            );
+        }
+        // The page prices each request's usage as the CLI does: what the mock served.
+        let cost = &level["cost"];
+        assert!(
+            (f(&cost["usd"]) - usd).abs() < 1e-12,
+            "{api}: {cost} vs ${usd}"
+        );
+    }
+    // The page's own simulator streams the same APIs.
+    for api in ["responses", "messages"] {
+        let url = format!(
+            "{}?api={api}&concurrency=2&requests=4&rounds=1&warmup=0&max_tokens=6&autorun=1",
+            serve.url
+        );
+        let state = browser.run(&url, Duration::from_secs(60)).await;
+        assert_eq!(
+            state,
+            "done",
+            "{api}: {}",
+            browser.text_of("run-error").await
+        );
+        let report = json_of(&browser.text_of("report-json").await, "#report-json");
+        validate_schema(&report);
+        assert_eq!(report["config"]["api"], api);
+        assert_eq!(report["levels"][0]["ok"], 4, "{api}");
+        assert_eq!(report["levels"][0]["output_tokens_total"], 24, "{api}");
+        assert_eq!(
+            report["levels"][0]["output_tokens_estimated"], false,
+            "{api}"
+        );
+    }
+    browser.close().await;
+}
+
 /// The page's open loop against the mock: requests sent at rates with the
 /// native client's own schedule (the same seeded gaps, `tokenscope_workload::plan`),
 /// and a public Mooncake trace replayed from a file beside the page, sped up and

@@ -1184,3 +1184,92 @@ fn check_exact_prompts_in(run: &Run, want: impl Fn(&Value) -> u64) {
         );
     }
 }
+
+/// The Responses and Messages APIs on llama-server (`/v1/responses`,
+/// `/v1/messages`), beside chat: the same prompts (one seed), every request
+/// complete, the answer's tokens from each API's own usage equal to `max_tokens`,
+/// the same token events in each (greedy decoding: the same answers), the prompt's tokens the same count in all three
+/// (each API's template renders the same conversation), and the prefix cache's
+/// hits read from each API's own field (`prompt_tokens_details`,
+/// `input_tokens_details`, `cache_read_input_tokens`) agreeing with llama.cpp's
+/// `timings.cache_n` where the API carries it.
+#[test]
+#[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn tiny_model_responses_and_messages_apis_agree_with_chat() {
+    let _one = serial();
+    let engine = Engine::start("tiny", 1, 2048, TINY_THREADS);
+    let max_tokens = 8;
+    let mut prompts: Vec<Vec<u64>> = Vec::new();
+    let mut events: Vec<Vec<usize>> = Vec::new();
+    for api in ["chat", "responses", "messages"] {
+        let run = bench(
+            &engine,
+            &[
+                "--api",
+                api,
+                "--concurrency",
+                "1",
+                "--requests",
+                "5",
+                "--rounds",
+                "1",
+                "--warmup",
+                "1",
+                "--max-tokens",
+                "8",
+                "--shared-prefix",
+                "128",
+                "--input-tokens",
+                "48",
+                "--seed",
+                "7",
+                "--temperature",
+                "0",
+            ],
+        );
+        let level = run.level(0);
+        assert_eq!(u(&level["ok"]), 5, "{api}: {level}");
+        assert_eq!(level["output_tokens_estimated"], false, "{api}");
+        assert_eq!(u(&level["output_tokens_total"]), 5 * max_tokens, "{api}");
+        let (mut counts, mut n_events) = (Vec::new(), Vec::new());
+        for r in run.measured(0) {
+            assert_eq!(
+                u(&r["usage"]["completion_tokens"]),
+                max_tokens,
+                "{api}: {r}"
+            );
+            // A token an event, less those llama.cpp holds back while their
+            // UTF-8 is incomplete (the random-weight model's tokens).
+            let n = r["token_events_ms"].as_array().unwrap().len();
+            assert!((1..=max_tokens as usize).contains(&n), "{api}: {r}");
+            n_events.push(n);
+            assert_eq!(r["done_received"], true, "{api}: its end event: {r}");
+            let cached = u(&r["usage"]["prompt_tokens_details"]["cached_tokens"]);
+            assert!(
+                cached >= 100,
+                "{api}: the 128-token shared prefix came from the cache: {r}"
+            );
+            if let Some(n) = r["server_timings"]["cache_n"].as_u64() {
+                assert_eq!(cached, n, "{api}: usage and timings agree");
+            }
+            counts.push(u(&r["usage"]["prompt_tokens"]));
+        }
+        eprintln!(
+            "--api {api} on llama-server (tiny): prompt tokens {counts:?}, TTFT p50 {:.2} ms, TPOT p50 {:.3} ms",
+            f(&level["metrics"]["ttft_ms"]["p50"]),
+            f(&level["metrics"]["tpot_ms"]["p50"])
+        );
+        prompts.push(counts);
+        events.push(n_events);
+    }
+    assert_eq!(events[0], events[1], "chat and responses: the same events");
+    assert_eq!(events[0], events[2], "chat and messages: the same events");
+    assert_eq!(
+        prompts[0], prompts[1],
+        "chat and responses: the same prompts"
+    );
+    assert_eq!(
+        prompts[0], prompts[2],
+        "chat and messages: the same prompts"
+    );
+}

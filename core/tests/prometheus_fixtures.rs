@@ -321,7 +321,12 @@ fn every_engine_is_recognised_with_its_series() {
         (
             "dcgm-exporter-datadog-tesla-t4.prom",
             Engine::DcgmExporter,
-            &[GpuUtilization, GpuMemoryUsedBytes, GpuPowerWatts],
+            &[
+                GpuUtilization,
+                GpuMemoryUsedBytes,
+                GpuPowerWatts,
+                GpuEnergyJoules,
+            ],
         ),
         (
             "dcgm-exporter-readme-sample.prom",
@@ -370,4 +375,6 @@ fn engine_values_in_their_units() {
     assert_eq!(d.scalar(Series::GpuUtilization), Some(0.0));
     assert_eq!(d.scalar(Series::GpuMemoryUsedBytes), Some(0.0));
     assert_eq!(d.scalar(Series::GpuPowerWatts), Some(8.969));
+    // Its energy counter, in millijoules since boot: joules.
+    assert_eq!(d.scalar(Series::GpuEnergyJoules), Some(128996.013));
 }

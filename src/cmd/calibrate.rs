@@ -200,6 +200,8 @@ fn calibrate(
             sample_cap: tokenscope_stats::stats::DEFAULT_SAMPLE_CAP,
             server_metrics: loadgen::scrape::ServerMetrics::Off,
             gpu_metrics: None,
+            price: None,
+            continuous_usage: false,
             scrape_interval: Duration::from_secs(1),
             metrics_send_key: false,
             tokenizer: tokenscope_loadgen::TokenizerChoice::Approx,

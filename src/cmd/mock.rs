@@ -50,6 +50,12 @@ pub struct MockArgs {
     #[arg(long)]
     pub no_metrics: bool,
 
+    /// Simulate a GPU drawing this many watts, exported at /gpu/metrics in
+    /// dcgm-exporter's names (power, an energy counter exact to the millijoule,
+    /// utilisation), for `bench --gpu-metrics`.
+    #[arg(long, value_name = "W")]
+    pub gpu_watts: Option<f64>,
+
     /// Hold each stream's response head until its first token and send them
     /// together (as servers that write nothing before the first body bytes do).
     #[arg(long)]
@@ -344,6 +350,12 @@ pub fn run(args: MockArgs) -> anyhow::Result<ExitCode> {
         if args.no_metrics {
             state = state.without_metrics();
         }
+        if let Some(w) = args.gpu_watts
+            && !(w.is_finite() && w >= 0.0)
+        {
+            anyhow::bail!("--gpu-watts {w}: must be 0 or more");
+        }
+        state = state.with_gpu_watts(args.gpu_watts);
         state = state.head_with_first_token(args.head_with_first_token);
         state = state.with_timings(args.timings);
         state = state.cors_allow_headers(args.cors_allow_headers.as_deref());

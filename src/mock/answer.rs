@@ -190,7 +190,7 @@ pub(super) async fn non_streaming(
         (Some((prompt, k, by_id)), Api::Chat) => {
             tokenscope_quality::toy_serve::answer(&serve, prompt, tokens as usize, k, by_id)
         }
-        (None, _) => (text, serde_json::Value::Null),
+        _ => (text, serde_json::Value::Null),
     };
     log.completion_tokens = tokens;
     log.t_end_ms = s.clock.now_ms();
@@ -211,6 +211,20 @@ pub(super) async fn non_streaming(
             "id": format!("cmpl-{id}"), "object": "text_completion", "created": 0, "model": s.cfg.model,
             "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"}],
             "usage": usage,
+        }),
+        Api::Responses => serde_json::json!({
+            "id": format!("resp_{id}"), "object": "response", "created_at": 0, "model": s.cfg.model,
+            "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [{"type": "message", "id": format!("msg_{id}"), "status": "incomplete", "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": tokens, "total_tokens": prompt_tokens + tokens,
+                "input_tokens_details": {"cached_tokens": if s.cfg.prefix_cache { cached } else { 0 }}},
+        }),
+        Api::Messages => serde_json::json!({
+            "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": s.cfg.model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "max_tokens", "stop_sequence": null,
+            "usage": {"input_tokens": prompt_tokens - cached, "cache_read_input_tokens": cached, "output_tokens": tokens},
         }),
     };
     axum::Json(body).into_response()

@@ -31,7 +31,7 @@ pub struct LogRecord {
     /// When the connection was ready to serve: after `--connect-delay-ms` and
     /// the TLS handshake (ms since the server started).
     pub t_conn_ready_ms: f64,
-    /// `chat` or `completions`.
+    /// `chat`, `completions`, `responses` or `messages`.
     pub api: &'static str,
     /// Prompt tokens (estimated like the client's synthetic prompts).
     pub prompt_tokens: u64,

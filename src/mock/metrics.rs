@@ -51,3 +51,38 @@ impl ServerMetrics {
             .unwrap_or_default()
     }
 }
+
+/// `/gpu/metrics`: a simulated GPU drawing `watts` the whole time, in
+/// dcgm-exporter's names: its power, its energy counter (millijoules since the
+/// server started: `watts` x ms, exact), and its utilisation (100 while a
+/// request runs).
+pub(super) fn gpu_exposition(watts: f64, uptime_ms: f64, running: u64) -> String {
+    use tokenscope_measure::exposition::{Floats, Value, Writer};
+    use tokenscope_measure::prometheus::MetricKind;
+    let labels = [("gpu", "0"), ("modelName", "tokenscope mock GPU")];
+    let mut w = Writer::new(Floats::Python);
+    for (name, kind, help, v) in [
+        (
+            "DCGM_FI_DEV_POWER_USAGE",
+            MetricKind::Gauge,
+            "Power draw (in W).",
+            watts,
+        ),
+        (
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+            MetricKind::Counter,
+            "Total energy consumption since boot (in mJ).",
+            (watts * uptime_ms).round(),
+        ),
+        (
+            "DCGM_FI_DEV_GPU_UTIL",
+            MetricKind::Gauge,
+            "GPU utilization (in %).",
+            if running > 0 { 100.0 } else { 0.0 },
+        ),
+    ] {
+        w.family(name, kind, help);
+        w.sample(name, &labels, Value::Real(v));
+    }
+    w.finish()
+}

@@ -29,6 +29,7 @@ pub use tokenscope_quality::toy_serve::LmServe;
 mod log;
 mod metrics;
 mod native;
+mod request;
 pub mod server;
 mod state;
 pub mod tls;
@@ -37,6 +38,7 @@ mod ws;
 use answer::{non_streaming, sse_stream};
 use engine::EngineMsg;
 pub use log::LogRecord;
+use request::{Asked, read_request};
 pub use server::{ConnInfo, ServeOptions, serve};
 use state::LogOnDrop;
 pub use state::MockState;
@@ -46,11 +48,14 @@ pub use state::MockState;
 pub fn router(state: MockState) -> Router {
     Router::new()
         .route("/v1/models", get(models).options(preflight))
-        .route("/v1/chat/completions", post(chat).options(preflight))
-        .route("/v1/completions", post(completions).options(preflight))
+        .route("/v1/chat/completions", endpoint(Api::Chat))
+        .route("/v1/completions", endpoint(Api::Completions))
+        .route("/v1/responses", endpoint(Api::Responses))
+        .route("/v1/messages", endpoint(Api::Messages))
         .route("/v1/chat/ws", get(chat_ws))
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(server_metrics))
+        .route("/gpu/metrics", get(gpu_metrics))
         .route("/tokenize", post(tokenize).options(preflight))
         .route("/generate", post(native::generate).options(preflight))
         .layer(axum::middleware::map_response(cors))
@@ -80,7 +85,7 @@ async fn cors(mut resp: Response) -> Response {
     // A preflight's answer has its own (see `preflight`).
     h.entry("access-control-allow-headers")
         .or_insert(HeaderValue::from_static(
-            "authorization, content-type, x-request-id",
+            "authorization, content-type, x-request-id, x-api-key, anthropic-version",
         ));
     h.insert(
         "access-control-allow-methods",
@@ -121,6 +126,25 @@ async fn server_metrics(State(s): State<MockState>) -> Response {
         .into_response()
 }
 
+/// `/gpu/metrics`: the simulated GPU (`--gpu-watts`), in dcgm-exporter's names.
+async fn gpu_metrics(State(s): State<MockState>) -> Response {
+    let Some(watts) = s.gpu_watts else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        metrics::gpu_exposition(
+            watts,
+            s.clock.now_ms(),
+            s.gauges.running.load(Ordering::Relaxed),
+        ),
+    )
+        .into_response()
+}
+
 /// `POST /tokenize` in llama.cpp's contract (`{content}` -> `{tokens}`), counting
 /// as the simulator counts prompts (one token per word and punctuation mark), so
 /// `bench --tokenizer server` sizes prompts exactly as the mock's `usage` counts them;
@@ -153,18 +177,22 @@ async fn models(State(s): State<MockState>) -> Response {
         .into_response()
 }
 
-async fn chat(
-    State(s): State<MockState>,
-    arrival: Option<axum::Extension<Arrival>>,
-    conn: Option<axum::Extension<ConnInfo>>,
-    version: Version,
-    uri: axum::http::Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
-    let via = Via::new(conn.map(|c| c.0), version, &uri);
-    handle(s, Api::Chat, t, via, headers, body).await
+/// `POST` of one API's streaming endpoint, answered by [`handle`].
+fn endpoint(api: Api) -> axum::routing::MethodRouter<MockState> {
+    post(
+        move |State(s): State<MockState>,
+              arrival: Option<axum::Extension<Arrival>>,
+              conn: Option<axum::Extension<ConnInfo>>,
+              version: Version,
+              uri: axum::http::Uri,
+              headers: HeaderMap,
+              body: Bytes| async move {
+            let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
+            let via = Via::new(conn.map(|c| c.0), version, &uri);
+            handle(s, api, t, via, headers, body).await
+        },
+    )
+    .options(preflight)
 }
 
 /// `GET /v1/chat/ws`: the chat API over a WebSocket (`ws`), each message answered
@@ -183,20 +211,6 @@ async fn chat_ws(
             handle(state.clone(), Api::Chat, t, via, headers, body)
         })
     })
-}
-
-async fn completions(
-    State(s): State<MockState>,
-    arrival: Option<axum::Extension<Arrival>>,
-    conn: Option<axum::Extension<ConnInfo>>,
-    version: Version,
-    uri: axum::http::Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let t = arrival.map_or_else(|| s.clock.now_ms(), |a| a.0.0);
-    let via = Via::new(conn.map(|c| c.0), version, &uri);
-    handle(s, Api::Completions, t, via, headers, body).await
 }
 
 /// How a request came: its connection and HTTP version.
@@ -232,10 +246,6 @@ impl Via {
     }
 }
 
-/// The headers that carry API keys in some deployments (Azure's `api-key`,
-/// gateways' `x-api-key`), in the order looked for.
-const API_KEY_HEADERS: [&str; 2] = ["api-key", "x-api-key"];
-
 /// The request's header names, lowercased, sorted and without repeats.
 fn header_names(headers: &HeaderMap) -> Vec<String> {
     let mut names: Vec<String> = headers
@@ -254,42 +264,6 @@ fn json_error(status: StatusCode, message: &str, kind: &str) -> Response {
         encode::error_body(message, kind, status.as_u16()),
     )
         .into_response()
-}
-
-/// Text of the prompt: chat messages' contents joined, or the completions prompt.
-fn prompt_text(api: Api, v: &serde_json::Value) -> Option<String> {
-    match api {
-        Api::Chat => {
-            let msgs = v.get("messages")?.as_array()?;
-            let mut text = String::new();
-            for m in msgs {
-                match m.get("content") {
-                    Some(serde_json::Value::String(s)) => text.push_str(s),
-                    Some(serde_json::Value::Array(parts)) => {
-                        for p in parts {
-                            if let Some(t) = p.get("text").and_then(|t| t.as_str()) {
-                                text.push_str(t);
-                                text.push(' ');
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                text.push(' ');
-            }
-            Some(text)
-        }
-        Api::Completions => match v.get("prompt")? {
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Array(a) => Some(
-                a.iter()
-                    .filter_map(|x| x.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ),
-            _ => None,
-        },
-    }
 }
 
 async fn handle(
@@ -317,6 +291,7 @@ async fn handle(
         greedy,
         echo,
         token_ids,
+        continuous_usage,
     } = asked;
     let prompt_tokens = approx_tokens(&prompt).max(1);
     // The words an earlier prompt began with: cached (at most all but one token,
@@ -415,7 +390,8 @@ async fn handle(
         s.cfg.seed,
     )
     .with_reasoning(s.cfg.reasoning_tokens)
-    .with_cached(s.cfg.prefix_cache.then_some(cached_tokens));
+    .with_cached(s.cfg.prefix_cache.then_some(cached_tokens))
+    .with_continuous_usage(continuous_usage);
     if !streaming {
         // The toy model answers what asks for log-probabilities or for greedy
         // decoding (temperature 0): `tokenscope quality`'s requests.
@@ -442,94 +418,6 @@ async fn handle(
         .header("x-accel-buffering", "no")
         .body(body)
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
-}
-
-/// What a request asks for.
-struct Asked {
-    prompt: String,
-    max_tokens: u32,
-    streaming: bool,
-    include_usage: bool,
-    request_id: Option<String>,
-    authorized: bool,
-    api_key_header: Option<&'static str>,
-    /// `logprobs: true` asked, with this many `top_logprobs`.
-    logprobs: Option<usize>,
-    /// `temperature: 0` asked.
-    greedy: bool,
-    /// A completion that echoes its prompt with `logprobs`.
-    echo: bool,
-    /// `return_tokens_as_token_ids: true` asked (vLLM's).
-    token_ids: bool,
-}
-
-/// Read a request's body and headers, or say why it is not a request (an HTTP
-/// 400 then).
-fn read_request(
-    s: &MockState,
-    api: Api,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> Result<Asked, String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let Some(prompt) = prompt_text(api, &v) else {
-        let field = match api {
-            Api::Chat => "messages",
-            Api::Completions => "prompt",
-        };
-        return Err(format!("missing or invalid \"{field}\""));
-    };
-    let max_tokens = v
-        .get("max_tokens")
-        .or_else(|| v.get("max_completion_tokens"))
-        .and_then(|m| m.as_u64())
-        .map_or(s.cfg.default_max_tokens, |m| m.clamp(1, 1 << 20) as u32);
-    let streaming = v.get("stream").and_then(|b| b.as_bool()).unwrap_or(false);
-    let include_usage = v
-        .get("stream_options")
-        .and_then(|o| o.get("include_usage"))
-        .and_then(|b| b.as_bool())
-        .unwrap_or(false);
-    let request_id = headers
-        .get("x-request-id")
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_owned);
-    let authorized = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .is_some_and(|v| v.starts_with("Bearer ") && v.len() > 7);
-    let api_key_header = API_KEY_HEADERS
-        .into_iter()
-        .find(|name| headers.get(*name).is_some_and(|v| !v.is_empty()));
-    // Chat's `logprobs: true` + `top_logprobs: k`; legacy completions'
-    // `logprobs: k`, read with `echo: true` (the prompt's own, teacher-forced).
-    let echo = api == Api::Completions && v.get("echo").and_then(|b| b.as_bool()) == Some(true);
-    let logprobs = match v.get("logprobs") {
-        Some(serde_json::Value::Bool(true)) => Some(
-            v.get("top_logprobs")
-                .and_then(|k| k.as_u64())
-                .map_or(0, |k| k.min(1000) as usize),
-        ),
-        Some(serde_json::Value::Number(k)) if echo => k.as_u64().map(|k| k.min(1000) as usize),
-        _ => None,
-    };
-    Ok(Asked {
-        prompt,
-        max_tokens,
-        streaming,
-        include_usage,
-        request_id,
-        authorized,
-        api_key_header,
-        logprobs,
-        greedy: v.get("temperature").and_then(|t| t.as_f64()) == Some(0.0),
-        echo,
-        token_ids: v
-            .get("return_tokens_as_token_ids")
-            .and_then(|b| b.as_bool())
-            == Some(true),
-    })
 }
 
 /// The answer to a request drawn a fault before any token: an HTTP error, an

@@ -39,6 +39,9 @@ pub struct MockState {
     /// `--cors-allow-headers`: what a CORS preflight allows (`None`: whatever it
     /// asks for).
     pub(super) cors_allow_headers: Option<Arc<str>>,
+    /// `--gpu-watts`: a simulated GPU drawing this power, exported at
+    /// `/gpu/metrics` in dcgm-exporter's names (`None`: 404 there).
+    pub(super) gpu_watts: Option<f64>,
 }
 
 impl MockState {
@@ -86,6 +89,7 @@ impl MockState {
             head_with_first_token: false,
             timings: false,
             cors_allow_headers: None,
+            gpu_watts: None,
             prefix_cache: Arc::default(),
             lm: tokenscope_quality::toy_serve::LmServe {
                 lm: tokenscope_quality::toy_lm::ToyLm::new(cfg_seed, usize::MAX),
@@ -99,6 +103,12 @@ impl MockState {
                 native_generate: true,
             },
         })
+    }
+
+    /// The same server with a simulated GPU drawing `watts` at `/gpu/metrics`.
+    pub fn with_gpu_watts(mut self, watts: Option<f64>) -> Self {
+        self.gpu_watts = watts;
+        self
     }
 
     /// The same server with no `/metrics` (it answers 404).

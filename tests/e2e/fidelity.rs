@@ -22,7 +22,14 @@ fn bench_and_compare(
     requests: u32,
     max_tokens: u32,
 ) -> Compared {
-    bench_and_compare_over(Wire::Plain, mock_args, concurrency, requests, max_tokens)
+    bench_and_compare_over(
+        Wire::Plain,
+        "completions",
+        mock_args,
+        concurrency,
+        requests,
+        max_tokens,
+    )
 }
 
 /// How the client reaches the mock.
@@ -47,11 +54,13 @@ impl Wire {
     }
 }
 
-/// [`bench_and_compare`] over `wire`. Also checks, request by request against
-/// the server's log, the HTTP version recorded and which requests opened a new
-/// connection (the first the server answered on each connection).
+/// [`bench_and_compare`] over `wire`, to `api` (`--api`). Also checks, request
+/// by request against the server's log, the HTTP version recorded, which
+/// requests opened a new connection (the first the server answered on each
+/// connection), and the prompt's and the answer's tokens.
 fn bench_and_compare_over(
     wire: Wire,
+    api: &str,
     mock_args: &[&str],
     concurrency: u32,
     requests: u32,
@@ -87,7 +96,7 @@ fn bench_and_compare_over(
         "--url",
         &mock.url,
         "--api",
-        "completions",
+        api,
         "--concurrency",
         &c,
         "--requests",
@@ -198,6 +207,14 @@ fn bench_and_compare_over(
         cmp.server_ttft.push(st[0] - t_recv);
         cmp.client_itl.extend(ct.windows(2).map(|w| w[1] - w[0]));
         cmp.server_itl.extend(st.windows(2).map(|w| w[1] - w[0]));
+        assert_eq!(s["api"], api, "{id}");
+        if api == "messages" {
+            let names = s["header_names"].as_array().unwrap();
+            assert!(names.iter().any(|n| n == "anthropic-version"), "{id}: {s}");
+        }
+        // Prompt tokens: the usage the client read (however its API splits
+        // them) is the count the server made.
+        assert_eq!(r["usage"]["prompt_tokens"], s["prompt_tokens"], "{id}");
         // Output tokens: the client's (from usage) equal what the server sent.
         let usage = r["usage"]["completion_tokens"].as_u64().unwrap();
         assert_eq!(usage, s["completion_tokens"].as_u64().unwrap(), "{id}");
@@ -308,7 +325,7 @@ fn over_tls_and_http2_within_the_plaintext_bounds() {
     let args = ["--itl-ms", "8", "--ttft-ms", "20", "--jitter-ms", "1"];
     for wire in [Wire::TlsH2, Wire::TlsHttp1, Wire::H2c] {
         agree_within(1.0, &format!("c=1 {wire:?}"), || {
-            bench_and_compare_over(wire, &args, 1, 24, 24)
+            bench_and_compare_over(wire, "completions", &args, 1, 24, 24)
         });
     }
     let args = [
@@ -323,7 +340,7 @@ fn over_tls_and_http2_within_the_plaintext_bounds() {
     ];
     // TLS at c=64: 64 connections, each with its own handshake and records.
     agree_within(2.0, "c=64 TlsHttp1", || {
-        bench_and_compare_over(Wire::TlsHttp1, &args, 64, 128, 16)
+        bench_and_compare_over(Wire::TlsHttp1, "completions", &args, 64, 128, 16)
     });
     // HTTP/2 multiplexes the streams on one connection: when a decode step
     // hands all its chunks to HTTP at once, each side's single connection task
@@ -331,8 +348,48 @@ fn over_tls_and_http2_within_the_plaintext_bounds() {
     // c=64 it was 1.7-3.3 ms on this 2-core machine (docs/metrics.md), a property of
     // the protocol that the notes explain, not the client's overhead.
     agree_within(2.0, "c=16 TlsH2", || {
-        bench_and_compare_over(Wire::TlsH2, &args, 16, 64, 16)
+        bench_and_compare_over(Wire::TlsH2, "completions", &args, 16, 64, 16)
     });
+}
+
+/// Chat, and the Responses and Messages APIs (their named events, their end
+/// events instead of `[DONE]`, usage split over two events): the same
+/// agreement with the server's log as completions, at c=1 and c=16 with a
+/// prefix cache, and every token counted.
+#[test]
+fn every_api_within_the_bounds_of_server_truth() {
+    for api in ["chat", "responses", "messages"] {
+        agree_within(1.0, &format!("c=1 --api {api}"), || {
+            bench_and_compare_over(
+                Wire::Plain,
+                api,
+                &["--itl-ms", "8", "--ttft-ms", "20", "--jitter-ms", "1"],
+                1,
+                16,
+                16,
+            )
+        });
+        agree_within(2.0, &format!("c=16 --api {api}"), || {
+            bench_and_compare_over(
+                Wire::Plain,
+                api,
+                &[
+                    "--itl-ms",
+                    "10",
+                    "--ttft-ms",
+                    "20",
+                    "--max-batch",
+                    "16",
+                    "--prefix-cache",
+                    "--reasoning-tokens",
+                    "4",
+                ],
+                16,
+                32,
+                12,
+            )
+        });
+    }
 }
 
 #[test]
@@ -366,5 +423,64 @@ fn chunks_of_several_tokens_count_every_token() {
     let per_chunk = l["metrics"]["itl_ms"]["p50"].as_f64().unwrap();
     let per_token = l["metrics"]["itl_per_token_ms"]["p50"].as_f64().unwrap();
     assert!(per_token < per_chunk / 2.5, "{per_token} vs {per_chunk}");
+    // Without a count per chunk, the tokens are spread: the level says so.
+    assert_eq!(l["event_tokens"]["spread"], 6);
+    assert_eq!(l["event_tokens"]["counted"], 0);
     let _ = read_jsonl(&mock.log);
+
+    // With a running usage in every chunk (--continuous-usage), each event's
+    // tokens are the server's own: the raw file's counts are the mock's log's.
+    let raw = dir.path().join("raw.jsonl");
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--continuous-usage",
+        "--concurrency",
+        "2",
+        "--requests",
+        "6",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--max-tokens",
+        "18",
+        "--quiet",
+        "--json",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(r["config"]["continuous_usage"], true);
+    let l = &r["levels"][0];
+    assert_eq!(l["event_tokens"]["counted"], 6, "{}", l["event_tokens"]);
+    assert_eq!(l["event_tokens"]["spread"], 0);
+    let lines = raw_requests(&raw);
+    let ids: Vec<&str> = lines
+        .iter()
+        .map(|l| l["request_id"].as_str().unwrap())
+        .collect();
+    let server = mock.log_records_for(&ids);
+    let by_id: HashMap<&str, &serde_json::Value> = server
+        .iter()
+        .filter_map(|s| Some((s["request_id"].as_str()?, s)))
+        .collect();
+    for line in &lines {
+        let id = line["request_id"].as_str().unwrap();
+        assert_eq!(
+            line["event_tokens"], by_id[id]["chunk_tokens"],
+            "{id}: each event's tokens as the server sent them"
+        );
+        assert_eq!(line["event_tokens"], serde_json::json!([4, 4, 4, 4, 2]));
+    }
+    // The last gap of each request carried 2 tokens, not the 3.6 of a spread.
+    let per_token = l["metrics"]["itl_per_token_ms"]["p50"].as_f64().unwrap();
+    let per_chunk = l["metrics"]["itl_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        (per_token - per_chunk / 4.0).abs() < 0.25 * per_chunk / 4.0,
+        "{per_token} vs {per_chunk} / 4"
+    );
 }

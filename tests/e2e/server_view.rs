@@ -346,3 +346,176 @@ fn bad_metrics_flags_are_refused_before_anything_is_sent() {
         assert!(text(&o).contains(says), "{}", text(&o));
     }
 }
+
+/// What each token costs against the mock's truth: a simulated GPU drawing
+/// 250 W (`--gpu-watts`, its energy counter exact to the millijoule) gives each
+/// level's energy, which must be the counter's increase between the level's
+/// first and last GPU scrapes and 250 W over the time between them by the
+/// client's clock; per-token prices charge each request's usage, which must be
+/// what the mock's log says it served (prompt, cached and answer tokens).
+#[test]
+fn what_each_token_costs_is_what_the_mock_served() {
+    let mock = Mock::start(&[
+        "--ttft-ms",
+        "20",
+        "--itl-ms",
+        "5",
+        "--gpu-watts",
+        "250",
+        "--prefix-cache",
+    ]);
+    let gpu = format!("{}/gpu/metrics", mock.url.trim_end_matches("/v1"));
+    let dir = tempfile::tempdir().unwrap();
+    let (out, raw) = (dir.path().join("r.json"), dir.path().join("raw.jsonl"));
+    let prices = "input_per_mtok=3,cached_input_per_mtok=0.3,output_per_mtok=15";
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "1,4",
+        "--requests",
+        "12",
+        "--rounds",
+        "1",
+        "--max-tokens",
+        "16",
+        "--input-tokens",
+        "64",
+        "--shared-prefix",
+        "32",
+        "--gpu-metrics",
+        &gpu,
+        "--scrape-interval",
+        "200ms",
+        "--price",
+        prices,
+        "--json",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("what each token cost"), "{stdout}");
+    assert!(stdout.contains("energy counter"), "{stdout}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_schema("client.schema.json", &report, "the report");
+    assert_eq!(report["config"]["price"]["basis"], "tokens");
+    let lines = read_jsonl(&raw);
+    let n_requests = lines
+        .iter()
+        .filter(|l| l.get("request_id").is_some())
+        .count();
+    let log = mock.log_records(n_requests);
+    let by_id: HashMap<&str, &Value> = log
+        .iter()
+        .filter_map(|r| Some((r["request_id"].as_str()?, r)))
+        .collect();
+    let energy_counter = |l: &Value| -> Option<(f64, f64)> {
+        (l["event"] == "scrape" && l["target"] == "gpu").then(|| {
+            // The raw file keeps the series in their units: joules.
+            let j = l["values"]["gpu_energy_joules"].as_f64();
+            (
+                f(&l["t_ms"]),
+                j.unwrap_or_else(|| panic!("no energy counter: {l}")),
+            )
+        })
+    };
+    let mut level_starts: Vec<f64> = lines
+        .iter()
+        .filter(|l| l["event"] == "level_start")
+        .map(|l| f(&l["t_ms"]))
+        .collect();
+    level_starts.push(f64::INFINITY);
+    for (li, level) in report["levels"].as_array().unwrap().iter().enumerate() {
+        let cost = &level["cost"];
+        assert_eq!(cost["energy_source"], "counter", "{cost}");
+        // The level's GPU scrapes: from its start to the next level's.
+        let scrapes: Vec<(f64, f64)> = lines
+            .iter()
+            .filter_map(energy_counter)
+            .filter(|(t, _)| *t >= level_starts[li] && *t < level_starts[li + 1])
+            .collect();
+        assert!(scrapes.len() >= 2, "level {li}: {scrapes:?}");
+        let (first, last) = (scrapes[0], *scrapes.last().unwrap());
+        let joules = f(&cost["energy_j"]);
+        assert!(
+            (joules - (last.1 - first.1)).abs() < 1e-6,
+            "level {li}: {joules} J, the counter rose {} J",
+            last.1 - first.1
+        );
+        // 250 W over the time between those scrapes by the client's clock: the
+        // two clocks agree within the scrapes' own latency.
+        let truth = 250.0 * (last.0 - first.0) / 1000.0;
+        assert!(
+            (joules - truth).abs() < 0.02 * truth + 2.5,
+            "level {li}: {joules} J against 250 W x {:.1} ms",
+            last.0 - first.0
+        );
+        let tokens = f(&level["output_tokens_total"]);
+        assert!((f(&cost["joules_per_output_token"]) - joules / tokens).abs() < 1e-9);
+        assert!((f(&cost["output_tokens_per_joule"]) - tokens / joules).abs() < 1e-9);
+        // Dollars: every request of the level (warm-up left out) as the mock served it.
+        let mut usd = 0.0;
+        let mut billed = 0.0;
+        for l in lines
+            .iter()
+            .filter(|l| l.get("request_id").is_some() && l["level"] == li && l["warmup"] == false)
+        {
+            let rec = by_id[l["request_id"].as_str().unwrap()];
+            let (p, c, out) = (
+                f(&rec["prompt_tokens"]),
+                f(&rec["cached_tokens"]),
+                f(&rec["completion_tokens"]),
+            );
+            usd += ((p - c) * 3.0 + c * 0.3 + out * 15.0) / 1e6;
+            billed += 1.0;
+        }
+        assert!(
+            (f(&cost["usd"]) - usd).abs() < 1e-12,
+            "level {li}: {cost}, the mock served ${usd}"
+        );
+        assert!((f(&cost["usd_per_request"]) - usd / billed).abs() < 1e-12);
+        assert!(
+            (f(&cost["usd_per_million_output_tokens"]) - usd / (16.0 * billed) * 1e6).abs() < 1e-9
+        );
+    }
+    // GPU-hour pricing: 2 GPUs at $3.60/h over each level's window, per
+    // successful request and output token.
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--concurrency",
+        "2",
+        "--requests",
+        "8",
+        "--rounds",
+        "1",
+        "--max-tokens",
+        "16",
+        "--price",
+        "gpu_hour=3.6,gpus=2",
+        "--quiet",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let level = &report["levels"][0];
+    let cost = &level["cost"];
+    let usd = 3.6 * 2.0 * f(&level["window_s"]) / 3600.0;
+    assert!((f(&cost["usd"]) - usd).abs() < 1e-12, "{cost}");
+    assert!((f(&cost["usd_per_request"]) - usd / 8.0).abs() < 1e-12);
+    assert!((f(&cost["usd_per_million_output_tokens"]) - usd / (8.0 * 16.0) * 1e6).abs() < 1e-9);
+    assert!(cost.get("energy_j").is_none(), "no GPU exporter: {cost}");
+    // A price that does not read stops the run before anything is sent.
+    let o = run(&["bench", "--url", &mock.url, "--price", "gpu_hour=abc"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--price: gpu_hour=\"abc\": not a number"),
+        "{}",
+        text(&o)
+    );
+}

@@ -15,7 +15,9 @@ use super::level_samples::LevelSamples;
 use super::long_run::{SnapAcc, drift, snapshots};
 use super::rounds::{RoundAcc, analyze_rounds};
 use crate::analyze::slo::Slo;
-use crate::model::{ConnectionCounts, LevelReport, Load, ReasoningDisplay, RunConfig, StallReport};
+use crate::model::{
+    ConnectionCounts, EventTokens, LevelReport, Load, ReasoningDisplay, RunConfig, StallReport,
+};
 use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
 use tokenscope_measure::record::{Outcome, PaintMethod, RequestRecord};
 use tokenscope_stats::stats::{self, Samples};
@@ -97,6 +99,8 @@ pub struct LevelAccumulator {
     tokens_total: u64,
     estimated: bool,
     token_events: u64,
+    /// Successful requests with counted and with spread tokens per event.
+    event_tokens: (u64, u64),
     shared_events: u64,
     stall_count: u64,
     stall_requests: u64,
@@ -137,6 +141,7 @@ impl LevelAccumulator {
             tokens_total: 0,
             estimated: false,
             token_events: 0,
+            event_tokens: (0, 0),
             shared_events: 0,
             stall_count: 0,
             stall_requests: 0,
@@ -263,8 +268,18 @@ impl LevelAccumulator {
         self.tokens_total += m.output_tokens;
         self.estimated |= m.tokens_estimated;
         self.token_events += r.token_events_ms.len() as u64;
+        if !r.event_tokens.is_empty() {
+            self.event_tokens.0 += 1;
+        } else if m.output_tokens > r.token_events_ms.len() as u64 {
+            self.event_tokens.1 += 1;
+        }
         self.shared_events += u64::from(r.shared_read_events);
         push_samples(&mut self.samples.ttft, m.ttft_ms);
+        match m.prompt_cached {
+            Some(true) => push_samples(&mut self.samples.ttft_cached, m.ttft_ms),
+            Some(false) => push_samples(&mut self.samples.ttft_uncached, m.ttft_ms),
+            None => {}
+        }
         push_samples(&mut self.samples.tpot, m.tpot_ms);
         push_samples(&mut self.samples.e2e, m.e2e_ms);
         push_samples(&mut self.samples.headers, m.time_to_headers_ms);
@@ -420,8 +435,14 @@ impl LevelAccumulator {
             output_tokens_checked: self.output_check.0,
             output_tokens_differ: self.output_check.1,
             prompt_cache,
+            event_tokens: (self.event_tokens != (0, 0)).then(|| EventTokens {
+                counted: self.event_tokens.0,
+                spread: self.event_tokens.1,
+                tokens_per_event: self.tokens_total as f64 / self.token_events.max(1) as f64,
+            }),
             turns,
             server: None,
+            cost: None,
             group: None,
             rum: None,
         }
@@ -445,6 +466,45 @@ mod tests {
     use super::*;
     use crate::testing;
     use tokenscope_measure::record::{ErrorKind, TimeoutPhase};
+
+    #[test]
+    fn ttft_splits_by_what_the_prefix_cache_served() {
+        use tokenscope_measure::openai::{PromptTokensDetails, Usage};
+        let with_cache = |ttft: f64, cached: Option<u64>| {
+            let mut r = testing::record(0.0, ttft, 10.0, 4);
+            r.usage = Some(Usage {
+                prompt_tokens: Some(100),
+                completion_tokens: Some(4),
+                prompt_tokens_details: cached.map(|c| PromptTokensDetails {
+                    cached_tokens: Some(c),
+                }),
+                ..Usage::default()
+            });
+            r
+        };
+        let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());
+        // Half or more of the prompt cached: cached; less: uncached; unsaid: neither.
+        for r in [
+            with_cache(20.0, Some(50)),
+            with_cache(30.0, Some(99)),
+            with_cache(200.0, Some(49)),
+            with_cache(300.0, Some(0)),
+            with_cache(999.0, None),
+        ] {
+            acc.push(0, &r);
+        }
+        let l = acc.finish();
+        let cached = l.metrics.ttft_cached_ms.unwrap();
+        let uncached = l.metrics.ttft_uncached_ms.unwrap();
+        assert_eq!((cached.count, cached.max), (2, Some(30.0)));
+        assert_eq!((uncached.count, uncached.min), (2, Some(200.0)));
+        assert_eq!(l.metrics.ttft_ms.count, 5);
+        // A level whose server said nothing has no split.
+        let mut acc = LevelAccumulator::new(Load::Concurrency(1), LevelOptions::default());
+        acc.push(0, &testing::record(0.0, 20.0, 10.0, 4));
+        let l = acc.finish();
+        assert!(l.metrics.ttft_cached_ms.is_none() && l.metrics.ttft_uncached_ms.is_none());
+    }
 
     #[test]
     fn counts_add_up_and_throughput_uses_the_window() {

@@ -16,6 +16,8 @@ macro_rules! slots {
     ($s:ident, $($r:tt)+) => {
         [
             (metric::TTFT_MS.key, $($r)+ $s.ttft),
+            (metric::TTFT_CACHED_MS.key, $($r)+ $s.ttft_cached),
+            (metric::TTFT_UNCACHED_MS.key, $($r)+ $s.ttft_uncached),
             (metric::TPOT_MS.key, $($r)+ $s.tpot),
             (metric::ITL_MS.key, $($r)+ $s.itl),
             (metric::ITL_PER_TOKEN_MS.key, $($r)+ $s.itl_per_token),
@@ -49,6 +51,8 @@ pub const QUANTILE_POINTS: usize = 101;
 #[derive(Debug, Clone)]
 pub struct LevelSamples {
     pub(crate) ttft: Samples,
+    pub(crate) ttft_cached: Samples,
+    pub(crate) ttft_uncached: Samples,
     pub(crate) tpot: Samples,
     pub(crate) itl: Samples,
     pub(crate) itl_per_token: Samples,
@@ -89,6 +93,8 @@ impl LevelSamples {
         let s = || Samples::with_cap(cap);
         Self {
             ttft: s(),
+            ttft_cached: s(),
+            ttft_uncached: s(),
             tpot: s(),
             itl: s(),
             itl_per_token: s(),
@@ -187,6 +193,8 @@ impl LevelSamples {
     pub fn metrics(&self) -> LevelMetrics {
         LevelMetrics {
             ttft_ms: self.ttft.summary(),
+            ttft_cached_ms: nonempty(&self.ttft_cached),
+            ttft_uncached_ms: nonempty(&self.ttft_uncached),
             tpot_ms: self.tpot.summary(),
             itl_ms: self.itl.summary(),
             itl_per_token_ms: self.itl_per_token.summary(),

@@ -8,10 +8,12 @@
 //! - [`verdict`] and [`diagnosis`]: the combined report's conclusions and the rules
 //!   whose findings quote their evidence;
 //! - [`server`]: the engine's and the GPU's `/metrics` read into series;
+//! - [`cost`]: what a level's tokens cost, in dollars and in energy;
 //!
 //! The statistics they stand on are `tokenscope_stats`; the decode floor and model
 //! shapes are `tokenscope_hw::floor`.
 
+pub mod cost;
 pub mod diagnosis;
 pub mod in_flight;
 pub mod level;

@@ -16,6 +16,13 @@ use tokenscope_stats::stats::{LinearFit, Summary};
 pub struct LevelMetrics {
     /// Time to first token.
     pub ttft_ms: Summary,
+    /// TTFT of the requests whose server said at least half their prompt came
+    /// from its prefix cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_cached_ms: Option<Summary>,
+    /// TTFT of the requests whose server said less of their prompt came from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_uncached_ms: Option<Summary>,
     /// Time per output token.
     pub tpot_ms: Summary,
     /// Inter-token latency per chunk (all gaps of all requests).
@@ -93,6 +100,22 @@ pub struct PositionBucket {
     pub to: Option<u64>,
     /// ITL of the gaps in this range.
     pub itl_ms: Summary,
+}
+
+/// How many tokens a level's content events carried, where some carried more
+/// than one (engines that batch the stream, speculative decoding, reasoning and
+/// tool-call chunks): the source of its ITL per token.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EventTokens {
+    /// Successful requests whose every content event said how many tokens it
+    /// carried (a running `usage` in each chunk): their ITL per token divides
+    /// each gap by those counts.
+    pub counted: u64,
+    /// Successful requests with more tokens than events and no count per
+    /// event: their tokens are spread evenly over their events.
+    pub spread: u64,
+    /// Output tokens per content event over the successful requests.
+    pub tokens_per_event: f64,
 }
 
 /// What the server's prefix cache served, as the server said per request.
@@ -392,6 +415,10 @@ pub struct LevelReport {
     /// took from its prefix cache, and those cached tokens; absent: none said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache: Option<PromptCache>,
+    /// Where content events carried several tokens: how ITL per token counted
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_tokens: Option<EventTokens>,
     /// Per turn of the level's conversations (`--conversation`), first turn
     /// first; empty outside conversations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -399,6 +426,9 @@ pub struct LevelReport {
     /// The level as the server's `/metrics` (and the GPU exporter's) saw it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerLevel>,
+    /// What its tokens cost: dollars (`--price`), energy (a GPU exporter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::cost::LevelCost>,
     /// The level's name where it is a group of real users' turns rather than a
     /// load (`all`, `route /api/chat`, `browser Chrome 131`): its label, and what
     /// `compare` matches levels by.

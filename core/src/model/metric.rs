@@ -206,6 +206,27 @@ pub const TTFT_MS: Metric = Metric {
     }),
     ..distribution("ttft_ms", "TTFT", "TTFT", |m| Some(&m.ttft_ms))
 };
+/// TTFT of the requests mostly served from the prefix cache.
+pub const TTFT_CACHED_MS: Metric = Metric {
+    request: Some(PerRequest::One(|m| {
+        m.ttft_ms.filter(|_| m.prompt_cached == Some(true))
+    })),
+    ..distribution("ttft_cached_ms", "TTFT (cached)", "TTFT cached", |m| {
+        m.ttft_cached_ms.as_ref()
+    })
+};
+/// TTFT of the requests not mostly served from the prefix cache.
+pub const TTFT_UNCACHED_MS: Metric = Metric {
+    request: Some(PerRequest::One(|m| {
+        m.ttft_ms.filter(|_| m.prompt_cached == Some(false))
+    })),
+    ..distribution(
+        "ttft_uncached_ms",
+        "TTFT (uncached)",
+        "TTFT uncached",
+        |m| m.ttft_uncached_ms.as_ref(),
+    )
+};
 /// Time per output token.
 pub const TPOT_MS: Metric = Metric {
     request: Some(PerRequest::One(|m| m.tpot_ms)),
@@ -439,6 +460,8 @@ pub const TIMEOUT_RATE: Metric = figure(
 /// order), then the level's figures.
 pub const METRICS: &[Metric] = &[
     TTFT_MS,
+    TTFT_CACHED_MS,
+    TTFT_UNCACHED_MS,
     TPOT_MS,
     ITL_MS,
     ITL_PER_TOKEN_MS,
@@ -493,6 +516,16 @@ pub const DEFINITIONS: &[Definition] = &[
         &TTFT_MS,
         "t_first_token - t_send: until the first event carrying generated text, reasoning or a tool-call delta arrives (a role-only or empty delta is not a token); in the browser, when that token came with the response head, when the browser's network stack had it (Resource Timing responseStart)",
         "TTFT everywhere; vLLM's benchmark counts the role-only chunk",
+    ),
+    def(
+        &TTFT_CACHED_MS,
+        "the TTFT of the requests whose server said at least half of their prompt came from its prefix cache (usage.prompt_tokens_details.cached_tokens, the Messages API's cache_read_input_tokens, llama.cpp's timings.cache_n)",
+        "-",
+    ),
+    def(
+        &TTFT_UNCACHED_MS,
+        "the TTFT of the requests whose server said less than half of their prompt came from its prefix cache",
+        "-",
     ),
     def(
         &TPOT_MS,

@@ -6,7 +6,8 @@
 //!
 //! - [`load`]: who measured and how load was applied;
 //! - [`run`]: the run's configuration and environment;
-//! - [`level`]: one load level's results;
+//! - [`level`]: one load level's results; [`cost`]: the run's price and what
+//!   a level's tokens cost;
 //! - [`client`]: the whole report, the sweep's results, reading it back;
 //! - [`warning`]: typed run warnings; [`transport`]: how the client reached the
 //!   endpoint; `merge`: what a merged report says of its making;
@@ -19,6 +20,7 @@
 //! schema version they do not know ([`ClientReport::from_json`]).
 
 pub mod client;
+pub mod cost;
 pub mod level;
 pub use tokenscope_workload::load;
 pub mod merge;
@@ -33,9 +35,10 @@ pub use client::{
     CLIENT_SCHEMA, CapacityBound, ClientReport, Knee, LoadPoint, ReportError, SloCapacity,
     SweepReport, check_schema,
 };
+pub use cost::{EnergySource, LevelCost, Price};
 pub use level::{
-    ConnectionCounts, Drift, LevelMetrics, LevelReport, PositionBucket, PromptCache, ReachedLoad,
-    RoundReport, RoundSpread, SloCheck, Snapshot, Spread, StallReport, TurnReport,
+    ConnectionCounts, Drift, EventTokens, LevelMetrics, LevelReport, PositionBucket, PromptCache,
+    ReachedLoad, RoundReport, RoundSpread, SloCheck, Snapshot, Spread, StallReport, TurnReport,
 };
 pub use load::{Arrival, Load, LoadMode, ReasoningDisplay, Source};
 pub use merge::{MergeInfo, MergeMethod};

@@ -125,6 +125,12 @@ pub struct RunConfig {
     /// The GPU exporter scraped during the run; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_metrics_url: Option<String>,
+    /// Every chunk was asked for a running `usage` (`--continuous-usage`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub continuous_usage: bool,
+    /// What the compute costs (`--price`); absent: no dollar figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<super::cost::Price>,
     /// Seconds between scrapes within a level (besides one at each level's start
     /// and end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,6 +210,8 @@ impl RunConfig {
             sample_cap: None,
             server_metrics_url: None,
             gpu_metrics_url: None,
+            price: None,
+            continuous_usage: false,
             distinct_prompts: None,
             scrape_interval_s: None,
             trace: None,

@@ -42,10 +42,11 @@ pub fn assemble(parts: ReportParts) -> ClientReport {
         source,
         config,
         environment,
-        levels,
+        mut levels,
         mut warnings,
         interrupted,
     } = parts;
+    crate::analyze::cost::cost_levels(&mut levels, config.price.as_ref());
     let sample_cap = LevelOptions::from_config(&config).sample_cap;
     warnings.extend(level_warnings(&levels));
     warnings.extend(histogram_warning(&levels, sample_cap));

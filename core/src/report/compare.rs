@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::compare_cell::Cell;
+use super::compare_cell::{cell, cost_cells, server_cells};
 use super::raw::RawFile;
 use super::{ClientReport, LevelReport};
 use crate::analyze::level::LevelOptions;
@@ -20,8 +22,8 @@ use tokenscope_kernel_report::KernelReport;
 use tokenscope_measure::metrics::RequestMetrics;
 use tokenscope_measure::record::Outcome;
 use tokenscope_stats::compare::{
-    Difference, Direction, Interval, RoundsDiff, Verdict, holm, min_samples, proportion_diff,
-    rounds_diff, verdict, welch_diff,
+    Difference, Direction, RoundsDiff, Verdict, holm, min_samples, proportion_diff, rounds_diff,
+    welch_diff,
 };
 
 /// The comparison's schema.
@@ -167,44 +169,6 @@ pub struct LevelVsBase {
     pub cells: Vec<Cell>,
 }
 
-/// One metric compared.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
-    /// `ttft_ms:p95`, `error_rate`, `output_tokens_per_s`.
-    pub metric: String,
-    /// Which way is better.
-    pub direction: Direction,
-    /// The base's value.
-    pub base: f64,
-    /// The other run's.
-    pub new: f64,
-    /// `new - base`.
-    pub diff: f64,
-    /// `diff / base`, when the base is not zero.
-    pub relative: Option<f64>,
-    /// The difference's 95% interval.
-    pub interval: Option<Interval>,
-    /// The p-value of "no difference" (latencies and rates), before the
-    /// comparison's multiplicity control.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_value: Option<f64>,
-    /// Better, worse, no change, or unknown (no interval).
-    pub verdict: Verdict,
-    /// Requests behind a percentile's cell: base, new.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests: Option<[usize; 2]>,
-    /// The interval's degrees of freedom (Student's t), where finite.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub df: Option<f64>,
-    /// The share of the difference's variance between rounds (the rounds'
-    /// random effect), for a percentile's cell.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub between_rounds: Option<f64>,
-    /// Why the cell has no interval, and what would give it one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub no_interval: Option<String>,
-}
-
 /// The latency metrics compared, each at p50, p95 and p99 (their order in a level).
 pub(crate) const LATENCIES: [&Metric; 5] =
     [&TTFT_MS, &RENDERED_TTFT_MS, &TPOT_MS, &ITL_MS, &E2E_MS];
@@ -279,62 +243,6 @@ pub(crate) fn too_few(metric: &str, p: &str, q: f64, counts: [usize; 2]) -> Stri
 /// The level's stored summary of `metric` at `p` (no raw file).
 pub(crate) fn stored(level: &LevelReport, metric: &str, p: &str) -> Option<f64> {
     metric::by_key(metric)?.summary(&level.metrics)?.get(p)
-}
-
-fn cell(metric: String, direction: Direction, d: &Difference, min_change: f64) -> Cell {
-    Cell {
-        requests: None,
-        df: None,
-        between_rounds: None,
-        no_interval: None,
-        metric,
-        direction,
-        base: d.base,
-        new: d.new,
-        diff: d.diff,
-        relative: (d.base != 0.0).then(|| d.diff / d.base),
-        interval: d.interval,
-        p_value: d.p_value,
-        verdict: verdict(d, direction, min_change),
-    }
-}
-
-/// The server's own figures, when both runs scraped it: its mean TTFT, queue,
-/// prefill and decode time per request (`levels[].server.stages`). Means of the
-/// server's histograms over the level, with no per-request samples: shown, not
-/// judged (no interval).
-fn server_cells(base: &LevelReport, new: &LevelReport) -> Vec<Cell> {
-    let stages = |l: &LevelReport| l.server.as_ref().and_then(|s| s.stages.clone());
-    let (Some(b), Some(n)) = (stages(base), stages(new)) else {
-        return Vec::new();
-    };
-    [
-        (
-            "server_ttft_ms:mean",
-            Some(b.server_ttft_ms),
-            Some(n.server_ttft_ms),
-        ),
-        ("server_queue_ms:mean", b.queue_ms, n.queue_ms),
-        ("server_prefill_ms:mean", b.prefill_ms, n.prefill_ms),
-        ("server_decode_ms:mean", b.decode_ms, n.decode_ms),
-    ]
-    .into_iter()
-    .filter_map(|(name, x, y)| {
-        let (x, y) = (x?, y?);
-        let d = Difference {
-            base: x,
-            new: y,
-            diff: y - x,
-            interval: None,
-            p_value: None,
-        };
-        let mut c = cell(name.into(), Direction::LowerIsBetter, &d, 0.0);
-        c.no_interval = Some(
-            "the server's means over the level: no per-request samples, shown, not judged".into(),
-        );
-        Some(c)
-    })
-    .collect()
 }
 
 /// The family-wise error of a run's comparison: Holm's step-down over every
@@ -563,6 +471,7 @@ fn against(base: &CompareRun<'_>, new: &CompareRun<'_>, opts: &CompareOptions) -
             }
         }
         cells.extend(server_cells(bl, nl));
+        cells.extend(cost_cells(bl, nl));
         levels.push(LevelVsBase {
             load: label(bl),
             cells,
@@ -666,6 +575,49 @@ mod tests {
             );
         }
         assert!(!known_metric("ttft_ms:p90") && !known_metric("output_tokens"));
+    }
+
+    #[test]
+    fn what_each_token_cost_is_shown_not_judged() {
+        use crate::model::cost::LevelCost;
+        use crate::report::Source;
+        let level = |usd: f64| {
+            let mut l = crate::testing::level(
+                crate::model::load::Load::Concurrency(1),
+                &[crate::testing::record(0.0, 50.0, 10.0, 8)],
+            );
+            l.cost = Some(LevelCost {
+                usd_per_million_output_tokens: Some(usd),
+                ..LevelCost::default()
+            });
+            l
+        };
+        let base = crate::testing::client_report(Source::Native, vec![level(10.0)]);
+        let new = crate::testing::client_report(Source::Native, vec![level(12.5)]);
+        let run = |name, report| CompareRun {
+            name,
+            report,
+            raw: None,
+            kernels: None,
+        };
+        let c = compare(
+            &[run("a", &base), run("b", &new)],
+            &CompareOptions::default(),
+        );
+        let cell = c.runs[0].levels[0]
+            .cells
+            .iter()
+            .find(|c| c.metric == "usd_per_million_output_tokens")
+            .expect("a cost cell");
+        assert_eq!((cell.base, cell.new), (10.0, 12.5));
+        assert!(cell.interval.is_none() && cell.no_interval.is_some());
+        assert!(
+            !c.runs[0].levels[0]
+                .cells
+                .iter()
+                .any(|c| c.metric == "joules_per_output_token"),
+            "no energy in either run"
+        );
     }
 
     #[test]

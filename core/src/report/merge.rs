@@ -543,8 +543,10 @@ fn combine(
         output_tokens_checked: sum(|l| l.output_tokens_checked),
         output_tokens_differ: sum(|l| l.output_tokens_differ),
         prompt_cache: None,
+        event_tokens: None,
         turns: Vec::new(),
         server: None,
+        cost: None,
         group: parts.first().and_then(|l| l.group.clone()),
         rum: None,
     }

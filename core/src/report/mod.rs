@@ -9,6 +9,7 @@
 pub mod assemble;
 pub mod combined;
 pub mod compare;
+mod compare_cell;
 pub mod compare_gate;
 pub mod history;
 pub mod merge;

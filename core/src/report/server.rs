@@ -80,6 +80,8 @@ impl ScrapeLog {
             level.server = Some(ServerLevel::of(&scrapes, level));
             next += pos + 1;
         }
+        // Energy per token needs the GPU's series.
+        crate::analyze::cost::cost_levels(&mut report.levels, report.config.price.as_ref());
         let run = ServerRun::of(&self.run);
         let urls = [
             report.config.server_metrics_url.clone(),

@@ -196,6 +196,7 @@ pub fn record(t: &Turn, t0_unix_ms: f64) -> RequestRecord {
         status,
         t_first_byte_ms: at(m.first_byte),
         token_events_ms: events,
+        event_tokens: Vec::new(),
         t_done_ms: at(m.last_byte.or(m.last_chunk).or(m.headers)),
         t_first_answer_ms: None,
         reasoning_events: 0,

@@ -137,6 +137,10 @@ pub struct BenchConfig {
     pub server_metrics: ServerMetrics,
     /// The GPU exporter to scrape.
     pub gpu_metrics: Option<reqwest::Url>,
+    /// Ask for a running `usage` in every chunk (`--continuous-usage`).
+    pub continuous_usage: bool,
+    /// What the compute costs (`--price`).
+    pub price: Option<tokenscope_core::model::cost::Price>,
     /// Time between scrapes within a level.
     pub scrape_interval: Duration,
     /// Send the API key to metrics URLs on another origin than the endpoint's.
@@ -394,6 +398,8 @@ impl BenchConfig {
                 ServerMetrics::Off => None,
             },
             gpu_metrics_url: self.gpu_metrics.as_ref().map(crate::util::redact_url),
+            price: self.price,
+            continuous_usage: self.continuous_usage,
             distinct_prompts: match &self.prompts {
                 Prompts::File { prompts, .. } => Some(prompts.len() as u64),
                 Prompts::Synthetic { .. } => None,

@@ -115,6 +115,7 @@ fn tiny_spec(cfg: &BenchConfig, model: &str) -> RequestSpec {
         ignore_eos: cfg.ignore_eos,
         min_tokens: None,
         temperature: cfg.temperature,
+        continuous_usage: cfg.continuous_usage,
     }
 }
 

@@ -151,6 +151,7 @@ impl Ctx {
             ignore_eos: self.cfg.ignore_eos,
             min_tokens: self.cfg.min_tokens,
             temperature: self.cfg.temperature,
+            continuous_usage: self.cfg.continuous_usage,
         };
         (spec, counted)
     }

@@ -4,7 +4,8 @@
 //! anything else) to one request's record and its metrics.
 //!
 //! [`sse::Decoder`] (the event-stream grammar) -> [`openai::parse_event`] (the
-//! chunks of OpenAI-compatible servers) -> [`timeline::RequestTimeline`] (follows
+//! chunks of OpenAI-compatible servers: chat, completions, and the Responses and
+//! Messages APIs) -> [`timeline::RequestTimeline`] (follows
 //! the request) -> [`record::RequestRecord`] (its timestamps and outcome) ->
 //! [`metrics::RequestMetrics`] (TTFT, TPOT, ITL, E2E, ... as `docs/metrics.md`
 //! defines them).
@@ -18,12 +19,15 @@
 
 pub mod buckets;
 pub mod exposition;
+pub mod messages;
 pub mod metrics;
 pub mod openai;
 pub mod parse;
 pub mod prometheus;
 pub mod record;
+pub mod responses;
 pub mod sse;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod timeline;
+pub mod wire;

@@ -108,6 +108,9 @@ pub struct RequestMetrics {
     /// Its reasoning tokens (`usage.completion_tokens_details.reasoning_tokens`,
     /// else the reasoning events counted); only for a request that reasoned.
     pub reasoning_tokens: Option<u64>,
+    /// Whether the server said at least half of its prompt came from its prefix
+    /// cache (`None`: the server did not say).
+    pub prompt_cached: Option<bool>,
 }
 
 impl RequestMetrics {
@@ -132,13 +135,17 @@ impl RequestMetrics {
             }
             _ => None,
         };
-        // Tokens per event: when the server reports more tokens than events, events
-        // carry several tokens; spread them evenly (the best estimate without a tokenizer).
+        // Tokens per event: counted, where the server said in every event how
+        // many it carried; else, when it reports more tokens than events, spread
+        // evenly (the best estimate without a count).
+        let counted = (!r.event_tokens.is_empty() && r.event_tokens.len() as u64 == events)
+            .then_some(&r.event_tokens);
         let tokens_per_event = if events > 0 && output_tokens > events {
             output_tokens as f64 / events as f64
         } else {
             1.0
         };
+        let mut position = counted.map_or(0, |c| u64::from(c[0]));
         let mut gaps = Vec::with_capacity(r.token_events_ms.len().saturating_sub(1));
         let mut stalls = 0;
         let mut longest: Option<f64> = None;
@@ -148,10 +155,22 @@ impl RequestMetrics {
                 stalls += 1;
             }
             longest = Some(longest.map_or(ms, |l: f64| l.max(ms)));
-            gaps.push(Gap {
-                ms,
-                per_token_ms: ms / tokens_per_event,
-                position: ((i + 1) as f64 * tokens_per_event).floor() as u64 + 1,
+            gaps.push(match counted {
+                Some(c) => {
+                    let n = c[i + 1].max(1);
+                    let gap = Gap {
+                        ms,
+                        per_token_ms: ms / f64::from(n),
+                        position: position + 1,
+                    };
+                    position += u64::from(n);
+                    gap
+                }
+                None => Gap {
+                    ms,
+                    per_token_ms: ms / tokens_per_event,
+                    position: ((i + 1) as f64 * tokens_per_event).floor() as u64 + 1,
+                },
             });
         }
         // The token the first paint showed: the first of any kind, or the first
@@ -161,7 +180,15 @@ impl RequestMetrics {
         } else {
             arrival
         };
+        let prompt_cached = match (
+            r.cached_prompt_tokens(),
+            r.usage.and_then(|u| u.prompt_tokens),
+        ) {
+            (Some(cached), Some(prompt)) if prompt > 0 => Some(2 * cached >= prompt),
+            _ => None,
+        };
         Self {
+            prompt_cached,
             ttft_ms: arrival.map(|f| f - t0),
             time_to_headers_ms: r.t_headers_ms.map(|t| t - t0),
             time_to_first_byte_ms: r.t_first_byte_ms.map(|t| t - t0),

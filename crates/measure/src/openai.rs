@@ -1,5 +1,8 @@
-//! The OpenAI-compatible streaming wire format: request bodies, stream chunks,
-//! in-stream errors and `[DONE]`, for both `/v1/chat/completions` and `/v1/completions`.
+//! The streaming wire formats: request bodies, stream chunks, in-stream errors
+//! and the stream's end, for OpenAI's `/v1/chat/completions` and
+//! `/v1/completions` here, and (read into the same [`Chunk`]s) the Responses API
+//! ([`crate::responses`]) and Anthropic's Messages API ([`crate::messages`]).
+//! [`parse_event`] reads all four: the two newer APIs name every event.
 //!
 //! Parsing is tolerant of what real servers send (llama.cpp, vLLM, SGLang, Ollama,
 //! hosted APIs): unknown fields are ignored, `null`s are accepted where a field is
@@ -8,86 +11,17 @@
 //! (`{"role":"assistant"}` / `"content": null`) or an empty string is **not** a token
 //! (see the metric definitions in `docs/metrics.md`).
 
-use serde::{Deserialize, Serialize};
-use thiserror::Error;
+use serde::Deserialize;
 
-/// Which endpoint a benchmark talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// `POST {base}/chat/completions` with `messages`.
-    #[default]
-    Chat,
-    /// `POST {base}/completions` with `prompt`.
-    Completions,
-}
+use crate::wire::conversation;
+pub use crate::wire::{
+    Api, ChatMessage, Chunk, ChunkError, CompletionTokensDetails, PromptTokensDetails, RequestSpec,
+    ServerTimings, StreamError, StreamItem, Usage, error_from_value,
+};
 
-impl Api {
-    /// Path below the `/v1` base URL.
-    pub fn path(self) -> &'static str {
-        match self {
-            Api::Chat => "chat/completions",
-            Api::Completions => "completions",
-        }
-    }
-
-    /// Parse `chat` or `completions`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "chat" => Some(Api::Chat),
-            "completions" | "completion" => Some(Api::Completions),
-            _ => None,
-        }
-    }
-
-    /// The name used on the command line and in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::Chat => "chat",
-            Api::Completions => "completions",
-        }
-    }
-}
-
-/// One chat message a request sends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChatMessage {
-    /// `system`, `user` or `assistant`.
-    pub role: String,
-    /// The text.
-    pub content: String,
-}
-
-/// What a benchmark request asks for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RequestSpec {
-    /// Endpoint kind.
-    pub api: Api,
-    /// Model name sent in the body.
-    pub model: String,
-    /// A system prompt shared by every request (`--shared-prefix`): a system
-    /// message before the user's for chat, the prompt's first words for
-    /// completions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<String>,
-    /// The prompt (sent as one user message for chat).
-    pub prompt: String,
-    /// A conversation to send instead of `prompt` to a chat endpoint (a dataset's
-    /// `messages`); a completions endpoint gets `prompt`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Vec<ChatMessage>>,
-    /// `max_tokens`.
-    pub max_tokens: u32,
-    /// Send `ignore_eos: true` (llama.cpp, vLLM) so every response is `max_tokens` long.
-    pub ignore_eos: bool,
-    /// Send `min_tokens` (vLLM) with this value.
-    pub min_tokens: Option<u32>,
-    /// Sampling temperature, when set.
-    pub temperature: Option<f64>,
-}
-
-/// The JSON body of a streaming request, with `stream_options.include_usage` so the
-/// server reports exact token counts.
+/// The JSON body of a streaming request. Chat and completions ask for
+/// `stream_options.include_usage` so the server reports exact token counts (the
+/// Responses and Messages APIs always do).
 pub fn request_body(spec: &RequestSpec) -> serde_json::Value {
     let mut body = serde_json::Map::new();
     body.insert("model".into(), spec.model.clone().into());
@@ -97,16 +31,7 @@ pub fn request_body(spec: &RequestSpec) -> serde_json::Value {
             if let Some(system) = &spec.system {
                 messages.push(serde_json::json!({ "role": "system", "content": system }));
             }
-            match &spec.messages {
-                Some(conversation) => messages.extend(
-                    conversation
-                        .iter()
-                        .map(|m| serde_json::json!({ "role": m.role, "content": m.content })),
-                ),
-                None => {
-                    messages.push(serde_json::json!({ "role": "user", "content": spec.prompt }))
-                }
-            }
+            messages.extend(conversation(spec));
             body.insert("messages".into(), messages.into());
         }
         Api::Completions => {
@@ -116,13 +41,20 @@ pub fn request_body(spec: &RequestSpec) -> serde_json::Value {
             };
             body.insert("prompt".into(), prompt.into());
         }
+        Api::Responses => body.extend(crate::responses::request_body(spec)),
+        Api::Messages => body.extend(crate::messages::request_body(spec)),
     }
-    body.insert("max_tokens".into(), spec.max_tokens.into());
+    if matches!(spec.api, Api::Chat | Api::Completions) {
+        body.insert("max_tokens".into(), spec.max_tokens.into());
+    }
     body.insert("stream".into(), true.into());
-    body.insert(
-        "stream_options".into(),
-        serde_json::json!({ "include_usage": true }),
-    );
+    if matches!(spec.api, Api::Chat | Api::Completions) {
+        let mut options = serde_json::json!({ "include_usage": true });
+        if spec.continuous_usage {
+            options["continuous_usage_stats"] = true.into();
+        }
+        body.insert("stream_options".into(), options);
+    }
     if spec.ignore_eos {
         body.insert("ignore_eos".into(), true.into());
     }
@@ -135,142 +67,12 @@ pub fn request_body(spec: &RequestSpec) -> serde_json::Value {
     serde_json::Value::Object(body)
 }
 
-/// Token counts reported by the server (`usage`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Usage {
-    /// Tokens in the prompt.
-    #[serde(default)]
-    pub prompt_tokens: Option<u64>,
-    /// Tokens generated.
-    #[serde(default)]
-    pub completion_tokens: Option<u64>,
-    /// Of those, the reasoning tokens (`completion_tokens_details.reasoning_tokens`:
-    /// OpenAI, vLLM, SGLang with a reasoning parser).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completion_tokens_details: Option<CompletionTokensDetails>,
-    /// Of the prompt's tokens, those served from the server's prefix cache
-    /// (`prompt_tokens_details.cached_tokens`: OpenAI, vLLM, llama.cpp).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_tokens_details: Option<PromptTokensDetails>,
-}
-
-/// `usage.prompt_tokens_details`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct PromptTokensDetails {
-    /// Prompt tokens the server did not compute again (its prefix cache).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u64>,
-}
-
-/// `usage.completion_tokens_details`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct CompletionTokensDetails {
-    /// Reasoning tokens among the completion tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning_tokens: Option<u64>,
-}
-
-impl Usage {
-    /// The reasoning tokens the server reported.
-    pub fn reasoning_tokens(&self) -> Option<u64> {
-        self.completion_tokens_details?.reasoning_tokens
-    }
-
-    /// The prompt tokens the server said came from its cache.
-    pub fn cached_tokens(&self) -> Option<u64> {
-        self.prompt_tokens_details?.cached_tokens
-    }
-}
-
-/// llama.cpp's own per-request timings, sent in its final chunk (`timings`): the
-/// server-side figures to reconcile client measurements against.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
-pub struct ServerTimings {
-    /// Prompt tokens taken from the slot's cache (not evaluated again).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_n: Option<u64>,
-    /// Prompt tokens evaluated (excluding cached ones).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_n: Option<u64>,
-    /// Prompt evaluation time, ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_ms: Option<f64>,
-    /// Tokens generated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted_n: Option<u64>,
-    /// Generation time, ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted_ms: Option<f64>,
-    /// Generation time per token, ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted_per_token_ms: Option<f64>,
-}
-
-/// An error object sent inside the stream (`data: {"error": {...}}`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StreamError {
-    /// The error message.
-    pub message: String,
-    /// `type` or `code`, whichever the server sent, as text.
-    pub code: Option<String>,
-}
-
-/// What one SSE event's data means.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StreamItem {
-    /// `data: [DONE]`.
-    Done,
-    /// A `chat.completion.chunk` or `text_completion` chunk.
-    Chunk(Chunk),
-    /// An error object sent inside the stream.
-    Error(StreamError),
-}
-
-/// The parts of a stream chunk a benchmark needs.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Chunk {
-    /// Generated text (`delta.content` or `text`) of all choices, concatenated.
-    pub content: String,
-    /// Reasoning text (`delta.reasoning_content` or `delta.reasoning`).
-    pub reasoning: String,
-    /// Tool-call deltas that carry a function name or argument text.
-    pub tool_call_deltas: u32,
-    /// The last non-null `finish_reason`.
-    pub finish_reason: Option<String>,
-    /// `usage`, when the chunk carries it.
-    pub usage: Option<Usage>,
-    /// llama.cpp's `timings`, when present.
-    pub timings: Option<ServerTimings>,
-}
-
-impl Chunk {
-    /// Whether this chunk carries generated content (text, reasoning or a tool-call
-    /// delta). Role-only and empty deltas do not.
-    pub fn carries_token(&self) -> bool {
-        !self.content.is_empty() || !self.reasoning.is_empty() || self.tool_call_deltas > 0
-    }
-
-    /// Characters of generated text (content + reasoning).
-    pub fn text_chars(&self) -> usize {
-        self.content.chars().count() + self.reasoning.chars().count()
-    }
-}
-
-/// Why an event's data could not be understood.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ChunkError {
-    /// The data is not valid JSON (or not the JSON a chunk has).
-    #[error("malformed stream chunk: {reason} (data starts with {prefix:?})")]
-    Malformed {
-        /// serde_json's message.
-        reason: String,
-        /// The first characters of the data, for the error report.
-        prefix: String,
-    },
-}
-
 #[derive(Deserialize)]
 struct RawChunk {
+    /// The Responses and Messages APIs' event type (a stream read without its
+    /// `event:` lines).
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
     #[serde(default)]
     choices: Option<Vec<RawChoice>>,
     #[serde(default)]
@@ -317,14 +119,12 @@ struct RawFunction {
     arguments: Option<String>,
 }
 
-fn prefix(data: &str) -> String {
-    data.chars().take(60).collect()
-}
-
-/// Interpret one SSE event (its `event:` type and `data`).
+/// Interpret one SSE event (its `event:` type and `data`), of any of the four APIs.
 ///
 /// An `event: error` event is an error whatever its data; `[DONE]` (surrounding
-/// whitespace allowed) ends the stream; anything else must be a JSON chunk.
+/// whitespace allowed) ends the stream; anything else must be a JSON chunk. An
+/// event the Responses or Messages API names (by `event:`, or by the data's
+/// `type` where a proxy dropped the `event:` lines) is read by that API's rules.
 pub fn parse_event(event_type: &str, data: &str) -> Result<StreamItem, ChunkError> {
     let trimmed = data.trim();
     if trimmed == "[DONE]" {
@@ -340,10 +140,19 @@ pub fn parse_event(event_type: &str, data: &str) -> Result<StreamItem, ChunkErro
                 .unwrap_or_else(|_| serde_json::Value::String(trimmed.to_owned())),
         )));
     }
-    let raw: RawChunk = serde_json::from_str(trimmed).map_err(|e| ChunkError::Malformed {
-        reason: e.to_string(),
-        prefix: prefix(trimmed),
-    })?;
+    if crate::responses::is_event(event_type) {
+        return crate::responses::parse(trimmed);
+    }
+    if crate::messages::is_event(event_type) {
+        return crate::messages::parse(trimmed);
+    }
+    let raw: RawChunk =
+        serde_json::from_str(trimmed).map_err(|e| ChunkError::malformed(e, trimmed))?;
+    match raw.kind.as_deref() {
+        Some(k) if crate::responses::is_event(k) => return crate::responses::parse(trimmed),
+        Some(k) if crate::messages::is_event(k) => return crate::messages::parse(trimmed),
+        _ => {}
+    }
     if let Some(err) = raw.error {
         return Ok(StreamItem::Error(error_from_value(err)));
     }
@@ -352,6 +161,11 @@ pub fn parse_event(event_type: &str, data: &str) -> Result<StreamItem, ChunkErro
         timings: raw.timings,
         ..Chunk::default()
     };
+    if raw.kind.as_deref() == Some("error") {
+        // `{"type": "error", ...}` without `event: error` (a proxy dropped it).
+        let value = serde_json::from_str(trimmed).map_err(|e| ChunkError::malformed(e, trimmed))?;
+        return Ok(StreamItem::Error(error_from_value(value)));
+    }
     for choice in raw.choices.unwrap_or_default() {
         if let Some(text) = choice.text {
             chunk.content.push_str(&text);
@@ -378,42 +192,6 @@ pub fn parse_event(event_type: &str, data: &str) -> Result<StreamItem, ChunkErro
         }
     }
     Ok(StreamItem::Chunk(chunk))
-}
-
-/// Turn an `error` value (object, or plain string) into a [`StreamError`].
-pub fn error_from_value(value: serde_json::Value) -> StreamError {
-    let obj = match value {
-        serde_json::Value::Object(mut map) => match map.remove("error") {
-            Some(inner) => inner,
-            None => serde_json::Value::Object(map),
-        },
-        other => other,
-    };
-    match obj {
-        serde_json::Value::Object(map) => {
-            let message = map
-                .get("message")
-                .map(value_text)
-                .unwrap_or_else(|| "error".to_owned());
-            let code = map
-                .get("type")
-                .or_else(|| map.get("code"))
-                .filter(|v| !v.is_null())
-                .map(value_text);
-            StreamError { message, code }
-        }
-        other => StreamError {
-            message: value_text(&other),
-            code: None,
-        },
-    }
-}
-
-fn value_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// The model ids in a `GET /v1/models` answer (OpenAI's `data[].id`; Ollama-style
@@ -445,30 +223,60 @@ pub fn first_model_id(models_json: &str) -> Option<String> {
 
 /// Encoders for the wire format: what an OpenAI-compatible server writes. Used by
 /// the simulated server (`tokenscope mock`, and the page's built-in simulator).
+/// They write chat's or completions' events; the Responses and Messages APIs
+/// have their own ([`crate::responses::encode`], [`crate::messages::encode`]),
+/// and given one of those, these write chat's form.
 pub mod encode {
     use super::{Api, Usage};
 
     /// One streamed content chunk as an SSE event (`data: {...}\n\n`).
-    pub fn content_event(api: Api, id: u64, model: &str, text: &str, created_s: u64) -> String {
+    /// `running`: the usage so far, sent in the chunk (vLLM's continuous usage
+    /// stats) when given.
+    pub fn content_event(
+        api: Api,
+        id: u64,
+        model: &str,
+        text: &str,
+        created_s: u64,
+        running: Option<&Usage>,
+    ) -> String {
         let text = serde_json::Value::String(text.to_owned());
+        let usage = running.map(usage_field).unwrap_or_default();
         match api {
-            Api::Chat => format!(
-                "data: {{\"id\":\"chatcmpl-{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created_s},\"model\":{model},\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}},\"finish_reason\":null}}]}}\n\n",
+            Api::Chat | Api::Responses | Api::Messages => format!(
+                "data: {{\"id\":\"chatcmpl-{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created_s},\"model\":{model},\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}},\"finish_reason\":null}}]{usage}}}\n\n",
                 model = json_str(model)
             ),
             Api::Completions => format!(
-                "data: {{\"id\":\"cmpl-{id}\",\"object\":\"text_completion\",\"created\":{created_s},\"model\":{model},\"choices\":[{{\"index\":0,\"text\":{text},\"finish_reason\":null}}]}}\n\n",
+                "data: {{\"id\":\"cmpl-{id}\",\"object\":\"text_completion\",\"created\":{created_s},\"model\":{model},\"choices\":[{{\"index\":0,\"text\":{text},\"finish_reason\":null}}]{usage}}}\n\n",
                 model = json_str(model)
             ),
         }
     }
 
+    /// `,"usage":{...}`: a usage object as a chunk's field.
+    fn usage_field(usage: &Usage) -> String {
+        let prompt_tokens = usage.prompt_tokens.unwrap_or(0);
+        let completion_tokens = usage.completion_tokens.unwrap_or(0);
+        format!(
+            ",\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{completion_tokens},\"total_tokens\":{}}}",
+            prompt_tokens + completion_tokens
+        )
+    }
+
     /// A chat chunk carrying reasoning text (`delta.reasoning_content`, as vLLM's
     /// and SGLang's reasoning parsers and DeepSeek's API send it).
-    pub fn reasoning_event(id: u64, model: &str, text: &str, created_s: u64) -> String {
+    pub fn reasoning_event(
+        id: u64,
+        model: &str,
+        text: &str,
+        created_s: u64,
+        running: Option<&Usage>,
+    ) -> String {
         let text = serde_json::Value::String(text.to_owned());
+        let usage = running.map(usage_field).unwrap_or_default();
         format!(
-            "data: {{\"id\":\"chatcmpl-{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created_s},\"model\":{model},\"choices\":[{{\"index\":0,\"delta\":{{\"reasoning_content\":{text}}},\"finish_reason\":null}}]}}\n\n",
+            "data: {{\"id\":\"chatcmpl-{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created_s},\"model\":{model},\"choices\":[{{\"index\":0,\"delta\":{{\"reasoning_content\":{text}}},\"finish_reason\":null}}]{usage}}}\n\n",
             model = json_str(model)
         )
     }
@@ -485,7 +293,7 @@ pub mod encode {
     pub fn finish_event(api: Api, id: u64, model: &str, reason: &str, created_s: u64) -> String {
         let reason = json_str(reason);
         match api {
-            Api::Chat => format!(
+            Api::Chat | Api::Responses | Api::Messages => format!(
                 "data: {{\"id\":\"chatcmpl-{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created_s},\"model\":{model},\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":{reason}}}]}}\n\n",
                 model = json_str(model)
             ),
@@ -499,7 +307,7 @@ pub mod encode {
     /// The usage chunk (`choices: []`), sent when the request asked for it.
     pub fn usage_event(api: Api, id: u64, model: &str, usage: &Usage, created_s: u64) -> String {
         let (prefix, object) = match api {
-            Api::Chat => ("chatcmpl", "chat.completion.chunk"),
+            Api::Chat | Api::Responses | Api::Messages => ("chatcmpl", "chat.completion.chunk"),
             Api::Completions => ("cmpl", "text_completion"),
         };
         let prompt_tokens = usage.prompt_tokens.unwrap_or(0);
@@ -665,7 +473,7 @@ mod tests {
     #[test]
     fn encoded_events_parse_back() {
         for api in [Api::Chat, Api::Completions] {
-            let ev = encode::content_event(api, 1, "m\"x", "a \"quoted\"\n", 0);
+            let ev = encode::content_event(api, 1, "m\"x", "a \"quoted\"\n", 0, None);
             let events = crate::sse::decode_all(ev.as_bytes()).unwrap();
             assert_eq!(chunk(&events[0].data).content, "a \"quoted\"\n");
             let usage = Usage {
@@ -702,6 +510,7 @@ mod tests {
             ignore_eos: true,
             min_tokens: Some(8),
             temperature: None,
+            continuous_usage: false,
         };
         let b = request_body(&spec);
         assert_eq!(b["prompt"], "p");

@@ -106,7 +106,13 @@ pub struct BaseUrl {
 }
 
 /// Endpoint paths people paste after the base URL.
-const ENDPOINT_SUFFIXES: [&str; 3] = ["/chat/completions", "/completions", "/models"];
+const ENDPOINT_SUFFIXES: [&str; 5] = [
+    "/chat/completions",
+    "/completions",
+    "/responses",
+    "/messages",
+    "/models",
+];
 
 impl BaseUrl {
     /// The URL of `path` under the base (`chat/completions`), the query kept.
@@ -436,7 +442,11 @@ mod tests {
             "https://gw.example.com/openai/deployments/x/chat/completions?api-version=2024-02-01"
         );
         assert_eq!(b.redacted(), "https://gw.example.com/openai/deployments/x");
-        // A paste of the models URL gives the base too.
+        // A paste of the models URL, or of the newer APIs' endpoints, gives the base too.
+        for api in ["responses", "messages"] {
+            let b = parse_base_url(&format!("https://api.example.com/v1/{api}")).unwrap();
+            assert_eq!(b.url, "https://api.example.com/v1");
+        }
         assert_eq!(
             parse_base_url("http://h/v1/models").unwrap().url,
             "http://h/v1"

@@ -193,6 +193,11 @@ pub struct RequestRecord {
     pub t_first_byte_ms: Option<f64>,
     /// Arrival time of each content-bearing event (the read that completed it).
     pub token_events_ms: Vec<f64>,
+    /// The tokens each of those events carried, where the server said so in
+    /// every one of them (a running `usage` in each chunk: vLLM's
+    /// `stream_options.continuous_usage_stats`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_tokens: Vec<u32>,
     /// `[DONE]` received, or the body ended (or the failure time).
     pub t_done_ms: Option<f64>,
     /// The first event carrying answer text or a tool call (after any reasoning).
@@ -235,7 +240,8 @@ pub struct RequestRecord {
     pub output_chars: u64,
     /// Body bytes received.
     pub body_bytes: u64,
-    /// Whether `[DONE]` was received.
+    /// Whether the stream's end was received: `[DONE]`, or the Responses and
+    /// Messages APIs' `response.completed` / `message_stop`.
     pub done_received: bool,
     /// The last `finish_reason` seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -28,6 +28,7 @@ pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
         status: Some(200),
         t_first_byte_ms: Some(t0_ms + 2.0),
         token_events_ms: events_ms,
+        event_tokens: Vec::new(),
         t_done_ms: Some(t_done),
         t_first_answer_ms: None,
         reasoning_events: 0,
@@ -74,6 +75,7 @@ pub fn timed_out(t0_ms: f64, phase: TimeoutPhase) -> RequestRecord {
 fn with_outcome(t0_ms: f64, outcome: Outcome) -> RequestRecord {
     RequestRecord {
         token_events_ms: vec![t0_ms + 50.0],
+        event_tokens: Vec::new(),
         t_done_ms: Some(t0_ms + 60.0),
         usage: None,
         done_received: false,

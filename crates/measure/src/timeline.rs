@@ -54,6 +54,9 @@ pub struct RequestTimeline {
     /// The answer's text, when kept.
     answer: Option<String>,
     text: String,
+    /// The running `usage.completion_tokens` the content events carried so
+    /// far, while every one of them carried it (`None` once one did not).
+    running_tokens: Option<u64>,
 }
 
 impl RequestTimeline {
@@ -69,6 +72,7 @@ impl RequestTimeline {
                 status: None,
                 t_first_byte_ms: None,
                 token_events_ms: Vec::new(),
+                event_tokens: Vec::new(),
                 t_done_ms: None,
                 t_first_answer_ms: None,
                 reasoning_events: 0,
@@ -97,6 +101,7 @@ impl RequestTimeline {
             text_reasoning: true,
             text: String::new(),
             answer: None,
+            running_tokens: Some(0),
         }
     }
 
@@ -261,6 +266,16 @@ impl RequestTimeline {
                     }
                     self.record.token_events_ms.push(t_ms);
                     summary.token_events += 1;
+                    // A running count in every content event (vLLM's
+                    // continuous usage stats): the tokens this one carried.
+                    let running = chunk.usage.and_then(|u| u.completion_tokens);
+                    self.running_tokens = match (self.running_tokens, running) {
+                        (Some(before), Some(now)) if now > before => {
+                            self.record.event_tokens.push((now - before) as u32);
+                            Some(now)
+                        }
+                        _ => None,
+                    };
                     if !chunk.content.is_empty() || chunk.tool_call_deltas > 0 {
                         self.record.t_first_answer_ms.get_or_insert(t_ms);
                     }
@@ -279,13 +294,21 @@ impl RequestTimeline {
                     }
                 }
                 if let Some(usage) = chunk.usage {
-                    self.record.usage = Some(usage);
+                    self.record.usage = Some(match self.record.usage {
+                        Some(earlier) => earlier.merged(usage),
+                        None => usage,
+                    });
                 }
                 if let Some(timings) = chunk.timings {
                     self.record.server_timings = Some(timings);
                 }
                 if chunk.finish_reason.is_some() {
                     self.record.finish_reason = chunk.finish_reason;
+                }
+                if chunk.ends_stream {
+                    // `response.completed`, `message_stop`: their APIs' `[DONE]`.
+                    self.record.done_received = true;
+                    self.record.t_done_ms = Some(t_ms);
                 }
             }
             // The body ended in the middle of this event (no blank line after it)
@@ -425,6 +448,11 @@ impl RequestTimeline {
     /// Finish and take the record. A request nobody ended is counted as an error
     /// (`other`), never dropped.
     pub fn finish(mut self) -> RequestRecord {
+        if self.running_tokens.is_none()
+            || self.record.event_tokens.len() != self.record.token_events_ms.len()
+        {
+            self.record.event_tokens.clear();
+        }
         if !self.decided && !self.record.done_received {
             let t = self
                 .record

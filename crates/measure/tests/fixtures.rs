@@ -449,3 +449,162 @@ fn done_without_the_final_blank_line_completes_the_request() {
     let real = fixture("llama-server-chat-usage.sse");
     assert!(real.ends_with(b"data: [DONE]\n\n"));
 }
+
+/// The Responses API from llama-server: text deltas, `response.completed` with
+/// its usage (OpenAI's names) and llama.cpp's timings beside it, no `[DONE]`.
+#[test]
+fn llama_server_responses_api() {
+    let bytes = fixture("llama-server-responses.sse");
+    let r = replay_whole(&bytes);
+    assert_eq!(r.outcome, Outcome::Ok);
+    assert!(r.done_received, "response.completed ends the stream");
+    let usage = r.usage.unwrap();
+    assert_eq!(usage.prompt_tokens, Some(50));
+    assert_eq!(usage.completion_tokens, Some(10));
+    assert_eq!(usage.cached_tokens(), Some(0));
+    // One token per delta event (llama-server sends one token a delta).
+    assert_eq!(r.token_events_ms.len(), 10);
+    assert_eq!(contents(&bytes).concat(), "Name a colour of the sky.<|im_");
+    assert_eq!(r.finish_reason.as_deref(), Some("completed"));
+    assert_eq!(r.server_timings.unwrap().predicted_n, Some(10));
+}
+
+/// The Messages API from llama-server: the prompt's usage in `message_start`
+/// (`input_tokens` less the cached ones), the output's in `message_delta`.
+#[test]
+fn llama_server_messages_api() {
+    let bytes = fixture("llama-server-messages.sse");
+    let r = replay_whole(&bytes);
+    assert_eq!(r.outcome, Outcome::Ok);
+    assert!(r.done_received, "message_stop ends the stream");
+    let usage = r.usage.unwrap();
+    assert_eq!(
+        usage.prompt_tokens,
+        Some(50),
+        "5 input + 45 read from the cache"
+    );
+    assert_eq!(usage.cached_tokens(), Some(45));
+    assert_eq!(usage.completion_tokens, Some(10));
+    assert_eq!(r.token_events_ms.len(), 10);
+    assert_eq!(r.finish_reason.as_deref(), Some("max_tokens"));
+    assert_eq!(r.cached_prompt_tokens(), Some(45));
+}
+
+/// Reasoning (summary and raw), a function call's name and argument deltas, and
+/// the answer text: tokens of each kind, the answer's first after the reasoning.
+#[test]
+fn responses_reasoning_and_function_calls() {
+    let bytes = fixture("synthetic-responses-reasoning-tool.sse");
+    let mut tl = RequestTimeline::new(0.0, None);
+    tl.on_headers(1.0, 200, Some("text/event-stream"));
+    let events: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    // One read per line, at 10 ms each: every event's time is known.
+    for (i, line) in events.iter().enumerate() {
+        tl.on_read(10.0 * i as f64, line);
+    }
+    tl.on_end(1000.0);
+    let r = tl.finish();
+    assert_eq!(r.outcome, Outcome::Ok);
+    // 2 reasoning deltas, the call's name, 2 non-empty argument deltas, 1 text.
+    assert_eq!(r.token_events_ms.len(), 6);
+    assert_eq!(r.reasoning_events, 2);
+    // The first answer token is the function call's name (line 14: its data).
+    let first_reasoning = r.token_events_ms[0];
+    assert!(r.t_first_answer_ms.unwrap() > first_reasoning);
+    let usage = r.usage.unwrap();
+    assert_eq!(usage.reasoning_tokens(), Some(11));
+    assert_eq!(usage.cached_tokens(), Some(64));
+    assert_eq!(usage.prompt_tokens, Some(81));
+    assert_eq!(r.finish_reason.as_deref(), Some("completed"));
+}
+
+#[test]
+fn messages_thinking_and_tool_use() {
+    let bytes = fixture("synthetic-messages-thinking-tool.sse");
+    let r = replay_whole(&bytes);
+    assert_eq!(r.outcome, Outcome::Ok);
+    // thinking, text, tool_use's name, one non-empty input_json_delta; ping and
+    // signature_delta carry nothing.
+    assert_eq!(r.token_events_ms.len(), 4);
+    assert_eq!(r.reasoning_events, 1);
+    let usage = r.usage.unwrap();
+    assert_eq!(usage.prompt_tokens, Some(2060));
+    assert_eq!(usage.cached_tokens(), Some(2048));
+    assert_eq!(
+        usage.completion_tokens,
+        Some(89),
+        "message_delta's count, not message_start's placeholder"
+    );
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
+}
+
+#[test]
+fn errors_in_the_newer_apis_streams() {
+    for (name, code, message) in [
+        (
+            "synthetic-responses-error.sse",
+            "server_error",
+            "The model is overloaded",
+        ),
+        (
+            "synthetic-messages-error.sse",
+            "overloaded_error",
+            "Overloaded",
+        ),
+    ] {
+        let r = replay_whole(&fixture(name));
+        assert_eq!(r.token_events_ms.len(), 1, "{name}");
+        match &r.outcome {
+            Outcome::Error { kind, message: m } => {
+                assert_eq!(*kind, ErrorKind::StreamError, "{name}");
+                assert!(m.contains(code) && m.contains(message), "{name}: {m}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    // Without `event:` lines (a proxy dropped them) the data's `type` says the API.
+    let bytes = String::from_utf8(fixture("synthetic-messages-thinking-tool.sse"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("event:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let r = replay_whole(bytes.as_bytes());
+    assert_eq!(r.outcome, Outcome::Ok);
+    assert_eq!(r.token_events_ms.len(), 4);
+    assert_eq!(r.usage.unwrap().completion_tokens, Some(89));
+}
+
+/// A stream of the newer APIs cut before its end event is truncated, at every
+/// split point that loses the end.
+#[test]
+fn newer_apis_without_their_end_event_are_truncated() {
+    for name in ["llama-server-responses.sse", "llama-server-messages.sse"] {
+        let text = String::from_utf8(fixture(name)).unwrap();
+        let end = if name.contains("responses") {
+            "event: response.completed"
+        } else {
+            "event: message_delta"
+        };
+        let cut = &text[..text.find(end).unwrap()];
+        let r = replay_whole(cut.as_bytes());
+        assert!(
+            matches!(
+                &r.outcome,
+                Outcome::Error {
+                    kind: ErrorKind::Truncated,
+                    ..
+                }
+            ),
+            "{name}: {:?}",
+            r.outcome
+        );
+        assert_eq!(r.token_events_ms.len(), 10, "{name}");
+    }
+}
+
+#[test]
+fn newer_apis_streams_read_the_same_at_every_split_point() {
+    assert_end("llama-server-responses.sse", None, 10);
+    assert_end("llama-server-messages.sse", None, 10);
+}

@@ -319,6 +319,13 @@ pub fn text_summary(report: &ClientReport) -> String {
             out.push_str("\nwhere TTFT went (means, ms):\n");
             out.push_str(&text_table(&h, &rows));
         }
+        if let Some((h, rows)) = super::cost::cost_rows(report) {
+            out.push_str("\nwhat each token cost:\n");
+            out.push_str(&text_table(&h, &rows));
+            if let Some(note) = super::cost::cost_note(report) {
+                let _ = writeln!(out, "{note}");
+            }
+        }
         if let Some((h, rows)) = super::turns::turn_rows(report) {
             out.push_str(
                 "\nper conversation turn (ms; cached: prompt tokens from the server's cache):\n",
@@ -380,6 +387,13 @@ pub fn server_markdown(out: &mut String, report: &ClientReport) {
     if let Some((h, rows)) = super::server::stage_rows(report) {
         out.push_str("\n### Where TTFT went (means, ms)\n\n");
         out.push_str(&markdown_table(&h, &rows));
+    }
+    if let Some((h, rows)) = super::cost::cost_rows(report) {
+        out.push_str("\n### What each token cost\n\n");
+        out.push_str(&markdown_table(&h, &rows));
+        if let Some(note) = super::cost::cost_note(report) {
+            let _ = writeln!(out, "\n{note}");
+        }
     }
     if let Some((h, rows)) = super::turns::turn_rows(report) {
         out.push_str("\n### Per conversation turn (ms)\n\n");

@@ -445,6 +445,13 @@ fn html_server(o: &mut String, client: &ClientReport) {
         o.push_str("<h3 id=\"stages\">Where TTFT went (means, ms)</h3>");
         o.push_str(&html_table(&h, &rows));
     }
+    if let Some((h, rows)) = super::cost::cost_rows(client) {
+        o.push_str("<h3 id=\"cost\">What each token cost</h3>");
+        o.push_str(&html_table(&h, &rows));
+        if let Some(note) = super::cost::cost_note(client) {
+            let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(&note));
+        }
+    }
     if let Some((h, rows)) = super::turns::turn_rows(client) {
         o.push_str("<h3 id=\"turns\">Per conversation turn (ms)</h3>");
         o.push_str(&html_table(&h, &rows));

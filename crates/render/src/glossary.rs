@@ -37,6 +37,18 @@ pub const GLOSSARY: &[GlossaryEntry] = &[
         definition: "the prompt tokens the server said it took from its prefix cache (usage.prompt_tokens_details.cached_tokens, llama.cpp timings.cache_n), as a share of the prompt tokens of the requests that said",
         peers: "prefix cache hit rate",
     },
+    metric("ttft_cached_ms"),
+    metric("ttft_uncached_ms"),
+    GlossaryEntry {
+        name: "Dollars per million output tokens",
+        definition: "a level's dollars (--price: GPUs by the hour over the level's window, idle time included; or a hosted API's prices on each request's usage, cached prompt tokens apart) over its output tokens, x 1e6",
+        peers: "cost per million tokens (inference-perf)",
+    },
+    GlossaryEntry {
+        name: "Joules per output token",
+        definition: "the GPUs' energy over a level (the GPU exporter's energy counter, else its mean power x the window) over the level's output tokens",
+        peers: "vLLM bench's joules per output token; AIPerf's energy per token",
+    },
     metric("e2e_ms"),
     metric("output_tokens_per_s"),
     metric("goodput_per_s"),

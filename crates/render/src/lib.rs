@@ -22,6 +22,7 @@ pub mod client;
 pub mod combined;
 pub mod compare;
 pub mod connection;
+pub mod cost;
 pub use tokenscope_stats::fmt;
 pub mod glossary;
 pub mod history;

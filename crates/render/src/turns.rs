@@ -54,7 +54,7 @@ pub fn cache_notes(report: &ClientReport) -> Vec<String> {
         .filter_map(|l| {
             let c = l.prompt_cache?;
             let f = c.cached_fraction()?;
-            Some(format!(
+            let mut line = format!(
                 "{}: the server served {:.0}% of prompt tokens from its prefix cache ({} of {}, as {} of {} requests said)",
                 l.label(),
                 100.0 * f,
@@ -62,7 +62,22 @@ pub fn cache_notes(report: &ClientReport) -> Vec<String> {
                 c.prompt_tokens,
                 c.requests,
                 l.sent
-            ))
+            );
+            let split = |s: Option<&tokenscope_stats::stats::Summary>| {
+                s.filter(|s| s.count > 0)
+                    .map(|s| format!("{} ({} requests)", fmt_ms(s.p50), s.count))
+            };
+            let m = &l.metrics;
+            match (split(m.ttft_cached_ms.as_ref()), split(m.ttft_uncached_ms.as_ref())) {
+                (Some(c), Some(u)) => line.push_str(&format!(
+                    "; TTFT p50 {c} ms with half the prompt or more cached, {u} ms with less"
+                )),
+                (Some(c), None) => line.push_str(&format!(
+                    "; TTFT p50 {c} ms, every request with half its prompt or more cached"
+                )),
+                _ => {}
+            }
+            Some(line)
         })
         .collect()
 }

@@ -6,6 +6,7 @@ use super::FaultKind;
 use tokenscope_measure::openai::{
     Api, CompletionTokensDetails, PromptTokensDetails, ServerTimings, Usage, encode,
 };
+use tokenscope_measure::{messages, responses};
 use tokenscope_stats::rng::Rng;
 
 /// Formats one request's stream: the same bytes `tokenscope mock` and the page's
@@ -20,8 +21,14 @@ pub struct StreamWriter {
     /// Prompt tokens the prefix cache served, when the simulator keeps one.
     cached_tokens: Option<u64>,
     sent_tokens: u64,
-    /// Tokens to send as reasoning before the answer (chat only).
+    /// Tokens to send as reasoning before the answer (not for completions).
     reasoning: u64,
+    /// A running `usage` in every chunk (chat and completions: vLLM's
+    /// `stream_options.continuous_usage_stats`).
+    continuous_usage: bool,
+    /// The Responses API's output item or the Messages API's content block
+    /// open now (its index, and whether it holds reasoning).
+    open: Option<(u32, bool)>,
     rng: Rng,
 }
 
@@ -103,6 +110,8 @@ impl StreamWriter {
             cached_tokens: None,
             sent_tokens: 0,
             reasoning: 0,
+            open: None,
+            continuous_usage: false,
             rng: Rng::for_stream(seed ^ 0x5eed, id),
         }
     }
@@ -114,20 +123,90 @@ impl StreamWriter {
         self
     }
 
-    /// The answer's first `n` tokens are reasoning (`delta.reasoning_content`;
-    /// a completions stream has no such field and sends them as text).
+    /// Send a running `usage` in every chunk (chat and completions: vLLM's
+    /// `stream_options.continuous_usage_stats`).
+    pub fn with_continuous_usage(mut self, yes: bool) -> Self {
+        self.continuous_usage = yes;
+        self
+    }
+
+    /// The answer's first `n` tokens are reasoning (`delta.reasoning_content`,
+    /// the Responses API's `response.reasoning_text.delta`, the Messages API's
+    /// `thinking_delta`; a completions stream has no such field and sends them
+    /// as text).
     pub fn with_reasoning(mut self, n: u32) -> Self {
-        if self.api == Api::Chat {
+        if self.api != Api::Completions {
             self.reasoning = u64::from(n);
         }
         self
     }
 
-    /// Bytes sent right after the headers (the role-only chunk for chat).
+    /// Bytes sent right after the headers (the role-only chunk for chat, the
+    /// response's creation, the message's start with the prompt's usage).
     pub fn start(&mut self) -> String {
         match self.api {
             Api::Chat => encode::role_event(self.id, &self.model, 0),
             Api::Completions => String::new(),
+            Api::Responses => responses::encode::start(self.id, &self.model),
+            Api::Messages => messages::encode::start(
+                self.id,
+                &self.model,
+                self.prompt_tokens,
+                self.cached_tokens,
+            ),
+        }
+    }
+
+    /// For the APIs made of items or blocks: close the open one if it holds the
+    /// other kind, and open one of this kind.
+    fn open(&mut self, reasoning: bool, out: &mut String) {
+        if self.open.is_some_and(|(_, r)| r == reasoning) {
+            return;
+        }
+        let index = match self.open.take() {
+            Some((i, _)) => {
+                if self.api == Api::Messages {
+                    out.push_str(&messages::encode::block_stop(i));
+                }
+                i + 1
+            }
+            None => 0,
+        };
+        out.push_str(&match self.api {
+            Api::Responses => responses::encode::item_added(self.id, index, reasoning),
+            _ => messages::encode::block_start(index, reasoning),
+        });
+        self.open = Some((index, reasoning));
+    }
+
+    /// One event carrying `text` (reasoning or answer) in this writer's API;
+    /// `sent`: the tokens sent once it is.
+    fn text_event(&mut self, reasoning: bool, text: &str, sent: u64) -> String {
+        let running = self.continuous_usage.then(|| Usage {
+            prompt_tokens: Some(self.prompt_tokens),
+            completion_tokens: Some(sent),
+            ..Usage::default()
+        });
+        match self.api {
+            Api::Chat | Api::Completions if reasoning => {
+                encode::reasoning_event(self.id, &self.model, text, 0, running.as_ref())
+            }
+            Api::Chat | Api::Completions => {
+                encode::content_event(self.api, self.id, &self.model, text, 0, running.as_ref())
+            }
+            Api::Responses | Api::Messages => {
+                let mut out = String::new();
+                self.open(reasoning, &mut out);
+                let (index, _) = self.open.unwrap_or((0, reasoning));
+                out.push_str(&match (self.api, reasoning) {
+                    (Api::Responses, true) => {
+                        responses::encode::reasoning_delta(self.id, index, text)
+                    }
+                    (Api::Responses, false) => responses::encode::text_delta(self.id, index, text),
+                    _ => messages::encode::delta(index, reasoning, text),
+                });
+                out
+            }
         }
     }
 
@@ -150,21 +229,12 @@ impl StreamWriter {
         }
         let mut out = String::new();
         if !reasoning.is_empty() {
-            out.push_str(&encode::reasoning_event(
-                self.id,
-                &self.model,
-                &reasoning,
-                0,
-            ));
+            let sent = self.sent_tokens.min(self.reasoning);
+            out.push_str(&self.text_event(true, &reasoning, sent));
         }
         if !text.is_empty() {
-            out.push_str(&encode::content_event(
-                self.api,
-                self.id,
-                &self.model,
-                &text,
-                0,
-            ));
+            let sent = self.sent_tokens;
+            out.push_str(&self.text_event(false, &text, sent));
         }
         out
     }
@@ -180,20 +250,36 @@ impl StreamWriter {
     }
 
     /// [`Self::finish`], with llama.cpp's `timings` in a chunk of their own
-    /// before `[DONE]` when given.
+    /// before `[DONE]` when given (chat and completions).
     pub fn finish_with(&mut self, timings: Option<ServerTimings>) -> String {
+        let usage = Usage {
+            prompt_tokens: Some(self.prompt_tokens),
+            completion_tokens: Some(self.sent_tokens),
+            completion_tokens_details: (self.reasoning > 0).then(|| CompletionTokensDetails {
+                reasoning_tokens: Some(self.reasoning_sent()),
+            }),
+            prompt_tokens_details: self.cached_tokens.map(|c| PromptTokensDetails {
+                cached_tokens: Some(c),
+            }),
+        };
+        match self.api {
+            Api::Responses => {
+                let index = self.open.map_or(0, |(i, _)| i);
+                return responses::encode::finish(self.id, &self.model, index, &usage);
+            }
+            Api::Messages => {
+                let mut out = self
+                    .open
+                    .take()
+                    .map(|(i, _)| messages::encode::block_stop(i))
+                    .unwrap_or_default();
+                out.push_str(&messages::encode::finish(&usage));
+                return out;
+            }
+            Api::Chat | Api::Completions => {}
+        }
         let mut out = encode::finish_event(self.api, self.id, &self.model, "length", 0);
         if self.include_usage {
-            let usage = Usage {
-                prompt_tokens: Some(self.prompt_tokens),
-                completion_tokens: Some(self.sent_tokens),
-                completion_tokens_details: (self.reasoning > 0).then(|| CompletionTokensDetails {
-                    reasoning_tokens: Some(self.reasoning_sent()),
-                }),
-                prompt_tokens_details: self.cached_tokens.map(|c| PromptTokensDetails {
-                    cached_tokens: Some(c),
-                }),
-            };
             out.push_str(&encode::usage_event(
                 self.api,
                 self.id,
@@ -220,14 +306,18 @@ impl StreamWriter {
     /// What to do for a mid-stream fault.
     pub fn fault(&mut self, fault: FaultKind, stall_ms: f64) -> FaultAction {
         match fault {
-            FaultKind::ErrorEvent => FaultAction::SendThenEnd(format!(
-                "{}{}",
-                encode::error_event(
-                    "simulated failure: the backend is overloaded",
-                    "server_error"
-                ),
-                encode::DONE_EVENT
-            )),
+            FaultKind::ErrorEvent => {
+                let message = "simulated failure: the backend is overloaded";
+                FaultAction::SendThenEnd(match self.api {
+                    Api::Responses => responses::encode::error(message, "server_error"),
+                    Api::Messages => messages::encode::error(message, "overloaded_error"),
+                    Api::Chat | Api::Completions => format!(
+                        "{}{}",
+                        encode::error_event(message, "server_error"),
+                        encode::DONE_EVENT
+                    ),
+                })
+            }
             FaultKind::Malformed => FaultAction::SendThenEnd(
                 "data: {\"choices\": [ {\"delta\": {\"content\": \"broken\n\n".to_owned(),
             ),

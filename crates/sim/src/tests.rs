@@ -206,23 +206,137 @@ fn cancel_frees_the_slot() {
     assert_eq!(e.waiting(), 0);
 }
 
+fn read_stream(s: &str) -> tokenscope_measure::record::RequestRecord {
+    read_stream_text(s).0
+}
+
+fn read_stream_text(s: &str) -> (tokenscope_measure::record::RequestRecord, String) {
+    let mut tl = tokenscope_measure::timeline::RequestTimeline::new(0.0, None).keep_text(true);
+    tl.on_headers(1.0, 200, Some("text/event-stream"));
+    tl.on_read(2.0, s.as_bytes());
+    tl.on_end(3.0);
+    let text = tl.text().to_owned();
+    (tl.finish(), text)
+}
+
 #[test]
 fn writer_output_is_a_valid_stream() {
-    for api in [Api::Chat, Api::Completions] {
-        let mut w = StreamWriter::new(api, 3, "sim", true, 12, 1);
+    for api in Api::ALL {
+        let mut w = StreamWriter::new(api, 3, "sim", true, 12, 1).with_cached(Some(4));
         let mut s = w.start();
         s += &w.tokens(1);
         s += &w.tokens(2);
         s += &w.finish();
+        let r = read_stream(&s);
+        assert!(r.outcome.is_ok(), "{api:?}: {:?}", r.outcome);
+        assert!(r.done_received, "{api:?}: its end event");
+        assert_eq!(r.token_events_ms.len(), 2, "{api:?}");
+        let usage = r.usage.unwrap();
+        assert_eq!(usage.completion_tokens, Some(3), "{api:?}");
+        assert_eq!(usage.prompt_tokens, Some(12), "{api:?}");
+        assert_eq!(usage.cached_tokens(), Some(4), "{api:?}");
+    }
+}
+
+/// Reasoning then text, one chunk straddling the two: each API's own reasoning
+/// events, the answer after them, the same words in every API.
+#[test]
+fn every_api_streams_reasoning_before_the_answer() {
+    let mut words = None;
+    for api in [Api::Chat, Api::Responses, Api::Messages] {
+        let mut w = StreamWriter::new(api, 5, "sim", true, 7, 9).with_reasoning(3);
+        let mut s = w.start();
+        s += &w.tokens(2);
+        s += &w.tokens(2);
+        s += &w.tokens(2);
+        s += &w.finish();
+        let (r, text) = read_stream_text(&s);
+        assert!(r.outcome.is_ok(), "{api:?}: {:?}", r.outcome);
+        // Chunks: [r r] [r | t] [t t]: four token events, two of reasoning.
+        assert_eq!(r.token_events_ms.len(), 4, "{api:?}");
+        assert_eq!(r.reasoning_events, 2, "{api:?}");
+        assert_eq!(r.usage.unwrap().completion_tokens, Some(6), "{api:?}");
+        if api != Api::Messages {
+            assert_eq!(r.usage.unwrap().reasoning_tokens(), Some(3), "{api:?}");
+        }
+        assert_eq!(*words.get_or_insert(text.clone()), text, "{api:?}");
+    }
+}
+
+/// A running usage in every chunk (vLLM's continuous usage stats): the
+/// timeline keeps each event's own token count, and ITL per token divides each
+/// gap by it; without it, the same stream's tokens are spread evenly.
+#[test]
+fn a_running_usage_counts_each_events_tokens() {
+    use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
+    let stream = |continuous: bool| {
+        let mut w = StreamWriter::new(Api::Chat, 3, "sim", true, 12, 1)
+            .with_reasoning(2)
+            .with_continuous_usage(continuous);
         let mut tl = tokenscope_measure::timeline::RequestTimeline::new(0.0, None);
         tl.on_headers(1.0, 200, Some("text/event-stream"));
-        tl.on_read(2.0, s.as_bytes());
-        tl.on_end(3.0);
-        let r = tl.finish();
-        assert!(r.outcome.is_ok(), "{:?}", r.outcome);
-        assert_eq!(r.token_events_ms.len(), 2);
-        assert_eq!(r.usage.unwrap().completion_tokens, Some(3));
-        assert_eq!(r.usage.unwrap().prompt_tokens, Some(12));
+        let start = w.start();
+        tl.on_read(2.0, start.as_bytes());
+        // Chunks of 1, 4 (reasoning 1 | text 3) and 2 tokens, 10 ms apart.
+        for (i, n) in [1u32, 4, 2].into_iter().enumerate() {
+            tl.on_read(10.0 * (i + 1) as f64, w.tokens(n).as_bytes());
+        }
+        tl.on_read(40.0, w.finish().as_bytes());
+        tl.on_end(41.0);
+        tl.finish()
+    };
+    let r = stream(true);
+    assert_eq!(r.event_tokens, [1, 1, 3, 2]);
+    let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+    let per_token: Vec<f64> = m.gaps.iter().map(|g| g.per_token_ms).collect();
+    // Gaps 10, 0 (the chunk's two events share a read), 10 ms.
+    assert_eq!(per_token, [10.0, 0.0, 10.0 / 2.0]);
+    let positions: Vec<u64> = m.gaps.iter().map(|g| g.position).collect();
+    assert_eq!(positions, [2, 3, 6]);
+    // Without it: 7 tokens over 4 events, spread.
+    let r = stream(false);
+    assert!(r.event_tokens.is_empty());
+    let m = RequestMetrics::from_record(&r, &MetricOptions::default());
+    assert!((m.gaps[0].per_token_ms - 10.0 / 1.75).abs() < 1e-9);
+}
+
+#[test]
+fn error_faults_fail_every_api() {
+    for api in Api::ALL {
+        let mut w = StreamWriter::new(api, 3, "sim", true, 12, 1);
+        let mut s = w.start();
+        s += &w.tokens(1);
+        let FaultAction::SendThenEnd(bytes) = w.fault(FaultKind::ErrorEvent, 0.0) else {
+            panic!()
+        };
+        s += &bytes;
+        let r = read_stream(&s);
+        assert!(
+            matches!(
+                r.outcome,
+                tokenscope_measure::record::Outcome::Error {
+                    kind: tokenscope_measure::record::ErrorKind::StreamError,
+                    ..
+                }
+            ),
+            "{api:?}: {:?}",
+            r.outcome
+        );
+        // Cut after the tokens, without the end event: truncated.
+        let mut w = StreamWriter::new(api, 3, "sim", true, 12, 1);
+        let s = w.start() + &w.tokens(2);
+        let r = read_stream(&s);
+        assert!(
+            matches!(
+                r.outcome,
+                tokenscope_measure::record::Outcome::Error {
+                    kind: tokenscope_measure::record::ErrorKind::Truncated,
+                    ..
+                }
+            ),
+            "{api:?}: {:?}",
+            r.outcome
+        );
     }
 }
 

@@ -145,6 +145,7 @@ pub fn overhead_spec(
         ignore_eos: false,
         min_tokens: None,
         temperature: None,
+        continuous_usage: false,
     }
 }
 

@@ -27,6 +27,23 @@ pub enum ApiArg {
     Chat,
     /// POST /completions
     Completions,
+    /// POST /responses (OpenAI's Responses API)
+    Responses,
+    /// POST /messages (Anthropic's Messages API: the key in x-api-key, and
+    /// anthropic-version: 2023-06-01 unless --header gives one)
+    Messages,
+}
+
+impl From<ApiArg> for tokenscope_measure::openai::Api {
+    fn from(a: ApiArg) -> Self {
+        use tokenscope_measure::openai::Api;
+        match a {
+            ApiArg::Chat => Api::Chat,
+            ApiArg::Completions => Api::Completions,
+            ApiArg::Responses => Api::Responses,
+            ApiArg::Messages => Api::Messages,
+        }
+    }
 }
 
 /// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL, E2E,
@@ -48,8 +65,8 @@ the end, the verdict and the files it wrote. Without --json, --raw, --csv or
 (report.json, report.raw.jsonl written as the run goes, report.md):
 --results-dir DIR chooses the parent folder, --no-save keeps nothing.
 
-The API key comes from --api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY, and is
-never printed.")]
+The API key comes from --api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY (with
+--api messages also ANTHROPIC_API_KEY), and is never printed.")]
 pub struct BenchArgs {
     /// Base URL of the API, e.g. http://127.0.0.1:8000/v1 (a URL without a path gets /v1).
     #[arg(long, value_name = "URL")]
@@ -304,9 +321,26 @@ pub struct BenchArgs {
     #[arg(long, default_value = "auto", value_name = "auto|URL|none")]
     pub server_metrics: String,
 
-    /// A GPU exporter's metrics URL (NVIDIA dcgm-exporter), scraped the same way.
+    /// A GPU exporter's metrics URL (NVIDIA dcgm-exporter), scraped the same way;
+    /// with it, each level's energy per output token (its energy counter's
+    /// increase, else the mean power over the level).
     #[arg(long, value_name = "URL")]
     pub gpu_metrics: Option<String>,
+
+    /// Ask the server for a running usage in every chunk
+    /// (stream_options.continuous_usage_stats, chat and completions; vLLM takes
+    /// it, some hosted APIs refuse unknown options): each chunk's own token
+    /// count, so ITL per token divides each gap by the tokens that chunk
+    /// carried instead of spreading them evenly.
+    #[arg(long)]
+    pub continuous_usage: bool,
+
+    /// What the compute costs, for dollars per million output tokens and per
+    /// request at each level: 'gpu_hour=2.49[,gpus=8]' (GPUs by the hour, idle
+    /// time included) or a hosted API's prices per million tokens
+    /// 'input_per_mtok=3,output_per_mtok=15[,cached_input_per_mtok=0.3]'.
+    #[arg(long, value_name = "PRICE")]
+    pub price: Option<String>,
 
     /// Time between scrapes within a level (each level is also scraped at its
     /// start and end).

@@ -22,7 +22,7 @@ use tokenscope_loadgen::{
 };
 use tokenscope_workload::dataset::{Dataset, DatasetPrompt};
 
-use super::args::{ApiArg, BenchArgs};
+use super::args::BenchArgs;
 use super::plan::{Outputs, Plan};
 
 fn flag<T>(name: &str, r: Result<T, String>) -> anyhow::Result<T> {
@@ -150,20 +150,28 @@ impl BenchArgs {
         if let Some(note) = url_note {
             eprintln!("note: --url: {note}");
         }
+        let api = Api::from(self.api);
+        let key_vars: &[&str] = match api {
+            Api::Messages => &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
+            _ => &["OPENAI_API_KEY"],
+        };
         let api_key = self
             .api_key
             .clone()
             .filter(|k| !k.is_empty())
             .or_else(|| {
-                std::env::var("OPENAI_API_KEY")
-                    .ok()
-                    .filter(|k| !k.is_empty())
+                key_vars
+                    .iter()
+                    .find_map(|v| std::env::var(v).ok().filter(|k| !k.is_empty()))
             })
             .map(Secret::new);
-        let http = self
+        let mut http = self
             .http
             .clone()
             .into_options(&base_url, &|name| std::env::var(name).ok())?;
+        if api == Api::Messages {
+            http.use_messages_api_headers(api_key.is_some());
+        }
         for line in http.notices(true) {
             eprintln!("{line}");
         }
@@ -255,9 +263,9 @@ impl BenchArgs {
             None => None,
         };
         if conversation.is_some() {
-            if matches!(self.api, ApiArg::Completions) {
+            if !api.takes_messages() {
                 anyhow::bail!(
-                    "--conversation: a conversation's history is a list of chat messages: use --api chat"
+                    "--conversation: a conversation's history is a list of messages: use --api chat, responses or messages"
                 );
             }
             if let Prompts::File { path, prompts } = &prompts
@@ -271,10 +279,7 @@ impl BenchArgs {
         }
         let cfg = BenchConfig {
             base_url,
-            api: match self.api {
-                ApiArg::Chat => Api::Chat,
-                ApiArg::Completions => Api::Completions,
-            },
+            api,
             model: self.model,
             api_key,
             http,
@@ -302,6 +307,14 @@ impl BenchArgs {
             sample_cap: self.sample_cap.max(1),
             server_metrics,
             gpu_metrics,
+            continuous_usage: self.continuous_usage,
+            price: match &self.price {
+                Some(p) => Some(flag(
+                    "price",
+                    tokenscope_core::model::cost::Price::parse(p),
+                )?),
+                None => None,
+            },
             scrape_interval,
             metrics_send_key: self.metrics_send_key,
             tokenizer,

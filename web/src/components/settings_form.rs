@@ -139,6 +139,8 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
                     <select name="api" onchange={onfield.clone()} disabled={d}>
                         <option value="chat" selected={s.api.as_str() == "chat"}>{ "chat/completions" }</option>
                         <option value="completions" selected={s.api.as_str() == "completions"}>{ "completions" }</option>
+                        <option value="responses" selected={s.api.as_str() == "responses"}>{ "responses (OpenAI)" }</option>
+                        <option value="messages" selected={s.api.as_str() == "messages"}>{ "messages (Anthropic)" }</option>
                     </select>
                 </label>
                 <label>{ "Model" }
@@ -291,6 +293,10 @@ fn more_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
                 { "send ignore_eos (every answer max_tokens long)" }
             </label>
             <label class="check">
+                <input name="continuous_usage" type="checkbox" checked={s.continuous_usage} onchange={onfield.clone()} disabled={d} />
+                { "ask for usage in every chunk (vLLM's continuous_usage_stats: ITL per token counted)" }
+            </label>
+            <label class="check">
                 <input name="request_ids" type="checkbox" checked={s.request_ids} onchange={onfield.clone()} disabled={d} />
                 { "send x-request-id (turn off if the endpoint's CORS policy refuses it)" }
             </label>
@@ -325,6 +331,7 @@ fn metrics_fields(s: &Settings, onfield: &Callback<Event>, d: bool) -> Html {
                 { text_field("GPU exporter", "gpu_metrics", s.gpu_metrics.clone(), "dcgm-exporter URL (optional)", onfield, false) }
                 { text_field("Scrape every", "scrape_interval", format!("{}s", s.scrape_interval_s), "", onfield, false) }
             </div>
+            { text_field("Price", "price", s.price.clone(), "gpu_hour=2.49,gpus=8 or input_per_mtok=3,output_per_mtok=15 (optional)", onfield, false) }
         </fieldset>
     }
 }

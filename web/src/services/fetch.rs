@@ -82,6 +82,27 @@ impl Auth {
         Ok(())
     }
 
+    /// What Anthropic's Messages API asks of every request (as `bench --api
+    /// messages` does): the key, where there is one, in `x-api-key` unless a key
+    /// header is named, and `anthropic-version` unless an extra header gives one.
+    pub fn for_messages_api(mut self) -> Auth {
+        use tokenscope_measure::messages;
+        if self.key.is_some() && self.key_header.is_none() {
+            self.key_header = Some(messages::KEY_HEADER.into());
+        }
+        if !self
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(messages::VERSION_HEADER))
+        {
+            self.headers.push((
+                messages::VERSION_HEADER.into(),
+                messages::ANTHROPIC_VERSION.into(),
+            ));
+        }
+        self
+    }
+
     /// The same, without the key (a URL the key must not go to).
     pub fn without_key(&self) -> Auth {
         Auth {

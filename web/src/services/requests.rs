@@ -134,6 +134,7 @@ impl Requests {
             ignore_eos: p.ignore_eos,
             min_tokens: None,
             temperature: None,
+            continuous_usage: p.continuous_usage,
         };
         let mut counted = counted.map(|c| c + prefix.map_or(0, |p| p.1));
         let mut turn_of = None;

@@ -71,6 +71,8 @@ pub struct Settings {
     pub slo: String,
     /// Send `ignore_eos: true`.
     pub ignore_eos: bool,
+    /// Ask for a running `usage` in every chunk (`continuous_usage`).
+    pub continuous_usage: bool,
     /// Stall threshold, ms.
     pub stall_threshold_ms: f64,
     /// Seed of the prompts (and of the simulator).
@@ -96,6 +98,9 @@ pub struct Settings {
     pub metrics: MetricsSetting,
     /// A GPU exporter's `/metrics` (dcgm-exporter) scraped too (`gpu_metrics`).
     pub gpu_metrics: String,
+    /// What the compute costs, as `bench --price` takes it (`price`; empty:
+    /// no dollar figures).
+    pub price: String,
     /// Seconds between scrapes within a level (`scrape_interval`), besides one at
     /// each level's start and end.
     pub scrape_interval_s: f64,
@@ -155,6 +160,7 @@ impl Default for Settings {
             timeout_s: 60.0,
             slo: String::new(),
             ignore_eos: false,
+            continuous_usage: false,
             stall_threshold_ms: DEFAULT_STALL_THRESHOLD_MS,
             seed: 1,
             paint: PaintMode::Auto,
@@ -166,6 +172,7 @@ impl Default for Settings {
             sim,
             metrics: MetricsSetting::Auto,
             gpu_metrics: String::new(),
+            price: String::new(),
             scrape_interval_s: DEFAULT_SCRAPE_INTERVAL_S,
             prompts: String::new(),
             prompts_sample: None,

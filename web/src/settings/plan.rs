@@ -40,6 +40,8 @@ pub struct RunPlan {
     pub tiers: Vec<Tier>,
     /// Send `ignore_eos: true`.
     pub ignore_eos: bool,
+    /// Ask for a running `usage` in every chunk.
+    pub continuous_usage: bool,
     /// Timeout, ms.
     pub timeout_ms: f64,
     /// SLOs.
@@ -60,6 +62,8 @@ pub struct RunPlan {
     pub sim: SimConfig,
     /// What to scrape during the run.
     pub scrape: ScrapePlan,
+    /// What the compute costs (`price`).
+    pub price: Option<tokenscope_core::model::cost::Price>,
     /// A prompts file to send instead of synthetic prompts.
     pub prompts: Option<PromptsPlan>,
     /// What the stream view shows of reasoning.
@@ -247,6 +251,8 @@ impl RunPlan {
                 .then_some(self.scrape.interval_ms / 1000.0),
             trace: None,
             tokens: None,
+            price: self.price,
+            continuous_usage: self.continuous_usage,
         }
     }
 }

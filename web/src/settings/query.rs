@@ -95,7 +95,7 @@ impl Settings {
             "url" => self.url = normalize_url(value),
             "api" => {
                 self.api = Api::parse(value.trim()).ok_or_else(|| {
-                    format!("api={value:?}: expected chat or completions: ignored")
+                    format!("api={value:?}: expected chat, completions, responses or messages: ignored")
                 })?
             }
             "model" => self.model = value.trim().to_owned(),
@@ -177,6 +177,7 @@ impl Settings {
                 self.slo = value.trim().to_owned();
             }
             "ignore_eos" => self.ignore_eos = flag(value),
+            "continuous_usage" => self.continuous_usage = flag(value),
             "stall_ms" => self.stall_threshold_ms = num(key, value)?,
             "seed" => self.seed = num(key, value)?,
             "paint" => {
@@ -204,6 +205,12 @@ impl Settings {
             "metrics" => {
                 self.metrics =
                     MetricsSetting::parse(value).map_err(|e| format!("metrics={e}: ignored"))?
+            }
+            "price" if value.trim().is_empty() => self.price.clear(),
+            "price" => {
+                tokenscope_core::model::cost::Price::parse(value)
+                    .map_err(|e| format!("price={value:?}: {e}: ignored"))?;
+                self.price = value.trim().to_owned();
             }
             "gpu_metrics" if value.trim().is_empty() => self.gpu_metrics.clear(),
             "gpu_metrics" => {
@@ -335,6 +342,9 @@ impl Settings {
         if self.ignore_eos {
             put("ignore_eos", "1".into());
         }
+        if self.continuous_usage {
+            put("continuous_usage", "1".into());
+        }
         if self.stall_threshold_ms != d.stall_threshold_ms {
             put("stall_ms", self.stall_threshold_ms.to_string());
         }
@@ -358,6 +368,9 @@ impl Settings {
         }
         if !self.gpu_metrics.is_empty() {
             put("gpu_metrics", self.gpu_metrics.clone());
+        }
+        if !self.price.is_empty() {
+            put("price", self.price.clone());
         }
         if self.scrape_interval_s != d.scrape_interval_s {
             put("scrape_interval", format!("{}s", self.scrape_interval_s));

@@ -466,7 +466,12 @@ fn production_shaped_settings_from_the_url() {
         api: Api::Completions,
         ..Settings::default()
     };
-    assert!(completions.validate().unwrap_err().contains("chat API"));
+    assert!(
+        completions
+            .validate()
+            .unwrap_err()
+            .contains("the chat, responses or messages API")
+    );
     let rated = Settings {
         conversation: "turns=2".into(),
         rate: "2".into(),

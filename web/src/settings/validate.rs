@@ -3,7 +3,6 @@
 
 use tokenscope_core::analyze::slo::Slo;
 use tokenscope_core::report::Load;
-use tokenscope_measure::openai::Api;
 use tokenscope_measure::parse::{BaseUrl, parse_base_url};
 use tokenscope_sim::{SimConfig, parse_faults};
 use tokenscope_workload::conversation::Conversation;
@@ -117,6 +116,7 @@ impl Settings {
             max_tokens: tiers[0].max_tokens,
             input_tokens: tiers[0].input.tokens().unwrap_or(1),
             ignore_eos: self.ignore_eos,
+            continuous_usage: self.continuous_usage,
             timeout_ms: self.timeout_s * 1000.0,
             slos,
             stall_threshold_ms: self.stall_threshold_ms,
@@ -127,6 +127,13 @@ impl Settings {
             request_ids: self.request_ids,
             sim: self.sim_config()?,
             scrape: self.scrape_plan(base_origin.as_deref())?,
+            price: match self.price.trim() {
+                "" => None,
+                p => Some(
+                    tokenscope_core::model::cost::Price::parse(p)
+                        .map_err(|e| format!("price: {e}"))?,
+                ),
+            },
             prompts: self.prompts_plan()?,
             reasoning: self.reasoning,
             open_loop,
@@ -177,8 +184,8 @@ impl Settings {
         }
         let c =
             Conversation::parse(&self.conversation).map_err(|e| format!("conversation: {e}"))?;
-        if self.api == Api::Completions {
-            return Err("conversation: a conversation's history is a list of chat messages: use the chat API".into());
+        if !self.api.takes_messages() {
+            return Err("conversation: a conversation's history is a list of messages: use the chat, responses or messages API".into());
         }
         if open_loop {
             return Err("conversation: sessions are the concurrency unit (closed loop): clear the rates and the trace".into());

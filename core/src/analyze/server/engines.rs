@@ -48,11 +48,19 @@ pub enum Series {
     GpuMemoryUsedBytes,
     /// GPU power draw, watts (gauge, summed over GPUs).
     GpuPowerWatts,
+    /// GPU energy used since boot, joules (counter, summed over GPUs).
+    GpuEnergyJoules,
+    /// Speculative decoding: drafts proposed (counter).
+    SpecDecodeDrafts,
+    /// Speculative decoding: draft tokens proposed (counter).
+    SpecDecodeDraftTokens,
+    /// Speculative decoding: draft tokens the target model accepted (counter).
+    SpecDecodeAcceptedTokens,
 }
 
 impl Series {
     /// Every series, in report order.
-    pub const ALL: [Series; 19] = [
+    pub const ALL: [Series; 23] = [
         Series::RequestsRunning,
         Series::RequestsWaiting,
         Series::KvCacheUsage,
@@ -72,14 +80,26 @@ impl Series {
         Series::GpuUtilization,
         Series::GpuMemoryUsedBytes,
         Series::GpuPowerWatts,
+        Series::GpuEnergyJoules,
+        Series::SpecDecodeDrafts,
+        Series::SpecDecodeDraftTokens,
+        Series::SpecDecodeAcceptedTokens,
     ];
 
     /// How the series is read.
     pub fn kind(self) -> MetricKind {
         use Series::*;
         match self {
-            PromptTokens | CachedPromptTokens | GenerationTokens | PrefixCacheQueries
-            | PrefixCacheHits | Preemptions => MetricKind::Counter,
+            PromptTokens
+            | CachedPromptTokens
+            | GenerationTokens
+            | PrefixCacheQueries
+            | PrefixCacheHits
+            | Preemptions
+            | GpuEnergyJoules
+            | SpecDecodeDrafts
+            | SpecDecodeDraftTokens
+            | SpecDecodeAcceptedTokens => MetricKind::Counter,
             TtftSeconds | QueueSeconds | PrefillSeconds | DecodeSeconds | InterTokenSeconds
             | E2eSeconds => MetricKind::Histogram,
             _ => MetricKind::Gauge,
@@ -262,6 +282,17 @@ const VLLM: &[Source] = &[
     src(S::InterTokenSeconds, "vllm:inter_token_latency_seconds"),
     src(S::InterTokenSeconds, "vllm:time_per_output_token_seconds"),
     src(S::E2eSeconds, "vllm:e2e_request_latency_seconds"),
+    // Speculative decoding (vLLM v1's `vllm/v1/spec_decode/metrics.py`:
+    // prometheus_client counters, exposed with `_total`).
+    src(S::SpecDecodeDrafts, "vllm:spec_decode_num_drafts_total"),
+    src(
+        S::SpecDecodeDraftTokens,
+        "vllm:spec_decode_num_draft_tokens_total",
+    ),
+    src(
+        S::SpecDecodeAcceptedTokens,
+        "vllm:spec_decode_num_accepted_tokens_total",
+    ),
 ];
 
 /// SGLang: `token_usage` is the KV pool's used fraction.
@@ -340,4 +371,10 @@ const DCGM: &[Source] = &[
     scaled(S::GpuUtilization, "DCGM_FI_DEV_GPU_UTIL", 0.01),
     scaled(S::GpuMemoryUsedBytes, "DCGM_FI_DEV_FB_USED", 1_048_576.0),
     src(S::GpuPowerWatts, "DCGM_FI_DEV_POWER_USAGE"),
+    // Millijoules since boot.
+    scaled(
+        S::GpuEnergyJoules,
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        0.001,
+    ),
 ];

@@ -41,9 +41,11 @@ impl ServerLevel {
             series,
             stages: None,
             tokens: None,
+            spec_decode: None,
         };
         view.stages = view.stages(level);
         view.tokens = view.token_check(level);
+        view.spec_decode = view.spec_decode();
         view
     }
 

@@ -30,6 +30,27 @@ pub struct ServerLevel {
     /// The engine's token counters against the client's `usage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<TokenCheck>,
+    /// Speculative decoding over the level, where the engine counts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecode>,
+}
+
+/// Speculative decoding over a level, from the engine's counters' increases
+/// (vLLM's `spec_decode_num_drafts`, `_num_draft_tokens`, `_num_accepted_tokens`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecDecode {
+    /// Drafts proposed (decode steps that speculated).
+    pub drafts: f64,
+    /// Draft tokens proposed.
+    pub draft_tokens: f64,
+    /// Of those, accepted by the target model.
+    pub accepted_tokens: f64,
+    /// `accepted_tokens / draft_tokens`.
+    pub acceptance_rate: f64,
+    /// Tokens a speculating step yields: `1 + accepted_tokens / drafts` (the
+    /// target model's own token plus the accepted drafts; vLLM's "mean
+    /// acceptance length").
+    pub tokens_per_step: f64,
 }
 
 /// Where a level's time to first token went, as means (ms): what the client
@@ -113,6 +134,20 @@ impl ServerLevel {
     /// A counter's increase over the level.
     pub fn increase(&self, series: Series) -> Option<f64> {
         self.get(series)?.increase
+    }
+
+    /// Speculative decoding from the counters, where the level drafted.
+    pub(super) fn spec_decode(&self) -> Option<SpecDecode> {
+        let drafts = self.increase(Series::SpecDecodeDrafts)?;
+        let draft_tokens = self.increase(Series::SpecDecodeDraftTokens)?;
+        let accepted_tokens = self.increase(Series::SpecDecodeAcceptedTokens)?;
+        (drafts > 0.0 && draft_tokens > 0.0).then(|| SpecDecode {
+            drafts,
+            draft_tokens,
+            accepted_tokens,
+            acceptance_rate: accepted_tokens / draft_tokens,
+            tokens_per_step: 1.0 + accepted_tokens / drafts,
+        })
     }
 
     /// A histogram's level mean, in ms.

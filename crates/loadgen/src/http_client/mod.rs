@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use tokenscope_core::report::transport::{HeaderInfo, ProxyInfo, TlsInfo, TransportInfo};
+use tokenscope_measure::messages;
 
 use self::proxy::{ProxyChoice, ProxyRules};
 use crate::error::{Error, Result};
@@ -156,6 +157,27 @@ impl HttpOptions {
                 })
                 .collect(),
             api_key_header: self.api_key_header.as_ref().map(|h| h.as_str().to_owned()),
+        }
+    }
+
+    /// What Anthropic's Messages API asks of every request: the key (where
+    /// there is one) in `x-api-key` unless `--api-key-header` names another, and
+    /// an `anthropic-version` header unless `--header` gives one.
+    pub fn use_messages_api_headers(&mut self, with_key: bool) {
+        if with_key {
+            self.api_key_header
+                .get_or_insert(HeaderName::from_static(messages::KEY_HEADER));
+        }
+        if !self
+            .headers
+            .iter()
+            .any(|h| h.name == messages::VERSION_HEADER)
+        {
+            self.headers.push(ExtraHeader {
+                name: HeaderName::from_static(messages::VERSION_HEADER),
+                value: Secret::new(messages::ANTHROPIC_VERSION.to_owned()),
+                public: true,
+            });
         }
     }
 

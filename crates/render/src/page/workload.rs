@@ -132,6 +132,7 @@ impl WorkloadRequest {
             ignore_eos,
             min_tokens: None,
             temperature: None,
+            continuous_usage: false,
         };
         PageRequest {
             t_ms: None,

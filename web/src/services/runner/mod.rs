@@ -58,6 +58,9 @@ pub async fn run(
     let started_at = browser::now_rfc3339();
     browser::grow_resource_timing_buffer();
     let run_tag = browser::run_tag();
+    if input.plan.api == tokenscope_measure::openai::Api::Messages {
+        input.auth = std::mem::take(&mut input.auth).for_messages_api();
+    }
     let plan = &input.plan;
     let (transport, model) = match &plan.base {
         None => {
