@@ -1355,7 +1355,12 @@ async fn page_runs_the_responses_and_messages_apis() {
             assert_eq!(server["api"], api, "{server}");
             if api == "messages" {
                 let names = server["header_names"].as_array().unwrap();
-                assert!(names.iter().any(|h| h == "anthropic-version"), "{server}");
+                for h in [
+                    "anthropic-version",
+                    "anthropic-dangerous-direct-browser-access",
+                ] {
+                    assert!(names.iter().any(|n| n == h), "{h}: {server}");
+                }
             }
             assert_eq!(r["usage"]["completion_tokens"], 8, "{api}: {r}");
             assert_eq!(

@@ -542,7 +542,16 @@ fn combine(
         prompt_tokens_differ: sum(|l| l.prompt_tokens_differ),
         output_tokens_checked: sum(|l| l.output_tokens_checked),
         output_tokens_differ: sum(|l| l.output_tokens_differ),
-        prompt_cache: None,
+        // The shards' cache counts add up (what prices cached tokens apart).
+        prompt_cache: parts
+            .iter()
+            .filter_map(|l| l.prompt_cache)
+            .reduce(|mut a, b| {
+                a.requests += b.requests;
+                a.prompt_tokens += b.prompt_tokens;
+                a.cached_tokens += b.cached_tokens;
+                a
+            }),
         event_tokens: None,
         turns: Vec::new(),
         server: None,

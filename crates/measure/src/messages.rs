@@ -22,6 +22,9 @@ pub const KEY_HEADER: &str = "x-api-key";
 pub const VERSION_HEADER: &str = "anthropic-version";
 /// Its value, unless the user sends their own.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// The header with which Anthropic's API answers a browser's cross-origin
+/// requests (CORS); the page sends it with the value `true`.
+pub const BROWSER_ACCESS_HEADER: &str = "anthropic-dangerous-direct-browser-access";
 
 /// Whether an event type belongs to this API.
 pub fn is_event(kind: &str) -> bool {
@@ -137,7 +140,10 @@ impl RawUsage {
 /// Read one event's data.
 pub fn parse(data: &str) -> Result<StreamItem, ChunkError> {
     let raw: RawEvent = serde_json::from_str(data).map_err(|e| ChunkError::malformed(e, data))?;
-    let mut chunk = Chunk::default();
+    let mut chunk = Chunk {
+        needs_end_event: true,
+        ..Chunk::default()
+    };
     match raw.kind.as_str() {
         "message_start" => {
             chunk.usage = raw

@@ -39,7 +39,7 @@ struct RawEvent {
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
-    delta: Option<String>,
+    delta: Option<serde_json::Value>,
     #[serde(default)]
     item: Option<RawItem>,
     #[serde(default)]
@@ -50,7 +50,7 @@ struct RawEvent {
     #[serde(default)]
     code: Option<serde_json::Value>,
     #[serde(default)]
-    message: Option<String>,
+    message: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -127,8 +127,18 @@ impl From<RawUsage> for Usage {
 /// Read one event's data.
 pub fn parse(data: &str) -> Result<StreamItem, ChunkError> {
     let raw: RawEvent = serde_json::from_str(data).map_err(|e| ChunkError::malformed(e, data))?;
-    let mut chunk = Chunk::default();
-    let delta = raw.delta.unwrap_or_default();
+    let mut chunk = Chunk {
+        needs_end_event: true,
+        ..Chunk::default()
+    };
+    // Read as text only where it is (a delta of another kind, in an event this
+    // parser does not count, is no reason to fail the request).
+    let delta = raw
+        .delta
+        .as_ref()
+        .and_then(|d| d.as_str())
+        .unwrap_or_default()
+        .to_owned();
     match raw.kind.as_str() {
         "response.output_text.delta" | "response.refusal.delta" => chunk.content = delta,
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
@@ -173,7 +183,11 @@ pub fn parse(data: &str) -> Result<StreamItem, ChunkError> {
         }
         "error" => {
             return Ok(StreamItem::Error(StreamError {
-                message: raw.message.unwrap_or_else(|| "error".into()),
+                message: match raw.message {
+                    Some(serde_json::Value::String(s)) => s,
+                    Some(other) if !other.is_null() => other.to_string(),
+                    _ => "error".into(),
+                },
                 code: raw.code.filter(|c| !c.is_null()).map(|c| match c {
                     serde_json::Value::String(s) => s,
                     other => other.to_string(),

@@ -54,6 +54,9 @@ pub struct RequestTimeline {
     /// The answer's text, when kept.
     answer: Option<String>,
     text: String,
+    /// The stream is of an API whose complete stream ends with its own end
+    /// event (`message_stop`, `response.completed`).
+    needs_end_event: bool,
     /// The running `usage.completion_tokens` the content events carried so
     /// far, while every one of them carried it (`None` once one did not).
     running_tokens: Option<u64>,
@@ -102,6 +105,7 @@ impl RequestTimeline {
             text: String::new(),
             answer: None,
             running_tokens: Some(0),
+            needs_end_event: false,
         }
     }
 
@@ -305,6 +309,7 @@ impl RequestTimeline {
                 if chunk.finish_reason.is_some() {
                     self.record.finish_reason = chunk.finish_reason;
                 }
+                self.needs_end_event |= chunk.needs_end_event;
                 if chunk.ends_stream {
                     // `response.completed`, `message_stop`: their APIs' `[DONE]`.
                     self.record.done_received = true;
@@ -368,9 +373,17 @@ impl RequestTimeline {
             self.record.t_done_ms = Some(t_ms);
         }
         if !self.decided {
-            if self.record.done_received || self.record.finish_reason.is_some() {
+            let finished = self.record.finish_reason.is_some() && !self.needs_end_event;
+            if self.record.done_received || finished {
                 self.decided = true;
                 self.record.outcome = Outcome::Ok;
+            } else if self.needs_end_event {
+                self.fail(
+                    t_ms,
+                    ErrorKind::Truncated,
+                    "the body ended without the stream's end event (message_stop, response.completed)"
+                        .into(),
+                );
             } else {
                 self.fail(
                     t_ms,

@@ -239,6 +239,10 @@ pub struct Chunk {
     /// The event that ends a complete stream in the APIs that have no `[DONE]`
     /// (`response.completed`, `message_stop`).
     pub ends_stream: bool,
+    /// The event belongs to an API whose complete stream always ends with its
+    /// own end event (the Responses and Messages APIs): without that event the
+    /// stream is cut short, whatever `finish_reason` said.
+    pub needs_end_event: bool,
 }
 
 impl Chunk {

@@ -575,8 +575,8 @@ fn errors_in_the_newer_apis_streams() {
     assert_eq!(r.usage.unwrap().completion_tokens, Some(89));
 }
 
-/// A stream of the newer APIs cut before its end event is truncated, at every
-/// split point that loses the end.
+/// A stream of the newer APIs cut before its end event is truncated, even after
+/// the Messages API's `message_delta` said why it stopped.
 #[test]
 fn newer_apis_without_their_end_event_are_truncated() {
     for name in ["llama-server-responses.sse", "llama-server-messages.sse"] {
@@ -584,7 +584,7 @@ fn newer_apis_without_their_end_event_are_truncated() {
         let end = if name.contains("responses") {
             "event: response.completed"
         } else {
-            "event: message_delta"
+            "event: message_stop"
         };
         let cut = &text[..text.find(end).unwrap()];
         let r = replay_whole(cut.as_bytes());
@@ -600,7 +600,16 @@ fn newer_apis_without_their_end_event_are_truncated() {
             r.outcome
         );
         assert_eq!(r.token_events_ms.len(), 10, "{name}");
+        if name.contains("messages") {
+            assert_eq!(r.finish_reason.as_deref(), Some("max_tokens"));
+        }
     }
+    // A Responses event whose `delta` is not text, of a kind not counted, is
+    // passed over, not a malformed chunk.
+    let odd = "event: response.mcp_call_arguments.delta\ndata: {\"type\":\"response.mcp_call_arguments.delta\",\"delta\":{\"a\":1}}\n\n";
+    let text = String::from_utf8(fixture("llama-server-responses.sse")).unwrap();
+    let r = replay_whole(format!("{odd}{text}").as_bytes());
+    assert_eq!(r.outcome, Outcome::Ok);
 }
 
 #[test]

@@ -66,7 +66,8 @@ the end, the verdict and the files it wrote. Without --json, --raw, --csv or
 --results-dir DIR chooses the parent folder, --no-save keeps nothing.
 
 The API key comes from --api-key, TOKENSCOPE_API_KEY or OPENAI_API_KEY (with
---api messages also ANTHROPIC_API_KEY), and is never printed.")]
+--api messages ANTHROPIC_API_KEY instead of OPENAI_API_KEY), and is never
+printed.")]
 pub struct BenchArgs {
     /// Base URL of the API, e.g. http://127.0.0.1:8000/v1 (a URL without a path gets /v1).
     #[arg(long, value_name = "URL")]

@@ -151,8 +151,9 @@ impl BenchArgs {
             eprintln!("note: --url: {note}");
         }
         let api = Api::from(self.api);
+        // An OpenAI key never goes to a Messages API endpoint by default.
         let key_vars: &[&str] = match api {
-            Api::Messages => &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
+            Api::Messages => &["ANTHROPIC_API_KEY"],
             _ => &["OPENAI_API_KEY"],
         };
         let api_key = self

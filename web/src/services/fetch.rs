@@ -84,21 +84,25 @@ impl Auth {
 
     /// What Anthropic's Messages API asks of every request (as `bench --api
     /// messages` does): the key, where there is one, in `x-api-key` unless a key
-    /// header is named, and `anthropic-version` unless an extra header gives one.
+    /// header is named, `anthropic-version` unless an extra header gives one;
+    /// and of a browser's, `anthropic-dangerous-direct-browser-access: true`
+    /// (without it Anthropic's API refuses the page's cross-origin requests).
     pub fn for_messages_api(mut self) -> Auth {
         use tokenscope_measure::messages;
         if self.key.is_some() && self.key_header.is_none() {
             self.key_header = Some(messages::KEY_HEADER.into());
         }
-        if !self
-            .headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case(messages::VERSION_HEADER))
-        {
-            self.headers.push((
-                messages::VERSION_HEADER.into(),
-                messages::ANTHROPIC_VERSION.into(),
-            ));
+        for (name, value) in [
+            (messages::VERSION_HEADER, messages::ANTHROPIC_VERSION),
+            (messages::BROWSER_ACCESS_HEADER, "true"),
+        ] {
+            if !self
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+            {
+                self.headers.push((name.into(), value.into()));
+            }
         }
         self
     }
