@@ -378,3 +378,29 @@ fn engine_values_in_their_units() {
     // Its energy counter, in millijoules since boot: joules.
     assert_eq!(d.scalar(Series::GpuEnergyJoules), Some(128996.013));
 }
+
+/// vLLM's speculative-decoding counters (their names from the `vllm-names.txt`
+/// fixture's source, `vllm/v1/spec_decode/metrics.py`; prometheus_client adds
+/// `_total`), read from an exposition in vLLM's shape with made-up values.
+#[test]
+fn vllm_spec_decode_counters_are_read() {
+    let text = "\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0
+# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
+# TYPE vllm:spec_decode_num_drafts_total counter
+vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"m\"} 400.0
+# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.
+# TYPE vllm:spec_decode_num_draft_tokens_total counter
+vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"m\"} 1200.0
+# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.
+# TYPE vllm:spec_decode_num_accepted_tokens_total counter
+vllm:spec_decode_num_accepted_tokens_total{engine=\"0\",model_name=\"m\"} 780.0
+";
+    let r = Reading::of(&Scrape::parse(text));
+    assert_eq!(r.engine, Some(Engine::Vllm));
+    assert_eq!(r.scalar(Series::SpecDecodeDrafts), Some(400.0));
+    assert_eq!(r.scalar(Series::SpecDecodeDraftTokens), Some(1200.0));
+    assert_eq!(r.scalar(Series::SpecDecodeAcceptedTokens), Some(780.0));
+}

@@ -299,3 +299,57 @@ impl ServerRun {
         ServerRun { targets, timeline }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter(series: Series, increase: f64) -> SeriesSummary {
+        SeriesSummary {
+            series,
+            mean: None,
+            max: None,
+            increase: Some(increase),
+            rate_per_s: None,
+            histogram: None,
+        }
+    }
+
+    #[test]
+    fn spec_decode_from_the_counters_increases() {
+        let view = |series| ServerLevel {
+            engine: Some(Engine::Vllm),
+            gpu_exporter: None,
+            scrapes: 3,
+            failed_scrapes: 0,
+            series,
+            stages: None,
+            tokens: None,
+            spec_decode: None,
+        };
+        let v = view(vec![
+            counter(Series::SpecDecodeDrafts, 100.0),
+            counter(Series::SpecDecodeDraftTokens, 300.0),
+            counter(Series::SpecDecodeAcceptedTokens, 195.0),
+        ]);
+        let s = v.spec_decode().unwrap();
+        assert_eq!(s.acceptance_rate, 0.65);
+        // 1 + 195 / 100: the target's own token and 1.95 accepted drafts a step.
+        assert_eq!(s.tokens_per_step, 2.95);
+        // No draft in the level, or a counter missing: nothing to say.
+        assert!(
+            view(vec![
+                counter(Series::SpecDecodeDrafts, 0.0),
+                counter(Series::SpecDecodeDraftTokens, 0.0),
+                counter(Series::SpecDecodeAcceptedTokens, 0.0),
+            ])
+            .spec_decode()
+            .is_none()
+        );
+        assert!(
+            view(vec![counter(Series::SpecDecodeDrafts, 5.0)])
+                .spec_decode()
+                .is_none()
+        );
+    }
+}
