@@ -401,18 +401,19 @@ if (data === '[DONE]') { turn.ended = true; return; }
 let o;
 try { o = JSON.parse(data); } catch (_) { return; }
 if (!o || typeof o !== 'object') return;
-if (o.error || o.type === 'error') { turn.outcome = 'error'; turn.error_kind = 'stream'; }
+if (o.error || o.type === 'error' || o.type === 'response.failed') { turn.outcome = 'error'; turn.error_kind = 'stream'; }
 const c = o.choices && o.choices[0];
 if (c && c.finish_reason) turn.finishing = true;
-if (o.type === 'message_stop' || o.type === 'finish') turn.ended = true;
+if (o.type === 'message_stop' || o.type === 'finish' || o.type === 'response.completed' || o.type === 'response.incomplete') turn.ended = true;
 const d = o.delta || {};
 const text = (c && ((c.delta && c.delta.content) || c.text))
 || (o.type === 'content_block_delta' && d.text)
 || (o.type === 'text-delta' && (typeof o.delta === 'string' ? o.delta : o.textDelta))
+|| ((o.type === 'response.output_text.delta' || o.type === 'response.refusal.delta') && typeof o.delta === 'string' && o.delta)
 || '';
 const pm = o.timings && o.timings.prompt_ms;
 if (typeof pm === 'number' && pm >= 0 && pm < 3.6e6) turn.server_prefill_ms = round(pm);
-const u = o.usage || (o.message && o.message.usage);
+const u = o.usage || (o.message && o.message.usage) || (o.response && o.response.usage);
 if (u) {
 const out = u.completion_tokens ?? u.output_tokens;
 if (out !== undefined) turn.output_tokens = out;

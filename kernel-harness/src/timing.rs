@@ -270,6 +270,10 @@ async fn timestamp_pairs_ns(
         .collect())
 }
 
+/// Samples whose median lasts less than this share of the minimum sample are
+/// taken again with a larger batch ([`measure`]).
+const SHORT_SAMPLE: f64 = 0.9;
+
 /// How many samples of `sample_ms` each the time budget affords: at most
 /// `opts.samples`, at least 3 (fewer only if `opts.samples` asks for fewer).
 fn affordable_samples(opts: &TimingOptions, sample_ms: f64) -> u32 {
@@ -285,7 +289,9 @@ fn affordable_samples(opts: &TimingOptions, sample_ms: f64) -> u32 {
 /// calibrated on the GPU's own clock (the wall-clock estimate includes submission
 /// and, in a browser, a round trip through the event loop): timed passes growing
 /// the batch until one lasts the minimum, then one more at that size, the batch
-/// sized on the faster of the two.
+/// sized on the faster of the two. Samples whose median comes out short of the
+/// minimum (the calibration ran slow) are taken once more with a batch sized on
+/// that median.
 pub async fn measure(
     ctx: &GpuContext,
     clock: &dyn Clock,
@@ -352,14 +358,28 @@ pub async fn measure(
                 }
             }
         }
-        let samples = affordable_samples(opts, call_ms * per_sample as f64);
-        let mut out = Vec::with_capacity(samples as usize);
-        let mut left = samples;
-        while left > 0 {
-            let n = left.min(MAX_QUERIES / 2);
-            out.extend(timestamp_passes(ctx, kernel, w, iter, n, per_sample, &label).await?);
-            iter += n as usize * per_sample;
-            left -= n;
+        let mut out = Vec::new();
+        // Sampled once; again with a batch sized on the samples' own median when
+        // they came out short of the minimum (every calibration pass ran slow:
+        // something else had the GPU or the CPU then).
+        for _ in 0..2 {
+            let samples = affordable_samples(opts, call_ms * per_sample as f64);
+            out = Vec::with_capacity(samples as usize);
+            let mut left = samples;
+            while left > 0 {
+                let n = left.min(MAX_QUERIES / 2);
+                out.extend(timestamp_passes(ctx, kernel, w, iter, n, per_sample, &label).await?);
+                iter += n as usize * per_sample;
+                left -= n;
+            }
+            let Some(median_ms) = tokenscope_stats::stats::median(&out).map(|us| us / 1e3) else {
+                break;
+            };
+            if min_ms <= 0.0 || median_ms * per_sample as f64 >= SHORT_SAMPLE * min_ms {
+                break;
+            }
+            call_ms = median_ms;
+            per_sample = calls_for(min_ms, call_ms).max(per_sample + 1);
         }
         if out.is_empty() {
             return Err(HarnessError::Timing {
