@@ -284,8 +284,12 @@ fn a_kernel_shorter_than_the_timestamp_step_is_repeated_until_it_can_be_timed() 
     );
     assert!(stdout.contains("dispatches per sample"), "{stdout}");
     // Each sample came from the rounded clock: its whole batch lasted a whole
-    // number of 100 us steps, and about 100 of them at least (the batch is sized
-    // on a first timed pass; later ones may run a little faster).
+    // number of 100 us steps. The harness promises the median sample 90% of the
+    // minimum (100 steps: samples are taken again when it falls short); a single
+    // sample can run faster than the batch was sized for (a CI run saw one of
+    // 54 steps beside a median of 119, lavapipe on a loaded CPU), its rounding
+    // still under 5% at 20 steps.
+    let mut steps_per_sample = Vec::new();
     for sample in coarse["samples_us"].as_array().unwrap() {
         let batch_us = f(sample) * per_sample as f64;
         let steps = batch_us / 100.0;
@@ -293,8 +297,13 @@ fn a_kernel_shorter_than_the_timestamp_step_is_repeated_until_it_can_be_timed() 
             (steps - steps.round()).abs() < 1e-6,
             "{batch_us} us: {coarse}"
         );
-        assert!(steps >= 80.0, "{batch_us} us: {coarse}");
+        assert!(steps >= 20.0, "{batch_us} us: {coarse}");
+        steps_per_sample.push(steps);
     }
+    assert!(
+        common::median(&steps_per_sample) >= 90.0,
+        "{steps_per_sample:?}: {coarse}"
+    );
     // On the adapter's own timestamps there is no step to outlast. (Its per-dispatch
     // time is not compared: lavapipe's fixed cost per pass spreads over 37
     // dispatches there and 575 here, 106 against 17 us in a CI run.)
