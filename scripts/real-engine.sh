@@ -2,7 +2,9 @@
 # Install and start a real inference engine for tokenscope: llama.cpp's
 # `llama-server`, built from the llama.cpp source vendored in the PyPI sdist of
 # llama-cpp-python, serving a real model (Gemma 3 270M Q4_K_M, from PyPI) or a
-# tiny random-weight llama model (written by scripts/tiny-llama.py).
+# tiny random-weight llama model (written by scripts/tiny-llama.py), with a tiny
+# random-weight vision projector beside it (scripts/tiny-mmproj.py: pass
+# `-- --mmproj "$CACHE/models/tiny-mmproj.gguf"` for a server that takes images).
 #
 #   scripts/real-engine.sh [--model gemma|tiny] [--port N] [--slots N] [--ctx N]
 #                          [--threads N] [--metrics] [--log FILE] [-- EXTRA_ARGS...]
@@ -43,6 +45,8 @@ BIN="$CACHE/bin/llama-server"
 QUANTIZE="$CACHE/bin/llama-quantize"
 GEMMA_GGUF="$CACHE/models/gemma3-270m-q4_k_m.gguf"
 TINY_GGUF="$CACHE/models/tiny-llama.gguf"
+TINY_MMPROJ="$CACHE/models/tiny-mmproj.gguf"
+TOOL_TEMPLATE="$CACHE/models/qwen2.5-tool-calls.jinja"
 
 MODEL="tiny"
 PORT="8090"
@@ -115,22 +119,30 @@ ensure_venv() {
     fi
 }
 
+SRC="$CACHE/src/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION"
+
+# The llama-cpp-python sdist (its vendored llama.cpp: the sources, the vocab
+# GGUFs, the chat templates), unpacked under $SRC.
+ensure_sdist() {
+    [[ -f "$SRC/vendor/llama.cpp/CMakeLists.txt" ]] && return
+    ensure_venv
+    say "downloading the llama-cpp-python $LLAMA_CPP_PYTHON_VERSION sdist (vendored llama.cpp)"
+    rm -rf "$CACHE/src" && mkdir -p "$CACHE/src"
+    "$PY" -m pip download --quiet --disable-pip-version-check --no-deps \
+        --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$CACHE/src" \
+        || die "pip download of llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION failed"
+    tar -xzf "$CACHE"/src/llama_cpp_python-*.tar.gz -C "$CACHE/src" \
+        || die "could not unpack the llama-cpp-python sdist"
+    [[ -f "$SRC/vendor/llama.cpp/CMakeLists.txt" ]] || die "no vendor/llama.cpp in the sdist"
+}
+
 ensure_binary() {
     if [[ -x "$BIN" && -x "$QUANTIZE" ]] && "$BIN" --version >/dev/null 2>&1; then
         return
     fi
     ensure_venv
-    local src="$CACHE/src/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION"
-    if [[ ! -f "$src/vendor/llama.cpp/CMakeLists.txt" ]]; then
-        say "downloading the llama-cpp-python $LLAMA_CPP_PYTHON_VERSION sdist (vendored llama.cpp)"
-        rm -rf "$CACHE/src" && mkdir -p "$CACHE/src"
-        "$PY" -m pip download --quiet --disable-pip-version-check --no-deps \
-            --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$CACHE/src" \
-            || die "pip download of llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION failed"
-        tar -xzf "$CACHE"/src/llama_cpp_python-*.tar.gz -C "$CACHE/src" \
-            || die "could not unpack the llama-cpp-python sdist"
-        [[ -f "$src/vendor/llama.cpp/CMakeLists.txt" ]] || die "no vendor/llama.cpp in the sdist"
-    fi
+    ensure_sdist
+    local src="$SRC"
     local build="$CACHE/build"
     local jobs
     jobs="$(nproc 2>/dev/null || echo 2)"
@@ -177,38 +189,52 @@ EOF
 ensure_tiny() {
     [[ -s "$TINY_GGUF" ]] && return
     ensure_venv
-    ensure_binary   # the sdist (with its vocab GGUFs) comes with the build step
-    local vocab
-    vocab="$(ls "$CACHE"/src/llama_cpp_python-*/vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf 2>/dev/null | head -1 || true)"
-    if [[ -z "$vocab" ]]; then
-        # The binary was cached without the sdist: fetch the sdist just for the vocab.
-        say "fetching the sdist for its tokenizer GGUF"
-        mkdir -p "$CACHE/src"
-        "$PY" -m pip download --quiet --disable-pip-version-check --no-deps \
-            --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$CACHE/src" \
-            || die "pip download of llama-cpp-python failed"
-        tar -xzf "$CACHE"/src/llama_cpp_python-*.tar.gz -C "$CACHE/src"
-        vocab="$(ls "$CACHE"/src/llama_cpp_python-*/vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf | head -1)"
-    fi
+    ensure_sdist   # its vocab GGUFs
+    local vocab="$SRC/vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf"
+    [[ -f "$vocab" ]] || die "no $vocab in the sdist"
     say "writing the tiny random-weight llama model to $TINY_GGUF"
     "$PY" "$ROOT/scripts/tiny-llama.py" --vocab "$vocab" --out "$TINY_GGUF.tmp" \
         || die "scripts/tiny-llama.py failed"
     mv "$TINY_GGUF.tmp" "$TINY_GGUF"
 }
 
+# A chat template llama.cpp parses tool calls from (Qwen 2.5's `<tool_call>`),
+# from the sdist: the Gemma tool-call test serves Gemma with it (`--jinja
+# --chat-template-file`), since Gemma 3's own template has no tools.
+ensure_tool_template() {
+    [[ -s "$TOOL_TEMPLATE" ]] && return
+    ensure_sdist
+    local t="$SRC/vendor/llama.cpp/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
+    [[ -f "$t" ]] || die "no $t in the sdist"
+    cp "$t" "$TOOL_TEMPLATE"
+}
+
+# The tiny model's vision projector (llava's MLP, 256 tokens per image).
+ensure_tiny_mmproj() {
+    # Rewritten when the model it pairs with is newer (its width may differ).
+    [[ -s "$TINY_MMPROJ" && "$TINY_MMPROJ" -nt "$TINY_GGUF" ]] && return
+    ensure_venv
+    say "writing the tiny random-weight vision projector to $TINY_MMPROJ"
+    "$PY" "$ROOT/scripts/tiny-mmproj.py" --text-model "$TINY_GGUF" --out "$TINY_MMPROJ.tmp" \
+        || die "scripts/tiny-mmproj.py failed"
+    mv "$TINY_MMPROJ.tmp" "$TINY_MMPROJ"
+}
+
 lock
 ensure_binary
 case "$MODEL" in
-    gemma) ensure_gemma ;;
-    tiny) ensure_tiny ;;
-    all) ensure_tiny; ensure_gemma ;;
+    gemma) ensure_gemma; ensure_tool_template ;;
+    tiny) ensure_tiny; ensure_tiny_mmproj ;;
+    all) ensure_tiny; ensure_tiny_mmproj; ensure_gemma; ensure_tool_template ;;
 esac
 exec 9>&-
 
 if [[ $INSTALL_ONLY == 1 ]]; then
     say "installed: $BIN, $QUANTIZE"
     [[ -s "$TINY_GGUF" ]] && say "  tiny model:  $TINY_GGUF"
+    [[ -s "$TINY_MMPROJ" ]] && say "  its vision projector: $TINY_MMPROJ"
     [[ -s "$GEMMA_GGUF" ]] && say "  gemma model: $GEMMA_GGUF"
+    [[ -s "$TOOL_TEMPLATE" ]] && say "  a tool-call chat template: $TOOL_TEMPLATE"
     exit 0
 fi
 

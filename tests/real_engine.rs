@@ -1273,3 +1273,406 @@ fn tiny_model_responses_and_messages_apis_agree_with_chat() {
         "chat and messages: the same prompts"
     );
 }
+
+/// Structured output on llama-server (its `response_format` becomes a grammar):
+/// Gemma 3 270M asked for a JSON schema. An answer that ended by itself
+/// (`finish_reason: stop`) is valid against the schema, one cut at
+/// `max_tokens` is not JSON: tokenscope's check says which is which. The same
+/// prompts unconstrained (the same seed) show no answers to check.
+#[test]
+#[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn gemma_json_answers_follow_the_schema_llama_server_was_sent() {
+    let _one = serial();
+    let engine = Engine::start("gemma", 1, 2048, GEMMA_THREADS);
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("person.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+            "age": {"type": "integer", "minimum": 0, "maximum": 120}},
+            "required": ["name", "age"], "additionalProperties": false}"#,
+    )
+    .unwrap();
+    let mut runs = Vec::new();
+    for constrained in [true, false] {
+        let out = dir.path().join(format!("{constrained}.json"));
+        let raw = dir.path().join(format!("{constrained}.jsonl"));
+        let mut args = vec![
+            "bench",
+            "--url",
+            &engine.url,
+            "--api",
+            "chat",
+            "--concurrency",
+            "1",
+            "--requests",
+            "6",
+            "--rounds",
+            "1",
+            "--warmup",
+            "1",
+            "--max-tokens",
+            "96",
+            "--temperature",
+            "0",
+            "--seed",
+            "5",
+            "--quiet",
+            "--json",
+            out.to_str().unwrap(),
+            "--raw",
+            raw.to_str().unwrap(),
+        ];
+        if constrained {
+            args.extend(["--json-schema", schema.to_str().unwrap()]);
+        }
+        let o = run(&args);
+        assert!(o.status.success(), "{}\n{}", text(&o), engine.diagnostics());
+        let report: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        let measured: Vec<Value> = raw_requests(&raw)
+            .into_iter()
+            .filter(|r| r["warmup"] == false)
+            .collect();
+        runs.push((report, measured));
+    }
+    let (report, measured) = &runs[0];
+    let mut valid = 0;
+    for r in measured {
+        let stopped = r["finish_reason"] == "stop";
+        assert_eq!(
+            r["answer_valid"],
+            stopped,
+            "{}: finish {} but {:?}",
+            r["request_id"],
+            r["finish_reason"],
+            r.get("answer_problem")
+        );
+        valid += u64::from(stopped);
+    }
+    let a = &report["levels"][0]["answers"];
+    assert_eq!(
+        (a["checked"].as_u64(), a["valid"].as_u64()),
+        (Some(6), Some(valid)),
+        "{a}"
+    );
+    // Gemma 270M pads its JSON with whitespace the grammar allows: some
+    // answers run past 96 tokens (cut, so not JSON), not all.
+    assert!(valid >= 1, "an answer ends inside 96 tokens: {a}");
+    let (plain, plain_measured) = &runs[1];
+    assert!(plain["levels"][0].get("answers").is_none());
+    assert!(
+        plain_measured
+            .iter()
+            .all(|r| r.get("answer_valid").is_none())
+    );
+    let p50 = |r: &Value, m: &str| f(&r["levels"][0]["metrics"][m]["p50"]);
+    eprintln!(
+        "gemma, a JSON schema: {valid}/6 valid; TTFT p50 {:.1} ms, TPOT p50 {:.2} ms (unconstrained: {:.1} ms, {:.2} ms)",
+        p50(report, "ttft_ms"),
+        p50(report, "tpot_ms"),
+        p50(plain, "ttft_ms"),
+        p50(plain, "tpot_ms")
+    );
+}
+
+/// Images through llama-server: the tiny model with its random-weight vision
+/// projector (scripts/tiny-mmproj.py: 224-pixel images in 14-pixel patches,
+/// so every image is resized to 16 x 16 = 256 tokens, whatever its size). In
+/// chat and the Responses API, JPEG and PNG, the image tokens tokenscope
+/// derives (the server's prompt tokens less the text's, counted by the server's
+/// own /tokenize, less the template's overhead) are the projector's 256 per
+/// image, request by request; and the larger image takes its decode's time.
+#[test]
+#[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn tiny_vision_image_tokens_are_what_llama_server_counted() {
+    let _one = serial();
+    llama::require_installed("tiny");
+    let mmproj = llama::model_file("tiny-mmproj");
+    assert!(
+        mmproj.exists(),
+        "{} is missing: run scripts/real-engine.sh --install-only --model tiny",
+        mmproj.display()
+    );
+    let engine = Engine::start_with(
+        "tiny",
+        1,
+        4096,
+        TINY_THREADS,
+        &["--mmproj", mmproj.to_str().unwrap()],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for (api, format) in [("chat", "jpeg"), ("responses", "png")] {
+        let out = dir.path().join(format!("{api}.json"));
+        let raw = dir.path().join(format!("{api}.jsonl"));
+        let o = run(&[
+            "bench",
+            "--url",
+            &engine.url,
+            "--api",
+            api,
+            "--images",
+            "64x48,1024x768",
+            "--image-format",
+            format,
+            "--input-tokens",
+            "32",
+            "--concurrency",
+            "1",
+            "--requests",
+            "6",
+            "--rounds",
+            "1",
+            "--warmup",
+            "1",
+            "--max-tokens",
+            "4",
+            "--ignore-eos",
+            "--quiet",
+            "--json",
+            out.to_str().unwrap(),
+            "--raw",
+            raw.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}\n{}", text(&o), engine.diagnostics());
+        let report: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        assert_eq!(
+            report["config"]["tokens"]["exact"], true,
+            "{}",
+            report["config"]["tokens"]
+        );
+        let overhead = report["config"]["tokens"]["template_overhead"]
+            .as_i64()
+            .unwrap();
+        let measured: Vec<Value> = raw_requests(&raw)
+            .into_iter()
+            .filter(|r| r["warmup"] == false)
+            .collect();
+        assert_eq!(measured.len(), 6);
+        for r in &measured {
+            let used = r["usage"]["prompt_tokens"].as_i64().unwrap();
+            let text_tokens = r["prompt_tokens_sent"].as_i64().unwrap();
+            assert_eq!(
+                used - text_tokens - overhead,
+                256,
+                "{api} {}: {} prompt tokens, {text_tokens} of text, overhead {overhead}",
+                r["request_id"],
+                used
+            );
+        }
+        let groups = report["levels"][0]["images"].as_array().unwrap();
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        for g in groups {
+            assert_eq!(g["ok"], 3, "{g}");
+            assert_eq!(f(&g["image_tokens_mean"]), 256.0, "{api}: {g}");
+        }
+        eprintln!(
+            "tiny + mmproj, {api} ({format}): 64x48 TTFT p50 {:.1} ms, 1024x768 {:.1} ms; 256 image tokens each",
+            f(&groups[0]["ttft_ms_p50"]),
+            f(&groups[1]["ttft_ms_p50"])
+        );
+    }
+}
+
+/// Tool calls streamed by llama-server: Gemma 3 270M served with Qwen 2.5's
+/// chat template (`<tool_call>`; Gemma's own has no tools), `tool_choice:
+/// required`, each conversation ending in an assistant message `<tool_call>\n`
+/// that llama-server continues (its grammar then holds the rest to calls of the
+/// tools offered, their arguments to the tools' schemas, until `max_tokens`).
+/// Each request's calls, as tokenscope put them together from the stream's
+/// `delta.tool_calls`, are the calls llama-server itself parsed from the same
+/// greedy answer unstreamed: as many, and the same verdict against the tools'
+/// schemas (a call cut at `max_tokens`: `cut at max_tokens`).
+#[test]
+#[ignore = "opt-in: needs llama-server and its models (scripts/real-engine.sh); scripts/test.sh runs it (cargo test -- --include-ignored)"]
+fn gemma_tool_calls_are_the_calls_llama_server_parsed() {
+    let _one = serial();
+    llama::require_installed("gemma");
+    let template = llama::model_file("tool-template");
+    assert!(
+        template.exists(),
+        "{} is missing: run scripts/real-engine.sh --install-only --model gemma",
+        template.display()
+    );
+    let engine = Engine::start_with(
+        "gemma",
+        1,
+        2048,
+        GEMMA_THREADS,
+        &[
+            "--jinja",
+            "--chat-template-file",
+            template.to_str().unwrap(),
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tools = serde_json::json!([
+        {"type": "function", "function": {"name": "get_weather",
+            "description": "The current weather in a city",
+            "parameters": {"type": "object", "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                "required": ["city"]}}},
+        {"type": "function", "function": {"name": "search_flights",
+            "description": "Flights between two cities",
+            "parameters": {"type": "object", "properties": {
+                "origin": {"type": "string"}, "destination": {"type": "string"},
+                "passengers": {"type": "integer", "minimum": 1, "maximum": 9}},
+                "required": ["origin", "destination", "passengers"]}}}
+    ]);
+    let tools_file = dir.path().join("tools.json");
+    std::fs::write(&tools_file, tools.to_string()).unwrap();
+    let questions = [
+        "What is the weather in Paris?",
+        "Find me a flight from Rome to Oslo for two people.",
+        "Is it cold in Tokyo right now, in fahrenheit?",
+    ];
+    let conversation = |q: &str| {
+        serde_json::json!([
+            {"role": "user", "content": q},
+            {"role": "assistant", "content": "<tool_call>\n"}
+        ])
+    };
+    let prompts = dir.path().join("prompts.jsonl");
+    std::fs::write(
+        &prompts,
+        questions
+            .iter()
+            .map(|q| serde_json::json!({ "messages": conversation(q) }).to_string() + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    let (out, raw) = (dir.path().join("r.json"), dir.path().join("r.jsonl"));
+    let o = run(&[
+        "bench",
+        "--url",
+        &engine.url,
+        "--api",
+        "chat",
+        "--prompts",
+        prompts.to_str().unwrap(),
+        "--tools",
+        tools_file.to_str().unwrap(),
+        "--tool-choice",
+        "required",
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "64",
+        "--concurrency",
+        "1",
+        "--requests",
+        "3",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--json",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}\n{}", text(&o), engine.diagnostics());
+    let report: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let measured = raw_requests(&raw);
+    assert_eq!(measured.len(), 3);
+    // The server's own parse of each answer, unstreamed (greedy: the same answer).
+    let schemas: std::collections::HashMap<&str, jsonschema::Validator> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["function"]["name"].as_str().unwrap(),
+                jsonschema::validator_for(&t["function"]["parameters"]).unwrap(),
+            )
+        })
+        .collect();
+    let mut valid = 0;
+    for r in &measured {
+        // The prompts in turn: request i asked question i.
+        let i: usize = r["request_id"]
+            .as_str()
+            .unwrap()
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let body = serde_json::json!({
+            "model": "m", "messages": conversation(questions[i % 3]), "tools": tools,
+            "tool_choice": "required", "temperature": 0,
+            "max_tokens": 64, "stream": false,
+        });
+        let (status, answer) = engine.post("/v1/chat/completions", &body.to_string());
+        assert_eq!(status, 200, "{answer}");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        let choice = &answer["choices"][0];
+        let calls = choice["message"]["tool_calls"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the server parsed no call: {answer}"));
+        assert_eq!(
+            r["tool_calls"],
+            calls.len(),
+            "{}: {answer}",
+            r["request_id"]
+        );
+        let args: Vec<(&str, Option<Value>)> = calls
+            .iter()
+            .map(|c| {
+                let name = c["function"]["name"].as_str().unwrap();
+                let a = serde_json::from_str(c["function"]["arguments"].as_str().unwrap());
+                (name, a.ok())
+            })
+            .collect();
+        let server_valid = args.iter().all(|(name, a)| {
+            a.as_ref()
+                .is_some_and(|a| schemas.get(name).is_some_and(|s| s.is_valid(a)))
+        });
+        assert_eq!(
+            r["answer_valid"],
+            server_valid,
+            "{}: {args:?}; tokenscope: {:?}",
+            r["request_id"],
+            r.get("answer_problem")
+        );
+        assert_eq!(
+            r["finish_reason"], choice["finish_reason"],
+            "{}",
+            r["request_id"]
+        );
+        // The first call that breaks its schema is the one the problem names.
+        let first_bad = args.iter().find(|(name, a)| {
+            !a.as_ref()
+                .is_some_and(|a| schemas.get(name).is_some_and(|s| s.is_valid(a)))
+        });
+        if let Some((name, a)) = first_bad {
+            let problem = r["answer_problem"].as_str().unwrap_or("");
+            match a {
+                None if choice["finish_reason"] == "length" => {
+                    assert_eq!(problem, format!("{name}: cut at max_tokens"));
+                }
+                _ => assert!(problem.starts_with(&format!("{name}: ")), "{problem}"),
+            }
+        }
+        valid += u64::from(server_valid);
+        assert!(f(&r["t_first_tool_call_ms"]) >= f(&r["t_first_byte_ms"]));
+        eprintln!(
+            "gemma, {:?}: {} call(s), the first {} {}",
+            questions[i % 3],
+            args.len(),
+            args[0].0,
+            args[0].1.clone().unwrap_or(Value::Null)
+        );
+    }
+    let a = &report["levels"][0]["answers"];
+    assert_eq!(
+        (a["called_tool"].as_u64(), a["valid"].as_u64()),
+        (Some(3), Some(valid)),
+        "{a}"
+    );
+    eprintln!(
+        "gemma tool calls: {valid}/3 valid; first tool call p50 {:.1} ms",
+        f(&report["levels"][0]["metrics"]["time_to_first_tool_call_ms"]["p50"])
+    );
+}

@@ -301,6 +301,26 @@ pub struct SimArgs {
     #[arg(long)]
     pub prefix_cache: bool,
 
+    /// Where a request offers tools and tool_choice is auto (or absent), the
+    /// share of answers that call one (required or a named tool: every
+    /// answer; none: no answer). The call's arguments follow the tool's
+    /// schema and come one piece per token; the log says what was called.
+    #[arg(long, default_value_t = SimConfig::default().tool_call_share, value_name = "SHARE")]
+    pub tool_call_share: f64,
+
+    /// The share of tool calls and JSON answers (response_format, text.format,
+    /// output_format) sent without their schema's first required property
+    /// (or cut short where there is none); the log says which.
+    #[arg(long, default_value_t = SimConfig::default().invalid_answer_share, value_name = "SHARE")]
+    pub invalid_answer_share: f64,
+
+    /// An image in a prompt (PNG or JPEG, as a data URL or base64 block)
+    /// counts one prompt token per square of this many pixels a side, part
+    /// squares whole (28: Qwen2-VL's 14-pixel patches merged 2x2), prefilled
+    /// like the text; the log gives each image's size and tokens.
+    #[arg(long, default_value_t = SimConfig::default().image_patch_px, value_name = "PX")]
+    pub image_patch_px: u32,
+
     /// Longest prompt + max_tokens accepted (HTTP 400 beyond).
     #[arg(long, default_value_t = SimConfig::default().max_context_tokens)]
     pub max_context: u64,
@@ -315,6 +335,9 @@ impl SimArgs {
     pub fn into_config(self) -> anyhow::Result<SimConfig> {
         let faults = parse_faults(&self.faults).map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
         let stall = parse_duration(&self.stall).map_err(|e| anyhow::anyhow!("--stall: {e}"))?;
+        if self.image_patch_px == 0 {
+            anyhow::bail!("--image-patch-px: 0 must be at least 1");
+        }
         let cfg = SimConfig {
             model: self.model_name,
             ttft_ms: self.ttft_ms,
@@ -326,6 +349,9 @@ impl SimArgs {
             tokens_per_chunk: self.tokens_per_chunk,
             reasoning_tokens: self.reasoning_tokens,
             prefix_cache: self.prefix_cache,
+            tool_call_share: self.tool_call_share,
+            invalid_answer_share: self.invalid_answer_share,
+            image_patch_px: self.image_patch_px,
             error_rate: self.error_rate,
             faults,
             stall_ms: stall.as_secs_f64() * 1000.0,

@@ -52,10 +52,32 @@ pub struct LogRecord {
     pub chunk_tokens: Vec<u32>,
     /// Tokens sent.
     pub completion_tokens: u64,
+    /// The images its prompt carried, in order (their tokens are in
+    /// `prompt_tokens`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageSeen>,
+    /// Where the request offered tools or asked for JSON: what the answer was
+    /// (`tool_call`, `json` or `text`), the tool called, and whether it was
+    /// made to follow its schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<tokenscope_sim::answer::Planned>,
     /// The fault injected, if any.
     pub fault: Option<FaultKind>,
     /// `completed`, `fault`, `disconnected`, `context_exceeded`.
     pub outcome: &'static str,
     /// When the last byte was handed to HTTP (or the client left).
     pub t_end_ms: f64,
+}
+
+/// An image a request carried, as the mock read it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ImageSeen {
+    /// Width, pixels (from its header).
+    pub width_px: u32,
+    /// Height, pixels.
+    pub height_px: u32,
+    /// Its encoded bytes (decoded from base64).
+    pub bytes: usize,
+    /// The prompt tokens it counted (`--image-patch-px`).
+    pub tokens: u64,
 }

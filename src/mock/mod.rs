@@ -43,6 +43,9 @@ pub use server::{ConnInfo, ServeOptions, serve};
 use state::LogOnDrop;
 pub use state::MockState;
 
+/// The largest request body served: 64 MiB (images in base64).
+const BODY_LIMIT_BYTES: usize = 64 << 20;
+
 /// The API routes (`/v1/...`), with permissive CORS so a page on another origin can
 /// call them.
 pub fn router(state: MockState) -> Router {
@@ -58,6 +61,8 @@ pub fn router(state: MockState) -> Router {
         .route("/gpu/metrics", get(gpu_metrics))
         .route("/tokenize", post(tokenize).options(preflight))
         .route("/generate", post(native::generate).options(preflight))
+        // Prompts with images are megabytes (axum's default limit is 2 MB).
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .layer(axum::middleware::map_response(cors))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -292,8 +297,13 @@ async fn handle(
         echo,
         token_ids,
         continuous_usage,
+        tools,
+        tool_choice,
+        output_schema,
+        images,
     } = asked;
-    let prompt_tokens = approx_tokens(&prompt).max(1);
+    let image_tokens: u64 = images.iter().map(|i| i.tokens).sum();
+    let prompt_tokens = approx_tokens(&prompt).max(1) + image_tokens;
     // The words an earlier prompt began with: cached (at most all but one token,
     // as a server always computes the last).
     let cached_tokens = if s.cfg.prefix_cache {
@@ -356,6 +366,8 @@ async fn handle(
         chunk_times_ms: Vec::new(),
         chunk_tokens: Vec::new(),
         completion_tokens: 0,
+        answer: None,
+        images,
         fault: None,
         outcome: "completed",
         t_end_ms: t_received,
@@ -381,6 +393,19 @@ async fn handle(
         Admission::Fault { id, fault } => return answer_fault(s, log, id, fault).await,
     };
     log.id = id;
+    let script =
+        (api != Api::Completions && (!tools.is_empty() || output_schema.is_some())).then(|| {
+            tokenscope_sim::answer::plan(
+                &tools,
+                tool_choice.as_ref(),
+                output_schema.as_ref(),
+                max_tokens.saturating_sub(s.cfg.reasoning_tokens),
+                (s.cfg.tool_call_share, s.cfg.invalid_answer_share),
+                (s.cfg.seed, id),
+            )
+        });
+    let (script, planned) = script.unzip();
+    log.answer = planned;
     let writer = StreamWriter::new(
         api,
         id,
@@ -391,7 +416,8 @@ async fn handle(
     )
     .with_reasoning(s.cfg.reasoning_tokens)
     .with_cached(s.cfg.prefix_cache.then_some(cached_tokens))
-    .with_continuous_usage(continuous_usage);
+    .with_continuous_usage(continuous_usage)
+    .with_script(script.unwrap_or_default());
     if !streaming {
         // The toy model answers what asks for log-probabilities or for greedy
         // decoding (temperature 0): `tokenscope quality`'s requests.

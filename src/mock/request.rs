@@ -6,6 +6,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, header};
 use tokenscope_measure::openai::Api;
 
+use super::log::ImageSeen;
 use super::state::MockState;
 
 /// The headers that carry API keys in some deployments (Azure's `api-key`,
@@ -76,6 +77,54 @@ fn prompt_text(api: Api, v: &serde_json::Value) -> Option<String> {
     Some(text)
 }
 
+/// The images in a request's messages: chat's `image_url` parts and the
+/// Responses API's `input_image` (data URLs), the Messages API's base64
+/// `image` blocks. An image that is not a base64 PNG or JPEG is refused, as
+/// servers refuse what they cannot decode.
+fn images(v: &serde_json::Value, patch_px: u32) -> Result<Vec<ImageSeen>, String> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    let turns = v
+        .get("messages")
+        .or_else(|| v.get("input"))
+        .and_then(|m| m.as_array());
+    let parts = turns
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("content")?.as_array())
+        .flatten();
+    for part in parts {
+        let data = match part.get("type").and_then(|t| t.as_str()) {
+            Some("image_url") => part.pointer("/image_url/url").and_then(|u| u.as_str()),
+            Some("input_image") => part.get("image_url").and_then(|u| u.as_str()),
+            Some("image") => part.pointer("/source/data").and_then(|d| d.as_str()),
+            _ => continue,
+        };
+        let n = out.len() + 1;
+        let data = data.ok_or_else(|| format!("image {n}: no image data"))?;
+        let b64 = match data.strip_prefix("data:") {
+            Some(url) => url
+                .split_once(";base64,")
+                .map(|(_, d)| d)
+                .ok_or_else(|| format!("image {n}: not a base64 data URL"))?,
+            None if part.get("type").and_then(|t| t.as_str()) == Some("image") => data,
+            None => return Err(format!("image {n}: only data URLs are served here")),
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|_| format!("image {n}: not valid base64"))?;
+        let (width_px, height_px) = tokenscope_workload::images::dimensions(&bytes)
+            .ok_or_else(|| format!("image {n}: not a PNG or JPEG"))?;
+        out.push(ImageSeen {
+            width_px,
+            height_px,
+            bytes: bytes.len(),
+            tokens: tokenscope_sim::image_tokens(width_px, height_px, patch_px),
+        });
+    }
+    Ok(out)
+}
+
 /// The body field that carries a request's prompt.
 fn prompt_field(api: Api) -> &'static str {
     match api {
@@ -105,6 +154,14 @@ pub(super) struct Asked {
     /// `stream_options.continuous_usage_stats: true` asked (vLLM's): a
     /// running usage in every chunk.
     pub(super) continuous_usage: bool,
+    /// The tools offered, in any API's shape.
+    pub(super) tools: Vec<tokenscope_measure::openai::Tool>,
+    /// `tool_choice`, when given.
+    pub(super) tool_choice: Option<tokenscope_measure::openai::ToolChoice>,
+    /// The JSON schema the answer must follow, when asked.
+    pub(super) output_schema: Option<serde_json::Value>,
+    /// The images its messages carried.
+    pub(super) images: Vec<ImageSeen>,
 }
 
 /// Read a request's body and headers, or say why it is not a request (an HTTP
@@ -156,7 +213,20 @@ pub(super) fn read_request(
         Some(serde_json::Value::Number(k)) if echo => k.as_u64().map(|k| k.min(1000) as usize),
         _ => None,
     };
+    let tools = match v.get("tools") {
+        // An empty list offers nothing (servers take it).
+        Some(serde_json::Value::Array(t)) if t.is_empty() => Vec::new(),
+        Some(t) => tokenscope_measure::tools::tools_from_json(t)
+            .map_err(|why| format!("invalid \"tools\": {why}"))?,
+        None => Vec::new(),
+    };
     Ok(Asked {
+        images: images(&v, s.cfg.image_patch_px)?,
+        tools,
+        tool_choice: v
+            .get("tool_choice")
+            .and_then(tokenscope_measure::tools::tool_choice_from_json),
+        output_schema: tokenscope_measure::tools::output_schema_from_json(&v),
         prompt,
         max_tokens,
         streaming,

@@ -32,6 +32,8 @@ pub fn model_file(model: &str) -> PathBuf {
     llama_dir().join("models").join(match model {
         "gemma" => "gemma3-270m-q4_k_m.gguf",
         "tiny" => "tiny-llama.gguf",
+        "tiny-mmproj" => "tiny-mmproj.gguf",
+        "tool-template" => "qwen2.5-tool-calls.jinja",
         other => panic!("unknown model {other}"),
     })
 }
@@ -129,14 +131,26 @@ impl Engine {
 
     /// `GET path` over plain HTTP/1.1: (status, body).
     pub fn get(&self, path: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(
-            s,
+        self.request(&format!(
             "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
             self.addr
-        )
-        .unwrap();
+        ))
+    }
+
+    /// `POST path` of a JSON `body` over plain HTTP/1.1: (status, body).
+    #[allow(dead_code)] // not every test binary that includes this module posts
+    pub fn post(&self, path: &str, body: &str) -> (u16, String) {
+        self.request(&format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        ))
+    }
+
+    fn request(&self, head_and_body: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        s.write_all(head_and_body.as_bytes()).unwrap();
         let mut buf = Vec::new();
         s.read_to_end(&mut buf).unwrap();
         let resp = String::from_utf8_lossy(&buf).into_owned();

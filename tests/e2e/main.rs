@@ -32,8 +32,10 @@ mod quality;
 mod report_cli;
 mod serve;
 // A figure against the mock's own log.
+mod answers;
 mod conversation;
 mod fidelity;
+mod images;
 mod server_metrics;
 mod server_view;
 mod tokenizer_file;

@@ -143,3 +143,73 @@ fn bad_tokenizer_files_are_one_line_before_anything_runs() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// Chunks of several tokens and no running usage: the tokenizer file counts
+/// each event's tokens (the text's tokens, by where each starts), which are
+/// the mock's own chunk sizes, and the level says the tokenizer counted them.
+#[test]
+fn the_tokenizer_counts_each_chunks_tokens_where_the_server_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = train(dir.path());
+    let mock = Mock::start(&[
+        "--tokens-per-chunk",
+        "4",
+        "--itl-ms",
+        "4",
+        "--reasoning-tokens",
+        "2",
+    ]);
+    let (out, raw) = (dir.path().join("report.json"), dir.path().join("raw.jsonl"));
+    let o = run(&[
+        "bench",
+        "--url",
+        &mock.url,
+        "--tokenizer",
+        path.to_str().unwrap(),
+        "--concurrency",
+        "2",
+        "--requests",
+        "6",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--max-tokens",
+        "18",
+        "--server-metrics",
+        "none",
+        "--json",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let raw = raw_requests(&raw);
+    let ids: Vec<&str> = raw
+        .iter()
+        .map(|r| r["request_id"].as_str().unwrap())
+        .collect();
+    let log = mock.log_records_for(&ids);
+    for r in &raw {
+        let s = log
+            .iter()
+            .find(|s| s["request_id"] == r["request_id"])
+            .unwrap_or_else(|| panic!("{} not in the log", r["request_id"]));
+        // The first chunk holds the 2 reasoning tokens and 2 of the answer:
+        // two events of 2; then 4, 4, 4, 2.
+        assert_eq!(s["chunk_tokens"], serde_json::json!([4, 4, 4, 4, 2]), "{s}");
+        assert_eq!(
+            r["event_tokens"],
+            serde_json::json!([2, 2, 4, 4, 4, 2]),
+            "{r}"
+        );
+    }
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let e = &report["levels"][0]["event_tokens"];
+    assert_eq!(
+        (e["tokenized"].as_u64(), e["spread"].as_u64()),
+        (Some(6), Some(0)),
+        "{e}"
+    );
+}

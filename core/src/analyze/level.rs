@@ -10,13 +10,16 @@
 
 use std::collections::BTreeMap;
 
+use super::classes::ClassesAcc;
+use super::images::{ImageSample, ImagesAcc};
 use super::in_flight::InFlightAcc;
 use super::level_samples::LevelSamples;
 use super::long_run::{SnapAcc, drift, snapshots};
 use super::rounds::{RoundAcc, analyze_rounds};
-use crate::analyze::slo::Slo;
+use crate::analyze::slo::{Slo, SloClass};
 use crate::model::{
-    ConnectionCounts, EventTokens, LevelReport, Load, ReasoningDisplay, RunConfig, StallReport,
+    Answers, ConnectionCounts, EventTokens, LevelReport, Load, ReasoningDisplay, RunConfig,
+    StallReport,
 };
 use tokenscope_measure::metrics::{MetricOptions, RequestMetrics};
 use tokenscope_measure::record::{Outcome, PaintMethod, RequestRecord};
@@ -29,6 +32,14 @@ pub use super::level_samples::{POSITION_BUCKETS, QUANTILE_POINTS};
 pub struct LevelOptions {
     /// SLOs for goodput and capacity.
     pub slos: Vec<Slo>,
+    /// Classes of requests held to their own SLOs for goodput (`--slo-class`).
+    pub slo_classes: Vec<SloClass>,
+    /// Every request offered tools or asked for a JSON answer: its answer was
+    /// checked (`config.answer`).
+    pub answers: bool,
+    /// Events' tokens, where counted, came from the run's tokenizer file (no
+    /// `--continuous-usage` asked the server for them).
+    pub events_tokenized: bool,
     /// Metric options (stall threshold).
     pub metric: MetricOptions,
     /// Exact samples kept per metric before switching to a histogram.
@@ -46,6 +57,9 @@ impl Default for LevelOptions {
     fn default() -> Self {
         Self {
             slos: Vec::new(),
+            slo_classes: Vec::new(),
+            answers: false,
+            events_tokenized: false,
             metric: MetricOptions::default(),
             sample_cap: stats::DEFAULT_SAMPLE_CAP,
             snapshot_interval_ms: None,
@@ -62,6 +76,10 @@ impl LevelOptions {
     pub fn from_config(cfg: &RunConfig) -> Self {
         Self {
             slos: cfg.slos.clone(),
+            slo_classes: cfg.slo_classes.clone(),
+            answers: cfg.answer.is_some(),
+            events_tokenized: !cfg.continuous_usage
+                && cfg.tokens.as_ref().is_some_and(|t| t.method == "file"),
             metric: MetricOptions {
                 stall_threshold_ms: cfg.stall_threshold_ms,
                 paint_follows_answer: cfg.reasoning_display == Some(ReasoningDisplay::Hidden),
@@ -99,8 +117,9 @@ pub struct LevelAccumulator {
     tokens_total: u64,
     estimated: bool,
     token_events: u64,
-    /// Successful requests with counted and with spread tokens per event.
-    event_tokens: (u64, u64),
+    /// Successful requests with tokens per event counted by the server, by
+    /// the run's tokenizer, and spread.
+    event_tokens: (u64, u64, u64),
     shared_events: u64,
     stall_count: u64,
     stall_requests: u64,
@@ -120,6 +139,11 @@ pub struct LevelAccumulator {
     output_check: (u64, u64),
     /// Conversation turns and prefix-cache counts.
     turns: super::turns::TurnsAcc,
+    /// Tool calls and answers checked against their schemas.
+    answers: Option<Answers>,
+    /// Requests per class, and those that met their class's SLOs.
+    classes: ClassesAcc,
+    images: ImagesAcc,
 }
 
 impl LevelAccumulator {
@@ -141,7 +165,10 @@ impl LevelAccumulator {
             tokens_total: 0,
             estimated: false,
             token_events: 0,
-            event_tokens: (0, 0),
+            event_tokens: (0, 0, 0),
+            answers: None,
+            classes: ClassesAcc::default(),
+            images: ImagesAcc::default(),
             shared_events: 0,
             stall_count: 0,
             stall_requests: 0,
@@ -195,6 +222,12 @@ impl LevelAccumulator {
         ra.t_first_send = Some(ra.t_first_send.map_or(t_ref, |t| t.min(t_ref)));
         ra.t_last_done = Some(ra.t_last_done.map_or(t_done, |t| t.max(t_done)));
         self.sent += 1;
+        if let Some(class) = &r.class {
+            self.classes.sent(class);
+        }
+        if let Some(images) = &r.images {
+            self.images.sent(images);
+        }
         self.in_flight.push(round, r);
         if let Some(lag) = m.client_lag_ms {
             self.samples.lag.push(lag);
@@ -213,11 +246,14 @@ impl LevelAccumulator {
             }
             None => self.usage.2 += 1,
         }
+        // A prompt with images: the server's count less the text's is the
+        // images' tokens, not a tokenizer that counts differently.
         if let (Some(sent), Some(overhead), Some(used)) = (
             r.prompt_tokens_sent,
             self.opts.template_overhead,
             r.usage.and_then(|u| u.prompt_tokens),
-        ) {
+        ) && r.images.is_none()
+        {
             self.prompt_check.0 += 1;
             if used as i64 != sent as i64 + overhead {
                 self.prompt_check.1 += 1;
@@ -268,12 +304,18 @@ impl LevelAccumulator {
         self.tokens_total += m.output_tokens;
         self.estimated |= m.tokens_estimated;
         self.token_events += r.token_events_ms.len() as u64;
-        if !r.event_tokens.is_empty() {
+        if !r.event_tokens.is_empty() && self.opts.events_tokenized {
+            self.event_tokens.1 += 1;
+        } else if !r.event_tokens.is_empty() {
             self.event_tokens.0 += 1;
         } else if m.output_tokens > r.token_events_ms.len() as u64 {
-            self.event_tokens.1 += 1;
+            self.event_tokens.2 += 1;
         }
         self.shared_events += u64::from(r.shared_read_events);
+        if self.opts.answers {
+            let a = self.answers.get_or_insert_with(Answers::default);
+            a.add(&r.answer());
+        }
         push_samples(&mut self.samples.ttft, m.ttft_ms);
         match m.prompt_cached {
             Some(true) => push_samples(&mut self.samples.ttft_cached, m.ttft_ms),
@@ -290,6 +332,10 @@ impl LevelAccumulator {
         push_samples(&mut self.samples.render_delay, m.render_delay_ms);
         push_samples(&mut self.samples.send, m.browser_send_ms);
         push_samples(&mut self.samples.first_answer, m.time_to_first_answer_ms);
+        push_samples(
+            &mut self.samples.first_tool_call,
+            m.time_to_first_tool_call_ms,
+        );
         push_samples(
             &mut self.samples.reasoning,
             m.reasoning_tokens.map(|n| n as f64),
@@ -327,8 +373,24 @@ impl LevelAccumulator {
             self.longest_gap = Some(self.longest_gap.map_or(l, |x| x.max(l)));
             self.samples.max_gap.push(l);
         }
-        if self.opts.slos.iter().all(|slo| slo.request_meets(&m)) {
-            self.goodput += 1;
+        let class = r.class.as_deref();
+        let slos = SloClass::slos_for(&self.opts.slo_classes, class, &self.opts.slos);
+        let met = slos.iter().all(|slo| slo.request_meets(&m));
+        self.goodput += u64::from(met);
+        if let Some(class) = class {
+            self.classes.ok(class, met);
+        }
+        if let Some(images) = &r.images {
+            let used = r.usage.and_then(|u| u.prompt_tokens);
+            let text = r.prompt_tokens_sent.zip(self.opts.template_overhead);
+            self.images.ok(
+                images,
+                ImageSample {
+                    prompt_tokens: used,
+                    image_tokens: used.zip(text).map(|(u, (s, o))| u as i64 - s as i64 - o),
+                    ttft_ms: m.ttft_ms,
+                },
+            );
         }
         m
     }
@@ -370,7 +432,7 @@ impl LevelAccumulator {
         let sent_f = self.sent.max(1) as f64;
         let metrics = self.samples.metrics();
         let slo_checks = self.samples.slo_checks(&metrics, &self.opts.slos);
-        let has_slos = !self.opts.slos.is_empty();
+        let has_slos = !self.opts.slos.is_empty() || !self.opts.slo_classes.is_empty();
         let (prompt_cache, turns) = self.turns.finish();
         let (rounds, round_spread) = analyze_rounds(&self.rounds);
         let snapshots = snapshots(&self.snapshots, self.opts.snapshot_interval_ms);
@@ -435,11 +497,15 @@ impl LevelAccumulator {
             output_tokens_checked: self.output_check.0,
             output_tokens_differ: self.output_check.1,
             prompt_cache,
-            event_tokens: (self.event_tokens != (0, 0)).then(|| EventTokens {
+            event_tokens: (self.event_tokens != (0, 0, 0)).then(|| EventTokens {
                 counted: self.event_tokens.0,
-                spread: self.event_tokens.1,
+                tokenized: self.event_tokens.1,
+                spread: self.event_tokens.2,
                 tokens_per_event: self.tokens_total as f64 / self.token_events.max(1) as f64,
             }),
+            answers: self.answers.map(Answers::finished),
+            classes: self.classes.finish(&self.opts.slo_classes, &self.opts.slos),
+            images: self.images.finish(),
             turns,
             server: None,
             cost: None,

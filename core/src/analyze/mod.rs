@@ -13,8 +13,10 @@
 //! The statistics they stand on are `tokenscope_stats`; the decode floor and model
 //! shapes are `tokenscope_hw::floor`.
 
+pub mod classes;
 pub mod cost;
 pub mod diagnosis;
+pub mod images;
 pub mod in_flight;
 pub mod level;
 pub mod level_samples;

@@ -98,6 +98,42 @@ pub struct Slo {
     pub max_ms: f64,
 }
 
+/// One class of a mixed workload and the SLOs its requests are held to
+/// (`--slo-class summarize=ttft_ms:p95<=3000`): a prompts file's lines name
+/// their class (`"class": "summarize"`); a request of a class without its own
+/// SLOs is held to the run's (`--slo`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloClass {
+    /// The class's name, as the prompts file gives it.
+    pub class: String,
+    /// Its SLOs.
+    pub slos: Vec<Slo>,
+}
+
+impl SloClass {
+    /// Parse `NAME=SLO,SLO,...`.
+    pub fn parse(s: &str) -> Result<SloClass, SloError> {
+        let (name, list) = s
+            .split_once('=')
+            .ok_or_else(|| SloError::Class { item: s.to_owned() })?;
+        let slos = Slo::parse_list(list)?;
+        if name.trim().is_empty() || slos.is_empty() {
+            return Err(SloError::Class { item: s.to_owned() });
+        }
+        Ok(SloClass {
+            class: name.trim().to_owned(),
+            slos,
+        })
+    }
+
+    /// The SLOs a request of `class` is held to: its class's own, else `run`'s.
+    pub fn slos_for<'a>(classes: &'a [SloClass], class: Option<&str>, run: &'a [Slo]) -> &'a [Slo] {
+        class
+            .and_then(|c| classes.iter().find(|k| k.class == c))
+            .map_or(run, |k| &k.slos)
+    }
+}
+
 /// An SLO string that could not be read.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum SloError {
@@ -125,6 +161,14 @@ pub enum SloError {
         item: String,
         /// The percentile given.
         percentile: String,
+    },
+    /// A class without its name or SLOs.
+    #[error(
+        "SLO class {item:?}: expected NAME=METRIC:PERCENTILE<=BOUND,..., e.g. summarize=ttft_ms:p95<=3000"
+    )]
+    Class {
+        /// The offending item.
+        item: String,
     },
     /// Bad bound.
     #[error("SLO {item:?}: bound {bound:?} must be a positive number of milliseconds")]
@@ -347,6 +391,32 @@ mod tests {
         for m in METRICS.iter().filter(|m| m.slo.is_none()) {
             assert!(Slo::parse(&format!("{}<=10", m.key)).is_err(), "{}", m.key);
         }
+    }
+
+    #[test]
+    fn a_class_holds_its_requests_to_its_own_slos() {
+        let chat = SloClass::parse("chat=ttft_ms:p95<=500,tpot_ms:p50<=50").unwrap();
+        assert_eq!(chat.class, "chat");
+        assert_eq!(chat.slos.len(), 2);
+        let run = Slo::parse_list("ttft_ms:p95<=2000").unwrap();
+        let classes = [chat.clone()];
+        assert_eq!(
+            SloClass::slos_for(&classes, Some("chat"), &run),
+            &chat.slos[..]
+        );
+        assert_eq!(
+            SloClass::slos_for(&classes, Some("summarize"), &run),
+            &run[..]
+        );
+        assert_eq!(SloClass::slos_for(&classes, None, &run), &run[..]);
+        for bad in ["chat", "=ttft_ms<=5", "chat="] {
+            let e = SloClass::parse(bad).unwrap_err();
+            assert!(e.to_string().contains("NAME=METRIC"), "{bad}: {e}");
+        }
+        assert!(matches!(
+            SloClass::parse("chat=latency<=5"),
+            Err(SloError::UnknownMetric { .. })
+        ));
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct LevelMetrics {
     /// reasoned; TTFT counts the reasoning's first token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_to_first_answer_ms: Option<Summary>,
+    /// Time to the first piece of a tool call (requests whose answer called one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_first_tool_call_ms: Option<Summary>,
     /// Reasoning tokens per request (requests that reasoned).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<Summary>,
@@ -111,12 +114,132 @@ pub struct EventTokens {
     /// carried (a running `usage` in each chunk): their ITL per token divides
     /// each gap by those counts.
     pub counted: u64,
+    /// Successful requests whose events' tokens the run's tokenizer counted
+    /// (`--tokenizer FILE`: the generated text's tokens, each given to the
+    /// event its first byte came in), where the server did not.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokenized: u64,
     /// Successful requests with more tokens than events and no count per
     /// event: their tokens are spread evenly over their events.
     pub spread: u64,
     /// Output tokens per content event over the successful requests.
     pub tokens_per_event: f64,
 }
+
+/// What the answers to requests that offered tools or asked for a JSON answer
+/// were (successful requests; `--tools`, `--json-schema`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Answers {
+    /// Successful requests that offered tools or asked for JSON.
+    pub requests: u64,
+    /// Of them, those whose answer called at least one tool.
+    pub called_tool: u64,
+    /// Tool calls made, all answers together.
+    pub tool_calls: u64,
+    /// Answers checked against a schema (a tool's, or the answer's own).
+    pub checked: u64,
+    /// Of those, the answers that kept to every schema.
+    pub valid: u64,
+    /// Why the others did not, most frequent first (at most 5): the tool, the
+    /// place in the JSON and the rule broken (`get_weather: /unit: enum`),
+    /// never the answer's text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<AnswerProblem>,
+}
+
+/// One reason answers failed their schema, and how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerProblem {
+    /// The reason (`not JSON`, `/unit: enum`).
+    pub problem: String,
+    /// Answers it was the first problem of.
+    pub count: u64,
+}
+
+impl Answers {
+    /// The share of answers that called a tool.
+    pub fn tool_call_share(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.called_tool as f64 / self.requests as f64)
+    }
+
+    /// The share of checked answers valid against their schema.
+    pub fn valid_share(&self) -> Option<f64> {
+        (self.checked > 0).then(|| self.valid as f64 / self.checked as f64)
+    }
+
+    /// Count one request's answer (its problems kept in full until
+    /// [`Answers::finished`], up to 64 distinct ones).
+    pub fn add(&mut self, check: &tokenscope_measure::record::AnswerCheck) {
+        // (Every request of a run that offered tools or asked for JSON.)
+        self.requests += 1;
+        self.called_tool += u64::from(check.tool_calls > 0);
+        self.tool_calls += u64::from(check.tool_calls);
+        let Some(valid) = check.valid else { return };
+        self.checked += 1;
+        if valid {
+            self.valid += 1;
+            return;
+        }
+        let problem = check.problem.as_deref().unwrap_or("invalid");
+        let room = self.problems.len() < 64;
+        match self.problems.iter_mut().find(|q| q.problem == problem) {
+            Some(q) => q.count += 1,
+            None if room => self.problems.push(AnswerProblem {
+                problem: problem.to_owned(),
+                count: 1,
+            }),
+            None => {}
+        }
+    }
+
+    /// The counts, with the most frequent problems only.
+    pub fn finished(self) -> Answers {
+        self.merged(&Answers::default())
+    }
+
+    /// The sum of two levels' (shards of one level: the problems counted
+    /// together).
+    pub fn merged(mut self, other: &Answers) -> Answers {
+        self.requests += other.requests;
+        self.called_tool += other.called_tool;
+        self.tool_calls += other.tool_calls;
+        self.checked += other.checked;
+        self.valid += other.valid;
+        for p in &other.problems {
+            match self.problems.iter_mut().find(|q| q.problem == p.problem) {
+                Some(q) => q.count += p.count,
+                None => self.problems.push(p.clone()),
+            }
+        }
+        self.problems
+            .sort_by(|a, b| b.count.cmp(&a.count).then(a.problem.cmp(&b.problem)));
+        self.problems.truncate(MAX_ANSWER_PROBLEMS);
+        self
+    }
+}
+
+/// One class of a mixed workload at a level: its requests, and those that met
+/// the class's own SLOs (`--slo-class`; the run's `--slo` where it has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassReport {
+    /// The class (a prompts file line's `class`).
+    pub class: String,
+    /// Its SLOs, as given (`ttft_ms:p95<=500`); empty: none (every
+    /// successful request meets them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slos: Vec<String>,
+    /// Its requests sent in the measured rounds.
+    pub sent: u64,
+    /// Of those, the successful ones.
+    pub ok: u64,
+    /// Of those, the ones whose own values met every one of its SLOs.
+    pub met: u64,
+    /// `met / sent`: the class's goodput share.
+    pub met_fraction: f64,
+}
+
+/// The most problems [`Answers`] lists.
+pub const MAX_ANSWER_PROBLEMS: usize = 5;
 
 /// What the server's prefix cache served, as the server said per request.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
@@ -419,6 +542,18 @@ pub struct LevelReport {
     /// them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_tokens: Option<EventTokens>,
+    /// Where requests offered tools or asked for a JSON answer: the tool calls
+    /// made and the answers valid against their schemas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<Answers>,
+    /// Per class of request (a prompts file's `class`), the share that met its
+    /// own SLOs; empty when no request had a class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassReport>,
+    /// Per image spec the requests carried (`--images`), smallest first: the
+    /// server's prompt and image tokens and TTFT; empty without images.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::model::ImageGroup>,
     /// Per turn of the level's conversations (`--conversation`), first turn
     /// first; empty outside conversations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

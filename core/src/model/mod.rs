@@ -21,10 +21,12 @@
 
 pub mod client;
 pub mod cost;
+pub mod images;
 pub mod level;
 pub use tokenscope_workload::load;
 pub mod merge;
 pub mod metric;
+pub mod metric_defs;
 pub mod rum;
 pub mod run;
 pub mod shown;
@@ -36,14 +38,16 @@ pub use client::{
     SweepReport, check_schema,
 };
 pub use cost::{EnergySource, LevelCost, Price};
+pub use images::ImageGroup;
 pub use level::{
-    ConnectionCounts, Drift, EventTokens, LevelMetrics, LevelReport, PositionBucket, PromptCache,
-    ReachedLoad, RoundReport, RoundSpread, SloCheck, Snapshot, Spread, StallReport, TurnReport,
+    AnswerProblem, Answers, ClassReport, ConnectionCounts, Drift, EventTokens, LevelMetrics,
+    LevelReport, PositionBucket, PromptCache, ReachedLoad, RoundReport, RoundSpread, SloCheck,
+    Snapshot, Spread, StallReport, TurnReport,
 };
 pub use load::{Arrival, Load, LoadMode, ReasoningDisplay, Source};
 pub use merge::{MergeInfo, MergeMethod};
 pub use rum::{RumLevel, TtftSplit};
-pub use run::{Environment, RunConfig, TokenCounting, TraceInfo};
+pub use run::{AnswerAsked, Environment, RunConfig, TokenCounting, TraceInfo};
 pub use warning::{ReportWarning, WarningKind};
 
 /// Serde: leave a zero count out.

@@ -128,6 +128,22 @@ pub struct RunConfig {
     /// Every chunk was asked for a running `usage` (`--continuous-usage`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub continuous_usage: bool,
+    /// Classes of requests held to their own SLOs (`--slo-class`); a request
+    /// of another class, or of none, is held to `slos`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo_classes: Vec<crate::analyze::slo::SloClass>,
+    /// The images each request carried (`--images`), each spec in turn, as
+    /// given (`512x512`, `2x1024x768`: text here, which the page reads
+    /// without the parser).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+    /// How they were encoded; absent without images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_format: Option<tokenscope_workload::images::ImageFormat>,
+    /// What every request asked its answer to be (`--tools`, `--tool-choice`,
+    /// `--json-schema`); absent: nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerAsked>,
     /// What the compute costs (`--price`); absent: no dollar figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<super::cost::Price>,
@@ -172,6 +188,22 @@ pub struct RunConfig {
     pub shard: Option<tokenscope_workload::shard::ShardInfo>,
 }
 
+/// What every request of a run asked its answer to be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AnswerAsked {
+    /// The names of the tools offered (`--tools`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Whether the model could (`auto`), had to (`required`) or could not
+    /// (`none`) call one, or had to call the one named (`--tool-choice`);
+    /// absent: the server's default (auto).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<String>,
+    /// A JSON schema was asked of every answer (`--json-schema`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub json_schema: bool,
+}
+
 impl RunConfig {
     /// A configuration of the chat API at `url` with `model` and nothing else set:
     /// no levels, one round, no prompt size, no timeout, no SLOs. The base callers
@@ -212,6 +244,10 @@ impl RunConfig {
             gpu_metrics_url: None,
             price: None,
             continuous_usage: false,
+            answer: None,
+            slo_classes: Vec::new(),
+            images: Vec::new(),
+            image_format: None,
             distinct_prompts: None,
             scrape_interval_s: None,
             trace: None,

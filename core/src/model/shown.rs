@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
+use tokenscope_measure::record::{Outcome, RequestRecord};
 use tokenscope_stats::stats::Summary;
 
 use super::client::{ClientReport, Knee, ReportError, SweepReport, check_client_schema};
@@ -32,6 +33,40 @@ pub fn client_report(text: &str) -> Result<ClientReport, ReportError> {
 pub fn levels<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<LevelReport>, D::Error> {
     let shown = Vec::<ShownLevel>::deserialize(d)?;
     Ok(shown.into_iter().map(LevelReport::from).collect())
+}
+
+/// A request as the page's first module reads it (what its per-request
+/// timeline draws: the send, the response head, the content events, the end,
+/// the paint and the outcome): for `#[serde(deserialize_with)]` on a record in
+/// a message from the run module. Every other field is left empty, so that the
+/// record's other fields (the usage, the answer's check, the workload's labels,
+/// ...) stay off the page's first load.
+pub fn record<'de, D: Deserializer<'de>>(d: D) -> Result<RequestRecord, D::Error> {
+    let s = ShownRecord::deserialize(d)?;
+    Ok(RequestRecord {
+        t_headers_ms: s.t_headers_ms,
+        token_events_ms: s.token_events_ms,
+        t_done_ms: s.t_done_ms,
+        t_first_paint_ms: s.t_first_paint_ms,
+        outcome: s.outcome,
+        ..RequestRecord::sent_at(s.t_send_ms, s.t_scheduled_ms)
+    })
+}
+
+#[derive(Deserialize)]
+struct ShownRecord {
+    #[serde(default)]
+    t_scheduled_ms: Option<f64>,
+    t_send_ms: f64,
+    #[serde(default)]
+    t_headers_ms: Option<f64>,
+    #[serde(default)]
+    token_events_ms: Vec<f64>,
+    #[serde(default)]
+    t_done_ms: Option<f64>,
+    #[serde(default)]
+    t_first_paint_ms: Option<f64>,
+    outcome: Outcome,
 }
 
 #[derive(Deserialize)]

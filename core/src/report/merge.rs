@@ -455,7 +455,7 @@ fn combine(
     );
     let sent_f = sent.max(1) as f64;
     let metrics = samples.metrics();
-    let has_slos = !config.slos.is_empty();
+    let has_slos = !config.slos.is_empty() || !config.slo_classes.is_empty();
     let goodput: f64 = parts
         .iter()
         .map(|l| (l.goodput_fraction.unwrap_or(0.0) * l.sent as f64).round())
@@ -553,6 +553,22 @@ fn combine(
                 a
             }),
         event_tokens: None,
+        answers: parts
+            .iter()
+            .filter_map(|l| l.answers.clone())
+            .reduce(|a, b| a.merged(&b)),
+        classes: crate::analyze::classes::merge_classes(
+            &parts
+                .iter()
+                .map(|l| l.classes.as_slice())
+                .collect::<Vec<_>>(),
+        ),
+        images: crate::analyze::images::merge_images(
+            &parts
+                .iter()
+                .map(|l| l.images.as_slice())
+                .collect::<Vec<_>>(),
+        ),
         turns: Vec::new(),
         server: None,
         cost: None,

@@ -199,6 +199,10 @@ pub fn record(t: &Turn, t0_unix_ms: f64) -> RequestRecord {
         event_tokens: Vec::new(),
         t_done_ms: at(m.last_byte.or(m.last_chunk).or(m.headers)),
         t_first_answer_ms: None,
+        t_first_tool_call_ms: None,
+        tool_calls: 0,
+        answer_valid: None,
+        answer_problem: None,
         reasoning_events: 0,
         t_first_paint_ms: at(m.first_paint),
         paint_method: m.first_paint.map(|_| match t.paint_method.as_str() {
@@ -209,6 +213,8 @@ pub fn record(t: &Turn, t0_unix_ms: f64) -> RequestRecord {
         prompt_tokens_sent: None,
         completion_tokens_counted: None,
         turn: None,
+        class: None,
+        images: None,
         session: None,
         // `usage` counts the whole stream's tokens: only beside every chunk's time
         // (else TPOT would spread them over the chunks recorded).

@@ -115,6 +115,13 @@ pub struct BenchConfig {
     pub timeout: Duration,
     /// SLOs.
     pub slos: Vec<Slo>,
+    /// Classes of requests held to their own SLOs (`--slo-class`).
+    pub slo_classes: Vec<tokenscope_core::analyze::slo::SloClass>,
+    /// The images each request carries (`--images`), each spec in turn;
+    /// empty: none.
+    pub images: Vec<tokenscope_workload::images::ImageSpec>,
+    /// How they are encoded (`--image-format`).
+    pub image_format: tokenscope_workload::images::ImageFormat,
     /// Stall threshold, ms.
     pub stall_threshold_ms: f64,
     /// Seed for prompts and arrivals.
@@ -139,6 +146,9 @@ pub struct BenchConfig {
     pub gpu_metrics: Option<reqwest::Url>,
     /// Ask for a running `usage` in every chunk (`--continuous-usage`).
     pub continuous_usage: bool,
+    /// The tools offered and the JSON schema asked of every answer, with
+    /// their validators (`--tools`, `--tool-choice`, `--json-schema`).
+    pub answer: Option<std::sync::Arc<crate::answer::AnswerContract>>,
     /// What the compute costs (`--price`).
     pub price: Option<tokenscope_core::model::cost::Price>,
     /// Time between scrapes within a level.
@@ -389,6 +399,9 @@ impl BenchConfig {
             min_tokens: self.min_tokens,
             timeout_s: self.timeout.as_secs_f64(),
             slos: self.slos.clone(),
+            slo_classes: self.slo_classes.clone(),
+            images: self.images.iter().map(ToString::to_string).collect(),
+            image_format: (!self.images.is_empty()).then_some(self.image_format),
             stall_threshold_ms: self.stall_threshold_ms,
             seed: self.seed,
             snapshot_interval_s: self.snapshot_interval.map(|d| d.as_secs_f64()),
@@ -400,6 +413,7 @@ impl BenchConfig {
             gpu_metrics_url: self.gpu_metrics.as_ref().map(crate::util::redact_url),
             price: self.price,
             continuous_usage: self.continuous_usage,
+            answer: self.answer.as_ref().map(|a| a.asked()),
             distinct_prompts: match &self.prompts {
                 Prompts::File { prompts, .. } => Some(prompts.len() as u64),
                 Prompts::Synthetic { .. } => None,

@@ -13,6 +13,7 @@
 //! computed on the request's own path. What stops a run is an [`Error`] that says
 //! whose the fault is: an option, a file, the endpoint, or the run itself.
 
+pub mod answer;
 pub mod clock;
 mod config;
 pub mod error;

@@ -50,11 +50,15 @@ pub(super) fn quota_for(cfg: &BenchConfig, load: Load, plan_load: Load, round: u
     }
 }
 
+/// The most bytes of bodies a round builds before it starts (256 MiB): a
+/// thousand prompts with a large image each would otherwise be gigabytes.
+const PREBUILT_BYTES_MAX: usize = 256 << 20;
+
 /// Closed loop: `c` workers, each sending its next request when its last one ends.
 ///
-/// With a request count, every body is built before the round starts, so building
-/// one request's prompt never delays another's send (a round starts with a burst of
-/// `c` sends at once).
+/// With a request count, every body is built before the round starts (up to
+/// [`PREBUILT_BYTES_MAX`]), so building one request's prompt never delays
+/// another's send (a round starts with a burst of `c` sends at once).
 pub(super) async fn run_closed(
     ctx: &Arc<Ctx>,
     c: u32,
@@ -65,12 +69,18 @@ pub(super) async fn run_closed(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let started = Arc::new(AtomicU64::new(0));
     let prebuilt: Arc<Vec<(u64, Body)>> = Arc::new(match quota {
-        Quota::Count(n) => (0..n)
-            .map(|_| {
+        Quota::Count(n) => {
+            // Up to PREBUILT_BYTES_MAX of bodies (prompts with images are
+            // megabytes each); the rest are built by the worker that sends them.
+            let (mut bodies, mut bytes) = (Vec::new(), 0usize);
+            while (bodies.len() as u64) < n && bytes < PREBUILT_BYTES_MAX {
                 let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
-                (index, ctx.body(index))
-            })
-            .collect(),
+                let body = ctx.body(index);
+                bytes += body.bytes.len();
+                bodies.push((index, body));
+            }
+            bodies
+        }
         Quota::For(_) => Vec::new(),
     });
     let deadline_ms = match quota {
@@ -88,10 +98,14 @@ pub(super) async fn run_closed(
                     break;
                 }
                 let (index, body) = match quota {
-                    Quota::Count(_) => {
+                    Quota::Count(n) => {
                         let k = started.fetch_add(1, Ordering::Relaxed) as usize;
                         match prebuilt.get(k) {
                             Some((index, body)) => (*index, body.clone()),
+                            None if (k as u64) < n => {
+                                let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
+                                (index, ctx.body_for_send(index).await)
+                            }
                             None => break,
                         }
                     }
@@ -100,7 +114,7 @@ pub(super) async fn run_closed(
                             break;
                         }
                         let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
-                        (index, ctx.body(index))
+                        (index, ctx.body_for_send(index).await)
                     }
                 };
                 let f = ctx.one(None, phase, body, index).await;
@@ -304,7 +318,7 @@ pub(super) async fn run_ramp(
                         break;
                     }
                     let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
-                    let body = ctx.body(index);
+                    let body = ctx.body_for_send(index).await;
                     tokio::time::sleep_until(ctx.clock.instant_at(t)).await;
                     let (ctx2, tx) = (Arc::clone(&ctx), tx.clone());
                     tokio::spawn(async move {
@@ -321,7 +335,7 @@ pub(super) async fn run_ramp(
                     tokio::time::sleep_until(ctx.clock.instant_at(join_at)).await;
                     while ctx.clock.now_ms() < end && !ctx.stop.is_cancelled() {
                         let index = ctx.next_index.fetch_add(1, Ordering::Relaxed);
-                        let body = ctx.body(index);
+                        let body = ctx.body_for_send(index).await;
                         if tx
                             .send(ctx.one(None, Phase::Warmup, body, index).await)
                             .is_err()

@@ -105,7 +105,11 @@ async fn wrong_base(client: &reqwest::Client, cfg: &BenchConfig, base: &str) -> 
 
 /// The pre-flight's tiny request of `model`.
 fn tiny_spec(cfg: &BenchConfig, model: &str) -> RequestSpec {
-    RequestSpec {
+    // With the run's tools and schema, and its largest images, sent as the
+    // run will send them: a server that refuses them (a text-only model
+    // refuses images, another limits their count or size) says so before the
+    // run.
+    let spec = RequestSpec {
         system: None,
         messages: None,
         api: cfg.api,
@@ -116,7 +120,16 @@ fn tiny_spec(cfg: &BenchConfig, model: &str) -> RequestSpec {
         min_tokens: None,
         temperature: cfg.temperature,
         continuous_usage: cfg.continuous_usage,
-    }
+        tools: Vec::new(),
+        tool_choice: None,
+        output_schema: None,
+        images: tokenscope_workload::images::largest(&cfg.images)
+            .map(|s| {
+                tokenscope_workload::images::request_images(s, cfg.image_format, cfg.seed, u64::MAX)
+            })
+            .unwrap_or_default(),
+    };
+    crate::answer::AnswerContract::ask(cfg.answer.as_deref(), spec)
 }
 
 /// How the tiny request went, when it did not stop the run.

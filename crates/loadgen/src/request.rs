@@ -10,6 +10,7 @@ use tokenscope_core::report::raw::{Phase, RawLine};
 use tokenscope_measure::openai::{RequestSpec, request_body};
 use tokenscope_measure::record::RequestRecord;
 use tokenscope_workload::conversation::History;
+use tokenscope_workload::images::{self, ImageSpec};
 use tokenscope_workload::prompts::{block_prompt, exact_prompt, synthetic_prompt, vocabulary};
 use tokio_util::sync::CancellationToken;
 
@@ -65,12 +66,57 @@ pub(super) struct Ctx {
 pub(crate) struct Body {
     pub(super) bytes: Bytes,
     pub(super) prompt_tokens: Option<u64>,
+    /// Its prompt's class (a prompts file line's `class`).
+    pub(super) class: Option<String>,
+    /// The images its prompt carries (`512x512`), when any.
+    pub(super) images: Option<String>,
 }
 
 impl Ctx {
     pub(super) fn body(&self, index: u64) -> Body {
         let (spec, counted) = self.spec(index);
-        Body::of(&spec, counted)
+        Body {
+            class: self.class(index),
+            images: self.images_label(index),
+            ..Body::of(&spec, counted)
+        }
+    }
+
+    /// [`Ctx::body`] for a request built by the task that sends it: off the
+    /// runtime's threads when it carries images (encoding them takes
+    /// milliseconds to seconds, and those threads stamp other requests' reads).
+    pub(super) async fn body_for_send(self: &Arc<Self>, index: u64) -> Body {
+        if self.cfg.images.is_empty() {
+            return self.body(index);
+        }
+        let ctx = Arc::clone(self);
+        tokio::task::spawn_blocking(move || ctx.body(index))
+            .await
+            .expect("building a body does not panic")
+    }
+
+    /// Request `index`'s class: its prompt's, in a prompts file that gives one.
+    fn class(&self, index: u64) -> Option<String> {
+        match (&self.cfg.prompts, &self.cfg.load) {
+            (Prompts::File { prompts, .. }, load) if !matches!(load, LoadPlan::Trace { .. }) => {
+                let shard = self.cfg.shard_or_whole();
+                let i = shard.prompt_index(index, prompts.len()).unwrap_or(0);
+                prompts.get(i).and_then(|p| p.class.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// The image spec request `index` carries, when the run sends images:
+    /// each in turn by the shard's own numbering (so every shard sends every
+    /// spec alike); the pictures themselves are drawn from the plan-wide
+    /// number, so no two shards send the same.
+    fn image_spec(&self, index: u64) -> Option<ImageSpec> {
+        images::spec_for(&self.cfg.images, index)
+    }
+
+    fn images_label(&self, index: u64) -> Option<String> {
+        self.image_spec(index).map(|s| s.to_string())
     }
 
     /// The body of a conversation's next turn: the history so far and the user's
@@ -80,7 +126,11 @@ impl Ctx {
         let (mut spec, counted) = self.spec(index);
         let first = history.next_turn() == 1;
         spec.messages = Some(history.ask(std::mem::take(&mut spec.prompt)));
-        Body::of(&spec, counted.filter(|_| first))
+        Body {
+            class: self.class(index),
+            images: self.images_label(index),
+            ..Body::of(&spec, counted.filter(|_| first))
+        }
     }
 
     /// Request `index`'s spec and its prompt's counted tokens.
@@ -152,7 +202,15 @@ impl Ctx {
             min_tokens: self.cfg.min_tokens,
             temperature: self.cfg.temperature,
             continuous_usage: self.cfg.continuous_usage,
+            tools: Vec::new(),
+            tool_choice: None,
+            output_schema: None,
+            images: self
+                .image_spec(index)
+                .map(|s| images::request_images(s, self.cfg.image_format, self.cfg.seed, global))
+                .unwrap_or_default(),
         };
+        let spec = crate::answer::AnswerContract::ask(self.cfg.answer.as_deref(), spec);
         (spec, counted)
     }
 
@@ -184,12 +242,14 @@ impl Ctx {
                     .unwrap_or_else(std::sync::PoisonError::into_inner),
             );
         }
-        let counter = self.tokens.output_counter.as_deref();
+        let counter = self.tokens.output_counter.as_ref();
+        let contract = self.cfg.answer.as_deref();
         let send = transport::Send {
             request_id: &request_id,
             t_scheduled_ms,
-            keep_answer: turn.is_some(),
+            keep_answer: turn.is_some() || contract.is_some_and(|c| c.keeps_text()),
             keep_text: counter.is_some(),
+            keep_calls: contract.is_some_and(|c| !c.tools.is_empty()),
         };
         let (mut record, texts) = transport::exchange(
             &self.client,
@@ -201,14 +261,44 @@ impl Ctx {
         )
         .await;
         record.prompt_tokens_sent = body.prompt_tokens;
+        record.class = body.class;
+        record.images = body.images;
+        // The answer checked against its schemas, after its end (its times
+        // are already taken).
+        if let Some(c) = contract
+            && record.outcome.is_ok()
+        {
+            let cut = matches!(
+                record.finish_reason.as_deref(),
+                Some("length" | "max_tokens" | "max_output_tokens")
+            );
+            record.set_answer(c.check(&texts.calls, texts.answer.as_deref(), cut));
+        }
         record.session = turn.map(|t| t.0);
         record.turn = turn.map(|t| t.1);
         // The answer counted by the local tokenizer, after the request's end
         // (its times are already taken).
-        if let (Some(c), Some(text)) = (counter, &texts.generated)
+        if let (Some(c), Some(text)) = (counter, texts.generated)
             && record.outcome.is_ok()
         {
-            record.completion_tokens_counted = c.count(text).await.ok();
+            // Events of several tokens the server did not count (and was not
+            // asked to: --continuous-usage): the tokenizer's count of each,
+            // for ITL per token.
+            let events = record.token_events_ms.len();
+            let more = record
+                .usage
+                .and_then(|u| u.completion_tokens)
+                .is_some_and(|n| n > events as u64);
+            let ends = (more
+                && !self.cfg.continuous_usage
+                && record.event_tokens.is_empty()
+                && texts.event_ends.len() == events)
+                .then_some(texts.event_ends);
+            let counted = crate::tokenize::count_answer(c, text, ends).await;
+            record.completion_tokens_counted = counted.tokens;
+            if let Some(per_event) = counted.per_event {
+                record.event_tokens = per_event;
+            }
         }
         let f = Finished {
             request_id,
@@ -226,6 +316,8 @@ impl Body {
                 serde_json::to_vec(&request_body(spec)).expect("a JSON value serializes"),
             ),
             prompt_tokens,
+            class: None,
+            images: None,
         }
     }
 }

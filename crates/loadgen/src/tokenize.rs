@@ -98,6 +98,72 @@ impl Counter {
     }
 }
 
+/// An answer's tokens by the run's counter: all of them, and each event's
+/// where a `tokenizer.json` gave them.
+#[derive(Debug, Default)]
+pub struct AnswerCount {
+    /// Tokens of the whole text.
+    pub tokens: Option<u64>,
+    /// Each event's tokens ([`tokens_per_event`]), when asked and a
+    /// `tokenizer.json` counted.
+    pub per_event: Option<Vec<u32>>,
+}
+
+/// Count an answer's `text` after its request's end: a `tokenizer.json` encodes
+/// it once, on a blocking thread (not on the runtime's, where other requests'
+/// reads are stamped), for the whole count and, given `ends` (where each
+/// event's text ends), each event's; another counter counts the whole only.
+pub async fn count_answer(
+    counter: &std::sync::Arc<Counter>,
+    text: String,
+    ends: Option<Vec<usize>>,
+) -> AnswerCount {
+    if let Counter::File { .. } = counter.as_ref() {
+        let counter = std::sync::Arc::clone(counter);
+        let counted = tokio::task::spawn_blocking(move || {
+            let Counter::File { tokenizer, .. } = counter.as_ref() else {
+                return AnswerCount::default();
+            };
+            let Ok(encoding) = tokenizer.encode(text.as_str(), false) else {
+                return AnswerCount::default();
+            };
+            AnswerCount {
+                tokens: Some(encoding.len() as u64),
+                per_event: ends
+                    .and_then(|e| tokens_per_event(encoding.get_offsets(), text.len(), &e)),
+            }
+        })
+        .await;
+        return counted.unwrap_or_default();
+    }
+    AnswerCount {
+        tokens: counter.count(&text).await.ok(),
+        per_event: None,
+    }
+}
+
+/// Each event's tokens: the tokens (by their byte `offsets` in a text
+/// `text_len` long), each given to the event its first byte came in (`ends`:
+/// where each event's text ends); `None` when the text and the events do not
+/// match.
+pub fn tokens_per_event(
+    offsets: &[(usize, usize)],
+    text_len: usize,
+    ends: &[usize],
+) -> Option<Vec<u32>> {
+    if ends.last() != Some(&text_len) {
+        return None;
+    }
+    let mut counts = vec![0u32; ends.len()];
+    for &(start, _) in offsets {
+        let event = ends.partition_point(|&end| end <= start);
+        if let Some(c) = counts.get_mut(event) {
+            *c += 1;
+        }
+    }
+    Some(counts)
+}
+
 async fn server_count(
     client: &reqwest::Client,
     url: &reqwest::Url,
@@ -309,10 +375,13 @@ async fn template_overhead(
 ) -> Option<i64> {
     const N: u64 = tokens::OVERHEAD_PROBE_TOKENS;
     let sent = N + prefix.map_or(0, |p| p.1);
+    // With the run's tools and schema: a server renders tools into the prompt,
+    // so they are part of the overhead every request pays.
     let spec = RequestSpec {
         temperature: cfg.temperature,
         ..tokens::overhead_spec(cfg.api, model, words, cfg.seed, prefix.map(|p| p.0.clone()))
     };
+    let spec = crate::answer::AnswerContract::ask(cfg.answer.as_deref(), spec);
     let body = serde_json::to_vec(&completion_body(&spec)).ok()?;
     let record = run_request(
         client,

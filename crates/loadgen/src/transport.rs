@@ -103,6 +103,7 @@ pub async fn run_request(
         t_scheduled_ms,
         keep_answer: false,
         keep_text: false,
+        keep_calls: false,
     };
     exchange(client, target, body, clock, send, cancel).await.0
 }
@@ -119,6 +120,8 @@ pub struct Send<'a> {
     /// Keep all the generated text, reasoning included (the run's tokenizer
     /// counts it).
     pub keep_text: bool,
+    /// Put the answer's tool calls together (their schemas check them).
+    pub keep_calls: bool,
 }
 
 /// What [`exchange`] gives back besides the record.
@@ -128,6 +131,10 @@ pub struct Texts {
     pub answer: Option<String>,
     /// All the generated text, when `send.keep_text`.
     pub generated: Option<String>,
+    /// The answer's tool calls, when `send.keep_calls`.
+    pub calls: Vec<tokenscope_measure::tools::ToolCall>,
+    /// Where each content event's text ends in `generated`, bytes.
+    pub event_ends: Vec<usize>,
 }
 
 /// [`run_request`], also giving the answer's text when `send.keep_answer` and
@@ -145,7 +152,8 @@ pub async fn exchange(
     let t_send = clock.now_ms();
     let mut tl = RequestTimeline::new(t_send, send.t_scheduled_ms)
         .keep_answer(send.keep_answer)
-        .keep_text(send.keep_text);
+        .keep_text(send.keep_text)
+        .keep_calls(send.keep_calls);
     enum End {
         Finished,
         Timeout,
@@ -169,6 +177,8 @@ pub async fn exchange(
     let texts = Texts {
         answer: tl.take_answer(),
         generated: send.keep_text.then(|| tl.text().to_owned()),
+        calls: tl.take_calls().unwrap_or_default(),
+        event_ends: tl.text_event_ends().to_vec(),
     };
     (tl.finish(), texts)
 }

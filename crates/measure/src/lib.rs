@@ -30,4 +30,5 @@ pub mod sse;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod timeline;
+pub mod tools;
 pub mod wire;

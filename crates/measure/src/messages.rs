@@ -12,7 +12,8 @@
 use serde::Deserialize;
 
 use crate::wire::{
-    Chunk, ChunkError, PromptTokensDetails, RequestSpec, StreamItem, Usage, error_from_value,
+    Chunk, ChunkError, PromptTokensDetails, RequestSpec, StreamItem, ToolCallDelta, Usage,
+    error_from_value,
 };
 
 /// The header that carries the API key (where there is one), unless the user
@@ -59,6 +60,7 @@ pub fn request_body(spec: &RequestSpec) -> serde_json::Map<String, serde_json::V
     }
     body.insert("messages".into(), turns.into());
     body.insert("max_tokens".into(), spec.max_tokens.into());
+    crate::tools::insert(spec, &mut body);
     body
 }
 
@@ -68,6 +70,8 @@ struct RawEvent {
     kind: String,
     #[serde(default)]
     message: Option<RawMessage>,
+    #[serde(default)]
+    index: Option<u32>,
     #[serde(default)]
     content_block: Option<RawBlock>,
     #[serde(default)]
@@ -155,8 +159,13 @@ pub fn parse(data: &str) -> Result<StreamItem, ChunkError> {
             if let Some(block) = raw.content_block {
                 match block.kind.as_deref() {
                     Some("tool_use") => {
-                        chunk.tool_call_deltas =
-                            u32::from(block.name.is_some_and(|n| !n.is_empty()))
+                        if let Some(name) = block.name.filter(|n| !n.is_empty()) {
+                            chunk.tool_calls.push(ToolCallDelta {
+                                index: raw.index,
+                                name,
+                                arguments: String::new(),
+                            });
+                        }
                     }
                     Some("text") => chunk.content = block.text.unwrap_or_default(),
                     _ => {}
@@ -169,8 +178,13 @@ pub fn parse(data: &str) -> Result<StreamItem, ChunkError> {
                     Some("text_delta") => chunk.content = d.text.unwrap_or_default(),
                     Some("thinking_delta") => chunk.reasoning = d.thinking.unwrap_or_default(),
                     Some("input_json_delta") => {
-                        chunk.tool_call_deltas =
-                            u32::from(d.partial_json.is_some_and(|j| !j.is_empty()))
+                        if let Some(piece) = d.partial_json.filter(|j| !j.is_empty()) {
+                            chunk.tool_calls.push(ToolCallDelta {
+                                index: raw.index,
+                                name: String::new(),
+                                arguments: piece,
+                            });
+                        }
                     }
                     _ => {}
                 }

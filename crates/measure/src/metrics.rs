@@ -105,6 +105,9 @@ pub struct RequestMetrics {
     /// A reasoning model's time to its first answer token (after the reasoning),
     /// ms; only for a request that reasoned.
     pub time_to_first_answer_ms: Option<f64>,
+    /// Time to the first piece of a tool call (its name or arguments), ms;
+    /// only for a request whose answer called a tool.
+    pub time_to_first_tool_call_ms: Option<f64>,
     /// Its reasoning tokens (`usage.completion_tokens_details.reasoning_tokens`,
     /// else the reasoning events counted); only for a request that reasoned.
     pub reasoning_tokens: Option<u64>,
@@ -220,6 +223,7 @@ impl RequestMetrics {
                     .is_some_and(|n| n > 0))
             .then_some(r.t_first_answer_ms.map(|t| t - t0))
             .flatten(),
+            time_to_first_tool_call_ms: r.t_first_tool_call_ms.map(|t| t - t0),
         }
     }
 }

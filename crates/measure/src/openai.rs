@@ -15,8 +15,9 @@ use serde::Deserialize;
 
 use crate::wire::conversation;
 pub use crate::wire::{
-    Api, ChatMessage, Chunk, ChunkError, CompletionTokensDetails, PromptTokensDetails, RequestSpec,
-    ServerTimings, StreamError, StreamItem, Usage, error_from_value,
+    Api, ChatMessage, Chunk, ChunkError, CompletionTokensDetails, ImagePart, PromptTokensDetails,
+    RequestSpec, ServerTimings, StreamError, StreamItem, Tool, ToolCallDelta, ToolChoice, Usage,
+    error_from_value,
 };
 
 /// The JSON body of a streaming request. Chat and completions ask for
@@ -64,6 +65,9 @@ pub fn request_body(spec: &RequestSpec) -> serde_json::Value {
     if let Some(t) = spec.temperature {
         body.insert("temperature".into(), t.into());
     }
+    if spec.api == Api::Chat {
+        crate::tools::insert(spec, &mut body);
+    }
     serde_json::Value::Object(body)
 }
 
@@ -107,6 +111,8 @@ struct RawDelta {
 
 #[derive(Deserialize)]
 struct RawToolCall {
+    #[serde(default)]
+    index: Option<u32>,
     #[serde(default)]
     function: Option<RawFunction>,
 }
@@ -158,7 +164,7 @@ pub fn parse_event(event_type: &str, data: &str) -> Result<StreamItem, ChunkErro
     }
     let mut chunk = Chunk {
         usage: raw.usage,
-        timings: raw.timings,
+        timings: raw.timings.map(Box::new),
         ..Chunk::default()
     };
     if raw.kind.as_deref() == Some("error") {
@@ -179,10 +185,14 @@ pub fn parse_event(event_type: &str, data: &str) -> Result<StreamItem, ChunkErro
             }
             for call in delta.tool_calls.unwrap_or_default() {
                 if let Some(f) = call.function {
-                    let has_name = f.name.is_some_and(|n| !n.is_empty());
-                    let has_args = f.arguments.is_some_and(|a| !a.is_empty());
-                    if has_name || has_args {
-                        chunk.tool_call_deltas += 1;
+                    let name = f.name.unwrap_or_default();
+                    let arguments = f.arguments.unwrap_or_default();
+                    if !name.is_empty() || !arguments.is_empty() {
+                        chunk.tool_calls.push(ToolCallDelta {
+                            index: call.index,
+                            name,
+                            arguments,
+                        });
                     }
                 }
             }
@@ -395,7 +405,7 @@ mod tests {
         let c = chunk(
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
         );
-        assert_eq!(c.tool_call_deltas, 1);
+        assert_eq!(c.tool_calls.len(), 1);
         let c = chunk(
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}}]}}]}"#,
         );
@@ -511,6 +521,10 @@ mod tests {
             min_tokens: Some(8),
             temperature: None,
             continuous_usage: false,
+            tools: Vec::new(),
+            tool_choice: None,
+            output_schema: None,
+            images: Vec::new(),
         };
         let b = request_body(&spec);
         assert_eq!(b["prompt"], "p");
@@ -527,5 +541,65 @@ mod tests {
         });
         assert_eq!(b["messages"][0]["content"], "p");
         assert!(b.get("ignore_eos").is_none());
+    }
+
+    /// Images go in the last user message, in each API's own shape.
+    #[test]
+    fn images_go_in_each_apis_shape() {
+        let image = crate::wire::ImagePart {
+            media_type: "image/png",
+            base64: "iVBORw0KGgo=".into(),
+        };
+        let spec = |api| RequestSpec {
+            system: Some("sys".into()),
+            messages: None,
+            api,
+            model: "m".into(),
+            prompt: "look".into(),
+            max_tokens: 8,
+            ignore_eos: false,
+            min_tokens: None,
+            temperature: None,
+            continuous_usage: false,
+            tools: Vec::new(),
+            tool_choice: None,
+            output_schema: None,
+            images: vec![image.clone(), image.clone()],
+        };
+        let url = "data:image/png;base64,iVBORw0KGgo=";
+        let chat = request_body(&spec(Api::Chat));
+        let content = &chat["messages"][1]["content"];
+        assert_eq!(
+            chat["messages"][0]["content"], "sys",
+            "the system prompt stays text"
+        );
+        assert_eq!(
+            content[0],
+            serde_json::json!({"type": "text", "text": "look"})
+        );
+        assert_eq!(content[1]["image_url"]["url"], url);
+        assert_eq!(content[2]["type"], "image_url");
+        let responses = request_body(&spec(Api::Responses));
+        let content = &responses["input"][0]["content"];
+        assert_eq!(
+            content[0],
+            serde_json::json!({"type": "input_text", "text": "look"})
+        );
+        assert_eq!(
+            content[1],
+            serde_json::json!({"type": "input_image", "image_url": url})
+        );
+        let messages = request_body(&spec(Api::Messages));
+        assert_eq!(messages["system"], "sys");
+        let content = &messages["messages"][0]["content"];
+        assert_eq!(
+            content[0],
+            serde_json::json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}),
+            "images first"
+        );
+        assert_eq!(
+            content[2],
+            serde_json::json!({"type": "text", "text": "look"})
+        );
     }
 }

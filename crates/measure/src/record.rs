@@ -203,6 +203,19 @@ pub struct RequestRecord {
     /// The first event carrying answer text or a tool call (after any reasoning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_first_answer_ms: Option<f64>,
+    /// The first event carrying a piece of a tool call (its name or arguments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_first_tool_call_ms: Option<f64>,
+    /// Tool calls the answer made (`--tools`; 0 for an answer in text).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub tool_calls: u32,
+    /// Whether the answer kept to its schemas ([`AnswerCheck::valid`]);
+    /// absent when nothing was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_valid: Option<bool>,
+    /// Why not, where it did not ([`AnswerCheck::problem`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_problem: Option<String>,
     /// Content events that carried reasoning text.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub reasoning_events: u32,
@@ -227,6 +240,13 @@ pub struct RequestRecord {
     /// first), absent outside conversations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// The class of request it was (a prompts file line's `class`), for
+    /// goodput per class; absent when its prompt gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// The images its prompt carried (`--images`): `512x512`, `2x1024x768`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<String>,
     /// The conversation it belonged to (numbered from 0 in the run), with `turn`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<u64>,
@@ -258,6 +278,25 @@ pub struct RequestRecord {
     pub outcome: Outcome,
 }
 
+/// What a request that offered tools or asked for a JSON answer got back,
+/// checked after its end (its times are already taken); kept in the record's
+/// `tool_calls`, `answer_valid` and `answer_problem`
+/// ([`RequestRecord::set_answer`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AnswerCheck {
+    /// Tool calls the answer made (0: it answered in text).
+    pub tool_calls: u32,
+    /// Whether the answer kept to its schemas: every call names a tool offered
+    /// and its arguments are valid against that tool's schema; an answer in text
+    /// asked to follow a JSON schema parses and is valid against it. Absent
+    /// when there was nothing to check (an answer in text to a request that
+    /// offered tools and asked for no JSON).
+    pub valid: Option<bool>,
+    /// Why not, where it was not (`get_weather: /unit: enum`): the tool, the
+    /// place in the arguments and the rule broken, never the answer's text.
+    pub problem: Option<String>,
+}
+
 /// Whether a request opened the connection it went over, and the part of that
 /// connection's setup the request waited for. The setup lies between the send
 /// and the request leaving (it is part of the request's TTFT). A request that
@@ -285,6 +324,22 @@ pub struct ConnectionUse {
 }
 
 impl RequestRecord {
+    /// Keep what the answer's check found.
+    pub fn set_answer(&mut self, check: AnswerCheck) {
+        self.tool_calls = check.tool_calls;
+        self.answer_valid = check.valid;
+        self.answer_problem = check.problem;
+    }
+
+    /// What the answer's check found ([`RequestRecord::set_answer`]).
+    pub fn answer(&self) -> AnswerCheck {
+        AnswerCheck {
+            tool_calls: self.tool_calls,
+            valid: self.answer_valid,
+            problem: self.answer_problem.clone(),
+        }
+    }
+
     /// The same request seen on a clock `dt_ms` ahead: every time moved, every
     /// duration kept (shards' records put on one time axis to merge).
     pub fn shift(&mut self, dt_ms: f64) {
@@ -367,6 +422,48 @@ impl RequestRecord {
     /// Last content event's arrival.
     pub fn t_last_token_ms(&self) -> Option<f64> {
         self.token_events_ms.last().copied()
+    }
+
+    /// A request sent at `t_send_ms` (scheduled at `t_scheduled_ms` in rate
+    /// mode) of which nothing else is known yet: every other field empty, its
+    /// outcome `ok` until said otherwise.
+    pub fn sent_at(t_send_ms: f64, t_scheduled_ms: Option<f64>) -> Self {
+        Self {
+            t_scheduled_ms,
+            t_send_ms,
+            t_headers_ms: None,
+            t_request_start_ms: None,
+            t_response_start_ms: None,
+            status: None,
+            t_first_byte_ms: None,
+            token_events_ms: Vec::new(),
+            event_tokens: Vec::new(),
+            t_done_ms: None,
+            t_first_answer_ms: None,
+            t_first_tool_call_ms: None,
+            tool_calls: 0,
+            answer_valid: None,
+            answer_problem: None,
+            reasoning_events: 0,
+            t_first_paint_ms: None,
+            paint_method: None,
+            shared_read_events: 0,
+            prompt_tokens_sent: None,
+            completion_tokens_counted: None,
+            turn: None,
+            class: None,
+            images: None,
+            session: None,
+            usage: None,
+            server_timings: None,
+            output_chars: 0,
+            body_bytes: 0,
+            done_received: false,
+            finish_reason: None,
+            outcome: Outcome::Ok,
+            protocol: None,
+            connection: None,
+        }
     }
 
     /// Actual minus scheduled send time (rate mode), ms.

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::wire::{
     Chunk, ChunkError, CompletionTokensDetails, PromptTokensDetails, RequestSpec, ServerTimings,
-    StreamError, StreamItem, Usage, error_from_value,
+    StreamError, StreamItem, ToolCallDelta, Usage, error_from_value,
 };
 
 /// Whether an event type belongs to this API.
@@ -31,6 +31,7 @@ pub fn request_body(spec: &RequestSpec) -> serde_json::Map<String, serde_json::V
     }
     body.insert("input".into(), crate::wire::conversation(spec).into());
     body.insert("max_output_tokens".into(), spec.max_tokens.into());
+    crate::tools::insert(spec, &mut body);
     body
 }
 
@@ -42,6 +43,8 @@ struct RawEvent {
     delta: Option<serde_json::Value>,
     #[serde(default)]
     item: Option<RawItem>,
+    #[serde(default)]
+    output_index: Option<u32>,
     #[serde(default)]
     response: Option<RawResponse>,
     /// llama.cpp's own timings, beside `response` in `response.completed`.
@@ -144,18 +147,27 @@ pub fn parse(data: &str) -> Result<StreamItem, ChunkError> {
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
             chunk.reasoning = delta
         }
-        "response.function_call_arguments.delta" => {
-            chunk.tool_call_deltas = u32::from(!delta.is_empty())
+        "response.function_call_arguments.delta" if !delta.is_empty() => {
+            chunk.tool_calls.push(ToolCallDelta {
+                index: raw.output_index,
+                name: String::new(),
+                arguments: delta,
+            });
         }
         "response.output_item.added" => {
-            let item = raw.item.unwrap_or(RawItem {
-                kind: None,
-                name: None,
-            });
-            chunk.tool_call_deltas = u32::from(
-                item.kind.as_deref() == Some("function_call")
-                    && item.name.is_some_and(|n| !n.is_empty()),
-            );
+            if let Some(RawItem {
+                kind: Some(kind),
+                name: Some(name),
+            }) = raw.item
+                && kind == "function_call"
+                && !name.is_empty()
+            {
+                chunk.tool_calls.push(ToolCallDelta {
+                    index: raw.output_index,
+                    name,
+                    arguments: String::new(),
+                });
+            }
         }
         "response.completed" | "response.incomplete" => {
             let response = raw.response.ok_or_else(|| ChunkError::Malformed {
@@ -168,7 +180,7 @@ pub fn parse(data: &str) -> Result<StreamItem, ChunkError> {
                 .and_then(|d| d.reason)
                 .or(response.status)
                 .or_else(|| Some(raw.kind.trim_start_matches("response.").to_owned()));
-            chunk.timings = raw.timings;
+            chunk.timings = raw.timings.map(Box::new);
             chunk.ends_stream = true;
         }
         "response.failed" => {

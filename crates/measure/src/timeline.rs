@@ -60,42 +60,17 @@ pub struct RequestTimeline {
     /// The running `usage.completion_tokens` the content events carried so
     /// far, while every one of them carried it (`None` once one did not).
     running_tokens: Option<u64>,
+    /// The tool calls' deltas put together, when kept.
+    calls: Option<crate::tools::ToolCalls>,
+    /// Where each content event's text ends in `text` (bytes), when kept.
+    event_ends: Vec<usize>,
 }
 
 impl RequestTimeline {
     /// Start a request sent at `t_send_ms` (and scheduled at `t_scheduled_ms` in rate mode).
     pub fn new(t_send_ms: f64, t_scheduled_ms: Option<f64>) -> Self {
         Self {
-            record: RequestRecord {
-                t_scheduled_ms,
-                t_send_ms,
-                t_headers_ms: None,
-                t_request_start_ms: None,
-                t_response_start_ms: None,
-                status: None,
-                t_first_byte_ms: None,
-                token_events_ms: Vec::new(),
-                event_tokens: Vec::new(),
-                t_done_ms: None,
-                t_first_answer_ms: None,
-                reasoning_events: 0,
-                t_first_paint_ms: None,
-                paint_method: None,
-                shared_read_events: 0,
-                prompt_tokens_sent: None,
-                completion_tokens_counted: None,
-                turn: None,
-                session: None,
-                usage: None,
-                server_timings: None,
-                output_chars: 0,
-                body_bytes: 0,
-                done_received: false,
-                finish_reason: None,
-                outcome: Outcome::Ok,
-                protocol: None,
-                connection: None,
-            },
+            record: RequestRecord::sent_at(t_send_ms, t_scheduled_ms),
             decoder: sse::Decoder::new(),
             events: Vec::new(),
             decided: false,
@@ -106,6 +81,8 @@ impl RequestTimeline {
             answer: None,
             running_tokens: Some(0),
             needs_end_event: false,
+            calls: None,
+            event_ends: Vec::new(),
         }
     }
 
@@ -127,6 +104,18 @@ impl RequestTimeline {
         self.answer.take()
     }
 
+    /// Put the answer's tool calls together from their deltas
+    /// ([`RequestTimeline::take_calls`]).
+    pub fn keep_calls(mut self, keep: bool) -> Self {
+        self.calls = keep.then(crate::tools::ToolCalls::default);
+        self
+    }
+
+    /// The answer's tool calls (when [`RequestTimeline::keep_calls`] is on).
+    pub fn take_calls(&mut self) -> Option<Vec<crate::tools::ToolCall>> {
+        self.calls.take().map(crate::tools::ToolCalls::into_calls)
+    }
+
     /// Keep the generated text (the page shows it as it streams).
     pub fn keep_text(mut self, keep: bool) -> Self {
         self.keep_text = keep;
@@ -142,6 +131,13 @@ impl RequestTimeline {
     /// The generated text so far (only when [`RequestTimeline::keep_text`] is on).
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Where each content event's text ends in [`RequestTimeline::text`], in
+    /// bytes (only when [`RequestTimeline::keep_text`] is on): a tokenizer's
+    /// tokens of the text, by where they start, are each event's.
+    pub fn text_event_ends(&self) -> &[usize] {
+        &self.event_ends
     }
 
     /// The record so far.
@@ -280,11 +276,17 @@ impl RequestTimeline {
                         }
                         _ => None,
                     };
-                    if !chunk.content.is_empty() || chunk.tool_call_deltas > 0 {
+                    if !chunk.content.is_empty() || !chunk.tool_calls.is_empty() {
                         self.record.t_first_answer_ms.get_or_insert(t_ms);
                     }
                     if !chunk.reasoning.is_empty() {
                         self.record.reasoning_events += 1;
+                    }
+                    if !chunk.tool_calls.is_empty() {
+                        self.record.t_first_tool_call_ms.get_or_insert(t_ms);
+                        if let Some(calls) = self.calls.as_mut() {
+                            chunk.tool_calls.iter().for_each(|d| calls.add(d));
+                        }
                     }
                     self.record.output_chars += chunk.text_chars() as u64;
                     if self.keep_text {
@@ -292,6 +294,7 @@ impl RequestTimeline {
                             self.text.push_str(&chunk.reasoning);
                         }
                         self.text.push_str(&chunk.content);
+                        self.event_ends.push(self.text.len());
                     }
                     if let Some(a) = self.answer.as_mut() {
                         a.push_str(&chunk.content);
@@ -303,7 +306,7 @@ impl RequestTimeline {
                         None => usage,
                     });
                 }
-                if let Some(timings) = chunk.timings {
+                if let Some(timings) = chunk.timings.map(|t| *t) {
                     self.record.server_timings = Some(timings);
                 }
                 if chunk.finish_reason.is_some() {

@@ -103,18 +103,149 @@ pub struct RequestSpec {
     /// event's own token count, for ITL per token.
     #[serde(default)]
     pub continuous_usage: bool,
+    /// Tools offered to the model (`--tools`), sent in the API's own shape.
+    /// (Not in the spec's own JSON, which only the page reads: it sends none.)
+    #[serde(skip)]
+    pub tools: Vec<Tool>,
+    /// Which tool the model may or must call (`--tool-choice`); the server's
+    /// default (auto) when absent.
+    #[serde(skip)]
+    pub tool_choice: Option<ToolChoice>,
+    /// A JSON schema the answer must follow (`--json-schema`: structured
+    /// output, the API's `response_format` or its equivalent).
+    #[serde(skip)]
+    pub output_schema: Option<serde_json::Value>,
+    /// Images sent with the prompt (`--images`), in the last user message in
+    /// the API's own shape (chat's `image_url`, the Responses API's
+    /// `input_image`, the Messages API's base64 `image` blocks).
+    #[serde(skip)]
+    pub images: Vec<ImagePart>,
+}
+
+/// An image in a prompt: its media type and its bytes in base64.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePart {
+    /// `image/png` or `image/jpeg`.
+    pub media_type: &'static str,
+    /// The encoded image, base64 (standard alphabet, padded).
+    pub base64: String,
+}
+
+impl ImagePart {
+    /// The image as a `data:` URL (chat and the Responses API carry it so).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.base64)
+    }
+}
+
+/// A function the model may call: its name, what it does, and the JSON schema
+/// of its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    /// The function's name.
+    pub name: String,
+    /// What it does (for the model).
+    pub description: String,
+    /// The JSON schema its arguments follow.
+    pub parameters: serde_json::Value,
+}
+
+/// Whether the model may, must or must not call a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (every API's default).
+    Auto,
+    /// The model must call one of the tools.
+    Required,
+    /// The model must not call any.
+    None,
+    /// The model must call this one.
+    Named(String),
+}
+
+impl ToolChoice {
+    /// Parse `auto`, `required`, `none`, or a tool's name.
+    pub fn parse(s: &str) -> Self {
+        match s.trim() {
+            "auto" => ToolChoice::Auto,
+            "required" | "any" => ToolChoice::Required,
+            "none" => ToolChoice::None,
+            name => ToolChoice::Named(name.to_owned()),
+        }
+    }
+
+    /// `auto`, `required`, `none`, or the tool's name.
+    pub fn label(&self) -> &str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+            ToolChoice::Named(name) => name,
+        }
+    }
+}
+
+/// One stream event's piece of a tool call: its name (when this event names
+/// it) and the piece of its arguments' JSON text it carries.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolCallDelta {
+    /// Which call of the answer (chat's `index`, the Responses API's
+    /// `output_index`, the Messages API's content block `index`); absent
+    /// where the server left it out (the call under way, or a new one when
+    /// this delta names one and the call under way has its name).
+    pub index: Option<u32>,
+    /// The function's name, in the event that names it.
+    pub name: String,
+    /// A piece of the arguments' JSON text.
+    pub arguments: String,
 }
 
 /// The conversation a request sends, without the system prompt: a dataset's
 /// `messages`, or the prompt as one user message.
 pub(crate) fn conversation(spec: &RequestSpec) -> Vec<serde_json::Value> {
-    match &spec.messages {
+    let mut turns: Vec<serde_json::Value> = match &spec.messages {
         Some(conversation) => conversation
             .iter()
             .map(|m| serde_json::json!({ "role": m.role, "content": m.content }))
             .collect(),
         None => vec![serde_json::json!({ "role": "user", "content": spec.prompt })],
+    };
+    if !spec.images.is_empty()
+        && let Some(last) = turns.iter_mut().rev().find(|m| m["role"] == "user")
+    {
+        let text = last["content"].take();
+        last["content"] = with_images(spec.api, text, &spec.images);
     }
+    turns
+}
+
+/// A user message's content: its text and `images`, as `api` carries them
+/// (the Messages API puts images first, as Anthropic advises).
+fn with_images(api: Api, text: serde_json::Value, images: &[ImagePart]) -> serde_json::Value {
+    use serde_json::json;
+    let mut parts: Vec<serde_json::Value> = images
+        .iter()
+        .map(|i| match api {
+            Api::Responses => json!({ "type": "input_image", "image_url": i.data_url() }),
+            Api::Messages => json!({
+                "type": "image",
+                "source": { "type": "base64", "media_type": i.media_type, "data": i.base64 },
+            }),
+            Api::Chat | Api::Completions => {
+                json!({ "type": "image_url", "image_url": { "url": i.data_url() } })
+            }
+        })
+        .collect();
+    let text = match api {
+        Api::Responses => json!({ "type": "input_text", "text": text }),
+        _ => json!({ "type": "text", "text": text }),
+    };
+    if api == Api::Messages {
+        parts.push(text);
+    } else {
+        parts.insert(0, text);
+    }
+    parts.into()
 }
 
 /// Token counts reported by the server (`usage`).
@@ -229,13 +360,14 @@ pub struct Chunk {
     /// Reasoning text (`delta.reasoning_content` or `delta.reasoning`).
     pub reasoning: String,
     /// Tool-call deltas that carry a function name or argument text.
-    pub tool_call_deltas: u32,
+    pub tool_calls: Vec<ToolCallDelta>,
     /// The last non-null `finish_reason`.
     pub finish_reason: Option<String>,
     /// `usage`, when the chunk carries it.
     pub usage: Option<Usage>,
-    /// llama.cpp's `timings`, when present.
-    pub timings: Option<ServerTimings>,
+    /// llama.cpp's `timings`, when present (boxed: once a stream, where every
+    /// other event is a chunk).
+    pub timings: Option<Box<ServerTimings>>,
     /// The event that ends a complete stream in the APIs that have no `[DONE]`
     /// (`response.completed`, `message_stop`).
     pub ends_stream: bool,
@@ -249,7 +381,7 @@ impl Chunk {
     /// Whether this chunk carries generated content (text, reasoning or a tool-call
     /// delta). Role-only and empty deltas do not.
     pub fn carries_token(&self) -> bool {
-        !self.content.is_empty() || !self.reasoning.is_empty() || self.tool_call_deltas > 0
+        !self.content.is_empty() || !self.reasoning.is_empty() || !self.tool_calls.is_empty()
     }
 
     /// Characters of generated text (content + reasoning).

@@ -326,6 +326,24 @@ pub fn text_summary(report: &ClientReport) -> String {
                 let _ = writeln!(out, "{note}");
             }
         }
+        if let Some((h, rows)) = super::answers::class_rows(report) {
+            out.push_str("\ngoodput per class (requests that met their class's SLOs):\n");
+            out.push_str(&text_table(&h, &rows));
+        }
+        if let Some((h, rows)) = super::images::image_rows(report) {
+            let _ = writeln!(out, "\n{}:", super::images::TITLE);
+            out.push_str(&text_table(&h, &rows));
+            if let Some(note) = super::images::image_note(report) {
+                let _ = writeln!(out, "{note}");
+            }
+        }
+        if let Some((h, rows)) = super::answers::answer_rows(report) {
+            out.push_str("\nwhat the answers were:\n");
+            out.push_str(&text_table(&h, &rows));
+            if let Some(note) = super::answers::answer_note(report) {
+                let _ = writeln!(out, "{note}");
+            }
+        }
         if let Some((h, rows)) = super::turns::turn_rows(report) {
             out.push_str(
                 "\nper conversation turn (ms; cached: prompt tokens from the server's cache):\n",
@@ -392,6 +410,24 @@ pub fn server_markdown(out: &mut String, report: &ClientReport) {
         out.push_str("\n### What each token cost\n\n");
         out.push_str(&markdown_table(&h, &rows));
         if let Some(note) = super::cost::cost_note(report) {
+            let _ = writeln!(out, "\n{note}");
+        }
+    }
+    if let Some((h, rows)) = super::answers::class_rows(report) {
+        out.push_str("\n### Goodput per class\n\n");
+        out.push_str(&markdown_table(&h, &rows));
+    }
+    if let Some((h, rows)) = super::images::image_rows(report) {
+        let _ = writeln!(out, "\n### {}\n", super::images::TITLE);
+        out.push_str(&markdown_table(&h, &rows));
+        if let Some(note) = super::images::image_note(report) {
+            let _ = writeln!(out, "\n{note}");
+        }
+    }
+    if let Some((h, rows)) = super::answers::answer_rows(report) {
+        out.push_str("\n### What the answers were\n\n");
+        out.push_str(&markdown_table(&h, &rows));
+        if let Some(note) = super::answers::answer_note(report) {
             let _ = writeln!(out, "\n{note}");
         }
     }

@@ -452,6 +452,24 @@ fn html_server(o: &mut String, client: &ClientReport) {
             let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(&note));
         }
     }
+    if let Some((h, rows)) = super::answers::class_rows(client) {
+        o.push_str("<h3 id=\"classes\">Goodput per class</h3>");
+        o.push_str(&html_table(&h, &rows));
+    }
+    if let Some((h, rows)) = super::images::image_rows(client) {
+        let _ = write!(o, "<h3 id=\"images\">{}</h3>", super::images::TITLE);
+        o.push_str(&html_table(&h, &rows));
+        if let Some(note) = super::images::image_note(client) {
+            let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(&note));
+        }
+    }
+    if let Some((h, rows)) = super::answers::answer_rows(client) {
+        o.push_str("<h3 id=\"answers\">What the answers were</h3>");
+        o.push_str(&html_table(&h, &rows));
+        if let Some(note) = super::answers::answer_note(client) {
+            let _ = write!(o, "<p class=\"from\">{}</p>", escape_html(&note));
+        }
+    }
     if let Some((h, rows)) = super::turns::turn_rows(client) {
         o.push_str("<h3 id=\"turns\">Per conversation turn (ms)</h3>");
         o.push_str(&html_table(&h, &rows));

@@ -1,7 +1,7 @@
 //! The glossary printed at the end of every combined report: each metric's
 //! definition and what other tools call it (the same as `docs/metrics.md`).
 
-use tokenscope_core::model::metric::DEFINITIONS;
+use tokenscope_core::model::metric_defs::DEFINITIONS;
 
 /// One glossary entry.
 #[derive(Debug, Clone, Copy)]
@@ -15,13 +15,14 @@ pub struct GlossaryEntry {
 }
 
 /// The glossary's entries in order: the metrics' own definitions from the
-/// registry ([`tokenscope_core::model::metric::DEFINITIONS`], by key), and the concepts
+/// registry ([`tokenscope_core::model::metric_defs::DEFINITIONS`], by key), and the concepts
 /// that are not a level's metric (the same as docs/metrics.md).
 pub const GLOSSARY: &[GlossaryEntry] = &[
     metric("ttft_ms"),
     metric("rendered_ttft_ms"),
     metric("render_delay_ms"),
     metric("time_to_first_answer_ms"),
+    metric("time_to_first_tool_call_ms"),
     metric("browser_delivery_ms"),
     metric("time_to_headers_ms"),
     metric("tpot_ms"),

@@ -17,6 +17,7 @@
 //!   server's answers against a reference's.
 //! - [`page`]: what the web page computes, here so that it is tested natively.
 
+pub mod answers;
 pub mod charts;
 pub mod client;
 pub mod combined;
@@ -26,6 +27,7 @@ pub mod cost;
 pub use tokenscope_stats::fmt;
 pub mod glossary;
 pub mod history;
+pub mod images;
 pub mod kernels;
 pub mod kv_plan;
 pub mod page;

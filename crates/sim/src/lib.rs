@@ -25,11 +25,15 @@
 //! * Tokens are sent `tokens_per_chunk` at a time. Every request generates exactly
 //!   `max_tokens` tokens (as with `ignore_eos`).
 //! * With probability `error_rate` a request gets a fault drawn from `faults`.
+//! * An image in the prompt counts [`image_tokens`]: one token per
+//!   `image_patch_px`-square patch (Qwen2-VL's 14-pixel patches merged 2x2),
+//!   prefilled like the text's.
 //!
 //! The driver calls [`Engine::submit`] when a request arrives, then loops:
 //! [`Engine::start_step`] (returns the step's duration) -> wait -> [`Engine::finish_step`]
 //! (returns what to send to whom). [`StreamWriter`] formats the SSE bytes.
 
+pub mod answer;
 mod engine;
 pub mod exposition;
 pub mod prefix;
@@ -154,8 +158,34 @@ pub struct SimConfig {
     /// with are not prefilled again, and `usage` says how many.
     #[serde(default)]
     pub prefix_cache: bool,
+    /// Where a request offers tools and lets the model decide (`auto`), the
+    /// share of answers that call one ([`answer::plan`]).
+    #[serde(default = "one")]
+    pub tool_call_share: f64,
+    /// The share of tool calls and JSON answers made to break their schema in
+    /// one known way (a required property left out).
+    #[serde(default)]
+    pub invalid_answer_share: f64,
+    /// The side of the square of pixels one image token covers.
+    #[serde(default = "patch_px")]
+    pub image_patch_px: u32,
     /// Seed.
     pub seed: u64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn patch_px() -> u32 {
+    28
+}
+
+/// The tokens an image of `width_px` by `height_px` counts in the prompt: one
+/// per `patch_px`-square patch, a part patch counted whole.
+pub fn image_tokens(width_px: u32, height_px: u32, patch_px: u32) -> u64 {
+    let p = patch_px.max(1);
+    u64::from(width_px.div_ceil(p)) * u64::from(height_px.div_ceil(p))
 }
 
 impl Default for SimConfig {
@@ -178,6 +208,9 @@ impl Default for SimConfig {
             default_max_tokens: 128,
             reasoning_tokens: 0,
             prefix_cache: false,
+            tool_call_share: 1.0,
+            invalid_answer_share: 0.0,
+            image_patch_px: patch_px(),
             seed: 1,
         }
     }
@@ -243,6 +276,18 @@ impl SimConfig {
                 value: "0".into(),
                 expected: "at least 1",
             });
+        }
+        for (name, share) in [
+            ("tool-call-share", self.tool_call_share),
+            ("invalid-answer-share", self.invalid_answer_share),
+        ] {
+            if !(0.0..=1.0).contains(&share) {
+                return Err(SimConfigError::OutOfRange {
+                    name,
+                    value: share.to_string(),
+                    expected: "a share between 0 and 1",
+                });
+            }
         }
         if !(0.0..=1.0).contains(&self.error_rate) {
             return Err(SimConfigError::OutOfRange {

@@ -6,7 +6,7 @@ use super::FaultKind;
 use tokenscope_measure::openai::{
     Api, CompletionTokensDetails, PromptTokensDetails, ServerTimings, Usage, encode,
 };
-use tokenscope_measure::{messages, responses};
+use tokenscope_measure::{messages, responses, tools};
 use tokenscope_stats::rng::Rng;
 
 /// Formats one request's stream: the same bytes `tokenscope mock` and the page's
@@ -29,7 +29,31 @@ pub struct StreamWriter {
     /// The Responses API's output item or the Messages API's content block
     /// open now (its index, and whether it holds reasoning).
     open: Option<(u32, bool)>,
+    /// What the answer's tokens carry after any reasoning: words, a JSON
+    /// text's pieces, or a tool call's.
+    script: Script,
+    /// The script's pieces sent so far.
+    pieces_sent: usize,
+    /// The tool call's index, once its first piece is sent.
+    tool_index: Option<u32>,
     rng: Rng,
+}
+
+/// What a simulated answer's tokens (after any reasoning) carry.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Script {
+    /// Words (every plain request).
+    #[default]
+    Words,
+    /// A JSON text, one piece per token.
+    Json(Vec<String>),
+    /// One call of the tool named, its arguments one piece per token.
+    ToolCall {
+        /// The tool's name.
+        name: String,
+        /// The arguments' JSON text in pieces.
+        pieces: Vec<String>,
+    },
 }
 
 /// What the driver does for a mid-stream fault.
@@ -112,6 +136,9 @@ impl StreamWriter {
             reasoning: 0,
             open: None,
             continuous_usage: false,
+            script: Script::Words,
+            pieces_sent: 0,
+            tool_index: None,
             rng: Rng::for_stream(seed ^ 0x5eed, id),
         }
     }
@@ -127,6 +154,15 @@ impl StreamWriter {
     /// `stream_options.continuous_usage_stats`).
     pub fn with_continuous_usage(mut self, yes: bool) -> Self {
         self.continuous_usage = yes;
+        self
+    }
+
+    /// The answer (after any reasoning) carries this script's pieces, one per
+    /// token, instead of words ([`crate::answer::plan`]; not for completions).
+    pub fn with_script(mut self, script: Script) -> Self {
+        if self.api != Api::Completions {
+            self.script = script;
+        }
         self
     }
 
@@ -216,6 +252,20 @@ impl StreamWriter {
     pub fn tokens(&mut self, n: u32) -> String {
         let (mut reasoning, mut text) = (String::new(), String::new());
         for _ in 0..n {
+            let scripted = match &self.script {
+                Script::Json(p) | Script::ToolCall { pieces: p, .. }
+                    if self.sent_tokens >= self.reasoning =>
+                {
+                    Some(p.get(self.pieces_sent).map_or(" ", String::as_str))
+                }
+                _ => None,
+            };
+            if let Some(piece) = scripted {
+                text.push_str(piece);
+                self.pieces_sent += 1;
+                self.sent_tokens += 1;
+                continue;
+            }
             let into = if self.sent_tokens < self.reasoning {
                 &mut reasoning
             } else {
@@ -234,7 +284,60 @@ impl StreamWriter {
         }
         if !text.is_empty() {
             let sent = self.sent_tokens;
-            out.push_str(&self.text_event(false, &text, sent));
+            match &self.script {
+                Script::ToolCall { name, .. } => {
+                    let name = name.clone();
+                    out.push_str(&self.tool_event(&name, &text));
+                }
+                _ => out.push_str(&self.text_event(false, &text, sent)),
+            }
+        }
+        out
+    }
+
+    /// One event carrying a piece of the tool call's arguments, its name in
+    /// the first (the Responses API's function-call item and the Messages
+    /// API's tool-use block opened first).
+    fn tool_event(&mut self, name: &str, piece: &str) -> String {
+        let mut out = String::new();
+        let first = self.tool_index.is_none();
+        let index = match (self.tool_index, self.api) {
+            (Some(i), _) => i,
+            (None, Api::Chat | Api::Completions) => 0,
+            (None, _) => match self.open.take() {
+                Some((i, _)) => {
+                    if self.api == Api::Messages {
+                        out.push_str(&messages::encode::block_stop(i));
+                    }
+                    i + 1
+                }
+                None => 0,
+            },
+        };
+        self.tool_index = Some(index);
+        match self.api {
+            Api::Chat | Api::Completions => out.push_str(&tools::encode::chat_delta(
+                self.id,
+                &self.model,
+                index,
+                first.then_some(name),
+                piece,
+            )),
+            Api::Responses => {
+                if first {
+                    out.push_str(&tools::encode::responses_item(self.id, index, name));
+                }
+                out.push_str(&tools::encode::responses_delta(self.id, index, piece));
+            }
+            Api::Messages => {
+                if first {
+                    out.push_str(&tools::encode::messages_block(self.id, index, name));
+                }
+                out.push_str(&tools::encode::messages_delta(index, piece));
+            }
+        }
+        if self.api != Api::Chat {
+            self.open = Some((index, false));
         }
         out
     }

@@ -27,6 +27,9 @@ fn cfg() -> SimConfig {
         default_max_tokens: 128,
         reasoning_tokens: 0,
         prefix_cache: false,
+        tool_call_share: 1.0,
+        invalid_answer_share: 0.0,
+        image_patch_px: 28,
         seed: 1,
     }
 }
@@ -298,6 +301,62 @@ fn a_running_usage_counts_each_events_tokens() {
     assert!(r.event_tokens.is_empty());
     let m = RequestMetrics::from_record(&r, &MetricOptions::default());
     assert!((m.gaps[0].per_token_ms - 10.0 / 1.75).abs() < 1e-9);
+}
+
+/// A scripted tool call (after 2 reasoning tokens) and a scripted JSON answer,
+/// in chunks of 1-3 tokens: each API's stream reads back as the call or the
+/// text the script held, every token counted.
+#[test]
+fn scripted_answers_read_back_in_every_api() {
+    use crate::answer::Script;
+    let args = r#"{"city": "Oslo", "unit": "celsius"}"#;
+    for api in [Api::Chat, Api::Responses, Api::Messages] {
+        for tool in [true, false] {
+            let pieces = crate::answer::pieces(args, 10);
+            let script = if tool {
+                Script::ToolCall {
+                    name: "get_weather".into(),
+                    pieces,
+                }
+            } else {
+                Script::Json(pieces)
+            };
+            let mut w = StreamWriter::new(api, 3, "sim", true, 12, 1)
+                .with_reasoning(2)
+                .with_script(script);
+            let mut tl = tokenscope_measure::timeline::RequestTimeline::new(0.0, None)
+                .keep_calls(true)
+                .keep_answer(true);
+            tl.on_headers(1.0, 200, Some("text/event-stream"));
+            tl.on_read(2.0, w.start().as_bytes());
+            for (i, n) in [1u32, 3, 2, 3, 3].into_iter().enumerate() {
+                tl.on_read(10.0 * (i + 1) as f64, w.tokens(n).as_bytes());
+            }
+            tl.on_read(90.0, w.finish().as_bytes());
+            tl.on_end(91.0);
+            let (calls, answer) = (tl.take_calls().unwrap(), tl.take_answer().unwrap());
+            let r = tl.finish();
+            assert!(r.outcome.is_ok(), "{api:?}: {:?}", r.outcome);
+            assert_eq!(r.usage.unwrap().completion_tokens, Some(12), "{api:?}");
+            // (The Messages API's usage does not count reasoning apart.)
+            assert_eq!(r.reasoning_events, 2, "{api:?}");
+            if tool {
+                assert_eq!(calls.len(), 1, "{api:?}");
+                assert_eq!(calls[0].name, "get_weather");
+                assert_eq!(calls[0].arguments, args, "{api:?}");
+                assert!(answer.is_empty());
+                assert_eq!(
+                    r.t_first_tool_call_ms,
+                    Some(20.0),
+                    "{api:?}: after the reasoning"
+                );
+            } else {
+                assert!(calls.is_empty());
+                assert_eq!(answer, args, "{api:?}");
+                assert_eq!(r.t_first_tool_call_ms, None);
+            }
+        }
+    }
 }
 
 #[test]

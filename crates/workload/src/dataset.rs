@@ -28,6 +28,9 @@ pub struct DatasetPrompt {
     pub messages: Option<Vec<ChatMessage>>,
     /// Its own `max_tokens`, when the line gave one.
     pub max_tokens: Option<u32>,
+    /// The class of request it is (`"class": "summarize"`), for goodput per
+    /// class (`--slo-class`); absent when the line gave none.
+    pub class: Option<String>,
 }
 
 /// The prompt set's fingerprint (`config.prompts_hash`): FNV-1a 64 over each
@@ -176,6 +179,11 @@ fn max_tokens_of(place: &str, v: &serde_json::Value) -> Result<Option<u32>, Data
 fn jsonl_prompt(line: usize, v: &serde_json::Value) -> Result<DatasetPrompt, DatasetError> {
     let place = format!("line {line}");
     let max_tokens = max_tokens_of(&place, v)?;
+    let class = match v.get("class") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(c)) if !c.trim().is_empty() => Some(c.trim().to_owned()),
+        Some(_) => return Err(bad(place, "class: expected a non-empty string")),
+    };
     if let Some(p) = v.get("prompt").or_else(|| v.get("text")) {
         let prompt = p
             .as_str()
@@ -184,6 +192,7 @@ fn jsonl_prompt(line: usize, v: &serde_json::Value) -> Result<DatasetPrompt, Dat
             prompt: prompt.to_owned(),
             messages: None,
             max_tokens,
+            class,
         });
     }
     let Some(messages) = v.get("messages") else {
@@ -205,6 +214,7 @@ fn jsonl_prompt(line: usize, v: &serde_json::Value) -> Result<DatasetPrompt, Dat
         prompt: joined(&messages),
         messages: Some(messages),
         max_tokens,
+        class,
     })
 }
 
@@ -255,6 +265,7 @@ fn sharegpt<'a>(
             prompt: joined(&messages),
             messages: Some(messages),
             max_tokens: None,
+            class: None,
         });
     }
     finish(DatasetFormat::Sharegpt, prompts, skipped)
@@ -270,6 +281,7 @@ mod hash_tests {
             prompt: t.into(),
             messages: None,
             max_tokens: m,
+            class: None,
         };
         let a = [p("one two", None), p("three", Some(4))];
         assert_eq!(prompts_hash(&a), prompts_hash(&a.clone()));
@@ -304,6 +316,11 @@ mod tests {
         let conv = &d.prompts[2];
         assert_eq!(conv.prompt, "be brief\nwhy?");
         assert_eq!(conv.messages.as_ref().unwrap()[1].role, "user");
+        assert_eq!(conv.class, None);
+        let classed = Dataset::parse("{\"prompt\": \"a\", \"class\": \"chat\"}\n").unwrap();
+        assert_eq!(classed.prompts[0].class.as_deref(), Some("chat"));
+        let e = Dataset::parse("{\"prompt\": \"a\", \"class\": 3}\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 1: class: expected a non-empty string");
     }
 
     #[test]

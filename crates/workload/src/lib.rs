@@ -7,6 +7,7 @@
 
 pub mod conversation;
 pub mod dataset;
+pub mod images;
 pub mod load;
 pub mod plan;
 pub mod prompts;

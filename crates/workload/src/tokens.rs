@@ -146,6 +146,10 @@ pub fn overhead_spec(
         min_tokens: None,
         temperature: None,
         continuous_usage: false,
+        tools: Vec::new(),
+        tool_choice: None,
+        output_schema: None,
+        images: Vec::new(),
     }
 }
 

@@ -217,7 +217,9 @@ pub struct BenchArgs {
     /// How prompt tokens are counted, so prompts are exactly --input-tokens long:
     /// `server` (the endpoint's /tokenize: llama.cpp, vLLM), a Hugging Face
     /// tokenizer.json, or `approx` (one token per word) [default: server when
-    /// the endpoint has /tokenize, else approx].
+    /// the endpoint has /tokenize, else approx]. A tokenizer.json also counts
+    /// each answer, and each chunk's tokens where chunks carry several and the
+    /// server sends no running usage (ITL per token).
     #[arg(long, value_name = "server|FILE|approx")]
     pub tokenizer: Option<String>,
 
@@ -252,6 +254,14 @@ pub struct BenchArgs {
     /// (quoted: `<` is the shell's).
     #[arg(long, value_name = "SLOS")]
     pub slo: Option<String>,
+
+    /// SLOs of one class of a mixed workload, for goodput per class:
+    /// 'summarize=ttft_ms:p95<=3000,e2e_ms:p95<=20000'. The --prompts file's
+    /// lines name their class ("class": "summarize"); its requests are held to
+    /// these, other requests to --slo. Repeat it for each class; each level
+    /// then gives every class's share that met its own.
+    #[arg(long, value_name = "CLASS=SLOS")]
+    pub slo_class: Vec<String>,
 
     /// An ITL gap longer than this counts as a stall (stream smoothness: each
     /// request's longest gap is reported, and max_gap_ms is an SLO key).
@@ -335,6 +345,43 @@ pub struct BenchArgs {
     /// carried instead of spreading them evenly.
     #[arg(long)]
     pub continuous_usage: bool,
+
+    /// Offer tools with every request: 'builtin' (get_weather and
+    /// search_flights) or a JSON file holding an array of tools (chat's,
+    /// the Responses API's or the Messages API's shape). Each level then says
+    /// the share of answers that called one, the time to the first tool-call
+    /// delta, and the calls whose arguments were valid against their tool's
+    /// schema.
+    #[arg(long, value_name = "builtin|FILE")]
+    pub tools: Option<String>,
+
+    /// Whether the model may call a tool ('auto', the servers' default), must
+    /// ('required') or must not ('none'), or must call the one named.
+    #[arg(long, value_name = "auto|required|none|NAME", requires = "tools")]
+    pub tool_choice: Option<String>,
+
+    /// Send images with every request's prompt: a list of WIDTHxHEIGHT or
+    /// COUNTxWIDTHxHEIGHT ('512x512,1024x1024', '2x768x768'), each request
+    /// taking the next in turn. Every image in a run is its own (a server
+    /// caching images never sees one twice in it). Each level then gives, per
+    /// size, the server's prompt tokens, the images' tokens among them (where
+    /// the text's tokens are counted) and TTFT: the time to the first token
+    /// against image size. Chat, responses and messages APIs; not with
+    /// --conversation or --trace.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',')]
+    pub images: Vec<tokenscope_workload::images::ImageSpec>,
+
+    /// How --images are encoded: jpeg (quality 85) or png.
+    #[arg(long, default_value = "jpeg", value_name = "jpeg|png", requires = "images", value_parser = image_format)]
+    pub image_format: tokenscope_workload::images::ImageFormat,
+
+    /// Ask every answer to follow this JSON schema (structured output:
+    /// response_format in chat, text.format in the Responses API,
+    /// output_format in the Messages API). Each level says the share of
+    /// answers valid against it; compare a run without it (the same --seed
+    /// sends the same prompts) for what the constraint costs.
+    #[arg(long, value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
 
     /// What the compute costs, for dollars per million output tokens and per
     /// request at each level: 'gpu_hour=2.49[,gpus=8]' (GPUs by the hour, idle
@@ -461,4 +508,14 @@ pub struct BenchArgs {
     /// HdrHistogram (3 significant digits) so memory stays flat on long runs.
     #[arg(long, default_value_t = tokenscope_stats::stats::DEFAULT_SAMPLE_CAP, hide = true)]
     pub sample_cap: usize,
+}
+
+/// `--image-format`.
+fn image_format(s: &str) -> Result<tokenscope_workload::images::ImageFormat, String> {
+    use tokenscope_workload::images::ImageFormat;
+    match s {
+        "jpeg" | "jpg" => Ok(ImageFormat::Jpeg),
+        "png" => Ok(ImageFormat::Png),
+        _ => Err(format!("'{s}' is not jpeg or png")),
+    }
 }

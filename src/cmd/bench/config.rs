@@ -219,6 +219,7 @@ impl BenchArgs {
             Some(s) => Slo::parse_list(s).map_err(|e| anyhow::anyhow!("--slo: {e}"))?,
             None => Vec::new(),
         };
+        let slo_classes = slo_classes(&self.slo_class, &prompts)?;
         let timeout = flag("timeout", parse_duration(&self.timeout))?;
         let stall = flag("stall-threshold", parse_duration(&self.stall_threshold))?;
         let snapshot_interval = match (&self.snapshot_interval, &per_level) {
@@ -278,6 +279,21 @@ impl BenchArgs {
                 );
             }
         }
+        if !self.images.is_empty() && !api.takes_messages() {
+            anyhow::bail!(
+                "--images: images go in a message's content: use --api chat, responses or messages"
+            );
+        }
+        if !self.images.is_empty() && (self.conversation.is_some() || self.trace.is_some()) {
+            anyhow::bail!(
+                "--images: not with {}: a conversation's history would drop the earlier turns' images, and a trace's lengths do not count them",
+                if self.conversation.is_some() {
+                    "--conversation"
+                } else {
+                    "--trace"
+                }
+            );
+        }
         let cfg = BenchConfig {
             base_url,
             api,
@@ -297,6 +313,9 @@ impl BenchArgs {
             temperature: self.temperature,
             timeout,
             slos,
+            slo_classes,
+            images: self.images.clone(),
+            image_format: self.image_format,
             stall_threshold_ms: stall.as_secs_f64() * 1000.0,
             seed: self.seed,
             label: self.label.clone(),
@@ -309,6 +328,12 @@ impl BenchArgs {
             server_metrics,
             gpu_metrics,
             continuous_usage: self.continuous_usage,
+            answer: answer_contract(
+                api,
+                self.tools.as_deref(),
+                self.tool_choice.as_deref(),
+                self.json_schema.as_deref(),
+            )?,
             price: match &self.price {
                 Some(p) => Some(flag(
                     "price",
@@ -502,4 +527,67 @@ fn check_writable(name: &str, path: &Path) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--tools`, `--tool-choice`, `--json-schema`: what every answer is asked to be,
+/// its schemas compiled (`None` when none of them is given).
+fn answer_contract(
+    api: Api,
+    tools: Option<&str>,
+    tool_choice: Option<&str>,
+    schema: Option<&Path>,
+) -> anyhow::Result<Option<std::sync::Arc<loadgen::answer::AnswerContract>>> {
+    if tools.is_none() && schema.is_none() {
+        return Ok(None);
+    }
+    let tools = tools
+        .map(loadgen::answer::read_tools)
+        .transpose()?
+        .unwrap_or_default();
+    let schema = schema.map(loadgen::answer::read_schema).transpose()?;
+    let choice = tool_choice.map(tokenscope_measure::openai::ToolChoice::parse);
+    let contract = loadgen::answer::AnswerContract::new(api, tools, choice, schema)?;
+    Ok(Some(std::sync::Arc::new(contract)))
+}
+
+/// `--slo-class NAME=SLOS`, each naming a class the prompts file's lines give.
+fn slo_classes(
+    given: &[String],
+    prompts: &Prompts,
+) -> anyhow::Result<Vec<tokenscope_core::analyze::slo::SloClass>> {
+    use tokenscope_core::analyze::slo::SloClass;
+    let classes = given
+        .iter()
+        .map(|s| SloClass::parse(s).map_err(|e| anyhow::anyhow!("--slo-class: {e}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if classes.is_empty() {
+        return Ok(classes);
+    }
+    let Prompts::File { path, prompts } = prompts else {
+        anyhow::bail!(
+            "--slo-class: classes come from a --prompts file whose lines name theirs (\"class\": \"summarize\")"
+        );
+    };
+    let mut known: Vec<&str> = prompts.iter().filter_map(|p| p.class.as_deref()).collect();
+    known.sort_unstable();
+    known.dedup();
+    for (i, c) in classes.iter().enumerate() {
+        if classes[..i].iter().any(|k| k.class == c.class) {
+            anyhow::bail!("--slo-class {}: given twice", c.class);
+        }
+        if !known.contains(&c.class.as_str()) {
+            let theirs = if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            };
+            anyhow::bail!(
+                "--slo-class {}: none of the prompts taken from {} has \"class\": {:?} (theirs: {theirs})",
+                c.class,
+                path.display(),
+                c.class,
+            );
+        }
+    }
+    Ok(classes)
 }

@@ -47,7 +47,8 @@ pub struct RunRequest {
 pub struct LevelRecord {
     /// Index of the level.
     pub level: usize,
-    /// The request.
+    /// The request (the page reads what its timeline draws of it: `shown`).
+    #[serde(deserialize_with = "tokenscope_core::model::shown::record")]
     pub record: RequestRecord,
 }
 

@@ -135,6 +135,10 @@ impl Requests {
             min_tokens: None,
             temperature: None,
             continuous_usage: p.continuous_usage,
+            tools: Vec::new(),
+            tool_choice: None,
+            output_schema: None,
+            images: Vec::new(),
         };
         let mut counted = counted.map(|c| c + prefix.map_or(0, |p| p.1));
         let mut turn_of = None;

@@ -253,6 +253,10 @@ impl RunPlan {
             tokens: None,
             price: self.price,
             continuous_usage: self.continuous_usage,
+            answer: None,
+            slo_classes: Vec::new(),
+            images: Vec::new(),
+            image_format: None,
         }
     }
 }

@@ -184,3 +184,41 @@ fn row_summary(i: usize, r: &RequestRecord) -> String {
     let _ = write!(s, ", {} token events", r.token_events_ms.len());
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page's first module reads a record through `shown::record` (what
+    /// the timeline draws, nothing else): it draws the same timeline.
+    #[test]
+    fn a_record_as_the_page_reads_it_draws_the_same_timeline() {
+        let mut whole: Vec<RequestRecord> = (0..5)
+            .map(|i| tokenscope_core::testing::record(f64::from(i) * 7.0, 30.0, 4.0, 6))
+            .collect();
+        whole[1].t_scheduled_ms = Some(6.5);
+        whole[2].t_first_paint_ms = Some(50.0);
+        whole[3].class = Some("chat".into());
+        whole[3].images = Some("512x512".into());
+        whole[4].outcome = Outcome::Error {
+            kind: tokenscope_measure::record::ErrorKind::Http(503),
+            message: "unavailable".into(),
+        };
+        let shown: Vec<RequestRecord> = whole
+            .iter()
+            .map(|r| {
+                let json = serde_json::to_string(r).unwrap();
+                tokenscope_core::model::shown::record(&mut serde_json::Deserializer::from_str(
+                    &json,
+                ))
+                .unwrap()
+            })
+            .collect();
+        assert_eq!(request_timeline(&whole, 10), request_timeline(&shown, 10));
+        assert_eq!(
+            shown[3].class, None,
+            "what the timeline does not draw stays off"
+        );
+        assert_eq!(shown[4].outcome, whole[4].outcome);
+    }
+}

@@ -133,6 +133,10 @@ impl WorkloadRequest {
             min_tokens: None,
             temperature: None,
             continuous_usage: false,
+            tools: Vec::new(),
+            tool_choice: None,
+            output_schema: None,
+            images: Vec::new(),
         };
         PageRequest {
             t_ms: None,
