@@ -298,6 +298,19 @@ fn json_answers_are_checked_against_the_schema() {
         "{}",
         text(&o)
     );
+    // Answers made a given length, and tool calls in a conversation's
+    // history, cannot be checked: refused before the run, naming why.
+    for (args, says) in [
+        (&["--json-schema", schema, "--ignore-eos"][..], "--json-schema: not with --ignore-eos"),
+        (&["--tools", "builtin", "--min-tokens", "16"][..], "--tools: not with --min-tokens"),
+        (&["--tools", "builtin", "--conversation", "turns=2"][..], "--tools: not with --conversation"),
+    ] {
+        let mut argv = vec!["bench", "--url", &mock.url];
+        argv.extend_from_slice(args);
+        let o = run(&argv);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
+    }
 }
 
 /// A mixed workload's classes (a prompts file's `class`), each held to its own

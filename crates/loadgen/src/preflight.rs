@@ -19,6 +19,7 @@ use super::{BenchConfig, Preflight};
 use crate::error::{Error, Result};
 use crate::http_client::ClientRole;
 use crate::util::{join_url, redact_url};
+use tokenscope_workload::images::{ImageSpec, extremes, request_images};
 
 /// How many tiny requests the pre-flight tries before giving up on a transient failure.
 const ATTEMPTS: u32 = 3;
@@ -46,9 +47,21 @@ pub async fn check(cfg: &BenchConfig) -> Result<Preflight> {
     };
     let (mut warnings, mut timing) = (Vec::new(), None);
     if cfg.preflight {
-        match tiny_request(&client, cfg, &model, &base, listing.status).await? {
-            Tiny::Timed(t) => timing = t,
-            Tiny::Failed(w) => warnings.push(w),
+        // With images, one request per extreme of them (the most images, the
+        // largest image); the first one's time is the run's estimate.
+        let mut images: Vec<Option<ImageSpec>> = extremes(&cfg.images).into_iter().map(Some).collect();
+        if images.is_empty() {
+            images.push(None);
+        }
+        for (k, image) in images.into_iter().enumerate() {
+            match tiny_request(&client, cfg, &model, &base, listing.status, image).await? {
+                Tiny::Timed(t) if k == 0 => timing = t,
+                Tiny::Timed(_) => {}
+                Tiny::Failed(w) => {
+                    warnings.push(w);
+                    break;
+                }
+            }
         }
     }
     Ok(Preflight {
@@ -62,7 +75,7 @@ pub async fn check(cfg: &BenchConfig) -> Result<Preflight> {
 /// The status of the completion route to a request of no model the server
 /// knows (none when it did not answer): a 404 there too says the path is wrong.
 async fn route_status(client: &reqwest::Client, cfg: &BenchConfig) -> Option<u16> {
-    let spec = tiny_spec(cfg, "tokenscope-preflight");
+    let spec = tiny_spec(cfg, "tokenscope-preflight", None);
     let resp = client
         .post(join_url(&cfg.base_url, cfg.api.path()))
         .json(&request_body(&spec))
@@ -103,9 +116,9 @@ async fn wrong_base(client: &reqwest::Client, cfg: &BenchConfig, base: &str) -> 
     )
 }
 
-/// The pre-flight's tiny request of `model`.
-fn tiny_spec(cfg: &BenchConfig, model: &str) -> RequestSpec {
-    // With the run's tools and schema, and its largest images, sent as the
+/// The pre-flight's tiny request of `model`, with `image`'s images.
+fn tiny_spec(cfg: &BenchConfig, model: &str, image: Option<ImageSpec>) -> RequestSpec {
+    // With the run's tools and schema, and images of the run's, sent as the
     // run will send them: a server that refuses them (a text-only model
     // refuses images, another limits their count or size) says so before the
     // run.
@@ -123,10 +136,8 @@ fn tiny_spec(cfg: &BenchConfig, model: &str) -> RequestSpec {
         tools: Vec::new(),
         tool_choice: None,
         output_schema: None,
-        images: tokenscope_workload::images::largest(&cfg.images)
-            .map(|s| {
-                tokenscope_workload::images::request_images(s, cfg.image_format, cfg.seed, u64::MAX)
-            })
+        images: image
+            .map(|s| request_images(s, cfg.image_format, cfg.seed, u64::MAX))
             .unwrap_or_default(),
     };
     crate::answer::AnswerContract::ask(cfg.answer.as_deref(), spec)
@@ -211,13 +222,14 @@ async fn tiny_request(
     model: &str,
     base: &str,
     models_status: u16,
+    image: Option<ImageSpec>,
 ) -> Result<Tiny> {
     let target = Target {
         url: join_url(&cfg.base_url, cfg.api.path()),
         timeout: cfg.timeout.min(Duration::from_secs(30)),
         connections: None,
     };
-    let spec = tiny_spec(cfg, model);
+    let spec = tiny_spec(cfg, model, image);
     let body = Bytes::from(
         serde_json::to_vec(&request_body(&spec)).map_err(|e| Error::Internal(e.to_string()))?,
     );

@@ -109,10 +109,17 @@ impl Ctx {
 
     /// The image spec request `index` carries, when the run sends images:
     /// each in turn by the shard's own numbering (so every shard sends every
-    /// spec alike); the pictures themselves are drawn from the plan-wide
-    /// number, so no two shards send the same.
+    /// spec alike), moved on each time a prompts file's prompts start again
+    /// (so every spec goes with every prompt); the pictures themselves are
+    /// drawn from the plan-wide number, so no two shards send the same.
     fn image_spec(&self, index: u64) -> Option<ImageSpec> {
-        images::spec_for(&self.cfg.images, index)
+        let prompts = match &self.cfg.prompts {
+            Prompts::File { prompts, .. } => {
+                self.cfg.shard_or_whole().prompts_owned(prompts.len()) as u64
+            }
+            Prompts::Synthetic { .. } => 1,
+        };
+        images::spec_for(&self.cfg.images, index, prompts)
     }
 
     fn images_label(&self, index: u64) -> Option<String> {
@@ -277,9 +284,12 @@ impl Ctx {
         record.session = turn.map(|t| t.0);
         record.turn = turn.map(|t| t.1);
         // The answer counted by the local tokenizer, after the request's end
-        // (its times are already taken).
+        // (its times are already taken). Not an answer that called a tool: the
+        // tokenizer sees its text, never the call's tokens in the model's own
+        // format, and would count short (every event of arguments as none).
         if let (Some(c), Some(text)) = (counter, texts.generated)
             && record.outcome.is_ok()
+            && texts.calls.is_empty()
         {
             // Events of several tokens the server did not count (and was not
             // asked to: --continuous-usage): the tokenizer's count of each,

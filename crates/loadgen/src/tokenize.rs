@@ -161,7 +161,8 @@ pub fn tokens_per_event(
             *c += 1;
         }
     }
-    Some(counts)
+    // No token at all (no text): nothing counted, the events are spread.
+    counts.iter().any(|&c| c > 0).then_some(counts)
 }
 
 async fn server_count(
@@ -501,5 +502,25 @@ mod tests {
             TokenizerChoice::parse("./tok.json"),
             TokenizerChoice::File("./tok.json".into())
         );
+    }
+
+    #[test]
+    fn each_token_goes_to_the_event_its_first_byte_came_in() {
+        // "Hello world!" in events "Hel" | "lo wor" | "ld!", tokens
+        // "Hello" " world" "!": the first two begin in event 0 and 1.
+        let offsets = [(0, 5), (5, 11), (11, 12)];
+        assert_eq!(
+            tokens_per_event(&offsets, 12, &[3, 9, 12]),
+            Some(vec![1, 1, 1])
+        );
+        assert_eq!(
+            tokens_per_event(&offsets, 12, &[9, 10, 12]),
+            Some(vec![2, 0, 1])
+        );
+        // Events that do not end where the text does: no count.
+        assert_eq!(tokens_per_event(&offsets, 12, &[3, 9]), None);
+        // No text (events of a tool call's arguments only): no count, the
+        // events are spread rather than each counted as none.
+        assert_eq!(tokens_per_event(&[], 0, &[0, 0, 0]), None);
     }
 }

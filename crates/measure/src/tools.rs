@@ -195,7 +195,11 @@ impl ToolCalls {
             }
         };
         let call = &mut self.calls[i].1;
-        call.name.push_str(&delta.name);
+        // A name repeated in every delta of its call (some servers do) is
+        // the same name, not more of it.
+        if delta.name != call.name {
+            call.name.push_str(&delta.name);
+        }
         call.arguments.push_str(&delta.arguments);
     }
 
@@ -391,6 +395,22 @@ mod tests {
             (calls[1].name.as_str(), calls[1].arguments.as_str()),
             ("get_time", "{}")
         );
+    }
+
+    #[test]
+    fn a_name_repeated_in_every_delta_of_its_call_is_one_name() {
+        let mut calls = ToolCalls::default();
+        for arguments in ["{\"city\": ", "\"Oslo\"}"] {
+            calls.add(&ToolCallDelta {
+                index: Some(0),
+                name: "get_weather".into(),
+                arguments: arguments.into(),
+            });
+        }
+        let calls = calls.into_calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].name, "get_weather");
+        assert_eq!(calls[0].arguments, "{\"city\": \"Oslo\"}");
     }
 
     /// Every API's tool-call events, split into pieces, add up to the same

@@ -79,10 +79,11 @@ pub fn answer_note(report: &ClientReport) -> Option<String> {
     ))
 }
 
-/// One row per level and class of request (`--slo-class`): the share that met
-/// its class's own SLOs; `None` when no request had a class.
+/// One row per level and class of request (`--slo-class`): the share whose
+/// own values were within its class's bounds (goodput: a request is judged,
+/// never a percentile of the class); `None` when no request had a class.
 pub fn class_rows(report: &ClientReport) -> Option<Table> {
-    let headers = ["load", "class", "its SLOs", "sent", "met them"];
+    let headers = ["load", "class", "its bounds", "sent", "each within them"];
     let rows: Vec<Vec<String>> = report
         .levels
         .iter()

@@ -327,7 +327,7 @@ pub fn text_summary(report: &ClientReport) -> String {
             }
         }
         if let Some((h, rows)) = super::answers::class_rows(report) {
-            out.push_str("\ngoodput per class (requests that met their class's SLOs):\n");
+            out.push_str("\ngoodput per class (the requests whose own values were within their class's bounds):\n");
             out.push_str(&text_table(&h, &rows));
         }
         if let Some((h, rows)) = super::images::image_rows(report) {

@@ -116,19 +116,28 @@ impl ImageFormat {
     }
 }
 
-/// The spec the `index`-th request of a client (or shard) carries: each in
-/// turn, so each client's level holds each spec equally.
-pub fn spec_for(specs: &[ImageSpec], index: u64) -> Option<ImageSpec> {
-    (!specs.is_empty()).then(|| specs[(index % specs.len() as u64) as usize])
+/// The spec the `index`-th request of a client (or shard) carries, when its
+/// prompts come in a cycle of `prompts` (1: every prompt its own): each spec
+/// in turn, moved on by one each time the prompts start again, so that every
+/// spec goes with every prompt alike (with 2 prompts and 2 specs, a spec in
+/// plain turn would go with one prompt only, and its TTFT would be that
+/// prompt's as much as its images').
+pub fn spec_for(specs: &[ImageSpec], index: u64, prompts: u64) -> Option<ImageSpec> {
+    let prompts = prompts.max(1);
+    let turn = index % prompts + index / prompts;
+    (!specs.is_empty()).then(|| specs[(turn % specs.len() as u64) as usize])
 }
 
-/// The spec that sends the most: the most images, then the most pixels (what
-/// a pre-flight tries, so that a server's limits show before the run).
-pub fn largest(specs: &[ImageSpec]) -> Option<ImageSpec> {
-    specs
-        .iter()
-        .copied()
-        .max_by_key(|s| (s.count, u64::from(s.width_px) * u64::from(s.height_px)))
+/// The specs a pre-flight sends, so that a server's limits show before the
+/// run: the one with the most images (then the most pixels), and the one
+/// with the largest image (then the most images) where that is another.
+pub fn extremes(specs: &[ImageSpec]) -> Vec<ImageSpec> {
+    let pixels = |s: &ImageSpec| u64::from(s.width_px) * u64::from(s.height_px);
+    let most = specs.iter().copied().max_by_key(|s| (s.count, pixels(s)));
+    let biggest = specs.iter().copied().max_by_key(|s| (pixels(s), s.count));
+    let mut out: Vec<ImageSpec> = most.into_iter().collect();
+    out.extend(biggest.filter(|b| Some(*b) != most));
+    out
 }
 
 /// Request `global`'s images: `spec.count` pictures of its size, each its own
@@ -287,16 +296,34 @@ mod tests {
             .iter()
             .map(|s| s.parse().unwrap())
             .collect();
-        let got: Vec<String> = (0..4)
-            .map(|g| spec_for(&specs, g).unwrap().to_string())
+        let got = |prompts: u64| -> Vec<String> {
+            (0..8)
+                .map(|g| spec_for(&specs, g, prompts).unwrap().to_string())
+                .collect()
+        };
+        // Synthetic prompts (each its own): the specs in turn.
+        assert_eq!(got(1), ["64x64", "128x96"].repeat(4));
+        // Two prompts in turn: each prompt gets each spec.
+        assert_eq!(
+            got(2),
+            ["64x64", "128x96", "128x96", "64x64"].repeat(2)
+        );
+        // Three prompts and two specs: over six requests each pair once.
+        let pairs: std::collections::BTreeSet<(u64, String)> = (0..6)
+            .map(|g| (g % 3, spec_for(&specs, g, 3).unwrap().to_string()))
             .collect();
-        assert_eq!(got, ["64x64", "128x96", "64x64", "128x96"]);
-        assert_eq!(spec_for(&[], 3), None);
-        let more: Vec<ImageSpec> = ["1024x1024", "2x64x64", "2x128x96"]
-            .iter()
-            .map(|s| s.parse().unwrap())
-            .collect();
-        assert_eq!(largest(&more).unwrap().to_string(), "2x128x96");
+        assert_eq!(pairs.len(), 6);
+        assert_eq!(spec_for(&[], 3, 1), None);
+        let extremes_of = |list: &[&str]| -> Vec<String> {
+            let specs: Vec<ImageSpec> = list.iter().map(|s| s.parse().unwrap()).collect();
+            extremes(&specs).iter().map(ToString::to_string).collect()
+        };
+        assert_eq!(
+            extremes_of(&["1024x1024", "2x64x64", "2x128x96"]),
+            ["2x128x96", "1024x1024"]
+        );
+        assert_eq!(extremes_of(&["64x64", "2x128x96"]), ["2x128x96"]);
+        assert!(extremes_of(&[]).is_empty());
     }
 
     /// Odd sizes, both formats: the header says the size asked, a PNG decodes to

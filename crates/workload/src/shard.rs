@@ -114,12 +114,15 @@ impl Shard {
     /// prompts: cycling through its own (indices `k mod N`). `None` when the file
     /// has fewer prompts than shards.
     pub fn prompt_index(&self, local: u64, len: usize) -> Option<usize> {
+        let own = self.prompts_owned(len);
+        (own > 0).then(|| self.index as usize + self.count as usize * (local % own as u64) as usize)
+    }
+
+    /// How many of `len` prompts are this shard's (every `count`-th from its
+    /// index): the length of the cycle its requests send them in.
+    pub fn prompts_owned(&self, len: usize) -> usize {
         let (k, n) = (self.index as usize, self.count as usize);
-        if len <= k {
-            return None;
-        }
-        let own = (len - k).div_ceil(n);
-        Some(k + n * (local % own as u64) as usize)
+        len.saturating_sub(k).div_ceil(n)
     }
 
     /// The seed of this shard's random streams (arrivals): the run's seed for

@@ -294,6 +294,32 @@ impl BenchArgs {
                 }
             );
         }
+        if self.tools.is_some() && self.conversation.is_some() {
+            anyhow::bail!(
+                "--tools: not with --conversation: a turn that called a tool would go into the next turn's history without its call or the call's result"
+            );
+        }
+        if self.tools.is_some() || self.json_schema.is_some() {
+            let forced = if tracing {
+                Some("--trace (a trace's answers are made its lengths)")
+            } else if self.ignore_eos {
+                Some("--ignore-eos")
+            } else if self.min_tokens.is_some_and(|n| n > 1) {
+                Some("--min-tokens")
+            } else {
+                None
+            };
+            if let Some(forced) = forced {
+                anyhow::bail!(
+                    "{}: not with {forced}: answers made a given length are cut or run on past the JSON, and their check would judge the length, not the model",
+                    if self.tools.is_some() {
+                        "--tools"
+                    } else {
+                        "--json-schema"
+                    }
+                );
+            }
+        }
         let cfg = BenchConfig {
             base_url,
             api,
