@@ -216,7 +216,11 @@ async fn the_pages_chat_demo_measures_a_real_endpoint() {
         .await;
     let target = browser.text_of("rum-demo-target").await;
     assert!(target.contains(&mock.url), "{target}");
-    const TURNS: usize = 5;
+    // Nine turns: the bound below is on the median of the eight on an open
+    // connection, which two or three turns held off the CPU by a busy host
+    // cannot move (four turns' median once read 10 ms: 13 and 21 ms beside
+    // 6.7 and 5.8, with 2.0-2.7 ms usual).
+    const TURNS: usize = 9;
     for _ in 0..TURNS {
         assert_eq!(send_turn(&browser).await, "done");
     }

@@ -301,9 +301,18 @@ fn json_answers_are_checked_against_the_schema() {
     // Answers made a given length, and tool calls in a conversation's
     // history, cannot be checked: refused before the run, naming why.
     for (args, says) in [
-        (&["--json-schema", schema, "--ignore-eos"][..], "--json-schema: not with --ignore-eos"),
-        (&["--tools", "builtin", "--min-tokens", "16"][..], "--tools: not with --min-tokens"),
-        (&["--tools", "builtin", "--conversation", "turns=2"][..], "--tools: not with --conversation"),
+        (
+            &["--json-schema", schema, "--ignore-eos"][..],
+            "--json-schema: not with --ignore-eos",
+        ),
+        (
+            &["--tools", "builtin", "--min-tokens", "16"][..],
+            "--tools: not with --min-tokens",
+        ),
+        (
+            &["--tools", "builtin", "--conversation", "turns=2"][..],
+            "--tools: not with --conversation",
+        ),
     ] {
         let mut argv = vec!["bench", "--url", &mock.url];
         argv.extend_from_slice(args);

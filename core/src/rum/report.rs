@@ -188,34 +188,16 @@ pub fn record(t: &Turn, t0_unix_ms: f64) -> RequestRecord {
         _ => m.headers.map(|_| 200),
     };
     RequestRecord {
-        t_scheduled_ms: None,
-        t_send_ms: send,
         t_headers_ms: at(m.headers),
-        t_request_start_ms: None,
-        t_response_start_ms: None,
         status,
         t_first_byte_ms: at(m.first_byte),
         token_events_ms: events,
-        event_tokens: Vec::new(),
         t_done_ms: at(m.last_byte.or(m.last_chunk).or(m.headers)),
-        t_first_answer_ms: None,
-        t_first_tool_call_ms: None,
-        tool_calls: 0,
-        answer_valid: None,
-        answer_problem: None,
-        reasoning_events: 0,
         t_first_paint_ms: at(m.first_paint),
         paint_method: m.first_paint.map(|_| match t.paint_method.as_str() {
             "element" | "element_timing" => PaintMethod::ElementTiming,
             _ => PaintMethod::RequestAnimationFrame,
         }),
-        shared_read_events: 0,
-        prompt_tokens_sent: None,
-        completion_tokens_counted: None,
-        turn: None,
-        class: None,
-        images: None,
-        session: None,
         // `usage` counts the whole stream's tokens: only beside every chunk's time
         // (else TPOT would spread them over the chunks recorded).
         usage: (whole && (t.output_tokens.is_some() || t.input_tokens.is_some())).then_some(
@@ -231,12 +213,9 @@ pub fn record(t: &Turn, t0_unix_ms: f64) -> RequestRecord {
             ..ServerTimings::default()
         }),
         output_chars: t.chars,
-        body_bytes: 0,
         done_received: t.outcome == Outcome::Complete,
-        finish_reason: None,
-        protocol: None,
-        connection: None,
         outcome,
+        ..RequestRecord::sent_at(send, None)
     }
 }
 

@@ -49,7 +49,8 @@ pub async fn check(cfg: &BenchConfig) -> Result<Preflight> {
     if cfg.preflight {
         // With images, one request per extreme of them (the most images, the
         // largest image); the first one's time is the run's estimate.
-        let mut images: Vec<Option<ImageSpec>> = extremes(&cfg.images).into_iter().map(Some).collect();
+        let mut images: Vec<Option<ImageSpec>> =
+            extremes(&cfg.images).into_iter().map(Some).collect();
         if images.is_empty() {
             images.push(None);
         }

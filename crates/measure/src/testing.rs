@@ -20,45 +20,21 @@ pub fn record_with_events(t0_ms: f64, events_ms: Vec<f64>) -> RequestRecord {
     let tokens = events_ms.len() as u64;
     let t_done = events_ms.last().map_or(t0_ms + 2.0, |t| t + 1.0);
     RequestRecord {
-        t_scheduled_ms: None,
-        t_send_ms: t0_ms,
         t_headers_ms: Some(t0_ms + 1.0),
-        t_request_start_ms: None,
-        t_response_start_ms: None,
         status: Some(200),
         t_first_byte_ms: Some(t0_ms + 2.0),
         token_events_ms: events_ms,
-        event_tokens: Vec::new(),
         t_done_ms: Some(t_done),
-        t_first_answer_ms: None,
-        t_first_tool_call_ms: None,
-        tool_calls: 0,
-        answer_valid: None,
-        answer_problem: None,
-        reasoning_events: 0,
-        t_first_paint_ms: None,
-        paint_method: None,
-        shared_read_events: 0,
-        prompt_tokens_sent: None,
-        completion_tokens_counted: None,
-        turn: None,
-        class: None,
-        images: None,
-        session: None,
         usage: Some(Usage {
             prompt_tokens: Some(10),
             completion_tokens: Some(tokens),
             completion_tokens_details: None,
             prompt_tokens_details: None,
         }),
-        server_timings: None,
         output_chars: tokens * 4,
-        body_bytes: 0,
         done_received: true,
         finish_reason: Some("length".into()),
-        outcome: Outcome::Ok,
-        protocol: None,
-        connection: None,
+        ..RequestRecord::sent_at(t0_ms, None)
     }
 }
 

@@ -304,10 +304,7 @@ mod tests {
         // Synthetic prompts (each its own): the specs in turn.
         assert_eq!(got(1), ["64x64", "128x96"].repeat(4));
         // Two prompts in turn: each prompt gets each spec.
-        assert_eq!(
-            got(2),
-            ["64x64", "128x96", "128x96", "64x64"].repeat(2)
-        );
+        assert_eq!(got(2), ["64x64", "128x96", "128x96", "64x64"].repeat(2));
         // Three prompts and two specs: over six requests each pair once.
         let pairs: std::collections::BTreeSet<(u64, String)> = (0..6)
             .map(|g| (g % 3, spec_for(&specs, g, 3).unwrap().to_string()))
