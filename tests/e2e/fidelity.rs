@@ -261,28 +261,11 @@ fn check(cmp: &Compared, tol_ms: f64, label: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Run `measure` and check it; the timing agreement is checked on a 2-core machine
-/// shared with builds and other guests, where load comes in bursts that last
-/// seconds to minutes (the ITL medians, normally 0.03 ms apart, then differ by
-/// 0.8 ms too): a miss is measured again after a 10 s pause, five measurements at
-/// most (each printed), and one whole measurement must meet the bound.
+/// Run `measure` and check it, measured again on a miss ([`crate::remeasured`]:
+/// the ITL medians, normally 0.03 ms apart, differ by 0.8 ms in a burst of
+/// load on a shared 2-core machine).
 fn agree_within(tol_ms: f64, label: &str, measure: impl Fn() -> Compared) {
-    const ATTEMPTS: u32 = 5;
-    let _alone = crate::alone();
-    let mut misses = Vec::new();
-    for attempt in 1..=ATTEMPTS {
-        match check(&measure(), tol_ms, label) {
-            Ok(()) => return,
-            Err(e) => {
-                eprintln!("{e}; attempt {attempt} of {ATTEMPTS}");
-                misses.push(e);
-                if attempt < ATTEMPTS {
-                    std::thread::sleep(std::time::Duration::from_secs(10));
-                }
-            }
-        }
-    }
-    panic!("{}", misses.join("; then: "));
+    crate::remeasured(label, || check(&measure(), tol_ms, label));
 }
 
 #[test]

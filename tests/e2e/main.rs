@@ -71,3 +71,28 @@ pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
 pub fn busy() -> std::sync::RwLockReadGuard<'static, ()> {
     QUIET.read().unwrap_or_else(|e| e.into_inner())
 }
+
+/// A timing check on a 2-core machine shared with builds and other guests,
+/// where load comes in bursts that last seconds to minutes: `measure` runs
+/// alone and says `Err` (with its figures) when a timing bound was missed; a
+/// miss is measured again after a 10 s pause, five measurements at most (each
+/// printed), and one whole measurement must meet the bound. Its exact checks
+/// (counts, tokens) are asserted inside it, on every measurement.
+pub fn remeasured(label: &str, mut measure: impl FnMut() -> Result<(), String>) {
+    const ATTEMPTS: u32 = 5;
+    let _alone = alone();
+    let mut misses = Vec::new();
+    for attempt in 1..=ATTEMPTS {
+        match measure() {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("{e}; attempt {attempt} of {ATTEMPTS}");
+                misses.push(e);
+                if attempt < ATTEMPTS {
+                    std::thread::sleep(std::time::Duration::from_secs(10));
+                }
+            }
+        }
+    }
+    panic!("{label}: {}", misses.join("; then: "));
+}
